@@ -1,0 +1,77 @@
+# zklockfs - see README.md.  `make` builds, `make check` tests, `make run` tries it.
+CC      ?= cc
+PREFIX  ?= /usr/local
+BUILD   ?= build
+
+FUSE_CFLAGS := $(shell pkg-config --cflags fuse3 2>/dev/null)
+FUSE_LIBS   := $(shell pkg-config --libs fuse3 2>/dev/null || echo -lfuse3)
+
+WARN     = -std=c11 -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes
+CPPFLAGS = -I. -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 -DTHREADED $(FUSE_CFLAGS)
+CFLAGS  ?= -O2 -g
+LDLIBS   = $(FUSE_LIBS) -lzookeeper_mt -lpthread
+SAN      = -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+
+ZK_SRC   = zk/naming.c zk/grant.c zk/errno.c zk/log.c zk/session.c zk/lock.c
+FS_SRC   = fs/opts.c fs/node.c fs/attr.c fs/ops.c fs/lockops.c fs/main.c
+SRC      = $(ZK_SRC) $(FS_SRC)
+HDR      = $(wildcard zk/*.h fs/*.h)
+
+UNIT     = naming grant opts errno
+UNIT_BIN = $(UNIT:%=$(BUILD)/unit/test_%)
+
+.PHONY: all asan unit check check-unit check-integration check-asan run stop deps bench clean
+
+all: $(BUILD)/zklockfs
+
+$(BUILD)/zklockfs: $(SRC) $(HDR) | $(BUILD)
+	$(CC) $(WARN) $(CPPFLAGS) $(CFLAGS) -o $@ $(SRC) $(LDLIBS)
+
+$(BUILD)/asan/zklockfs: $(SRC) $(HDR)
+	@mkdir -p $(@D)
+	$(CC) $(WARN) $(CPPFLAGS) -O1 -g $(SAN) -o $@ $(SRC) $(LDLIBS)
+
+asan: $(BUILD)/asan/zklockfs
+
+# unit tests: the pure logic, with cmocka
+$(BUILD)/unit/test_naming: tests/unit/test_naming.c zk/naming.c
+$(BUILD)/unit/test_grant:  tests/unit/test_grant.c zk/grant.c zk/naming.c
+$(BUILD)/unit/test_opts:   tests/unit/test_opts.c fs/opts.c zk/naming.c
+$(BUILD)/unit/test_errno:  tests/unit/test_errno.c zk/errno.c
+$(UNIT_BIN): $(HDR)
+	@mkdir -p $(@D)
+	$(CC) $(WARN) $(CPPFLAGS) -O1 -g $(SAN) -o $@ $(filter %.c,$^) -lcmocka $(LDLIBS)
+
+unit: $(UNIT_BIN)
+
+$(BUILD):
+	@mkdir -p $@
+
+deps:
+	@tools/install-deps
+
+check: deps
+	$(MAKE) check-unit check-integration check-asan
+
+check-unit: unit
+	@set -e; for t in $(UNIT_BIN); do $$t; done
+
+check-integration: $(BUILD)/zklockfs
+	ZKLOCKFS=$(CURDIR)/$(BUILD)/zklockfs /usr/bin/python3 -m pytest tests/integration
+
+check-asan: $(BUILD)/asan/zklockfs
+	ZKLOCKFS=$(CURDIR)/$(BUILD)/asan/zklockfs ZKLOCKFS_SANITIZED=1 \
+	  ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
+	  /usr/bin/python3 -m pytest tests/integration
+
+run: deps $(BUILD)/zklockfs
+	@tools/run start
+
+stop:
+	@tools/run stop
+
+bench: deps $(BUILD)/zklockfs
+	@$(MAKE) -C bench
+
+clean:
+	rm -rf $(BUILD)

@@ -1,0 +1,313 @@
+/*
+ * fs/lockops.c - taking and giving back a lock.
+ *
+ * open(O_CREAT) of a new NAME reaches us as MKNOD, under the directory's
+ * lock, then OPEN, outside it (we have no create op, see NOTES.md).  MKNOD
+ * answers at once with a fresh lock node and touches no ZooKeeper, so
+ * mknod(2) alone leaves nothing behind; OPEN enqueues and is answered later,
+ * from the engine's done callback, when the lock is granted or refused.
+ */
+#include "fs/zklockfs.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "zk/errno.h"
+#include "zk/log.h"
+
+void zklfs_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
+		 mode_t mode, dev_t rdev)
+{
+	struct zklfs *fs = fuse_req_userdata(req);
+	struct node *p = node_of(fs, parent), *n;
+	struct fuse_entry_param e;
+	int err;
+
+	(void)rdev;
+	if (!S_ISREG(mode)) {
+		zkl_log(LOG_NOTICE, "mknod '%s' refused: only regular files are lock entries", name);
+		return (void)fuse_reply_err(req, EPERM);
+	}
+	/* the longer marker decides, as OPEN has not told the kind yet */
+	err = zkn_check_entry_name(name, fs->conf->naming, ZKL_SHARED);
+	if (err) {
+		zkl_log(LOG_NOTICE, "lock name '%.64s' refused: %s", name, strerror(-err));
+		return (void)fuse_reply_err(req, -err);
+	}
+	pthread_mutex_lock(&fs->lock);
+	n = node_new_pending_locked(fs, p->path, name);
+	if (n)
+		n->uid = fuse_req_ctx(req)->uid;
+	pthread_mutex_unlock(&fs->lock);
+	if (!n)
+		return (void)fuse_reply_err(req, ENOMEM);
+	memset(&e, 0, sizeof(e));
+	e.ino = n->ino;
+	zklfs_pending_attr(fs, &e.attr, n);
+	if (fuse_reply_entry(req, &e) != 0)
+		node_forget(fs, n, 1);
+}
+
+/* The holder lines of a new entry (SPEC: host, pid, uid, cmd, since, mount). */
+static int holder_data(struct zklfs *fs, const struct fuse_ctx *ctx, char *buf,
+		       size_t size)
+{
+	char path[64], cmd[256] = "", line[128], since[32];
+	pid_t pid = ctx->pid;
+	time_t now = time(NULL);
+	struct tm tm;
+	FILE *f;
+	size_t n = 0;
+
+	/* FUSE tells the thread; the process is its thread group */
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)ctx->pid);
+	f = fopen(path, "r");
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "Tgid: %d", &pid) == 1)
+			break;
+	if (f)
+		fclose(f);
+	snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)pid);
+	f = fopen(path, "r");
+	if (f) {
+		n = fread(cmd, 1, sizeof(cmd) - 1, f);
+		fclose(f);
+	}
+	while (n > 0 && cmd[n - 1] == '\0')
+		n--;
+	cmd[n] = '\0';
+	for (size_t i = 0; i < n; i++)
+		if (cmd[i] == '\0' || cmd[i] == '\n')
+			cmd[i] = ' ';
+	gmtime_r(&now, &tm);
+	strftime(since, sizeof(since), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	return snprintf(buf, size, "host=%s\npid=%d\nuid=%u\ncmd=%s\nsince=%s\nmount=%s\n",
+			fs->host, (int)pid, (unsigned)ctx->uid, cmd, since,
+			fs->mountpoint);
+}
+
+/* Answer the OPEN of @n with @err, or with the holder's descriptor. */
+static void lock_answer(struct zklfs *fs, struct node *n, fuse_req_t req, int err)
+{
+	struct fuse_file_info fi;
+	struct zkl_info info;
+	char *path;
+
+	if (err) {
+		if (err != -EAGAIN && err != -EINTR)
+			zkl_log(LOG_WARNING, "lock '%s' in %s failed: %s", n->name,
+				n->dir, strerror(-err));
+		node_drop_lock(fs, n);
+		fuse_reply_err(req, -err);
+		return;
+	}
+	zkl_info(n->w, &info, &path);
+	pthread_mutex_lock(&fs->lock);
+	n->path = path;
+	if (path)
+		node_hash_locked(fs, n);
+	fi = n->fi;
+	pthread_mutex_unlock(&fs->lock);
+	fi.fh = FH_HOLDER;
+	fi.direct_io = 1;
+	fi.keep_cache = 0;
+	if (fuse_reply_open(req, &fi) == -ENOENT)	/* the opener is gone */
+		node_drop_lock(fs, n);
+}
+
+/* The engine's answer: on the ZooKeeper thread, or inside zkl_cancel(). */
+static void lock_done(struct zkl_waiter *w, int err, void *arg)
+{
+	struct node *n = arg;
+	struct zklfs *fs = n->fs;
+	fuse_req_t req;
+
+	(void)w;
+	pthread_mutex_lock(&fs->lock);
+	if (!n->armed) {		/* the OPEN handler is still setting up */
+		n->have_result = true;
+		n->result = err;
+		pthread_mutex_unlock(&fs->lock);
+		return;
+	}
+	req = n->req;
+	n->req = NULL;
+	pthread_mutex_unlock(&fs->lock);
+	if (req)
+		lock_answer(fs, n, req, err);
+}
+
+/* FUSE_INTERRUPT of a waiting OPEN: runs with the request's lock held. */
+static void lock_interrupt(fuse_req_t req, void *arg)
+{
+	struct node *n = arg;
+	struct zkl_waiter *w;
+
+	(void)req;
+	pthread_mutex_lock(&n->fs->lock);
+	w = n->w;
+	pthread_mutex_unlock(&n->fs->lock);
+	if (w)
+		zkl_cancel(w);		/* answers EINTR through lock_done */
+}
+
+static void lock_open(fuse_req_t req, struct node *n, struct fuse_file_info *fi)
+{
+	struct zklfs *fs = n->fs;
+	const struct fuse_ctx *ctx = fuse_req_ctx(req);
+	enum zkl_kind kind = (fi->flags & O_ACCMODE) == O_RDONLY ? ZKL_SHARED : ZKL_EXCLUSIVE;
+	int flags = (fi->flags & O_NONBLOCK) ? ZKL_NONBLOCK : 0;
+	struct zkl_waiter *w = NULL;
+	char data[1024];
+	fuse_req_t late = NULL;
+	struct node *l;
+	int len, err, result = 0;
+
+	pthread_mutex_lock(&fs->lock);
+	for (l = fs->locks; l; l = l->lnext)
+		if (l->tid == ctx->pid && strcmp(l->dir, n->dir) == 0)
+			break;
+	pthread_mutex_unlock(&fs->lock);
+	if (l) {
+		zkl_log(LOG_NOTICE, "thread %d already holds or waits for %s: EDEADLK",
+			(int)ctx->pid, n->dir);
+		return (void)fuse_reply_err(req, EDEADLK);
+	}
+	len = holder_data(fs, ctx, data, sizeof(data));
+	if (len >= (int)sizeof(data))
+		len = sizeof(data) - 1;
+	pthread_mutex_lock(&fs->lock);
+	n->tid = ctx->pid;
+	n->fi = *fi;
+	n->req = req;
+	pthread_mutex_unlock(&fs->lock);
+	err = zkl_enqueue(fs->engine, n->dir, n->name, kind, flags, data, len,
+			  lock_done, n, &w);
+	if (err) {
+		pthread_mutex_lock(&fs->lock);
+		n->req = NULL;
+		pthread_mutex_unlock(&fs->lock);
+		zkl_log(LOG_WARNING, "lock '%s' in %s: %s", n->name, n->dir, strerror(-err));
+		return (void)fuse_reply_err(req, -err);
+	}
+	pthread_mutex_lock(&fs->lock);
+	n->w = w;
+	n->lnext = fs->locks;
+	if (fs->locks)
+		fs->locks->lprev = n;
+	fs->locks = n;
+	pthread_mutex_unlock(&fs->lock);
+	fuse_req_interrupt_func(req, lock_interrupt, n);	/* last: may run now */
+	pthread_mutex_lock(&fs->lock);
+	n->armed = true;
+	if (n->have_result) {
+		late = n->req;
+		n->req = NULL;
+		result = n->result;
+	}
+	pthread_mutex_unlock(&fs->lock);
+	if (late)
+		lock_answer(fs, n, late, result);
+}
+
+void zklfs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct zklfs *fs = fuse_req_userdata(req);
+	struct node *n = node_of(fs, ino);
+	bool lock = false;
+
+	if (n->type == NODE_DIR)
+		return (void)fuse_reply_err(req, EISDIR);
+	pthread_mutex_lock(&fs->lock);
+	if (n->type == NODE_PENDING && !n->opened)
+		lock = n->opened = true;
+	pthread_mutex_unlock(&fs->lock);
+	if (lock)
+		return lock_open(req, n, fi);
+	if ((fi->flags & O_ACCMODE) != O_RDONLY) {
+		zkl_log(LOG_NOTICE, "open for writing refused: only the holder's descriptor writes its entry");
+		return (void)fuse_reply_err(req, EACCES);
+	}
+	fi->fh = FH_PLAIN;
+	fi->direct_io = 1;
+	fuse_reply_open(req, fi);
+}
+
+void zklfs_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct zklfs *fs = fuse_req_userdata(req);
+
+	if (fi->fh == FH_HOLDER)
+		node_drop_lock(fs, node_of(fs, ino));
+	fuse_reply_err(req, 0);
+}
+
+struct wop {
+	fuse_req_t req;
+	size_t size;
+};
+
+static void write_done(int rc, const struct Stat *zs, const void *data)
+{
+	struct wop *op = (struct wop *)data;
+
+	(void)zs;
+	if (rc == ZOK)
+		fuse_reply_write(op->req, op->size);
+	else
+		fuse_reply_err(op->req, -zk_errno(rc));
+	free(op);
+}
+
+/* write() on the holder's descriptor replaces its entry's data. */
+void zklfs_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
+		 off_t off, struct fuse_file_info *fi)
+{
+	struct zklfs *fs = fuse_req_userdata(req);
+	struct node *n = node_of(fs, ino);
+	struct wop *op;
+	char *nb, *path;
+	size_t end = (size_t)off + size;
+	int rc;
+
+	if (fi->fh != FH_HOLDER)
+		return (void)fuse_reply_err(req, EACCES);
+	if (off < 0 || end > ZKLFS_DATA_MAX) {
+		zkl_log(LOG_NOTICE, "write of %zu bytes at %lld refused: entries hold at most %d bytes",
+			size, (long long)off, ZKLFS_DATA_MAX);
+		return (void)fuse_reply_err(req, EFBIG);
+	}
+	op = malloc(sizeof(*op));
+	path = zklfs_node_path(fs, n);
+	pthread_mutex_lock(&fs->lock);
+	nb = op && path ? realloc(n->wbuf, end > n->wlen ? end : n->wlen ? n->wlen : 1) : NULL;
+	if (nb) {
+		if ((size_t)off > n->wlen)
+			memset(nb + n->wlen, 0, (size_t)off - n->wlen);
+		memcpy(nb + off, buf, size);
+		n->wbuf = nb;
+		if (end > n->wlen)
+			n->wlen = end;
+	}
+	pthread_mutex_unlock(&fs->lock);
+	if (!nb) {
+		free(op);
+		free(path);
+		return (void)fuse_reply_err(req, ENOMEM);
+	}
+	op->req = req;
+	op->size = size;
+	/* the client copies the data before it returns */
+	rc = zoo_aset(fs->zks.zh, path, n->wbuf, (int)n->wlen, -1, write_done, op);
+	free(path);
+	if (rc != ZOK) {
+		fuse_reply_err(req, -zk_errno(rc));
+		free(op);
+	}
+}

@@ -1,0 +1,206 @@
+/*
+ * fs/main.c - zklockfs [-f] [-d] [-o OPT,...] CONNECT[/ROOT] MOUNTPOINT
+ *
+ * Start-up order matters (NOTES.md): fork first (ZooKeeper's threads would
+ * not survive it), block the termination signals before zookeeper_init so
+ * its threads inherit the mask, connect, mount, and only then tell the
+ * waiting parent that the mount is up.  Shutdown: answer pending opens,
+ * close the session (the server drops every entry at once), unmount.
+ */
+#include "fs/zklockfs.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "zk/log.h"
+
+#define ZKLOCKFS_VERSION "0.1"
+
+static int ready_fd = -1;
+
+/* Fork; the parent exits with the status the child reports via daemon_ready(). */
+static int daemon_start(void)
+{
+	int fds[2];
+	pid_t pid;
+
+	if (pipe(fds) < 0)
+		return -errno;
+	pid = fork();
+	if (pid < 0)
+		return -errno;
+	if (pid > 0) {
+		char status = 1;
+
+		close(fds[1]);
+		if (read(fds[0], &status, 1) != 1)
+			status = 1;	/* the child died before mounting */
+		_exit(status);
+	}
+	close(fds[0]);
+	setsid();
+	ready_fd = fds[1];
+	return 0;
+}
+
+static void daemon_ready(void)
+{
+	char status = 0;
+	int null;
+
+	if (ready_fd < 0)
+		return;
+	if (write(ready_fd, &status, 1) != 1)
+		zkl_log(LOG_WARNING, "cannot tell the parent we are mounted");
+	close(ready_fd);
+	ready_fd = -1;
+	if (chdir("/") != 0)
+		zkl_log(LOG_WARNING, "chdir /: %s", strerror(errno));
+	null = open("/dev/null", O_RDWR);
+	if (null >= 0) {
+		dup2(null, 0);
+		dup2(null, 1);
+		dup2(null, 2);
+		if (null > 2)
+			close(null);
+	}
+}
+
+static void usage(const char *prog)
+{
+	printf("usage: %s [-f] [-d] [-o OPT[,OPT...]] CONNECT[/ROOT] MOUNTPOINT\n\n"
+	       "Mount ZooKeeper's locks at MOUNTPOINT: a directory is a lock, open(O_CREAT)\n"
+	       "in it waits for the lock, close() gives it back.\n\n"
+	       "zklockfs options:\n"
+	       "    -o session_timeout=MS  ZooKeeper session timeout (default %d)\n"
+	       "    -o naming=SCHEME       entry names: curator (default) or kazoo\n"
+	       "    -o auth_file=PATH      ZooKeeper digest credentials (user:password)\n\n",
+	       prog, ZKLFS_DEFAULT_SESSION_TIMEOUT);
+}
+
+/* fsname=zklockfs@SOURCE,subtype=zklockfs, with SOURCE's commas escaped. */
+static int add_mount_name(struct fuse_args *args, const char *source)
+{
+	char *opt = malloc(strlen(source) * 2 + 64), *p;
+
+	if (!opt)
+		return -1;
+	p = opt + sprintf(opt, "-osubtype=zklockfs,fsname=");
+	for (const char *s = source; *s; s++) {
+		if (*s == ',' || *s == '\\')
+			*p++ = '\\';
+		*p++ = *s;
+	}
+	*p = '\0';
+	int rc = fuse_opt_add_arg(args, opt);
+	free(opt);
+	return rc;
+}
+
+int main(int argc, char *argv[])
+{
+	struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
+	struct fuse_cmdline_opts opts = { 0 };
+	struct zklfs_conf conf;
+	struct zklfs fs;
+	sigset_t sigs, old;
+	int ret = 1, err;
+
+	memset(&fs, 0, sizeof(fs));
+	if (zklfs_opts_parse(&args, &conf) != 0)
+		goto out_args;
+	if (conf.show_help) {
+		usage(argv[0]);
+		fuse_cmdline_help();
+		fuse_lowlevel_help();
+		ret = 0;
+		goto out_args;
+	}
+	if (conf.show_version) {
+		printf("zklockfs %s (libfuse %s)\n", ZKLOCKFS_VERSION, fuse_pkgversion());
+		ret = 0;
+		goto out_args;
+	}
+	if (add_mount_name(&args, conf.source) != 0 ||
+	    fuse_parse_cmdline(&args, &opts) != 0)
+		goto out_args;
+	if (!opts.mountpoint) {
+		fprintf(stderr, "zklockfs: missing MOUNTPOINT (try --help)\n");
+		goto out_args;
+	}
+	fs.conf = &conf;
+	fs.mountpoint = realpath(opts.mountpoint, NULL);
+	if (!fs.mountpoint) {
+		fprintf(stderr, "zklockfs: mount point %s: %s\n", opts.mountpoint, strerror(errno));
+		goto out_args;
+	}
+	fs.uid = getuid();
+	fs.gid = getgid();
+	if (gethostname(fs.host, sizeof(fs.host) - 1) != 0)
+		strcpy(fs.host, "localhost");
+	pthread_mutex_init(&fs.lock, NULL);
+	zkl_log_init("zklockfs", false, opts.debug);
+	if (!opts.foreground && daemon_start() != 0) {
+		fprintf(stderr, "zklockfs: cannot fork: %s\n", strerror(errno));
+		goto out_args;
+	}
+
+	sigemptyset(&sigs);
+	sigaddset(&sigs, SIGINT);
+	sigaddset(&sigs, SIGTERM);
+	sigaddset(&sigs, SIGHUP);
+	pthread_sigmask(SIG_BLOCK, &sigs, &old);
+	err = zks_open(&fs.zks, conf.connect, conf.session_timeout_ms, conf.auth_file);
+	if (err)
+		goto out_zk;
+	err = zks_ensure_path(&fs.zks, conf.root);
+	if (err)
+		goto out_zk;
+	fs.engine = zkl_engine_new(&fs.zks, conf.naming);
+	if (!fs.engine || zklfs_nodes_init(&fs) != 0) {
+		zkl_log(LOG_ERR, "out of memory");
+		goto out_nodes;
+	}
+	fs.se = fuse_session_new(&args, &zklfs_ops, sizeof(zklfs_ops), &fs);
+	if (!fs.se)
+		goto out_nodes;
+	if (fuse_set_signal_handlers(fs.se) != 0)
+		goto out_session;
+	if (fuse_session_mount(fs.se, fs.mountpoint) != 0)
+		goto out_signals;
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	zkl_log(LOG_INFO, "mounted %s at %s", conf.source, fs.mountpoint);
+	if (!opts.foreground)
+		zkl_log_init("zklockfs", true, opts.debug);
+	daemon_ready();
+
+	ret = fuse_session_loop(fs.se) ? 1 : 0;
+
+	zkl_engine_shutdown(fs.engine);		/* answer every waiting open */
+	zks_close(&fs.zks);			/* the server drops our entries */
+	fuse_session_unmount(fs.se);
+out_signals:
+	fuse_remove_signal_handlers(fs.se);
+out_session:
+	fuse_session_destroy(fs.se);
+out_nodes:
+	zks_close(&fs.zks);
+	if (fs.engine)
+		zkl_engine_free(fs.engine);
+	zklfs_nodes_free(&fs);
+out_zk:
+	zks_close(&fs.zks);
+	pthread_mutex_destroy(&fs.lock);
+	free(fs.mountpoint);
+out_args:
+	free(opts.mountpoint);
+	zklfs_conf_free(&conf);
+	fuse_opt_free_args(&args);
+	return ret;
+}

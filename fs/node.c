@@ -1,0 +1,209 @@
+/* fs/node.c - the inode table: inode numbers are node addresses. */
+#include "fs/zklockfs.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define HSIZE 16384
+
+static size_t hash_path(const char *s)
+{
+	size_t h = 1469598103934665603ULL;
+
+	while (*s)
+		h = (h ^ (unsigned char)*s++) * 1099511628211ULL;
+	return h;
+}
+
+char *path_join(const char *dir, const char *name)
+{
+	char *p;
+
+	if (asprintf(&p, "%s/%s", strcmp(dir, "/") == 0 ? "" : dir, name) < 0)
+		return NULL;
+	return p;
+}
+
+const char *path_base(const char *path)
+{
+	const char *s = strrchr(path, '/');
+
+	return s ? s + 1 : path;
+}
+
+int zklfs_nodes_init(struct zklfs *fs)
+{
+	fs->hsize = HSIZE;
+	fs->htab = calloc(fs->hsize, sizeof(*fs->htab));
+	if (!fs->htab)
+		return -ENOMEM;
+	memset(&fs->root, 0, sizeof(fs->root));
+	fs->root.ino = FUSE_ROOT_ID;
+	fs->root.type = NODE_DIR;
+	fs->root.path = strdup(fs->conf->root);
+	fs->root.nlookup = 1;
+	return fs->root.path ? 0 : -ENOMEM;
+}
+
+static void node_free(struct node *n)
+{
+	free(n->path);
+	free(n->dir);
+	free(n->name);
+	free(n->wbuf);
+	free(n);
+}
+
+void zklfs_nodes_free(struct zklfs *fs)
+{
+	for (size_t i = 0; i < fs->hsize; i++) {
+		struct node *n = fs->htab[i];
+
+		while (n) {
+			struct node *next = n->hnext;
+
+			node_free(n);
+			n = next;
+		}
+	}
+	free(fs->htab);
+	free(fs->root.path);
+}
+
+struct node *node_of(struct zklfs *fs, fuse_ino_t ino)
+{
+	return ino == FUSE_ROOT_ID ? &fs->root : (struct node *)(uintptr_t)ino;
+}
+
+static void unhash_locked(struct zklfs *fs, struct node *n)
+{
+	struct node **pp = &fs->htab[hash_path(n->path) % fs->hsize];
+
+	for (; *pp; pp = &(*pp)->hnext) {
+		if (*pp == n) {
+			*pp = n->hnext;
+			break;
+		}
+	}
+	n->hashed = false;
+	n->hnext = NULL;
+}
+
+void node_hash_locked(struct zklfs *fs, struct node *n)
+{
+	struct node **b = &fs->htab[hash_path(n->path) % fs->hsize];
+
+	node_unhash_path_locked(fs, n->path);
+	n->hnext = *b;
+	*b = n;
+	n->hashed = true;
+}
+
+void node_unhash_path_locked(struct zklfs *fs, const char *path)
+{
+	struct node *n = fs->htab[hash_path(path) % fs->hsize];
+
+	for (; n; n = n->hnext) {
+		if (strcmp(n->path, path) == 0) {
+			unhash_locked(fs, n);
+			return;
+		}
+	}
+}
+
+struct node *node_lookup_locked(struct zklfs *fs, const char *path,
+				enum node_type type)
+{
+	struct node *n;
+
+	if (strcmp(path, fs->root.path) == 0) {
+		fs->root.nlookup++;
+		return &fs->root;
+	}
+	for (n = fs->htab[hash_path(path) % fs->hsize]; n; n = n->hnext)
+		if (strcmp(n->path, path) == 0)
+			break;
+	if (n && (n->type == type || (n->type == NODE_PENDING && type == NODE_FILE))) {
+		n->nlookup++;
+		return n;
+	}
+	n = calloc(1, sizeof(*n));
+	if (!n)
+		return NULL;
+	n->path = strdup(path);
+	if (!n->path) {
+		free(n);
+		return NULL;
+	}
+	n->fs = fs;
+	n->ino = (fuse_ino_t)(uintptr_t)n;
+	n->type = type;
+	n->nlookup = 1;
+	node_hash_locked(fs, n);
+	return n;
+}
+
+struct node *node_new_pending_locked(struct zklfs *fs, const char *dir,
+				     const char *name)
+{
+	struct node *n = calloc(1, sizeof(*n));
+
+	if (!n)
+		return NULL;
+	n->dir = strdup(dir);
+	n->name = strdup(name);
+	if (!n->dir || !n->name) {
+		node_free(n);
+		return NULL;
+	}
+	n->fs = fs;
+	n->ino = (fuse_ino_t)(uintptr_t)n;
+	n->type = NODE_PENDING;
+	n->nlookup = 1;
+	return n;
+}
+
+void node_forget(struct zklfs *fs, struct node *n, uint64_t nlookup)
+{
+	bool gone;
+
+	if (n == &fs->root)
+		return;
+	pthread_mutex_lock(&fs->lock);
+	n->nlookup = n->nlookup > nlookup ? n->nlookup - nlookup : 0;
+	gone = n->nlookup == 0 && !n->w;
+	if (gone && n->hashed)
+		unhash_locked(fs, n);
+	pthread_mutex_unlock(&fs->lock);
+	if (gone)
+		node_free(n);
+}
+
+void node_drop_lock(struct zklfs *fs, struct node *n)
+{
+	struct zkl_waiter *w;
+	bool gone;
+
+	pthread_mutex_lock(&fs->lock);
+	w = n->w;
+	n->w = NULL;
+	if (w) {
+		if (n->lprev)
+			n->lprev->lnext = n->lnext;
+		else if (fs->locks == n)
+			fs->locks = n->lnext;
+		if (n->lnext)
+			n->lnext->lprev = n->lprev;
+		n->lnext = n->lprev = NULL;
+	}
+	gone = w && n->nlookup == 0;	/* FORGET came while it held w */
+	if (gone && n->hashed)
+		unhash_locked(fs, n);
+	pthread_mutex_unlock(&fs->lock);
+	if (w)
+		zkl_release(w);
+	if (gone)
+		node_free(n);
+}

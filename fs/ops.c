@@ -1,0 +1,863 @@
+/*
+ * fs/ops.c - the namespace: lookup, stat, readdir, mkdir, rmdir, unlink,
+ * read, xattrs.  Every handler copies what it needs into a struct zop,
+ * starts one asynchronous ZooKeeper call and returns; the completion, on the
+ * ZooKeeper thread, answers the request.
+ */
+#include "fs/zklockfs.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "zk/errno.h"
+#include "zk/grant.h"
+#include "zk/log.h"
+
+/* One request in flight to ZooKeeper. */
+struct zop {
+	struct zklfs *fs;
+	fuse_req_t req;
+	struct node *node;		/* the inode asked about, or the parent */
+	char *path;			/* the znode */
+	uid_t uid;			/* who asked */
+	size_t size;
+	off_t off;
+	int attr;			/* xattr asked for (enum xattr) */
+	enum node_type type;
+	struct dirlist *dl;		/* opendir */
+	struct fuse_file_info fi;
+};
+
+static struct zklfs *fs_of(fuse_req_t req)
+{
+	return fuse_req_userdata(req);
+}
+
+static struct zop *zop_new(fuse_req_t req, struct node *node, char *path)
+{
+	struct zop *op;
+
+	if (!path)
+		return NULL;
+	op = calloc(1, sizeof(*op));
+	if (!op) {
+		free(path);
+		return NULL;
+	}
+	op->fs = fs_of(req);
+	op->req = req;
+	op->node = node;
+	op->path = path;
+	op->uid = fuse_req_ctx(req)->uid;
+	return op;
+}
+
+static void zop_free(struct zop *op)
+{
+	free(op->path);
+	free(op);
+}
+
+/* Answer @op with the errno of a failed ZooKeeper call and free it. */
+static void zop_fail(struct zop *op, int rc)
+{
+	fuse_reply_err(op->req, -zk_errno(rc));
+	zop_free(op);
+}
+
+/* After starting a call: answer the request now if it could not start. */
+static void zop_started(struct zop *op, int rc)
+{
+	if (rc == ZOK)
+		return;
+	zkl_log(LOG_WARNING, "%s: %s", op->path, zerror(rc));
+	zop_fail(op, rc);
+}
+
+char *zklfs_node_path(struct zklfs *fs, struct node *n)
+{
+	char *p;
+
+	pthread_mutex_lock(&fs->lock);
+	p = n->path ? strdup(n->path) : NULL;
+	pthread_mutex_unlock(&fs->lock);
+	return p;
+}
+
+static zhandle_t *zh_of(struct zklfs *fs)
+{
+	return fs->zks.zh;
+}
+
+/* lookup ---------------------------------------------------------------- */
+
+static void reply_entry(struct zop *op, struct node *n, const struct Stat *zs,
+			const char *data, int len)
+{
+	struct fuse_entry_param e;
+
+	memset(&e, 0, sizeof(e));
+	e.ino = n->ino;
+	zklfs_fill_attr(op->fs, &e.attr, n->ino, n->type == NODE_DIR ? NODE_DIR : NODE_FILE,
+			zs, data, len);
+	/* directories live long; entries come and go behind our back */
+	e.entry_timeout = e.attr_timeout = n->type == NODE_DIR ? 1.0 : 0.0;
+	if (fuse_reply_entry(op->req, &e) != 0)
+		node_forget(op->fs, n, 1);
+}
+
+static void lookup_done(int rc, const char *value, int len,
+			const struct Stat *zs, const void *data)
+{
+	struct zop *op = (struct zop *)data;
+	struct node *n;
+
+	if (rc == ZBADARGUMENTS)
+		rc = ZNONODE;		/* a name ZooKeeper cannot hold: none such */
+	if (rc != ZOK)
+		return zop_fail(op, rc);
+	pthread_mutex_lock(&op->fs->lock);
+	n = node_lookup_locked(op->fs, op->path, zs->ephemeralOwner ? NODE_FILE : NODE_DIR);
+	pthread_mutex_unlock(&op->fs->lock);
+	if (!n) {
+		fuse_reply_err(op->req, ENOMEM);
+	} else {
+		reply_entry(op, n, zs, value, len);
+	}
+	zop_free(op);
+}
+
+static void zklfs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	struct zklfs *fs = fs_of(req);
+	struct node *p = node_of(fs, parent);
+	struct zop *op;
+	int rc;
+
+	if (strlen(name) > ZKN_NAME_MAX)
+		return (void)fuse_reply_err(req, ENAMETOOLONG);
+	if (p->type != NODE_DIR)
+		return (void)fuse_reply_err(req, ENOTDIR);
+	if (zklfs_hidden(fs, p->path, name))
+		return (void)fuse_reply_err(req, ENOENT);
+	op = zop_new(req, p, path_join(p->path, name));
+	if (!op)
+		return (void)fuse_reply_err(req, ENOMEM);
+	rc = zoo_aget(zh_of(fs), op->path, 0, lookup_done, op);
+	if (rc == ZBADARGUMENTS)
+		return zop_fail(op, ZNONODE);
+	zop_started(op, rc);
+}
+
+static void zklfs_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
+{
+	struct zklfs *fs = fs_of(req);
+
+	node_forget(fs, node_of(fs, ino), nlookup);
+	fuse_reply_none(req);
+}
+
+static void zklfs_forget_multi(fuse_req_t req, size_t count,
+			       struct fuse_forget_data *forgets)
+{
+	struct zklfs *fs = fs_of(req);
+
+	for (size_t i = 0; i < count; i++)
+		node_forget(fs, node_of(fs, forgets[i].ino), forgets[i].nlookup);
+	fuse_reply_none(req);
+}
+
+/* getattr / setattr ----------------------------------------------------- */
+
+static void getattr_done(int rc, const char *value, int len,
+			 const struct Stat *zs, const void *data)
+{
+	struct zop *op = (struct zop *)data;
+	struct stat st;
+
+	if (rc != ZOK)
+		return zop_fail(op, rc);
+	zklfs_fill_attr(op->fs, &st, op->node->ino, op->type, zs, value, len);
+	fuse_reply_attr(op->req, &st, op->type == NODE_DIR ? 1.0 : 0.0);
+	zop_free(op);
+}
+
+static void zklfs_getattr(fuse_req_t req, fuse_ino_t ino,
+			  struct fuse_file_info *fi)
+{
+	struct zklfs *fs = fs_of(req);
+	struct node *n = node_of(fs, ino);
+	char *path = zklfs_node_path(fs, n);
+	struct zop *op;
+
+	(void)fi;
+	if (!path) {			/* a lock request not yet in ZooKeeper */
+		struct stat st;
+
+		zklfs_pending_attr(fs, &st, n);
+		return (void)fuse_reply_attr(req, &st, 0.0);
+	}
+	op = zop_new(req, n, path);
+	if (!op)
+		return (void)fuse_reply_err(req, ENOMEM);
+	op->type = n->type == NODE_DIR ? NODE_DIR : NODE_FILE;
+	zop_started(op, zoo_aget(zh_of(fs), op->path, 0, getattr_done, op));
+}
+
+static void setsize_done(int rc, const struct Stat *zs, const void *data)
+{
+	struct zop *op = (struct zop *)data;
+	struct stat st;
+
+	if (rc != ZOK)
+		return zop_fail(op, rc);
+	zklfs_fill_attr(op->fs, &st, op->node->ino, NODE_FILE, zs, NULL, 0);
+	st.st_uid = op->uid;
+	fuse_reply_attr(op->req, &st, 0.0);
+	zop_free(op);
+}
+
+/*
+ * Only the size of the holder's own entry can change (truncate, O_TRUNC);
+ * other changes (times, mode) are accepted and have no effect.
+ */
+static void zklfs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
+			  int to_set, struct fuse_file_info *fi)
+{
+	struct zklfs *fs = fs_of(req);
+	struct node *n = node_of(fs, ino);
+	struct zop *op;
+	char *buf = NULL;
+	size_t len = 0;
+	int rc;
+
+	if (!(to_set & FUSE_SET_ATTR_SIZE))
+		return zklfs_getattr(req, ino, fi);
+	if (n->type == NODE_DIR)
+		return (void)fuse_reply_err(req, EISDIR);
+	if (!fi || fi->fh != FH_HOLDER) {
+		zkl_log(LOG_NOTICE, "truncate of an entry refused: not the holder's descriptor");
+		return (void)fuse_reply_err(req, EACCES);
+	}
+	if (attr->st_size > ZKLFS_DATA_MAX)
+		return (void)fuse_reply_err(req, EFBIG);
+	op = zop_new(req, n, zklfs_node_path(fs, n));
+	if (!op)
+		return (void)fuse_reply_err(req, ENOMEM);
+	pthread_mutex_lock(&fs->lock);
+	len = (size_t)attr->st_size;
+	buf = realloc(n->wbuf, len ? len : 1);
+	if (buf) {
+		if (len > n->wlen)
+			memset(buf + n->wlen, 0, len - n->wlen);
+		n->wbuf = buf;
+		n->wlen = len;
+	}
+	pthread_mutex_unlock(&fs->lock);
+	if (!buf) {
+		fuse_reply_err(req, ENOMEM);
+		return zop_free(op);
+	}
+	/* only the FUSE thread writes wbuf, and the client copies it now */
+	rc = zoo_aset(zh_of(fs), op->path, n->wbuf, (int)n->wlen, -1, setsize_done, op);
+	zop_started(op, rc);
+}
+
+/* readdir ---------------------------------------------------------------- */
+
+struct dirent_s {
+	char *name;
+	bool dir;
+	struct zkl_child c;
+	bool seq;
+};
+
+struct dirlist {
+	struct dirent_s *e;
+	size_t n;
+	size_t waiting;			/* type look-ups in flight */
+	pthread_mutex_t lock;
+};
+
+static void dirlist_free(struct dirlist *dl)
+{
+	for (size_t i = 0; dl && i < dl->n; i++)
+		free(dl->e[i].name);
+	if (dl) {
+		free(dl->e);
+		pthread_mutex_destroy(&dl->lock);
+	}
+	free(dl);
+}
+
+/* Queue entries in queue order, then other files, then subdirectories. */
+static int dirent_cmp(const void *a, const void *b)
+{
+	const struct dirent_s *x = a, *y = b;
+	int rx = x->seq ? 0 : x->dir ? 2 : 1, ry = y->seq ? 0 : y->dir ? 2 : 1;
+
+	if (rx != ry)
+		return rx - ry;
+	if (rx == 0)
+		return zkn_seq_cmp(x->c.seq, y->c.seq);
+	return strcmp(x->name, y->name);
+}
+
+static void opendir_finish(struct zop *op)
+{
+	struct dirlist *dl = op->dl;
+
+	qsort(dl->e, dl->n, sizeof(*dl->e), dirent_cmp);
+	op->fi.fh = (uint64_t)(uintptr_t)dl;
+	if (fuse_reply_open(op->req, &op->fi) != 0)
+		dirlist_free(dl);
+	zop_free(op);
+}
+
+struct typeq {
+	struct zop *op;
+	size_t i;
+};
+
+static void type_done(int rc, const struct Stat *zs, const void *data)
+{
+	struct typeq *tq = (struct typeq *)data;
+	struct zop *op = tq->op;
+	struct dirlist *dl = op->dl;
+	bool last;
+
+	/* gone meanwhile: show it as a file, a readdir is only a snapshot */
+	dl->e[tq->i].dir = rc == ZOK && zs->ephemeralOwner == 0;
+	free(tq);
+	pthread_mutex_lock(&dl->lock);
+	last = --dl->waiting == 0;
+	pthread_mutex_unlock(&dl->lock);
+	if (last)
+		opendir_finish(op);
+}
+
+static void opendir_done(int rc, const struct String_vector *sv, const void *data)
+{
+	struct zop *op = (struct zop *)data;
+	struct dirlist *dl;
+	size_t asks = 0;
+
+	if (rc != ZOK)
+		return zop_fail(op, rc);
+	dl = calloc(1, sizeof(*dl));
+	if (dl)
+		dl->e = calloc((size_t)sv->count + 1, sizeof(*dl->e));
+	if (!dl || !dl->e) {
+		free(dl);
+		fuse_reply_err(op->req, ENOMEM);
+		return zop_free(op);
+	}
+	pthread_mutex_init(&dl->lock, NULL);
+	op->dl = dl;
+	for (int i = 0; i < sv->count; i++) {
+		struct dirent_s *d = &dl->e[dl->n];
+
+		if (zklfs_hidden(op->fs, op->path, sv->data[i]))
+			continue;
+		d->name = strdup(sv->data[i]);
+		if (!d->name)
+			continue;
+		d->seq = zkn_parse(d->name, &d->c);
+		dl->n++;
+	}
+	/* a child without a sequence number: directory or not, ask ZooKeeper */
+	dl->waiting = 1;
+	for (size_t i = 0; i < dl->n; i++) {
+		struct typeq *tq;
+		char *p;
+
+		if (dl->e[i].seq || !(tq = malloc(sizeof(*tq))))
+			continue;
+		p = path_join(op->path, dl->e[i].name);
+		tq->op = op;
+		tq->i = i;
+		pthread_mutex_lock(&dl->lock);
+		dl->waiting++;
+		pthread_mutex_unlock(&dl->lock);
+		if (!p || zoo_aexists(zh_of(op->fs), p, 0, type_done, tq) != ZOK) {
+			pthread_mutex_lock(&dl->lock);
+			dl->waiting--;
+			pthread_mutex_unlock(&dl->lock);
+			dl->e[i].dir = true;
+			free(tq);
+		}
+		free(p);
+		asks++;
+	}
+	(void)asks;
+	pthread_mutex_lock(&dl->lock);
+	bool last = --dl->waiting == 0;
+	pthread_mutex_unlock(&dl->lock);
+	if (last)
+		opendir_finish(op);
+}
+
+static void zklfs_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct zklfs *fs = fs_of(req);
+	struct node *n = node_of(fs, ino);
+	struct zop *op = zop_new(req, n, zklfs_node_path(fs, n));
+
+	if (!op)
+		return (void)fuse_reply_err(req, ENOMEM);
+	op->fi = *fi;
+	zop_started(op, zoo_aget_children(zh_of(fs), op->path, 0, opendir_done, op));
+}
+
+static void zklfs_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+			  struct fuse_file_info *fi)
+{
+	struct dirlist *dl = (struct dirlist *)(uintptr_t)fi->fh;
+	char *buf = malloc(size);
+	size_t used = 0;
+
+	(void)ino;
+	if (!buf)
+		return (void)fuse_reply_err(req, ENOMEM);
+	for (size_t i = (size_t)off; i < dl->n + 2; i++) {
+		struct stat st = { .st_ino = 1 };
+		const char *name;
+		size_t need;
+
+		if (i < 2) {
+			name = i == 0 ? "." : "..";
+			st.st_mode = S_IFDIR;
+		} else {
+			struct dirent_s *d = &dl->e[i - 2];
+
+			name = d->name;
+			st.st_mode = d->dir ? S_IFDIR : S_IFREG;
+			st.st_ino = 2 + i;	/* any non-zero: lookup gives the real one */
+		}
+		need = fuse_add_direntry(req, buf + used, size - used, name, &st,
+					 (off_t)i + 1);
+		if (need > size - used)
+			break;
+		used += need;
+	}
+	fuse_reply_buf(req, buf, used);
+	free(buf);
+}
+
+static void zklfs_releasedir(fuse_req_t req, fuse_ino_t ino,
+			     struct fuse_file_info *fi)
+{
+	(void)ino;
+	dirlist_free((struct dirlist *)(uintptr_t)fi->fh);
+	fuse_reply_err(req, 0);
+}
+
+/* mkdir / rmdir / unlink ------------------------------------------------- */
+
+static void mkdir_done(int rc, const char *path, const struct Stat *zs,
+		       const void *data)
+{
+	struct zop *op = (struct zop *)data;
+	struct node *n;
+
+	(void)path;
+	if (rc == ZNOCHILDRENFOREPHEMERALS)
+		rc = ZNONODE;
+	if (rc != ZOK)
+		return zop_fail(op, rc);
+	pthread_mutex_lock(&op->fs->lock);
+	n = node_lookup_locked(op->fs, op->path, NODE_DIR);
+	pthread_mutex_unlock(&op->fs->lock);
+	if (n)
+		reply_entry(op, n, zs, NULL, 0);
+	else
+		fuse_reply_err(op->req, ENOMEM);
+	zop_free(op);
+}
+
+static void zklfs_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
+			mode_t mode)
+{
+	struct zklfs *fs = fs_of(req);
+	struct node *p = node_of(fs, parent);
+	struct zop *op;
+	int err = zkn_check_name(name);
+
+	(void)mode;
+	if (!err && zklfs_hidden(fs, p->path, name))
+		err = -EEXIST;
+	if (err) {
+		zkl_log(LOG_NOTICE, "mkdir '%s': %s", name, strerror(-err));
+		return (void)fuse_reply_err(req, -err);
+	}
+	op = zop_new(req, p, path_join(p->path, name));
+	if (!op)
+		return (void)fuse_reply_err(req, ENOMEM);
+	zop_started(op, zoo_acreate2(zh_of(fs), op->path, NULL, -1,
+				     &ZOO_OPEN_ACL_UNSAFE, 0, mkdir_done, op));
+}
+
+static void delete_done(int rc, const void *data)
+{
+	struct zop *op = (struct zop *)data;
+
+	if (rc != ZOK)
+		return zop_fail(op, rc);
+	pthread_mutex_lock(&op->fs->lock);
+	node_unhash_path_locked(op->fs, op->path);
+	pthread_mutex_unlock(&op->fs->lock);
+	fuse_reply_err(op->req, 0);
+	zop_free(op);
+}
+
+static void zklfs_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	struct zklfs *fs = fs_of(req);
+	struct node *p = node_of(fs, parent);
+	struct zop *op = zop_new(req, p, path_join(p->path, name));
+
+	if (!op)
+		return (void)fuse_reply_err(req, ENOMEM);
+	zop_started(op, zoo_adelete(zh_of(fs), op->path, -1, delete_done, op));
+}
+
+/* The sticky-bit rule of /tmp: the entry's owner, the mount's owner, root. */
+static void unlink_got(int rc, const char *value, int len, const struct Stat *zs,
+		       const void *data)
+{
+	struct zop *op = (struct zop *)data;
+	struct stat st;
+
+	if (rc != ZOK)
+		return zop_fail(op, rc);
+	zklfs_fill_attr(op->fs, &st, 0, NODE_FILE, zs, value, len);
+	if (op->uid != 0 && op->uid != st.st_uid && op->uid != op->fs->uid) {
+		zkl_log(LOG_NOTICE, "unlink %s refused: uid %u owns neither it nor the lock",
+			op->path, (unsigned)op->uid);
+		fuse_reply_err(op->req, EPERM);
+		return zop_free(op);
+	}
+	rc = zoo_adelete(zh_of(op->fs), op->path, -1, delete_done, op);
+	zop_started(op, rc);
+}
+
+static void zklfs_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	struct zklfs *fs = fs_of(req);
+	struct node *p = node_of(fs, parent);
+	struct zop *op = zop_new(req, p, path_join(p->path, name));
+
+	if (!op)
+		return (void)fuse_reply_err(req, ENOMEM);
+	zop_started(op, zoo_aget(zh_of(fs), op->path, 0, unlink_got, op));
+}
+
+static void zklfs_refuse(fuse_req_t req, const char *what)
+{
+	zkl_log(LOG_NOTICE, "%s refused: locks cannot be renamed or linked", what);
+	fuse_reply_err(req, EPERM);
+}
+
+static void zklfs_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
+			 fuse_ino_t newparent, const char *newname,
+			 unsigned int flags)
+{
+	(void)parent, (void)name, (void)newparent, (void)newname, (void)flags;
+	zklfs_refuse(req, "rename");
+}
+
+static void zklfs_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent,
+		       const char *newname)
+{
+	(void)ino, (void)newparent, (void)newname;
+	zklfs_refuse(req, "link");
+}
+
+static void zklfs_symlink(fuse_req_t req, const char *link, fuse_ino_t parent,
+			  const char *name)
+{
+	(void)link, (void)parent, (void)name;
+	zklfs_refuse(req, "symlink");
+}
+
+/* read --------------------------------------------------------------------- */
+
+static void read_done(int rc, const char *value, int len, const struct Stat *zs,
+		      const void *data)
+{
+	struct zop *op = (struct zop *)data;
+
+	(void)zs;
+	if (rc != ZOK)
+		return zop_fail(op, rc);
+	if (op->off >= len || !value)
+		fuse_reply_buf(op->req, NULL, 0);
+	else
+		fuse_reply_buf(op->req, value + op->off,
+			       (size_t)len - (size_t)op->off < op->size ?
+			       (size_t)len - (size_t)op->off : op->size);
+	zop_free(op);
+}
+
+static void zklfs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		       struct fuse_file_info *fi)
+{
+	struct zklfs *fs = fs_of(req);
+	struct node *n = node_of(fs, ino);
+	struct zop *op = zop_new(req, n, zklfs_node_path(fs, n));
+
+	(void)fi;
+	if (!op)
+		return (void)fuse_reply_err(req, n->path ? ENOMEM : EIO);
+	op->size = size;
+	op->off = off;
+	zop_started(op, zoo_aget(zh_of(fs), op->path, 0, read_done, op));
+}
+
+static void zklfs_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	/* every close() of every copy: the lock lives until RELEASE */
+	(void)ino, (void)fi;
+	fuse_reply_err(req, 0);
+}
+
+static void zklfs_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
+			struct fuse_file_info *fi)
+{
+	(void)ino, (void)datasync, (void)fi;
+	fuse_reply_err(req, 0);
+}
+
+/* xattr -------------------------------------------------------------------- */
+
+enum xattr { X_NONE, X_SEQ, X_KIND, X_STATE, X_TOKEN, X_HOLDERS };
+
+static const char *const xattr_names[] = {
+	[X_SEQ] = "user.zklockfs.seq",
+	[X_KIND] = "user.zklockfs.kind",
+	[X_STATE] = "user.zklockfs.state",
+	[X_TOKEN] = "user.zklockfs.token",
+	[X_HOLDERS] = "user.zklockfs.holders",
+};
+
+static void reply_xattr_value(fuse_req_t req, size_t size, const char *val, size_t len)
+{
+	if (size == 0)
+		fuse_reply_xattr(req, len);
+	else if (size < len)
+		fuse_reply_err(req, ERANGE);
+	else
+		fuse_reply_buf(req, val, len);
+}
+
+/* Parse @sv into a children array (names borrowed). Return: count, or -1. */
+static long parse_children(const struct String_vector *sv, struct zkl_child **out)
+{
+	struct zkl_child *kids = malloc(sizeof(*kids) * ((size_t)sv->count + 1));
+	long n = 0;
+
+	if (!kids)
+		return -1;
+	for (int i = 0; i < sv->count; i++)
+		if (zkn_parse(sv->data[i], &kids[n]))
+			n++;
+	*out = kids;
+	return n;
+}
+
+static void xattr_children_done(int rc, const struct String_vector *sv,
+				const void *data)
+{
+	struct zop *op = (struct zop *)data;
+	struct zkl_child *kids;
+	char *val = NULL;
+	size_t len = 0;
+	long n;
+
+	if (rc != ZOK)
+		return zop_fail(op, rc);
+	n = parse_children(sv, &kids);
+	if (n < 0) {
+		fuse_reply_err(op->req, ENOMEM);
+		return zop_free(op);
+	}
+	if (op->attr == X_HOLDERS) {
+		const struct zkl_child **h = malloc(sizeof(*h) * ((size_t)n + 1));
+		size_t nh = h ? zkl_holders(kids, (size_t)n, h, (size_t)n) : 0;
+		FILE *f = open_memstream(&val, &len);
+
+		for (size_t i = 0; f && i < nh; i++)
+			fprintf(f, "%s\n", h[i]->name);
+		if (f)
+			fclose(f);
+		free(h);
+	} else {			/* X_STATE of an entry */
+		struct zkl_child me;
+		const char *s = "gone";
+
+		if (zkn_parse(path_base(op->path), &me)) {
+			switch (zkl_decide(kids, (size_t)n, me.seq, me.kind, NULL)) {
+			case ZKL_GRANTED: s = "held"; break;
+			case ZKL_WAIT: s = "waiting"; break;
+			case ZKL_MISSING: s = "gone"; break;
+			}
+		}
+		val = strdup(s);
+		len = strlen(s);
+	}
+	free(kids);
+	if (!val && len == 0)
+		reply_xattr_value(op->req, op->size, "", 0);
+	else if (!val)
+		fuse_reply_err(op->req, ENOMEM);
+	else
+		reply_xattr_value(op->req, op->size, val, len);
+	free(val);
+	zop_free(op);
+}
+
+static void token_done(int rc, const struct Stat *zs, const void *data)
+{
+	struct zop *op = (struct zop *)data;
+	struct zkl_child me;
+	char val[64];
+
+	if (rc != ZOK)
+		return zop_fail(op, rc);
+	zkn_parse(path_base(op->path), &me);
+	snprintf(val, sizeof(val), "%lld %d", (long long)zs->czxid, me.seq);
+	reply_xattr_value(op->req, op->size, val, strlen(val));
+	zop_free(op);
+}
+
+static void zklfs_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
+			   size_t size)
+{
+	struct zklfs *fs = fs_of(req);
+	struct node *n = node_of(fs, ino);
+	struct zkl_child me;
+	enum xattr x = X_NONE;
+	struct zop *op;
+	char *parent, val[32];
+	int rc;
+
+	for (size_t i = 1; i < sizeof(xattr_names) / sizeof(*xattr_names); i++)
+		if (strcmp(name, xattr_names[i]) == 0)
+			x = (enum xattr)i;
+	op = zop_new(req, n, zklfs_node_path(fs, n));
+	if (!op)			/* a lock request not yet in ZooKeeper */
+		return (void)fuse_reply_err(req, x == X_NONE ? ENODATA : EAGAIN);
+	op->size = size;
+	op->attr = x;
+	if (n->type == NODE_DIR ? x != X_HOLDERS :
+	    x == X_HOLDERS || x == X_NONE || !zkn_parse(path_base(op->path), &me)) {
+		fuse_reply_err(req, ENODATA);
+		return zop_free(op);
+	}
+	switch (x) {
+	case X_SEQ:
+		snprintf(val, sizeof(val), "%d", me.seq);
+		break;
+	case X_KIND:
+		snprintf(val, sizeof(val), "%s", me.kind == ZKL_SHARED ? "shared" : "exclusive");
+		break;
+	case X_TOKEN:
+		return zop_started(op, zoo_aexists(zh_of(fs), op->path, 0, token_done, op));
+	case X_HOLDERS:
+		return zop_started(op, zoo_aget_children(zh_of(fs), op->path, 0,
+							 xattr_children_done, op));
+	case X_STATE:
+		parent = strdup(op->path);
+		if (!parent) {
+			fuse_reply_err(req, ENOMEM);
+			return zop_free(op);
+		}
+		*strrchr(parent, '/') = '\0';
+		rc = zoo_aget_children(zh_of(fs), parent[0] ? parent : "/", 0,
+				       xattr_children_done, op);
+		free(parent);
+		return zop_started(op, rc);
+	default:
+		break;
+	}
+	reply_xattr_value(req, size, val, strlen(val));
+	zop_free(op);
+}
+
+static void zklfs_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
+{
+	struct zklfs *fs = fs_of(req);
+	struct node *n = node_of(fs, ino);
+	char buf[256];
+	size_t len = 0;
+
+	for (size_t i = 1; i < sizeof(xattr_names) / sizeof(*xattr_names); i++) {
+		if ((i == X_HOLDERS) != (n->type == NODE_DIR))
+			continue;
+		memcpy(buf + len, xattr_names[i], strlen(xattr_names[i]) + 1);
+		len += strlen(xattr_names[i]) + 1;
+	}
+	reply_xattr_value(req, size, buf, len);
+}
+
+static void zklfs_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
+			   const char *value, size_t size, int flags)
+{
+	(void)ino, (void)name, (void)value, (void)size, (void)flags;
+	fuse_reply_err(req, ENOTSUP);
+}
+
+static void zklfs_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
+{
+	(void)ino, (void)name;
+	fuse_reply_err(req, ENOTSUP);
+}
+
+static void zklfs_statfs(fuse_req_t req, fuse_ino_t ino)
+{
+	struct statvfs st = { .f_bsize = 4096, .f_frsize = 4096, .f_namemax = ZKN_NAME_MAX };
+
+	(void)ino;
+	fuse_reply_statfs(req, &st);
+}
+
+static void zklfs_init(void *userdata, struct fuse_conn_info *conn)
+{
+	(void)userdata;
+	/* RELEASEs are background requests: let many be in flight */
+	conn->max_background = 256;
+	conn->congestion_threshold = 192;
+}
+
+const struct fuse_lowlevel_ops zklfs_ops = {
+	.init		= zklfs_init,
+	.lookup		= zklfs_lookup,
+	.forget		= zklfs_forget,
+	.forget_multi	= zklfs_forget_multi,
+	.getattr	= zklfs_getattr,
+	.setattr	= zklfs_setattr,
+	.mknod		= zklfs_mknod,
+	.mkdir		= zklfs_mkdir,
+	.unlink		= zklfs_unlink,
+	.rmdir		= zklfs_rmdir,
+	.symlink	= zklfs_symlink,
+	.rename		= zklfs_rename,
+	.link		= zklfs_link,
+	.open		= zklfs_open,
+	.read		= zklfs_read,
+	.write		= zklfs_write,
+	.flush		= zklfs_flush,
+	.release	= zklfs_release,
+	.fsync		= zklfs_fsync,
+	.opendir	= zklfs_opendir,
+	.readdir	= zklfs_readdir,
+	.releasedir	= zklfs_releasedir,
+	.statfs		= zklfs_statfs,
+	.setxattr	= zklfs_setxattr,
+	.getxattr	= zklfs_getxattr,
+	.listxattr	= zklfs_listxattr,
+	.removexattr	= zklfs_removexattr,
+};

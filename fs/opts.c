@@ -1,0 +1,134 @@
+/* fs/opts.c - command-line and -o option parsing. */
+#define FUSE_USE_VERSION 314
+#include "fs/opts.h"
+
+#include <errno.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { KEY_DISCARD, KEY_HELP, KEY_VERSION };
+
+#define ZOPT(t, p) { t, offsetof(struct zklfs_conf, p), 1 }
+
+static const struct fuse_opt zklfs_opts[] = {
+	ZOPT("session_timeout=%d", session_timeout_ms),
+	ZOPT("naming=%s", naming_str),
+	ZOPT("auth_file=%s", auth_file),
+	FUSE_OPT_KEY("_netdev", KEY_DISCARD),
+	FUSE_OPT_KEY("nofail", KEY_DISCARD),
+	FUSE_OPT_KEY("noauto", KEY_DISCARD),
+	FUSE_OPT_KEY("auto", KEY_DISCARD),
+	FUSE_OPT_KEY("user", KEY_DISCARD),
+	FUSE_OPT_KEY("users", KEY_DISCARD),
+	FUSE_OPT_KEY("defaults", KEY_DISCARD),
+	FUSE_OPT_KEY("comment=", KEY_DISCARD),
+	FUSE_OPT_KEY("-h", KEY_HELP),
+	FUSE_OPT_KEY("--help", KEY_HELP),
+	FUSE_OPT_KEY("-V", KEY_VERSION),
+	FUSE_OPT_KEY("--version", KEY_VERSION),
+	FUSE_OPT_END
+};
+
+int zklfs_parse_source(const char *src, char **connect, char **root)
+{
+	const char *slash = strchr(src, '/');
+	size_t clen = slash ? (size_t)(slash - src) : strlen(src);
+	char *r, *p;
+
+	*connect = *root = NULL;
+	if (clen == 0 || src[0] == ',' || src[clen - 1] == ',')
+		return -EINVAL;
+	r = strdup(slash ? slash : "/");
+	if (!r)
+		return -ENOMEM;
+	for (size_t n = strlen(r); n > 1 && r[n - 1] == '/'; n--)
+		r[n - 1] = '\0';
+	/* every component must be a real name */
+	for (p = r + 1; *p; ) {
+		size_t n = strcspn(p, "/");
+
+		if (n == 0 || (n == 1 && p[0] == '.') ||
+		    (n == 2 && p[0] == '.' && p[1] == '.')) {
+			free(r);
+			return -EINVAL;
+		}
+		p += n + (p[n] == '/');
+	}
+	*connect = strndup(src, clen);
+	if (!*connect) {
+		free(r);
+		return -ENOMEM;
+	}
+	*root = r;
+	return 0;
+}
+
+static int opt_proc(void *data, const char *arg, int key, struct fuse_args *out)
+{
+	struct zklfs_conf *conf = data;
+
+	(void)out;
+	switch (key) {
+	case FUSE_OPT_KEY_NONOPT:
+		if (!conf->source) {
+			conf->source = strdup(arg);
+			return 0;
+		}
+		return 1;		/* the mount point, for libfuse */
+	case KEY_DISCARD:
+		return 0;
+	case KEY_HELP:
+		conf->show_help = 1;
+		return 1;
+	case KEY_VERSION:
+		conf->show_version = 1;
+		return 1;
+	default:		/* FUSE_OPT_KEY_OPT: for libfuse, but fstab's own */
+		return strncmp(arg, "x-systemd.", 10) != 0;
+	}
+}
+
+int zklfs_opts_parse(struct fuse_args *args, struct zklfs_conf *conf)
+{
+	int err;
+
+	memset(conf, 0, sizeof(*conf));
+	conf->session_timeout_ms = ZKLFS_DEFAULT_SESSION_TIMEOUT;
+	if (fuse_opt_parse(args, conf, zklfs_opts, opt_proc) == -1)
+		return -EINVAL;
+	if (conf->show_help || conf->show_version)
+		return 0;
+	if (!conf->source) {
+		fprintf(stderr, "zklockfs: missing CONNECT[/ROOT] (try --help)\n");
+		return -EINVAL;
+	}
+	err = zklfs_parse_source(conf->source, &conf->connect, &conf->root);
+	if (err) {
+		fprintf(stderr, "zklockfs: bad ZooKeeper address '%s' (want host:port[,host:port...][/root])\n",
+			conf->source);
+		return err;
+	}
+	if (conf->session_timeout_ms < 100 || conf->session_timeout_ms > 3600000) {
+		fprintf(stderr, "zklockfs: session_timeout=%d out of range (100..3600000 ms)\n",
+			conf->session_timeout_ms);
+		return -EINVAL;
+	}
+	if (conf->naming_str && zkn_parse_scheme(conf->naming_str, &conf->naming)) {
+		fprintf(stderr, "zklockfs: unknown naming=%s (want curator or kazoo)\n",
+			conf->naming_str);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+void zklfs_conf_free(struct zklfs_conf *conf)
+{
+	free(conf->source);
+	free(conf->connect);
+	free(conf->root);
+	free(conf->naming_str);
+	free(conf->auth_file);
+	memset(conf, 0, sizeof(*conf));
+}

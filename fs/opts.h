@@ -1,0 +1,45 @@
+/*
+ * fs/opts.h - the command line: zklockfs [-f] [-d] [-o OPT,...] CONNECT[/ROOT] MNT
+ *
+ * Our own -o options (session_timeout=, naming=, auth_file=) are taken out
+ * of @args; the FUSE ones and the mount point are left for libfuse.
+ * fstab-only options (_netdev, nofail, noauto, auto, user, users, defaults,
+ * x-systemd.*, comment=) are accepted and dropped.  Main thread only.
+ */
+#ifndef FS_OPTS_H
+#define FS_OPTS_H
+
+#include <fuse_opt.h>
+
+#include "zk/naming.h"
+
+struct zklfs_conf {
+	char *source;		/* CONNECT[/ROOT] as given */
+	char *connect;		/* host:port[,host:port...] */
+	char *root;		/* "/" or "/a/b", no trailing slash */
+	int session_timeout_ms;
+	enum zkl_naming naming;
+	char *naming_str;
+	char *auth_file;
+	int show_help, show_version;
+};
+
+#define ZKLFS_DEFAULT_SESSION_TIMEOUT 10000
+
+/*
+ * zklfs_parse_source() - split "h1:p1,h2:p2/a/b" into its connect string and
+ * root ("/a/b"; "/" when absent).  Trailing slashes are dropped.
+ * Return: 0, or -EINVAL (empty host list, empty root component, "." or "..").
+ */
+int zklfs_parse_source(const char *src, char **connect, char **root);
+
+/*
+ * zklfs_opts_parse() - fill @conf from @args and validate it.
+ * Return: 0, or -EINVAL after one message on stderr.
+ */
+int zklfs_opts_parse(struct fuse_args *args, struct zklfs_conf *conf);
+
+/* zklfs_conf_free() - free what zklfs_opts_parse() allocated. */
+void zklfs_conf_free(struct zklfs_conf *conf);
+
+#endif

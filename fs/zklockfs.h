@@ -1,0 +1,154 @@
+/*
+ * fs/zklockfs.h - the FUSE side's shared state: the mount, its inode table.
+ *
+ * Threads: one FUSE loop thread runs every handler; the ZooKeeper completion
+ * thread runs the completions that answer requests later.  fs->lock guards
+ * the inode table and every node field marked so; it is never held across a
+ * fuse_reply_*() or a call into the lock engine.
+ */
+#ifndef FS_ZKLOCKFS_H
+#define FS_ZKLOCKFS_H
+
+#define FUSE_USE_VERSION 314
+
+#include <fuse_lowlevel.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <sys/types.h>
+
+#include "fs/opts.h"
+#include "zk/lock.h"
+#include "zk/session.h"
+
+enum node_type {
+	NODE_DIR,	/* persistent znode: a lock and/or a folder of locks */
+	NODE_FILE,	/* ephemeral znode: a queue entry */
+	NODE_PENDING,	/* made by MKNOD: becomes a lock request at OPEN */
+};
+
+/* What the holder's descriptor of a lock node is (fuse_file_info.fh). */
+#define FH_PLAIN	0	/* opened without O_CREAT: read only */
+#define FH_HOLDER	1	/* the lock's own descriptor */
+
+struct node {
+	struct zklfs *fs;
+	fuse_ino_t ino;			/* (uintptr_t)node; FUSE_ROOT_ID for root */
+	enum node_type type;
+	char *path;			/* znode path; NULL while pending */
+	uint64_t nlookup;		/* fs->lock */
+	bool hashed;			/* in fs->htab; fs->lock */
+	struct node *hnext;		/* fs->lock */
+
+	/* lock nodes (NODE_PENDING) only; all under fs->lock */
+	char *dir;			/* the lock's znode */
+	char *name;			/* the NAME asked for */
+	struct zkl_waiter *w;		/* our place in the queue, until RELEASE */
+	fuse_req_t req;			/* the OPEN waiting for the grant */
+	struct fuse_file_info fi;	/* copied from that OPEN */
+	pid_t tid;			/* the thread that asked (EDEADLK) */
+	uid_t uid;
+	bool armed;			/* interrupt handler registered */
+	bool have_result;		/* answer arrived before armed */
+	int result;
+	bool opened;			/* an OPEN took this node */
+	char *wbuf;			/* data written through the holder's fd */
+	size_t wlen;
+	struct node *lnext, *lprev;	/* fs->locks */
+};
+
+struct zklfs {
+	struct zklfs_conf *conf;
+	struct zks zks;
+	struct zkl_engine *engine;
+	struct fuse_session *se;
+	char *mountpoint;
+	char host[256];
+	uid_t uid;
+	gid_t gid;
+
+	pthread_mutex_t lock;
+	struct node root;
+	struct node **htab;		/* path -> node */
+	size_t hsize;
+	struct node *locks;		/* lock nodes with a live waiter */
+};
+
+extern const struct fuse_lowlevel_ops zklfs_ops;
+
+/* Largest entry data we write: ZooKeeper refuses packets of 1 MiB. */
+#define ZKLFS_DATA_MAX (1024 * 1024 - 1024)
+
+/* fs/attr.c ------------------------------------------------------------- */
+
+struct Stat;
+
+/*
+ * zklfs_fill_attr() - the stat of a znode: a directory (mode 01777, like
+ * /tmp) or an entry (0644, owner from its uid= line, times = creation).
+ */
+void zklfs_fill_attr(struct zklfs *fs, struct stat *st, fuse_ino_t ino,
+		     enum node_type type, const struct Stat *zs,
+		     const char *data, int len);
+
+/* zklfs_pending_attr() - the stat of a lock node whose entry is not made yet. */
+void zklfs_pending_attr(struct zklfs *fs, struct stat *st, struct node *n);
+
+/* zklfs_hidden() - is @name under @dir not shown (/zookeeper at ROOT "/")? */
+bool zklfs_hidden(struct zklfs *fs, const char *dir, const char *name);
+
+/* fs/lockops.c: the handlers of taking and giving back a lock ----------- */
+
+void zklfs_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
+		 mode_t mode, dev_t rdev);
+void zklfs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void zklfs_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void zklfs_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
+		 off_t off, struct fuse_file_info *fi);
+
+/* zklfs_node_path() - a malloc'ed copy of @n's znode path, or NULL. */
+char *zklfs_node_path(struct zklfs *fs, struct node *n);
+
+/* fs/node.c ------------------------------------------------------------- */
+
+/* zklfs_nodes_init() - the table and the root node. Return: 0 or -ENOMEM. */
+int zklfs_nodes_init(struct zklfs *fs);
+void zklfs_nodes_free(struct zklfs *fs);
+
+/* node_of() - the node of an inode number the kernel gave us. */
+struct node *node_of(struct zklfs *fs, fuse_ino_t ino);
+
+/*
+ * node_lookup_locked() - the node for @path of @type, counting one lookup;
+ * a node of another type at that path is unhashed and replaced.
+ * Return: NULL on ENOMEM.  Under fs->lock.
+ */
+struct node *node_lookup_locked(struct zklfs *fs, const char *path,
+				enum node_type type);
+
+/* node_new_pending_locked() - a fresh lock node for MKNOD (one lookup). */
+struct node *node_new_pending_locked(struct zklfs *fs, const char *dir,
+				     const char *name);
+
+/* node_hash_locked() - make @n findable by its path (once it has one). */
+void node_hash_locked(struct zklfs *fs, struct node *n);
+
+/* node_unhash_path_locked() - forget whatever node stands for @path. */
+void node_unhash_path_locked(struct zklfs *fs, const char *path);
+
+/* node_forget() - drop @n lookups; frees an unreferenced node. FUSE thread. */
+void node_forget(struct zklfs *fs, struct node *n, uint64_t nlookup);
+
+/*
+ * node_drop_lock() - give back @n's place in its queue (deleting the entry)
+ * and free @n if the kernel has already forgotten it.  Any thread; without
+ * fs->lock.
+ */
+void node_drop_lock(struct zklfs *fs, struct node *n);
+
+/* path_join() - "@dir/@name" (malloc'ed), minding the root "/". */
+char *path_join(const char *dir, const char *name);
+
+/* path_base() - the last component of @path. */
+const char *path_base(const char *path);
+
+#endif

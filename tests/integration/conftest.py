@@ -1,0 +1,176 @@
+"""Fixtures for the zklockfs integration tests.
+
+  zk     (session)  a real standalone ZooKeeper server on 127.0.0.1:<free port>
+  zkc    (function) a raw ZooKeeper client (tests/integration/zkclient.py)
+  mount  (function) factory: mount(root=None, naming=None, session_timeout=4000,
+                    opts=()) -> harness.Mount (.path .pid .proc .umount() .p())
+
+Run from the repository root:  /usr/bin/python3 -m pytest tests/integration
+The daemon is $ZKLOCKFS, default <repo>/build/zklockfs.
+"""
+
+import os
+import signal
+import sys
+import tempfile
+import threading
+
+import pytest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import harness  # noqa: E402
+
+DEFAULT_TIMEOUT = int(os.environ.get("ZKLOCKFS_TEST_TIMEOUT", "90"))
+WATCHDOG_GRACE = 20
+
+
+def _has_timeout_plugin(config):
+    return config.pluginmanager.hasplugin("timeout")
+
+
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", "timeout(seconds): bound the test (pytest-timeout or the "
+        "conftest's own SIGALRM guard)")
+    config.addinivalue_line("markers", "slow: long-running stress test")
+
+
+def _item_timeout(item):
+    m = item.get_closest_marker("timeout")
+    if m is not None:
+        if m.args:
+            return float(m.args[0])
+        if "timeout" in m.kwargs:
+            return float(m.kwargs["timeout"])
+    return float(DEFAULT_TIMEOUT)
+
+
+def pytest_collection_modifyitems(config, items):
+    # Every test is bounded. With pytest-timeout, use its signal method (so
+    # fixtures' teardown still runs and nothing is left mounted/running);
+    # a test's own @pytest.mark.timeout(N) wins.
+    if _has_timeout_plugin(config):
+        for item in items:
+            t = _item_timeout(item)
+            item.add_marker(pytest.mark.timeout(t, method="signal"),
+                            append=False)
+
+
+class _Timeout(Exception):
+    pass
+
+
+@pytest.fixture(autouse=True)
+def _time_guard(request):
+    """Fallback when pytest-timeout is missing: SIGALRM fails the test.
+    Always: a watchdog thread that, if the test (with teardown) overruns by
+    WATCHDOG_GRACE seconds, kills this test's daemons and children by pid --
+    a process blocked in a FUSE request is only freed by the daemon's death."""
+    t = _item_timeout(request.node)
+    old = None
+    if not _has_timeout_plugin(request.config):
+        def on_alarm(signum, frame):
+            raise _Timeout("test exceeded %.0fs" % t)
+        old = signal.signal(signal.SIGALRM, on_alarm)
+        signal.setitimer(signal.ITIMER_REAL, t)
+    dog = threading.Timer(t + WATCHDOG_GRACE, harness.emergency_stop,
+                          args=("%s exceeded %.0fs" % (request.node.nodeid,
+                                                       t + WATCHDOG_GRACE),))
+    dog.daemon = True
+    dog.start()
+    try:
+        yield
+    finally:
+        if old is not None:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, old)
+        # children of a test that used no mount
+        harness.kill_children()
+        dog.cancel()
+
+
+@pytest.fixture(scope="session")
+def logdir(tmp_path_factory):
+    return str(tmp_path_factory.mktemp("zklockfs-logs"))
+
+
+@pytest.fixture(scope="session")
+def zk(tmp_path_factory):
+    """A standalone ZooKeeper; .hostport, .host, .port, .pid, .four(word),
+    .client(), .suspend()/.resume() (SIGSTOP/SIGCONT), .log."""
+    workdir = str(tmp_path_factory.mktemp("zookeeper"))
+    server = harness.ZooKeeperServer(workdir)
+    try:
+        server.start()
+        with server.client() as c:
+            c.ensure_path("/t")
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def zkc(zk):
+    """A raw ZooKeeper client session for the test."""
+    c = zk.client()
+    yield c
+    c.close()
+
+
+@pytest.fixture
+def daemon_path():
+    path = harness.daemon_binary()
+    if not (os.path.isfile(path) and os.access(path, os.X_OK)):
+        pytest.skip("zklockfs daemon not built: %s (set $ZKLOCKFS)" % path)
+    return path
+
+
+@pytest.fixture
+def test_root(request):
+    """The default ZooKeeper root for this test's mounts: /t/<test name>."""
+    return "/t/" + harness.sanitize(
+        "%s.%s" % (request.node.module.__name__, request.node.name))
+
+
+@pytest.fixture
+def mount(zk, request, logdir, daemon_path, test_root):
+    mounts = []
+    request.node._zklockfs_mounts = mounts
+
+    def factory(root=None, naming=None, session_timeout=4000, opts=()):
+        m = harness.Mount(zk, test_root if root is None else root, logdir,
+                          naming=naming, session_timeout=session_timeout,
+                          opts=opts, label=harness.sanitize(request.node.name, 40))
+        mounts.append(m)
+        m.start()
+        return m
+
+    factory.root = test_root
+    yield factory
+    # children first: they may hold files open on the mounts
+    harness.kill_children()
+    for m in reversed(mounts):
+        m.cleanup()
+    harness.kill_children()
+
+
+@pytest.fixture
+def scratch():
+    """A local (not zklockfs) temp dir."""
+    d = tempfile.mkdtemp(prefix="zklockfs-scratch-")
+    yield d
+    import shutil
+    shutil.rmtree(d, ignore_errors=True)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    rep = outcome.get_result()
+    if rep.failed:
+        for m in getattr(item, "_zklockfs_mounts", []):
+            rep.sections.append(
+                ("zklockfs pid %s log (%s)" % (m.proc.pid if m.proc else "?",
+                                               m.logpath),
+                 m.log_tail()))

@@ -1,0 +1,408 @@
+"""The namespace: directories, entries, readdir order, data, stat, xattrs."""
+
+import datetime
+import errno
+import os
+import re
+import socket
+import stat
+import time
+
+import pytest
+
+import zkclient
+from harness import (GRANT_TIMEOUT, SHARED, WRITE, XATTR_HOLDERS, XATTR_KIND,
+                     XATTR_SEQ, XATTR_STATE, XATTR_TOKEN, Locker, entries,
+                     getxattr_str, parse_kv, read_file, seq_of, start_waiter,
+                     take, wait_for, wait_gone, wait_no_entries)
+
+
+def lockdir(m, name="L"):
+    d = m.p(name)
+    os.mkdir(d)
+    return d
+
+
+def seen_dir(m, name="L", timeout=5):
+    """The same lock directory as seen through another mount."""
+    d = m.p(name)
+    wait_for(lambda: os.path.isdir(d), timeout, "%s to appear" % d)
+    return d
+
+
+def holders(d):
+    try:
+        v = getxattr_str(d, XATTR_HOLDERS)
+    except OSError as e:
+        if e.errno == errno.ENODATA:
+            return []
+        raise
+    return [os.path.basename(line.strip()) for line in v.splitlines()
+            if line.strip()]
+
+
+# --- mounting ---------------------------------------------------------------
+
+def test_mount_type_is_fuse_zklockfs(mount):
+    m = mount()
+    assert m.fstype == "fuse.zklockfs"
+
+
+def test_root_is_created_as_persistent_znode(mount, zkc):
+    m = mount()
+    st = zkc.exists(m.root)
+    assert st is not None, "ROOT %s not created" % m.root
+    assert st.ephemeralOwner == 0
+    assert os.path.isdir(m.path)
+    assert os.listdir(m.path) == []
+
+
+def test_unmount_makes_daemon_exit_zero(mount):
+    m = mount()
+    os.mkdir(m.p("L"))
+    assert m.umount() == 0
+    assert not m.mounted()
+
+
+# --- directories ------------------------------------------------------------
+
+def test_mkdir_and_rmdir(mount, zkc):
+    m = mount()
+    d = m.p("locks")
+    os.mkdir(d)
+    assert stat.S_ISDIR(os.stat(d).st_mode)
+    assert os.listdir(m.path) == ["locks"]
+    st = zkc.exists(m.zkpath("locks"))
+    assert st is not None and st.ephemeralOwner == 0, "not a persistent znode"
+
+    os.mkdir(os.path.join(d, "sub"))
+    assert os.listdir(d) == ["sub"]
+    assert zkc.get_children(m.zkpath("locks")) == ["sub"]
+
+    with pytest.raises(FileExistsError):
+        os.mkdir(d)
+
+    os.rmdir(os.path.join(d, "sub"))
+    os.rmdir(d)
+    assert os.listdir(m.path) == []
+    assert zkc.exists(m.zkpath("locks")) is None
+    assert not os.path.exists(d)
+
+
+def test_mkdir_is_seen_by_another_mount(mount):
+    m1, m2 = mount(), mount()
+    os.mkdir(m1.p("shared"))
+    seen_dir(m2, "shared")
+    os.rmdir(m2.p("shared"))
+    wait_for(lambda: not os.path.exists(m1.p("shared")), 5,
+             "rmdir on one mount to show on the other")
+
+
+def test_rmdir_with_subdirectory_is_enotempty(mount, zkc):
+    m = mount()
+    os.makedirs(m.p("a", "b"))
+    with pytest.raises(OSError) as ei:
+        os.rmdir(m.p("a"))
+    assert ei.value.errno == errno.ENOTEMPTY
+    assert os.path.isdir(m.p("a", "b"))
+    assert zkc.exists(m.zkpath("a/b")) is not None
+
+
+def test_rmdir_with_entry_is_enotempty(mount):
+    m = mount()
+    d = lockdir(m)
+    h = take(d, "holder")
+    with pytest.raises(OSError) as ei:
+        os.rmdir(d)
+    assert ei.value.errno == errno.ENOTEMPTY
+    assert entries(d) == [h.entry]
+    h.release()
+    wait_no_entries(d)
+    # once ls shows it empty, rmdir works (allow ZooKeeper a moment)
+    def try_rmdir():
+        try:
+            os.rmdir(d)
+            return True
+        except OSError as e:
+            if e.errno != errno.ENOTEMPTY:
+                raise
+            return False
+    wait_for(try_rmdir, 3, "rmdir of the emptied lock")
+    assert not os.path.exists(d)
+
+
+# --- readdir order ------------------------------------------------------------
+
+def test_readdir_lists_queue_in_order_then_subdirectories(mount):
+    m = mount()
+    d = lockdir(m)
+    os.mkdir(os.path.join(d, "aaa-subdir"))
+    os.mkdir(os.path.join(d, "zzz-subdir"))
+    # reverse alphabetical names, so that name order != queue order
+    names = ["e", "d", "c", "b", "a"]
+    lockers = [take(d, names[0])]
+    for n in names[1:]:
+        lockers.append(start_waiter(d, n))
+    ents = [lk.entry for lk in lockers]
+    seqs = [seq_of(e) for e in ents]
+    assert seqs == sorted(seqs) and len(set(seqs)) == len(seqs), \
+        "entries did not get increasing sequence numbers: %r" % ents
+
+    listing = os.listdir(d)
+    assert listing[:5] == ents, "readdir is not in queue order"
+    assert sorted(listing[5:]) == ["aaa-subdir", "zzz-subdir"]
+    assert len(listing) == 7
+
+    # still in order after the head leaves
+    lockers[0].release()
+    lockers[1].wait_granted()
+    wait_gone(d, ents[0])
+    listing = os.listdir(d)
+    assert listing[:4] == ents[1:]
+    assert sorted(listing[4:]) == ["aaa-subdir", "zzz-subdir"]
+
+
+# --- /zookeeper ---------------------------------------------------------------
+
+@pytest.mark.parametrize("root", ["/", ""], ids=["root-slash", "no-root"])
+def test_zookeeper_node_hidden_at_root(mount, zkc, root):
+    assert zkc.exists("/zookeeper") is not None
+    m = mount(root=root)
+    names = os.listdir(m.path)
+    assert "zookeeper" not in names
+    assert "t" in names           # the fixture's /t is shown
+
+
+# --- entries: stat, data ------------------------------------------------------
+
+def test_stat_of_entry(mount):
+    m = mount()
+    d = lockdir(m)
+    h = take(d, "job")
+    p = os.path.join(d, h.entry)
+    st = os.stat(p)
+    assert stat.S_ISREG(st.st_mode)
+    data = read_file(p)
+    assert st.st_size == len(data)
+    assert st.st_uid == os.getuid()
+    assert abs(st.st_mtime - time.time()) < 120, "times are not znode ctime"
+
+    payload = b"leader=10.1.2.3:4567\n"
+    assert h.ok("write " + payload.hex()) == str(len(payload))
+    wait_for(lambda: os.stat(p).st_size == len(payload), 3,
+             "stat size to follow the new data (%d)" % len(payload))
+
+
+def _host_names():
+    h = socket.gethostname()
+    return {h, h.split(".")[0], socket.getfqdn()}
+
+
+def test_entry_data_describes_holder(mount, zkc):
+    m = mount()
+    d = lockdir(m)
+    h = take(d, "job")
+    data = read_file(os.path.join(d, h.entry))
+    kv = parse_kv(data)
+    for key in ("host", "pid", "uid", "cmd", "since", "mount"):
+        assert key in kv, "no %s= line in %r" % (key, data)
+    assert kv["pid"] == str(h.pid)
+    assert kv["host"] in _host_names()
+    assert kv["uid"] == str(os.getuid())
+    assert "python3" in kv["cmd"]
+    assert kv["mount"]
+
+    since = datetime.datetime.fromisoformat(kv["since"].replace("Z", "+00:00"))
+    now = (datetime.datetime.now(datetime.timezone.utc) if since.tzinfo
+           else datetime.datetime.now())
+    assert abs((now - since).total_seconds()) < 120, kv["since"]
+
+    # what the file shows is the znode's data
+    zdata, zst = zkc.get_data(m.zkpath("L/" + h.entry))
+    assert zdata == data
+    assert zst.ephemeralOwner != 0
+
+
+def test_entry_read_through_another_mount(mount):
+    m1, m2 = mount(), mount()
+    d1 = lockdir(m1)
+    d2 = seen_dir(m2)
+    h = take(d1, "job")
+    wait_for(lambda: h.entry in os.listdir(d2), 5, "entry on the other mount")
+    kv = parse_kv(read_file(os.path.join(d2, h.entry)))
+    assert kv.get("pid") == str(h.pid)
+
+
+def test_holder_write_replaces_data(mount, zkc):
+    m1, m2 = mount(), mount()
+    d1 = lockdir(m1)
+    d2 = seen_dir(m2)
+    h = take(d1, "leader")
+    p1 = os.path.join(d1, h.entry)
+    first = b"addr=10.0.0.1:8080\n"
+    assert h.ok("write " + first.hex()) == str(len(first))
+    assert read_file(p1) == first
+    assert zkc.get_data(m1.zkpath("L/" + h.entry))[0] == first
+    wait_for(lambda: h.entry in os.listdir(d2), 5, "entry on the other mount")
+    wait_for(lambda: read_file(os.path.join(d2, h.entry)) == first, 5,
+             "the other mount to read the new data")
+
+    h.ok("seek 0")
+    assert h.ok("write " + b"x".hex()) == "1"
+    assert read_file(p1) == b"x", "write() did not replace the data"
+    assert zkc.get_data(m1.zkpath("L/" + h.entry))[0] == b"x"
+
+
+# --- naming schemes -----------------------------------------------------------
+
+@pytest.mark.parametrize("naming,excl,shared", [
+    (None, "-lock-", "-read-lock-"),
+    ("curator", "-lock-", "-read-lock-"),
+    ("kazoo", "__lock__", "__rlock__"),
+])
+def test_entry_names_follow_naming_scheme(mount, zkc, naming, excl, shared):
+    m = mount(naming=naming)
+    d = lockdir(m)
+    x = take(d, "job", WRITE)
+    assert re.fullmatch(r"job" + re.escape(excl) + r"\d{10}", x.entry), x.entry
+    assert zkc.get_children(m.zkpath("L")) == [x.entry]
+    x.release()
+    wait_no_entries(d)
+    r = take(d, "job", SHARED)
+    assert re.fullmatch(r"job" + re.escape(shared) + r"\d{10}", r.entry), r.entry
+    assert getxattr_str(os.path.join(d, r.entry), XATTR_KIND) == "shared"
+    assert zkc.get_children(m.zkpath("L")) == [r.entry]
+
+
+def test_entry_is_ephemeral_znode_removed_on_close(mount, zkc):
+    m = mount()
+    d = lockdir(m)
+    h = take(d, "e")
+    zpath = m.zkpath("L/" + h.entry)
+    st = zkc.exists(zpath)
+    assert st is not None and st.ephemeralOwner not in (0, zkc.session_id)
+    h.release()
+    wait_for(lambda: zkc.exists(zpath) is None, 5, "znode %s deleted" % zpath)
+    wait_no_entries(d)
+
+
+# --- xattrs -------------------------------------------------------------------
+
+def test_entry_xattrs(mount):
+    m = mount()
+    d = lockdir(m)
+    h = take(d, "a")
+    w = start_waiter(d, "b")
+    r = start_waiter(d, "c", SHARED)
+    for lk, kind, state in ((h, "exclusive", "held"),
+                            (w, "exclusive", "waiting"),
+                            (r, "shared", "waiting")):
+        p = os.path.join(d, lk.entry)
+        names = set(os.listxattr(p))
+        assert {XATTR_SEQ, XATTR_KIND, XATTR_STATE} <= names, names
+        assert getxattr_str(p, XATTR_KIND) == kind, lk.entry
+        assert getxattr_str(p, XATTR_STATE) == state, lk.entry
+        assert int(getxattr_str(p, XATTR_SEQ)) == seq_of(lk.entry)
+    # through the holder's own descriptor too
+    assert h.xattr(XATTR_STATE) == "held"
+    assert int(h.xattr(XATTR_SEQ)) == seq_of(h.entry)
+    # size probe / small buffer semantics through the syscall layer
+    with pytest.raises(OSError) as ei:
+        os.getxattr(os.path.join(d, h.entry), "user.zklockfs.nonexistent")
+    assert ei.value.errno == errno.ENODATA
+
+    h.release()
+    w.wait_granted()
+    pw = os.path.join(d, w.entry)
+    wait_for(lambda: getxattr_str(pw, XATTR_STATE) == "held", 5,
+             "state of the new holder to read held")
+    assert getxattr_str(os.path.join(d, r.entry), XATTR_STATE) == "waiting"
+
+
+def test_directory_holders_xattr(mount):
+    m = mount()
+    d = lockdir(m)
+    assert holders(d) == []
+    h = take(d, "x")
+    w = start_waiter(d, "y")
+    assert XATTR_HOLDERS in os.listxattr(d)
+    assert holders(d) == [h.entry]
+    h.release()
+    w.wait_granted()
+    wait_for(lambda: holders(d) == [w.entry], 5, "holders to show the new holder")
+    w.release()
+    wait_no_entries(d)
+    r1 = take(d, "r1", SHARED)
+    r2 = take(d, "r2", SHARED)
+    x = start_waiter(d, "x")
+    assert sorted(holders(d)) == sorted([r1.entry, r2.entry])
+    assert x.entry not in holders(d)
+
+
+def _token_fields(tok):
+    return [int(f) for f in tok.split() if re.fullmatch(r"-?\d+", f)]
+
+
+def test_fencing_token_grows_with_each_grant(mount, zkc):
+    m1, m2 = mount(), mount()
+    d1 = lockdir(m1)
+    d2 = seen_dir(m2)
+    firsts = []
+    for d, m in ((d1, m1), (d2, m2), (d1, m1), (d2, m2)):
+        lk = take(d, "t")
+        tok = lk.xattr(XATTR_TOKEN)
+        fields = _token_fields(tok)
+        assert fields, "token %r has no decimal field" % tok
+        czxid = zkc.exists(m.zkpath("L/" + lk.entry)).czxid
+        assert czxid in fields, "token %r does not carry czxid %d" % (tok, czxid)
+        firsts.append(fields[0])
+        lk.release()
+        wait_no_entries(d)
+    assert firsts == sorted(firsts) and len(set(firsts)) == len(firsts), \
+        "tokens do not grow: %r" % firsts
+
+
+# --- liveness while waiting ---------------------------------------------------
+
+def test_directory_answers_at_once_while_waiters_wait(mount):
+    m1, m2 = mount(), mount()
+    d1 = lockdir(m1)
+    d2 = seen_dir(m2)
+    h = take(d1, "h")
+    ws = [start_waiter(d1 if i % 2 == 0 else d2, "w%d" % i) for i in range(4)]
+    for d in (d1, d2):
+        t0 = time.monotonic()
+        ents = entries(d)
+        os.stat(d)
+        for e in ents:
+            os.stat(os.path.join(d, e))
+            getxattr_str(os.path.join(d, e), XATTR_STATE)
+        os.mkdir(os.path.join(d, "sub"))
+        os.rmdir(os.path.join(d, "sub"))
+        elapsed = time.monotonic() - t0
+        assert elapsed < 2.0, "directory operations took %.1fs" % elapsed
+    # a further (non-blocking) open in the directory answers at once
+    t0 = time.monotonic()
+    nb = Locker(os.path.join(d1, "nb"), WRITE | os.O_NONBLOCK)
+    assert nb.wait_error(5) == "EAGAIN"
+    assert time.monotonic() - t0 < 5
+    for w in ws:
+        assert not w.is_granted_within(0)
+
+
+def test_two_mounts_show_the_same_queue(mount):
+    m1, m2 = mount(), mount()
+    d1 = lockdir(m1)
+    d2 = seen_dir(m2)
+    h = take(d1, "a")
+    w = start_waiter(d2, "b")
+    want = [h.entry, w.entry]
+    wait_for(lambda: entries(d1) == want, 5, "queue on mount 1")
+    wait_for(lambda: entries(d2) == want, 5, "queue on mount 2")
+    p = os.path.join(d1, w.entry)
+    assert getxattr_str(p, XATTR_STATE) == "waiting"
+    h.release()
+    w.wait_granted()
+    wait_for(lambda: entries(d1) == [w.entry], 5, "mount 1 to drop the entry")
+    wait_for(lambda: getxattr_str(p, XATTR_STATE) == "held", 5,
+             "mount 1 to see the other mount's entry as held")

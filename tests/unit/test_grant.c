@@ -1,0 +1,143 @@
+/* Unit tests: the grant decision (zk/grant.c). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "zk/grant.h"
+
+#define EXCL(n)		{ .name = "x" #n, .seq = (n), .kind = ZKL_EXCLUSIVE }
+#define SHARED(n)	{ .name = "s" #n, .seq = (n), .kind = ZKL_SHARED }
+
+static void test_lowest_exclusive_is_granted(void **state)
+{
+	struct zkl_child kids[] = { EXCL(9), EXCL(7), EXCL(8) };
+	const struct zkl_child *watch = (void *)1;
+
+	(void)state;
+	assert_int_equal(zkl_decide(kids, 3, 7, ZKL_EXCLUSIVE, &watch), ZKL_GRANTED);
+	assert_null(watch);
+}
+
+static void test_exclusive_watches_only_its_predecessor(void **state)
+{
+	struct zkl_child kids[] = { EXCL(3), EXCL(5), EXCL(4), EXCL(9), EXCL(6) };
+	const struct zkl_child *watch = NULL;
+
+	(void)state;
+	assert_int_equal(zkl_decide(kids, 5, 6, ZKL_EXCLUSIVE, &watch), ZKL_WAIT);
+	assert_int_equal(watch->seq, 5);
+}
+
+static void test_shared_waits_for_earlier_exclusive(void **state)
+{
+	struct zkl_child kids[] = { EXCL(7), SHARED(8), SHARED(9) };
+	const struct zkl_child *watch;
+
+	(void)state;
+	assert_int_equal(zkl_decide(kids, 3, 9, ZKL_SHARED, &watch), ZKL_WAIT);
+	assert_int_equal(watch->seq, 7);
+}
+
+static void test_readers_share(void **state)
+{
+	struct zkl_child kids[] = { SHARED(1), SHARED(2), SHARED(3) };
+
+	(void)state;
+	assert_int_equal(zkl_decide(kids, 3, 3, ZKL_SHARED, NULL), ZKL_GRANTED);
+	assert_int_equal(zkl_decide(kids, 3, 1, ZKL_SHARED, NULL), ZKL_GRANTED);
+}
+
+static void test_writer_waits_for_last_reader(void **state)
+{
+	struct zkl_child kids[] = { SHARED(1), SHARED(2), EXCL(3) };
+	const struct zkl_child *watch;
+
+	(void)state;
+	assert_int_equal(zkl_decide(kids, 3, 3, ZKL_EXCLUSIVE, &watch), ZKL_WAIT);
+	assert_int_equal(watch->seq, 2);
+}
+
+static void test_late_reader_queues_behind_waiting_writer(void **state)
+{
+	struct zkl_child kids[] = { SHARED(1), EXCL(2), SHARED(3) };
+	const struct zkl_child *watch;
+
+	(void)state;
+	assert_int_equal(zkl_decide(kids, 3, 3, ZKL_SHARED, &watch), ZKL_WAIT);
+	assert_int_equal(watch->seq, 2);
+}
+
+static void test_deleted_entry_is_missing(void **state)
+{
+	struct zkl_child kids[] = { EXCL(1), EXCL(3) };
+
+	(void)state;
+	assert_int_equal(zkl_decide(kids, 2, 2, ZKL_EXCLUSIVE, NULL), ZKL_MISSING);
+	assert_int_equal(zkl_decide(NULL, 0, 2, ZKL_SHARED, NULL), ZKL_MISSING);
+}
+
+static void test_fifo_across_counter_wrap(void **state)
+{
+	/* entries made just before and just after the counter wrapped */
+	struct zkl_child kids[] = { EXCL(INT32_MIN + 1), EXCL(INT32_MAX), EXCL(INT32_MIN) };
+	const struct zkl_child *watch;
+
+	(void)state;
+	assert_int_equal(zkl_decide(kids, 3, INT32_MAX, ZKL_EXCLUSIVE, &watch), ZKL_GRANTED);
+	assert_int_equal(zkl_decide(kids, 3, INT32_MIN, ZKL_EXCLUSIVE, &watch), ZKL_WAIT);
+	assert_int_equal(watch->seq, INT32_MAX);
+	assert_int_equal(zkl_decide(kids, 3, INT32_MIN + 1, ZKL_EXCLUSIVE, &watch), ZKL_WAIT);
+	assert_int_equal(watch->seq, INT32_MIN);
+}
+
+static void test_holders(void **state)
+{
+	struct zkl_child readers[] = { SHARED(4), SHARED(2), EXCL(5), SHARED(6) };
+	struct zkl_child writer[] = { EXCL(9), SHARED(10), EXCL(8) };
+	const struct zkl_child *h[4];
+
+	(void)state;
+	assert_int_equal(zkl_holders(readers, 4, h, 4), 2);
+	assert_true((h[0]->seq == 4 && h[1]->seq == 2) || (h[0]->seq == 2 && h[1]->seq == 4));
+	assert_int_equal(zkl_holders(writer, 3, h, 4), 1);
+	assert_int_equal(h[0]->seq, 8);
+	assert_int_equal(zkl_holders(NULL, 0, h, 4), 0);
+	assert_int_equal(zkl_holders(readers, 4, h, 1), 2);	/* count beyond max */
+}
+
+static void test_sort_is_queue_order(void **state)
+{
+	struct zkl_child kids[] = { EXCL(9), EXCL(-7), SHARED(3) };
+	struct zkl_child wrap[] = { EXCL(INT32_MIN + 2), EXCL(INT32_MAX - 1), EXCL(INT32_MIN) };
+
+	(void)state;
+	zkl_sort(kids, 3);
+	assert_int_equal(kids[0].seq, -7);
+	assert_int_equal(kids[1].seq, 3);
+	assert_int_equal(kids[2].seq, 9);
+	/* a queue that spans the wrap keeps its order */
+	zkl_sort(wrap, 3);
+	assert_int_equal(wrap[0].seq, INT32_MAX - 1);
+	assert_int_equal(wrap[1].seq, INT32_MIN);
+	assert_int_equal(wrap[2].seq, INT32_MIN + 2);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_lowest_exclusive_is_granted),
+		cmocka_unit_test(test_exclusive_watches_only_its_predecessor),
+		cmocka_unit_test(test_shared_waits_for_earlier_exclusive),
+		cmocka_unit_test(test_readers_share),
+		cmocka_unit_test(test_writer_waits_for_last_reader),
+		cmocka_unit_test(test_late_reader_queues_behind_waiting_writer),
+		cmocka_unit_test(test_deleted_entry_is_missing),
+		cmocka_unit_test(test_fifo_across_counter_wrap),
+		cmocka_unit_test(test_holders),
+		cmocka_unit_test(test_sort_is_queue_order),
+	};
+
+	return cmocka_run_group_tests_name("grant", tests, NULL, NULL);
+}

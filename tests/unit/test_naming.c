@@ -1,0 +1,149 @@
+/* Unit tests: entry names (zk/naming.c). */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "zk/naming.h"
+
+static void parses(const char *name, int32_t seq, enum zkl_kind kind)
+{
+	struct zkl_child c;
+
+	assert_true(zkn_parse(name, &c));
+	assert_int_equal(c.seq, seq);
+	assert_int_equal(c.kind, kind);
+	assert_ptr_equal(c.name, name);
+}
+
+static void test_our_curator_names(void **state)
+{
+	(void)state;
+	parses("web1-lock-0000000042", 42, ZKL_EXCLUSIVE);
+	parses("web1-read-lock-0000000043", 43, ZKL_SHARED);
+}
+
+static void test_our_kazoo_names(void **state)
+{
+	(void)state;
+	parses("web1__lock__0000000007", 7, ZKL_EXCLUSIVE);
+	parses("web1__rlock__0000000008", 8, ZKL_SHARED);
+}
+
+static void test_other_recipes(void **state)
+{
+	(void)state;
+	/* Curator InterProcessMutex, Curator read/write lock, go-zookeeper */
+	parses("_c_2b0fd7c4-5c4e-4f0b-9c6b-1c1d6c0b2d8e-lock-0000000001", 1, ZKL_EXCLUSIVE);
+	parses("_c_2b0fd7c4-5c4e-4f0b-9c6b-1c1d6c0b2d8e-__READ__0000000002", 2, ZKL_SHARED);
+	parses("_c_2b0fd7c4-5c4e-4f0b-9c6b-1c1d6c0b2d8e-__WRIT__0000000003", 3, ZKL_EXCLUSIVE);
+	parses("_c_0123456789abcdef0123456789abcdef-lock-0000000004", 4, ZKL_EXCLUSIVE);
+	parses("0f1e2d3c4b5a__lock__2147483647", INT32_MAX, ZKL_EXCLUSIVE);
+}
+
+static void test_negative_sequence_after_wrap(void **state)
+{
+	(void)state;
+	parses("a-lock--2147483648", INT32_MIN, ZKL_EXCLUSIVE);
+	parses("a-lock--000000005", -5, ZKL_EXCLUSIVE);
+	parses("a-read-lock--1500000000", -1500000000, ZKL_SHARED);
+	parses("a__rlock__-000000001", -1, ZKL_SHARED);
+	/* one minus sign is the marker's, not the number's */
+	parses("a-lock-1500000000", 1500000000, ZKL_EXCLUSIVE);
+}
+
+static void test_children_outside_the_queue(void **state)
+{
+	struct zkl_child c;
+
+	(void)state;
+	assert_false(zkn_parse("leases", &c));
+	assert_false(zkn_parse("a-lock-123", &c));
+	assert_false(zkn_parse("", &c));
+	assert_false(zkn_parse("a-lock-9999999999", &c));	/* > INT32_MAX */
+}
+
+static void test_check_name(void **state)
+{
+	char longname[300];
+
+	(void)state;
+	assert_int_equal(zkn_check_name("deploy"), 0);
+	assert_int_equal(zkn_check_name("web-1.example.com"), 0);
+	assert_int_equal(zkn_check_name("d\xc3\xa9ploiement"), 0);	/* UTF-8 */
+	assert_int_equal(zkn_check_name("."), -EINVAL);
+	assert_int_equal(zkn_check_name(".."), -EINVAL);
+	assert_int_equal(zkn_check_name(""), -EINVAL);
+	assert_int_equal(zkn_check_name("job0123456789"), -EINVAL);
+	assert_int_equal(zkn_check_name("job123456789"), 0);	/* nine digits */
+	assert_int_equal(zkn_check_name("a\x01z"), -EINVAL);
+	assert_int_equal(zkn_check_name("a\x7fz"), -EINVAL);
+	assert_int_equal(zkn_check_name("bad\xff"), -EINVAL);	/* not UTF-8 */
+	assert_int_equal(zkn_check_name("\xc0\xaf"), -EINVAL);	/* overlong */
+	assert_int_equal(zkn_check_name("pua\xee\x80\x80"), -EINVAL); /* U+E000 */
+	memset(longname, 'x', 256);
+	longname[256] = '\0';
+	assert_int_equal(zkn_check_name(longname), -ENAMETOOLONG);
+	longname[255] = '\0';
+	assert_int_equal(zkn_check_name(longname), 0);
+}
+
+static void test_entry_name_fits_with_marker(void **state)
+{
+	char name[256];
+
+	(void)state;
+	memset(name, 'x', sizeof(name));
+	name[255 - 6 - 11] = '\0';	/* exactly fits "-lock-" + number */
+	assert_int_equal(zkn_check_entry_name(name, ZKN_CURATOR, ZKL_EXCLUSIVE), 0);
+	assert_int_equal(zkn_check_entry_name(name, ZKN_CURATOR, ZKL_SHARED), -ENAMETOOLONG);
+	assert_int_equal(zkn_check_entry_name("ok", ZKN_KAZOO, ZKL_SHARED), 0);
+	assert_int_equal(zkn_check_entry_name("..", ZKN_KAZOO, ZKL_SHARED), -EINVAL);
+}
+
+static void test_markers_and_schemes(void **state)
+{
+	enum zkl_naming s;
+
+	(void)state;
+	assert_string_equal(zkn_marker(ZKN_CURATOR, ZKL_EXCLUSIVE), "-lock-");
+	assert_string_equal(zkn_marker(ZKN_CURATOR, ZKL_SHARED), "-read-lock-");
+	assert_string_equal(zkn_marker(ZKN_KAZOO, ZKL_EXCLUSIVE), "__lock__");
+	assert_string_equal(zkn_marker(ZKN_KAZOO, ZKL_SHARED), "__rlock__");
+	assert_int_equal(zkn_parse_scheme("kazoo", &s), 0);
+	assert_int_equal(s, ZKN_KAZOO);
+	assert_int_equal(zkn_parse_scheme("curator", &s), 0);
+	assert_int_equal(s, ZKN_CURATOR);
+	assert_int_equal(zkn_parse_scheme("Kazoo", &s), -EINVAL);
+}
+
+static void test_serial_order_survives_wrap(void **state)
+{
+	(void)state;
+	assert_true(zkn_seq_cmp(1, 2) < 0);
+	assert_true(zkn_seq_cmp(2, 1) > 0);
+	assert_int_equal(zkn_seq_cmp(7, 7), 0);
+	assert_true(zkn_seq_cmp(INT32_MAX, INT32_MIN) < 0);
+	assert_true(zkn_seq_cmp(INT32_MAX - 5, INT32_MIN + 5) < 0);
+	assert_true(zkn_seq_cmp(INT32_MIN + 5, INT32_MAX - 5) > 0);
+	assert_true(zkn_seq_cmp(-1, 0) < 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_our_curator_names),
+		cmocka_unit_test(test_our_kazoo_names),
+		cmocka_unit_test(test_other_recipes),
+		cmocka_unit_test(test_negative_sequence_after_wrap),
+		cmocka_unit_test(test_children_outside_the_queue),
+		cmocka_unit_test(test_check_name),
+		cmocka_unit_test(test_entry_name_fits_with_marker),
+		cmocka_unit_test(test_markers_and_schemes),
+		cmocka_unit_test(test_serial_order_survives_wrap),
+	};
+
+	return cmocka_run_group_tests_name("naming", tests, NULL, NULL);
+}

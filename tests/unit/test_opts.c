@@ -1,0 +1,142 @@
+/* Unit tests: command-line and option parsing (fs/opts.c). */
+#define FUSE_USE_VERSION 314
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+#include <fuse_opt.h>
+
+#include "fs/opts.h"
+
+static void source(const char *src, const char *connect, const char *root)
+{
+	char *c, *r;
+
+	assert_int_equal(zklfs_parse_source(src, &c, &r), 0);
+	assert_string_equal(c, connect);
+	assert_string_equal(r, root);
+	free(c);
+	free(r);
+}
+
+static void bad_source(const char *src)
+{
+	char *c, *r;
+
+	assert_int_equal(zklfs_parse_source(src, &c, &r), -EINVAL);
+	assert_null(c);
+	assert_null(r);
+}
+
+static void test_source(void **state)
+{
+	(void)state;
+	source("zk1:2181", "zk1:2181", "/");
+	source("zk1:2181/", "zk1:2181", "/");
+	source("zk1:2181,zk2:2181,zk3:2181/locks", "zk1:2181,zk2:2181,zk3:2181", "/locks");
+	source("127.0.0.1:2181/a/b//", "127.0.0.1:2181", "/a/b");
+	bad_source("");
+	bad_source("/locks");
+	bad_source(",zk1:2181");
+	bad_source("zk1:2181,");
+	bad_source("zk1:2181/a//b");
+	bad_source("zk1:2181/a/../b");
+	bad_source("zk1:2181/.");
+}
+
+/* Parse an argv; return the result and leave what libfuse would see in *left. */
+static int parse(struct zklfs_conf *conf, struct fuse_args *args, int argc,
+		 const char **argv)
+{
+	args->argc = argc;
+	args->argv = (char **)argv;
+	args->allocated = 0;
+	return zklfs_opts_parse(args, conf);
+}
+
+static void test_defaults(void **state)
+{
+	const char *argv[] = { "zklockfs", "zk:2181/locks", "/mnt" };
+	struct fuse_args args;
+	struct zklfs_conf conf;
+
+	(void)state;
+	assert_int_equal(parse(&conf, &args, 3, argv), 0);
+	assert_string_equal(conf.connect, "zk:2181");
+	assert_string_equal(conf.root, "/locks");
+	assert_int_equal(conf.session_timeout_ms, ZKLFS_DEFAULT_SESSION_TIMEOUT);
+	assert_int_equal(conf.naming, ZKN_CURATOR);
+	assert_null(conf.auth_file);
+	/* the mount point stays for fuse_parse_cmdline */
+	assert_int_equal(args.argc, 2);
+	assert_string_equal(args.argv[1], "/mnt");
+	zklfs_conf_free(&conf);
+	fuse_opt_free_args(&args);
+}
+
+static void test_our_options_and_fstab_ones(void **state)
+{
+	const char *argv[] = { "zklockfs", "-o",
+		"session_timeout=4000,naming=kazoo,_netdev,allow_other,nofail,x-systemd.automount,auth_file=/etc/zk.auth",
+		"zk:2181", "/mnt", "-f" };
+	struct fuse_args args;
+	struct zklfs_conf conf;
+
+	(void)state;
+	assert_int_equal(parse(&conf, &args, 6, argv), 0);
+	assert_int_equal(conf.session_timeout_ms, 4000);
+	assert_int_equal(conf.naming, ZKN_KAZOO);
+	assert_string_equal(conf.auth_file, "/etc/zk.auth");
+	assert_string_equal(conf.root, "/");
+	/* only allow_other is left for libfuse, with -f and the mount point */
+	int seen_allow = 0;
+	for (int i = 1; i < args.argc; i++) {
+		assert_null(strstr(args.argv[i], "_netdev"));
+		assert_null(strstr(args.argv[i], "nofail"));
+		assert_null(strstr(args.argv[i], "x-systemd"));
+		assert_null(strstr(args.argv[i], "naming"));
+		seen_allow |= strstr(args.argv[i], "allow_other") != NULL;
+	}
+	assert_true(seen_allow);
+	zklfs_conf_free(&conf);
+	fuse_opt_free_args(&args);
+}
+
+static void test_bad_options(void **state)
+{
+	const char *naming[] = { "zklockfs", "-o", "naming=etcd", "zk:2181", "/mnt" };
+	const char *timeout[] = { "zklockfs", "-o", "session_timeout=5", "zk:2181", "/mnt" };
+	const char *nosource[] = { "zklockfs" };
+	const char *badsrc[] = { "zklockfs", "zk:2181/a/../b", "/mnt" };
+	struct fuse_args args;
+	struct zklfs_conf conf;
+
+	(void)state;
+	assert_int_equal(parse(&conf, &args, 5, naming), -EINVAL);
+	zklfs_conf_free(&conf);
+	fuse_opt_free_args(&args);
+	assert_int_equal(parse(&conf, &args, 5, timeout), -EINVAL);
+	zklfs_conf_free(&conf);
+	fuse_opt_free_args(&args);
+	assert_int_equal(parse(&conf, &args, 1, nosource), -EINVAL);
+	zklfs_conf_free(&conf);
+	fuse_opt_free_args(&args);
+	assert_int_equal(parse(&conf, &args, 3, badsrc), -EINVAL);
+	zklfs_conf_free(&conf);
+	fuse_opt_free_args(&args);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_source),
+		cmocka_unit_test(test_defaults),
+		cmocka_unit_test(test_our_options_and_fstab_ones),
+		cmocka_unit_test(test_bad_options),
+	};
+
+	return cmocka_run_group_tests_name("opts", tests, NULL, NULL);
+}

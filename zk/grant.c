@@ -1,0 +1,70 @@
+/* zk/grant.c - the grant decision (see grant.h). */
+#include "zk/grant.h"
+
+#include <stdlib.h>
+
+enum zkl_verdict zkl_decide(const struct zkl_child *kids, size_t n,
+			    int32_t our_seq, enum zkl_kind kind,
+			    const struct zkl_child **watch)
+{
+	const struct zkl_child *pred = NULL;
+	bool found = false;
+
+	for (size_t i = 0; i < n; i++) {
+		const struct zkl_child *c = &kids[i];
+
+		if (c->seq == our_seq) {
+			found = true;
+			continue;
+		}
+		if (zkn_seq_cmp(c->seq, our_seq) > 0)
+			continue;
+		if (kind == ZKL_SHARED && c->kind == ZKL_SHARED)
+			continue;
+		if (!pred || zkn_seq_cmp(c->seq, pred->seq) > 0)
+			pred = c;
+	}
+	if (!found)
+		return ZKL_MISSING;
+	if (watch)
+		*watch = pred;
+	return pred ? ZKL_WAIT : ZKL_GRANTED;
+}
+
+size_t zkl_holders(const struct zkl_child *kids, size_t n,
+		   const struct zkl_child **out, size_t max)
+{
+	const struct zkl_child *first_x = NULL;
+	size_t count = 0;
+
+	for (size_t i = 0; i < n; i++)
+		if (kids[i].kind == ZKL_EXCLUSIVE &&
+		    (!first_x || zkn_seq_cmp(kids[i].seq, first_x->seq) < 0))
+			first_x = &kids[i];
+	for (size_t i = 0; i < n; i++) {
+		if (kids[i].kind != ZKL_SHARED ||
+		    (first_x && zkn_seq_cmp(kids[i].seq, first_x->seq) > 0))
+			continue;
+		if (count < max)
+			out[count] = &kids[i];
+		count++;
+	}
+	if (count == 0 && first_x) {
+		if (max > 0)
+			out[0] = first_x;
+		count = 1;
+	}
+	return count;
+}
+
+static int child_cmp(const void *a, const void *b)
+{
+	const struct zkl_child *x = a, *y = b;
+
+	return zkn_seq_cmp(x->seq, y->seq);
+}
+
+void zkl_sort(struct zkl_child *kids, size_t n)
+{
+	qsort(kids, n, sizeof(*kids), child_cmp);
+}

@@ -1,0 +1,44 @@
+/*
+ * zk/grant.h - the grant decision of the lock recipe, as pure functions.
+ *
+ * Given the children of a lock znode (parsed with zkn_parse(); children
+ * without a sequence number are left out by the caller) these decide who
+ * holds the lock and whom a waiter must outlive.  An exclusive entry is
+ * granted when no entry comes before it; a shared entry when no exclusive
+ * entry comes before it.  "Before" is serial-number order (zkn_seq_cmp).
+ * Order of @kids does not matter.  No locks, no allocation, any thread.
+ */
+#ifndef ZK_GRANT_H
+#define ZK_GRANT_H
+
+#include "zk/naming.h"
+
+enum zkl_verdict {
+	ZKL_GRANTED,	/* our entry holds the lock */
+	ZKL_WAIT,	/* *watch is the entry to outlive (no herd effect) */
+	ZKL_MISSING,	/* our entry is not among @kids: it was deleted */
+};
+
+/*
+ * zkl_decide() - does the entry @our_seq of @kind hold the lock?
+ * On ZKL_WAIT, *@watch points into @kids at the entry just before ours that
+ * blocks us: the previous entry for an exclusive waiter, the previous
+ * exclusive entry for a shared one.
+ */
+enum zkl_verdict zkl_decide(const struct zkl_child *kids, size_t n,
+			    int32_t our_seq, enum zkl_kind kind,
+			    const struct zkl_child **watch);
+
+/*
+ * zkl_holders() - which entries hold the lock now: the first entry if it is
+ * exclusive, else every shared entry before the first exclusive one.
+ * Stores at most @max pointers into @kids in @out, in no particular order.
+ * Return: the number of holders (which may exceed @max).
+ */
+size_t zkl_holders(const struct zkl_child *kids, size_t n,
+		   const struct zkl_child **out, size_t max);
+
+/* zkl_sort() - sort @kids in queue order (ascending serial order). */
+void zkl_sort(struct zkl_child *kids, size_t n);
+
+#endif

@@ -1,0 +1,88 @@
+/*
+ * zk/lock.h - the lock engine: ZooKeeper's lock recipe as an asynchronous
+ * state machine fed by ZooKeeper completions and watches.
+ *
+ * A waiter is a small struct, never a thread.  Its life:
+ *
+ *   zkl_enqueue()  create DIR/NAME<marker>NNNNNNNNNN (ephemeral, sequential)
+ *        |         list DIR's children, zkl_decide()
+ *        |-- granted ------------------------------> done(0)
+ *        |-- must wait: watch only the entry before ours (no herd effect);
+ *        |   when it changes or goes, list the children again
+ *        |-- O_NONBLOCK and not granted: delete ---> done(-EAGAIN)
+ *        '-- zkl_cancel(): delete ------------------> done(-EINTR)
+ *   zkl_release()  delete the entry (if any) and drop the caller's reference
+ *
+ * Threads: @done runs exactly once per waiter, either on the ZooKeeper
+ * completion thread or inside zkl_cancel() on the caller's thread, never
+ * with the engine's lock held.  No function here blocks.
+ */
+#ifndef ZK_LOCK_H
+#define ZK_LOCK_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "zk/naming.h"
+#include "zk/session.h"
+
+struct zkl_engine;
+struct zkl_waiter;
+
+typedef void (*zkl_done_fn)(struct zkl_waiter *w, int err, void *arg);
+
+/* Flags for zkl_enqueue(). */
+#define ZKL_NONBLOCK	0x1	/* fail with -EAGAIN rather than wait */
+
+/* zkl_engine_new() - an engine over the session @zks. Return: NULL on ENOMEM. */
+struct zkl_engine *zkl_engine_new(struct zks *zks, enum zkl_naming naming);
+
+/*
+ * zkl_engine_shutdown() - answer every waiter not yet granted with
+ * -ESHUTDOWN (their entries go with the session).  Before zks_close().
+ */
+void zkl_engine_shutdown(struct zkl_engine *e);
+
+/* zkl_engine_free() - after zks_close(): frees every waiter left. */
+void zkl_engine_free(struct zkl_engine *e);
+
+/*
+ * zkl_enqueue() - ask for the lock whose znode is @dir, with an entry named
+ * @name plus the engine's marker for @kind, holding @data (@len bytes).
+ * @done(w, 0 or -errno, @arg) runs exactly once later (see above).
+ * Return: 0 and the waiter in *@out (the caller holds a reference, to give
+ * back with zkl_release()); or a negative errno, and @done never runs.
+ */
+int zkl_enqueue(struct zkl_engine *e, const char *dir, const char *name,
+		enum zkl_kind kind, int flags, const char *data, int len,
+		zkl_done_fn done, void *arg, struct zkl_waiter **out);
+
+/*
+ * zkl_cancel() - stop waiting: if @w is not yet answered, its entry is
+ * deleted (now, or as soon as its create completes) and done(-EINTR) runs
+ * before this returns.  A granted waiter is left alone.  Any thread.
+ */
+void zkl_cancel(struct zkl_waiter *w);
+
+/*
+ * zkl_release() - the caller is finished with @w: the entry, if it exists,
+ * is deleted, and the caller's reference is dropped.  Call it after done
+ * has run (or instead of waiting for it after zkl_cancel()).  Any thread.
+ */
+void zkl_release(struct zkl_waiter *w);
+
+/* What a caller may read of a waiter; copies, taken under the engine lock. */
+struct zkl_info {
+	bool created, granted;
+	int32_t seq;
+	int64_t czxid;
+	enum zkl_kind kind;
+};
+
+/*
+ * zkl_info() - the state of @w. If @path is not NULL and the entry exists,
+ * a malloc'ed copy of its path goes there (else NULL).
+ */
+void zkl_info(struct zkl_waiter *w, struct zkl_info *info, char **path);
+
+#endif

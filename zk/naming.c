@@ -1,0 +1,146 @@
+/* zk/naming.c - entry names: parsing, markers, validation. */
+#include "zk/naming.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const shared_markers[] = { "-read-lock-", "__READ__", "__rlock__" };
+
+static bool ends_with(const char *s, size_t len, const char *suffix)
+{
+	size_t n = strlen(suffix);
+
+	return len >= n && memcmp(s + len - n, suffix, n) == 0;
+}
+
+static size_t trailing_digits(const char *s, size_t len)
+{
+	size_t d = 0;
+
+	while (d < len && s[len - 1 - d] >= '0' && s[len - 1 - d] <= '9')
+		d++;
+	return d;
+}
+
+bool zkn_parse(const char *name, struct zkl_child *out)
+{
+	size_t len = strlen(name), d = trailing_digits(name, len), sfx;
+	long long v;
+
+	if (d == 9 && len >= 10 && name[len - 10] == '-') {
+		sfx = 10;				/* -000000005 */
+	} else if (d == 10 && len >= 12 && name[len - 11] == '-' &&
+		   (name[len - 12] == '-' || name[len - 12] == '_')) {
+		sfx = 11;				/* -lock--1500000000 */
+	} else if (d >= 10) {
+		sfx = 10;
+	} else {
+		return false;
+	}
+	v = strtoll(name + len - sfx, NULL, 10);
+	if (v > INT32_MAX || v < INT32_MIN)
+		return false;
+	out->name = name;
+	out->seq = (int32_t)v;
+	out->kind = ZKL_EXCLUSIVE;
+	for (size_t i = 0; i < sizeof(shared_markers) / sizeof(*shared_markers); i++)
+		if (ends_with(name, len - sfx, shared_markers[i]))
+			out->kind = ZKL_SHARED;
+	return true;
+}
+
+const char *zkn_marker(enum zkl_naming scheme, enum zkl_kind kind)
+{
+	if (scheme == ZKN_KAZOO)
+		return kind == ZKL_SHARED ? "__rlock__" : "__lock__";
+	return kind == ZKL_SHARED ? "-read-lock-" : "-lock-";
+}
+
+/*
+ * Decode one UTF-8 sequence at @s (at most @n bytes).
+ * Return: its length, with the code point in *cp; 0 if malformed.
+ */
+static size_t utf8_next(const unsigned char *s, size_t n, unsigned *cp)
+{
+	size_t len;
+	unsigned c = s[0], min;
+
+	if (c < 0x80) {
+		*cp = c;
+		return 1;
+	}
+	if ((c & 0xe0) == 0xc0) {
+		len = 2, c &= 0x1f, min = 0x80;
+	} else if ((c & 0xf0) == 0xe0) {
+		len = 3, c &= 0x0f, min = 0x800;
+	} else if ((c & 0xf8) == 0xf0) {
+		len = 4, c &= 0x07, min = 0x10000;
+	} else {
+		return 0;
+	}
+	if (len > n)
+		return 0;
+	for (size_t i = 1; i < len; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+		c = (c << 6) | (s[i] & 0x3f);
+	}
+	if (c < min || c > 0x10ffff)
+		return 0;
+	*cp = c;
+	return len;
+}
+
+/* The characters ZooKeeper's PathUtils.validatePath() refuses. */
+static bool zk_forbidden(unsigned c)
+{
+	return c == 0 || (c >= 0x01 && c <= 0x1f) || (c >= 0x7f && c <= 0x9f) ||
+	       (c >= 0xd800 && c <= 0xf8ff) || (c >= 0xfff0 && c <= 0xffff);
+}
+
+int zkn_check_name(const char *name)
+{
+	const unsigned char *s = (const unsigned char *)name;
+	size_t len = strlen(name);
+
+	if (len == 0 || strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
+		return -EINVAL;
+	if (len > ZKN_NAME_MAX)
+		return -ENAMETOOLONG;
+	if (trailing_digits(name, len) >= 10)
+		return -EINVAL;
+	for (size_t i = 0; i < len;) {
+		unsigned cp;
+		size_t n = utf8_next(s + i, len - i, &cp);
+
+		if (n == 0 || zk_forbidden(cp) || cp == '/')
+			return -EINVAL;
+		i += n;
+	}
+	return 0;
+}
+
+int zkn_check_entry_name(const char *name, enum zkl_naming scheme,
+			 enum zkl_kind kind)
+{
+	int err = zkn_check_name(name);
+
+	if (err)
+		return err;
+	/* the number takes at most 11 bytes ("-2147483648") */
+	if (strlen(name) + strlen(zkn_marker(scheme, kind)) + 11 > ZKN_NAME_MAX)
+		return -ENAMETOOLONG;
+	return 0;
+}
+
+int zkn_parse_scheme(const char *s, enum zkl_naming *out)
+{
+	if (strcmp(s, "curator") == 0)
+		*out = ZKN_CURATOR;
+	else if (strcmp(s, "kazoo") == 0)
+		*out = ZKN_KAZOO;
+	else
+		return -EINVAL;
+	return 0;
+}

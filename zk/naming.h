@@ -1,0 +1,72 @@
+/*
+ * zk/naming.h - entry names of lock recipes, and the names we accept.
+ *
+ * A queue entry is NAME + kind marker + sequence number, the number being
+ * ZooKeeper's "%010d" of a signed 32-bit counter.  We read the entries of
+ * Apache Curator, kazoo and go-zookeeper as well as our own.  Pure code: no
+ * ZooKeeper, no FUSE, no locks; safe from any thread.
+ */
+#ifndef ZK_NAMING_H
+#define ZK_NAMING_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+enum zkl_kind { ZKL_EXCLUSIVE, ZKL_SHARED };
+
+/* The format of the entries we create (mount option naming=). */
+enum zkl_naming { ZKN_CURATOR, ZKN_KAZOO };
+
+/* One child of a lock znode, as the grant decision sees it. */
+struct zkl_child {
+	const char *name;	/* borrowed from the caller's children list */
+	int32_t seq;
+	enum zkl_kind kind;
+};
+
+/* Longest name of a znode's path component we show (NAME_MAX). */
+#define ZKN_NAME_MAX 255
+
+/*
+ * zkn_parse() - read the sequence number and kind of a child's name.
+ * Return: true and *out filled if @name ends in a ZooKeeper sequence suffix
+ * (ten digits, or a minus sign and the digits of a negative counter); false
+ * for a child that takes no part in the queue.
+ */
+bool zkn_parse(const char *name, struct zkl_child *out);
+
+/*
+ * zkn_seq_cmp() - compare two sequence numbers with serial-number arithmetic
+ * (RFC 1982), so that order survives the counter's wrap to INT32_MIN.
+ * Return: <0 if @a comes before @b, 0 if equal, >0 if after.
+ */
+static inline int zkn_seq_cmp(int32_t a, int32_t b)
+{
+	int32_t d = (int32_t)((uint32_t)a - (uint32_t)b);
+
+	return d < 0 ? -1 : d > 0;
+}
+
+/* zkn_marker() - the marker our entries carry between NAME and the number. */
+const char *zkn_marker(enum zkl_naming scheme, enum zkl_kind kind);
+
+/*
+ * zkn_check_name() - may @name become a znode we create (mkdir, or the NAME
+ * of a lock request)?
+ * Return: 0; -EINVAL for "", ".", "..", a name ending in ten digits, invalid
+ * UTF-8 or a character ZooKeeper refuses; -ENAMETOOLONG past 255 bytes.
+ */
+int zkn_check_name(const char *name);
+
+/*
+ * zkn_check_entry_name() - zkn_check_name(), and the entry NAME+marker+number
+ * must itself fit in 255 bytes.
+ */
+int zkn_check_entry_name(const char *name, enum zkl_naming scheme,
+			 enum zkl_kind kind);
+
+/* zkn_parse_scheme() - "curator" or "kazoo". Return: 0 or -EINVAL. */
+int zkn_parse_scheme(const char *s, enum zkl_naming *out);
+
+#endif
