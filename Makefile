@@ -22,7 +22,7 @@ UNIT_BIN = $(UNIT:%=$(BUILD)/unit/test_%)
 
 .PHONY: all asan unit check check-unit check-integration check-asan run stop deps bench clean
 
-all: $(BUILD)/zklockfs
+all: $(BUILD)/zklockfs $(BUILD)/zkbench
 
 $(BUILD)/zklockfs: $(SRC) $(HDR) | $(BUILD)
 	$(CC) $(WARN) $(CPPFLAGS) $(CFLAGS) -o $@ $(SRC) $(LDLIBS)
@@ -70,8 +70,11 @@ run: deps $(BUILD)/zklockfs
 stop:
 	@tools/run stop
 
-bench: deps $(BUILD)/zklockfs
-	@$(MAKE) -C bench
+$(BUILD)/zkbench: bench/zkbench.c | $(BUILD)
+	$(CC) $(WARN) $(CPPFLAGS) $(CFLAGS) -o $@ $< -lzookeeper_mt -lpthread
+
+bench: deps $(BUILD)/zklockfs $(BUILD)/zkbench
+	bench/run
 
 clean:
 	rm -rf $(BUILD)

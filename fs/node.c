@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define HSIZE 16384
 
@@ -37,7 +38,8 @@ int zklfs_nodes_init(struct zklfs *fs)
 {
 	fs->hsize = HSIZE;
 	fs->htab = calloc(fs->hsize, sizeof(*fs->htab));
-	if (!fs->htab)
+	fs->neg = calloc(ZKLFS_NEG_SLOTS, sizeof(*fs->neg));
+	if (!fs->htab || !fs->neg)
 		return -ENOMEM;
 	memset(&fs->root, 0, sizeof(fs->root));
 	fs->root.ino = FUSE_ROOT_ID;
@@ -69,6 +71,9 @@ void zklfs_nodes_free(struct zklfs *fs)
 		}
 	}
 	free(fs->htab);
+	for (size_t i = 0; fs->neg && i < ZKLFS_NEG_SLOTS; i++)
+		free(fs->neg[i].path);
+	free(fs->neg);
 	free(fs->root.path);
 }
 
@@ -206,4 +211,52 @@ void node_drop_lock(struct zklfs *fs, struct node *n)
 		zkl_release(w);
 	if (gone)
 		node_free(n);
+}
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+bool neg_hit(struct zklfs *fs, const char *path)
+{
+	struct negent *e = &fs->neg[hash_path(path) % ZKLFS_NEG_SLOTS];
+	bool hit;
+
+	pthread_mutex_lock(&fs->lock);
+	hit = e->path && strcmp(e->path, path) == 0 && e->expires_ms > now_ms();
+	pthread_mutex_unlock(&fs->lock);
+	return hit;
+}
+
+void neg_add(struct zklfs *fs, const char *path)
+{
+	struct negent *e = &fs->neg[hash_path(path) % ZKLFS_NEG_SLOTS];
+	char *p = strdup(path), *old;
+
+	if (!p)
+		return;
+	pthread_mutex_lock(&fs->lock);
+	old = e->path;
+	e->path = p;
+	e->expires_ms = now_ms() + ZKLFS_NEG_TTL_MS;
+	pthread_mutex_unlock(&fs->lock);
+	free(old);
+}
+
+void neg_forget(struct zklfs *fs, const char *path)
+{
+	struct negent *e = &fs->neg[hash_path(path) % ZKLFS_NEG_SLOTS];
+	char *old = NULL;
+
+	pthread_mutex_lock(&fs->lock);
+	if (e->path && strcmp(e->path, path) == 0) {
+		old = e->path;
+		e->path = NULL;
+	}
+	pthread_mutex_unlock(&fs->lock);
+	free(old);
 }

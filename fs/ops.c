@@ -115,8 +115,12 @@ static void lookup_done(int rc, const char *value, int len,
 	struct zop *op = (struct zop *)data;
 	struct node *n;
 
+	struct zkl_child c;
+
 	if (rc == ZBADARGUMENTS)
 		rc = ZNONODE;		/* a name ZooKeeper cannot hold: none such */
+	if (rc == ZNONODE && !zkn_parse(path_base(op->path), &c))
+		neg_add(op->fs, op->path);
 	if (rc != ZOK)
 		return zop_fail(op, rc);
 	pthread_mutex_lock(&op->fs->lock);
@@ -146,6 +150,8 @@ static void zklfs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	op = zop_new(req, p, path_join(p->path, name));
 	if (!op)
 		return (void)fuse_reply_err(req, ENOMEM);
+	if (neg_hit(fs, op->path))
+		return zop_fail(op, ZNONODE);
 	rc = zoo_aget(zh_of(fs), op->path, 0, lookup_done, op);
 	if (rc == ZBADARGUMENTS)
 		return zop_fail(op, ZNONODE);
@@ -468,6 +474,7 @@ static void mkdir_done(int rc, const char *path, const struct Stat *zs,
 		rc = ZNONODE;
 	if (rc != ZOK)
 		return zop_fail(op, rc);
+	neg_forget(op->fs, op->path);
 	pthread_mutex_lock(&op->fs->lock);
 	n = node_lookup_locked(op->fs, op->path, NODE_DIR);
 	pthread_mutex_unlock(&op->fs->lock);

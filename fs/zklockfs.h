@@ -71,6 +71,7 @@ struct zklfs {
 	struct node **htab;		/* path -> node */
 	size_t hsize;
 	struct node *locks;		/* lock nodes with a live waiter */
+	struct negent *neg;		/* recent misses; fs->lock */
 };
 
 extern const struct fuse_lowlevel_ops zklfs_ops;
@@ -144,6 +145,24 @@ void node_forget(struct zklfs *fs, struct node *n, uint64_t nlookup);
  * fs->lock.
  */
 void node_drop_lock(struct zklfs *fs, struct node *n);
+
+/*
+ * The negative cache: a path ZooKeeper said does not exist, remembered for
+ * ZKLFS_NEG_TTL_MS so that the LOOKUP which precedes every open(O_CREAT) of
+ * a lock name is answered from memory.  Only names that cannot be queue
+ * entries are cached (entries come and go too fast); the staleness is the
+ * one the kernel already has for directories (entry_timeout).  Direct-mapped,
+ * ZKLFS_NEG_SLOTS slots; any thread, takes fs->lock.
+ */
+#define ZKLFS_NEG_SLOTS	4096
+#define ZKLFS_NEG_TTL_MS 1000
+struct negent {
+	char *path;
+	uint64_t expires_ms;
+};
+bool neg_hit(struct zklfs *fs, const char *path);
+void neg_add(struct zklfs *fs, const char *path);
+void neg_forget(struct zklfs *fs, const char *path);
 
 /* path_join() - "@dir/@name" (malloc'ed), minding the root "/". */
 char *path_join(const char *dir, const char *name);
