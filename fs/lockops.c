@@ -265,7 +265,11 @@ static void write_done(int rc, const struct Stat *zs, const void *data)
 	free(op);
 }
 
-/* write() on the holder's descriptor replaces its entry's data. */
+/*
+ * write() on the holder's descriptor replaces its entry's data: a write at
+ * offset 0 starts it afresh, a write further on continues it as in a file
+ * (the kernel splits one large write(2) into several).
+ */
 void zklfs_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
 		 off_t off, struct fuse_file_info *fi)
 {
@@ -286,6 +290,8 @@ void zklfs_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
 	op = malloc(sizeof(*op));
 	path = zklfs_node_path(fs, n);
 	pthread_mutex_lock(&fs->lock);
+	if (off == 0)
+		n->wlen = 0;		/* a write at the start replaces the data */
 	nb = op && path ? realloc(n->wbuf, end > n->wlen ? end : n->wlen ? n->wlen : 1) : NULL;
 	if (nb) {
 		if ((size_t)off > n->wlen)

@@ -49,7 +49,15 @@ int zklfs_nodes_init(struct zklfs *fs)
 	return fs->root.path ? 0 : -ENOMEM;
 }
 
-static void node_free(struct node *n)
+static void link_locked(struct zklfs *fs, struct node *n)
+{
+	n->anext = fs->all;
+	if (fs->all)
+		fs->all->aprev = n;
+	fs->all = n;
+}
+
+static void node_destroy(struct node *n)
 {
 	free(n->path);
 	free(n->dir);
@@ -58,17 +66,29 @@ static void node_free(struct node *n)
 	free(n);
 }
 
+/* Unlink @n from fs->all, then free it. Without fs->lock. */
+static void node_free(struct node *n)
+{
+	struct zklfs *fs = n->fs;
+
+	pthread_mutex_lock(&fs->lock);
+	if (n->aprev)
+		n->aprev->anext = n->anext;
+	else
+		fs->all = n->anext;
+	if (n->anext)
+		n->anext->aprev = n->aprev;
+	pthread_mutex_unlock(&fs->lock);
+	node_destroy(n);
+}
+
 void zklfs_nodes_free(struct zklfs *fs)
 {
-	for (size_t i = 0; i < fs->hsize; i++) {
-		struct node *n = fs->htab[i];
+	while (fs->all) {
+		struct node *n = fs->all;
 
-		while (n) {
-			struct node *next = n->hnext;
-
-			node_free(n);
-			n = next;
-		}
+		fs->all = n->anext;
+		node_destroy(n);
 	}
 	free(fs->htab);
 	for (size_t i = 0; fs->neg && i < ZKLFS_NEG_SLOTS; i++)
@@ -147,6 +167,7 @@ struct node *node_lookup_locked(struct zklfs *fs, const char *path,
 	n->type = type;
 	n->nlookup = 1;
 	node_hash_locked(fs, n);
+	link_locked(fs, n);
 	return n;
 }
 
@@ -160,13 +181,14 @@ struct node *node_new_pending_locked(struct zklfs *fs, const char *dir,
 	n->dir = strdup(dir);
 	n->name = strdup(name);
 	if (!n->dir || !n->name) {
-		node_free(n);
+		node_destroy(n);
 		return NULL;
 	}
 	n->fs = fs;
 	n->ino = (fuse_ino_t)(uintptr_t)n;
 	n->type = NODE_PENDING;
 	n->nlookup = 1;
+	link_locked(fs, n);
 	return n;
 }
 

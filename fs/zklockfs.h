@@ -38,6 +38,7 @@ struct node {
 	uint64_t nlookup;		/* fs->lock */
 	bool hashed;			/* in fs->htab; fs->lock */
 	struct node *hnext;		/* fs->lock */
+	struct node *anext, *aprev;	/* fs->all; fs->lock */
 
 	/* lock nodes (NODE_PENDING) only; all under fs->lock */
 	char *dir;			/* the lock's znode */
@@ -69,6 +70,7 @@ struct zklfs {
 	pthread_mutex_t lock;
 	struct node root;
 	struct node **htab;		/* path -> node */
+	struct node *all;		/* every node but root, to free at exit */
 	size_t hsize;
 	struct node *locks;		/* lock nodes with a live waiter */
 	struct negent *neg;		/* recent misses; fs->lock */

@@ -10,9 +10,10 @@
 #include "zk/errno.h"
 #include "zk/log.h"
 
+/* The client's own lines repeat per retry: only with -d.  We log events. */
 static void zks_log_cb(const char *message)
 {
-	zkl_log(LOG_WARNING, "zookeeper: %s", message);
+	zkl_log(LOG_DEBUG, "zookeeper: %s", message);
 }
 
 static void zks_watcher(zhandle_t *zh, int type, int state, const char *path,

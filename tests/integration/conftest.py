@@ -37,13 +37,19 @@ def pytest_configure(config):
 
 
 def _item_timeout(item):
+    """A test's own @pytest.mark.timeout(N), else DEFAULT_TIMEOUT; doubled
+    for a sanitized daemon."""
+    if hasattr(item, "_zklockfs_timeout"):
+        return item._zklockfs_timeout
+    t = float(DEFAULT_TIMEOUT)
     m = item.get_closest_marker("timeout")
     if m is not None:
         if m.args:
-            return float(m.args[0])
-        if "timeout" in m.kwargs:
-            return float(m.kwargs["timeout"])
-    return float(DEFAULT_TIMEOUT)
+            t = float(m.args[0])
+        elif "timeout" in m.kwargs:
+            t = float(m.kwargs["timeout"])
+    item._zklockfs_timeout = t * harness.SLOW
+    return item._zklockfs_timeout
 
 
 def pytest_collection_modifyitems(config, items):
@@ -134,7 +140,7 @@ def test_root(request):
 
 
 @pytest.fixture
-def mount(zk, request, logdir, daemon_path, test_root):
+def mount(daemon_path, zk, request, logdir, test_root):
     mounts = []
     request.node._zklockfs_mounts = mounts
 
@@ -153,6 +159,15 @@ def mount(zk, request, logdir, daemon_path, test_root):
     for m in reversed(mounts):
         m.cleanup()
     harness.kill_children()
+    # a sanitizer report in a daemon's log (make check-asan) is an error
+    reports = []
+    for m in mounts:
+        r = harness.sanitizer_report(m.logpath)
+        if r:
+            reports.append("%s:\n%s" % (m.logpath, r))
+    if reports:
+        pytest.fail("sanitizer report from zklockfs:\n" + "\n".join(reports),
+                    pytrace=False)
 
 
 @pytest.fixture

@@ -11,7 +11,6 @@ stopped by pid (never by name):
 Only the Python standard library is used.
 """
 
-import ctypes
 import errno
 import json
 import os
@@ -35,7 +34,9 @@ FUSERMOUNT = shutil.which("fusermount3") or "/usr/bin/fusermount3"
 
 # How long the tests wait for something that should happen, and how long they
 # watch for something that should NOT happen.
-GRANT_TIMEOUT = float(os.environ.get("ZKLOCKFS_TEST_GRANT_TIMEOUT", "10"))
+# A sanitized daemon (make check-asan sets ZKLOCKFS_SANITIZED=1) is slower.
+SLOW = 2.0 if os.environ.get("ZKLOCKFS_SANITIZED") else 1.0
+GRANT_TIMEOUT = float(os.environ.get("ZKLOCKFS_TEST_GRANT_TIMEOUT", "10")) * SLOW
 NOT_GRANTED_WAIT = float(os.environ.get("ZKLOCKFS_TEST_NEGATIVE_WAIT", "1.0"))
 
 WRITE = os.O_CREAT | os.O_WRONLY          # exclusive lock
@@ -58,8 +59,13 @@ def daemon_binary():
     return os.environ.get("ZKLOCKFS") or os.path.join(REPO, "build", "zklockfs")
 
 
+# errno.errorcode picks an alias for some values (35 -> EDEADLOCK)
+_PREFERRED = {errno.EDEADLK: "EDEADLK", errno.EAGAIN: "EAGAIN",
+              errno.EOPNOTSUPP: "EOPNOTSUPP"}
+
+
 def errname(e):
-    return errno.errorcode.get(e, str(e))
+    return _PREFERRED.get(e) or errno.errorcode.get(e, str(e))
 
 
 def parse_entry(name):
@@ -226,8 +232,10 @@ libc = ctypes.CDLL(None, use_errno=True)
 libc.prctl(1, int(signal.SIGKILL), 0, 0, 0)      # PR_SET_PDEATHSIG
 def out(line):
     os.write(1, (line + "\n").encode("utf-8", "surrogateescape"))
+_PREFERRED = {errno.EDEADLK: "EDEADLK", errno.EAGAIN: "EAGAIN",
+              errno.EOPNOTSUPP: "EOPNOTSUPP"}
 def ename(e):
-    return errno.errorcode.get(e, str(e))
+    return _PREFERRED.get(e) or errno.errorcode.get(e, str(e))
 def handler(signum, frame):
     pass                     # just interrupt; libc open() then gives EINTR
 for name in cfg.get("handle", []):
@@ -705,6 +713,16 @@ class ZooKeeperServer:
                     "maxSessionTimeout=60000\n" % (datadir, port))
         return cfg
 
+    def _serves_sessions(self):
+        # "imok" only means the listener is up: sessions are refused
+        # ("ZooKeeperServer not running") until the database is loaded.
+        try:
+            c = self.client(5000)
+        except (OSError, ConnectionError, zkclient.ZKError):
+            return False
+        c.close()
+        return True
+
     def start(self, attempts=3, timeout=60.0):
         errors = []
         for _ in range(attempts):
@@ -732,7 +750,8 @@ class ZooKeeperServer:
                 except OSError:
                     ok = False
                 if ok and self.proc.poll() is None \
-                        and pid_listens_on(self.proc.pid, port):
+                        and pid_listens_on(self.proc.pid, port) \
+                        and self._serves_sessions():
                     return self
                 time.sleep(0.2)
             errors.append("port %d: rc=%r" % (port, self.proc.poll()))
@@ -789,6 +808,24 @@ def mount_entry(path):
         if mp == path:
             found = (fstype, dev)          # the last one is on top
     return found
+
+
+SANITIZER_MARKERS = ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer",
+                     "runtime error:", "WARNING: ThreadSanitizer",
+                     "ERROR: UndefinedBehaviorSanitizer")
+
+
+def sanitizer_report(logpath, context=40):
+    """The first sanitizer report in a daemon log, or None."""
+    try:
+        with open(logpath, "rb") as f:
+            lines = f.read().decode("utf-8", "replace").splitlines()
+    except OSError:
+        return None
+    for i, line in enumerate(lines):
+        if any(mk in line for mk in SANITIZER_MARKERS):
+            return "\n".join(lines[i:i + context])
+    return None
 
 
 _DAEMONS = []           # live Mount objects, for the watchdog

@@ -10,8 +10,7 @@ import time
 
 import pytest
 
-import zkclient
-from harness import (GRANT_TIMEOUT, SHARED, WRITE, XATTR_HOLDERS, XATTR_KIND,
+from harness import (SHARED, WRITE, XATTR_HOLDERS, XATTR_KIND,
                      XATTR_SEQ, XATTR_STATE, XATTR_TOKEN, Locker, entries,
                      getxattr_str, parse_kv, read_file, seq_of, start_waiter,
                      take, wait_for, wait_gone, wait_no_entries)
@@ -306,7 +305,7 @@ def test_entry_xattrs(mount):
     # through the holder's own descriptor too
     assert h.xattr(XATTR_STATE) == "held"
     assert int(h.xattr(XATTR_SEQ)) == seq_of(h.entry)
-    # size probe / small buffer semantics through the syscall layer
+    # a missing attribute
     with pytest.raises(OSError) as ei:
         os.getxattr(os.path.join(d, h.entry), "user.zklockfs.nonexistent")
     assert ei.value.errno == errno.ENODATA
@@ -369,6 +368,7 @@ def test_directory_answers_at_once_while_waiters_wait(mount):
     d1 = lockdir(m1)
     d2 = seen_dir(m2)
     h = take(d1, "h")
+    assert h.entry in entries(d1)
     ws = [start_waiter(d1 if i % 2 == 0 else d2, "w%d" % i) for i in range(4)]
     for d in (d1, d2):
         t0 = time.monotonic()

@@ -1,0 +1,307 @@
+"""Errors: bad names, unsupported operations, permissions, failed mounts."""
+
+import errno
+import os
+import stat
+import subprocess
+import tempfile
+import time
+
+import pytest
+
+import zkclient
+from harness import (RDWR, SHARED, WRITE, Locker, entries, errname,
+                     free_port, mount_entry, read_file, spawn, take,
+                     wait_for, FUSERMOUNT)
+
+
+def lockdir(m, name="L"):
+    d = m.p(name)
+    os.mkdir(d)
+    return d
+
+
+def seen_dir(m, name="L", timeout=5):
+    d = m.p(name)
+    wait_for(lambda: os.path.isdir(d), timeout, "%s to appear" % d)
+    return d
+
+
+def assert_errno(e, err):
+    assert e.value.errno == err, "got %s, expected %s" % (
+        errname(e.value.errno), errname(err))
+
+
+def assert_nothing_left(m, zkc, d, rel="L", allowed=()):
+    wait_for(lambda: sorted(os.listdir(d)) == sorted(allowed), 5,
+             "nothing left in %s (now %r)" % (d, os.listdir(d)))
+    wait_for(lambda: sorted(zkc.get_children(m.zkpath(rel))) == sorted(allowed),
+             5, "nothing left in ZooKeeper under %s" % m.zkpath(rel))
+
+
+# --- names --------------------------------------------------------------------
+
+BAD_ENTRY_NAMES = [
+    ("ends-in-10-digits", "x0123456789", errno.EINVAL),
+    ("looks-like-an-entry", "job-lock-0000000007", errno.EINVAL),
+    ("control-char", "bad\x01name", errno.EINVAL),
+    ("del-char", "bad\x7fname", errno.EINVAL),
+    ("private-use-char", "bad\ue000name", errno.EINVAL),
+    ("invalid-utf8", "bad\udcffname", errno.EINVAL),     # raw byte 0xff
+    ("256-bytes", "a" * 256, errno.ENAMETOOLONG),
+]
+
+
+@pytest.mark.parametrize("flags", [WRITE, SHARED], ids=["exclusive", "shared"])
+@pytest.mark.parametrize("name,err", [(n, e) for _, n, e in BAD_ENTRY_NAMES],
+                         ids=[i for i, _, _ in BAD_ENTRY_NAMES])
+def test_bad_entry_name(mount, zkc, name, err, flags):
+    m = mount()
+    d = lockdir(m)
+    lk = Locker(os.path.join(d, name), flags)
+    assert lk.wait_error(5) == errname(err)
+    assert_nothing_left(m, zkc, d)
+
+
+BAD_DIR_NAMES = [
+    ("control-char", "bad\x01dir", errno.EINVAL),
+    ("del-char", "bad\x7fdir", errno.EINVAL),
+    ("private-use-char", "bad\ue000dir", errno.EINVAL),
+    ("invalid-utf8", "bad\udcffdir", errno.EINVAL),
+    ("256-bytes", "d" * 256, errno.ENAMETOOLONG),
+]
+
+
+@pytest.mark.parametrize("name,err", [(n, e) for _, n, e in BAD_DIR_NAMES],
+                         ids=[i for i, _, _ in BAD_DIR_NAMES])
+def test_bad_directory_name(mount, zkc, name, err):
+    m = mount()
+    with pytest.raises(OSError) as ei:
+        os.mkdir(m.p(name))
+    assert_errno(ei, err)
+    assert os.listdir(m.path) == []
+    assert zkc.get_children(m.root) == []
+
+
+def test_255_byte_directory_name_is_fine(mount):
+    m = mount()
+    name = "d" * 255
+    os.mkdir(m.p(name))
+    assert os.listdir(m.path) == [name]
+
+
+def test_open_creat_of_directory_is_eisdir(mount):
+    m = mount()
+    d = lockdir(m)
+    os.mkdir(os.path.join(d, "sub"))
+    for flags in (WRITE, RDWR, SHARED):
+        lk = Locker(os.path.join(d, "sub"), flags)
+        assert lk.wait_error(5) == "EISDIR"
+    assert os.listdir(d) == ["sub"]
+
+
+# --- unsupported operations ---------------------------------------------------
+
+def test_rename_is_eperm(mount, zkc):
+    m = mount()
+    d = lockdir(m)
+    os.mkdir(os.path.join(d, "sub"))
+    h = take(d, "h")
+    with pytest.raises(OSError) as ei:
+        os.rename(os.path.join(d, h.entry), os.path.join(d, "moved"))
+    assert_errno(ei, errno.EPERM)
+    with pytest.raises(OSError) as ei:
+        os.rename(os.path.join(d, "sub"), os.path.join(d, "sub2"))
+    assert_errno(ei, errno.EPERM)
+    with pytest.raises(OSError) as ei:
+        os.rename(d, m.p("L2"))
+    assert_errno(ei, errno.EPERM)
+    assert sorted(os.listdir(d)) == sorted([h.entry, "sub"])
+    assert sorted(zkc.get_children(m.zkpath("L"))) == sorted([h.entry, "sub"])
+
+
+def test_link_is_eperm(mount, zkc):
+    m = mount()
+    d = lockdir(m)
+    h = take(d, "h")
+    with pytest.raises(OSError) as ei:
+        os.link(os.path.join(d, h.entry), os.path.join(d, "hard"))
+    assert_errno(ei, errno.EPERM)
+    assert_nothing_left(m, zkc, d, allowed=[h.entry])
+
+
+@pytest.mark.parametrize("where", ["root", "lockdir"])
+def test_symlink_is_eperm(mount, zkc, where):
+    m = mount()
+    d = lockdir(m)
+    target = m.path if where == "root" else d
+    with pytest.raises(OSError) as ei:
+        os.symlink("/etc/hostname", os.path.join(target, "sym"))
+    assert_errno(ei, errno.EPERM)
+    assert_nothing_left(m, zkc, d)
+    assert os.listdir(m.path) == ["L"]
+
+
+@pytest.mark.parametrize("kind", ["fifo", "chardev", "blockdev", "socket"])
+def test_mknod_special_is_eperm(mount, zkc, kind):
+    m = mount()
+    d = lockdir(m)
+    p = os.path.join(d, "node")
+    with pytest.raises(OSError) as ei:
+        if kind == "fifo":
+            os.mkfifo(p)
+        elif kind == "chardev":
+            os.mknod(p, stat.S_IFCHR | 0o600, os.makedev(1, 3))
+        elif kind == "blockdev":
+            os.mknod(p, stat.S_IFBLK | 0o600, os.makedev(7, 0))
+        else:
+            os.mknod(p, stat.S_IFSOCK | 0o600)
+    assert_errno(ei, errno.EPERM)
+    assert_nothing_left(m, zkc, d)
+
+
+def test_mknod_regular_leaves_no_entry(mount, zkc):
+    m = mount()
+    d = lockdir(m)
+    p = os.path.join(d, "plain")
+    try:
+        os.mknod(p, stat.S_IFREG | 0o644)
+    except OSError:
+        pass                        # refusing it is fine too
+    # no entry stays behind, and the lock is not held by anybody
+    wait_for(lambda: os.listdir(d) == [], 10,
+             "no entry after mknod (now %r)" % (os.listdir(d),))
+    wait_for(lambda: zkc.get_children(m.zkpath("L")) == [], 10,
+             "no znode after mknod")
+    assert not os.path.exists(p)
+    lk = take(d, "next", timeout=5)
+    lk.release()
+
+
+# --- permissions --------------------------------------------------------------
+
+@pytest.mark.parametrize("flags,err", [
+    (os.O_WRONLY, "EACCES"),
+    (os.O_RDWR, "EACCES"),
+    (os.O_WRONLY | os.O_CREAT, "EACCES"),
+    (os.O_WRONLY | os.O_CREAT | os.O_EXCL, "EEXIST"),
+], ids=["wronly", "rdwr", "creat", "creat-excl"])
+def test_opening_someone_elses_entry_for_writing(mount, flags, err):
+    m1, m2 = mount(), mount()
+    d1 = lockdir(m1)
+    d2 = seen_dir(m2)
+    h = take(d1, "h")
+    for d in (d1, d2):
+        wait_for(lambda: h.entry in os.listdir(d), 5, "entry to show")
+        lk = Locker(os.path.join(d, h.entry), flags)
+        assert lk.wait_error(5) == err
+    # reading it is fine and takes no lock
+    assert b"pid=%d" % h.pid in read_file(os.path.join(d2, h.entry))
+    assert entries(d1) == [h.entry]
+
+
+def test_zookeeper_acl_denial_is_eacces(mount, zkc):
+    m = mount()
+    # READ only for everybody: listable, but no children may be created
+    zkc.create(m.zkpath("ro"), b"", zkclient.PERSISTENT, acl=[(1, "world", "anyone")])
+    d = m.p("ro")
+    wait_for(lambda: os.path.isdir(d), 5, "the read-only znode to show")
+    with pytest.raises(OSError) as ei:
+        os.mkdir(os.path.join(d, "sub"))
+    assert_errno(ei, errno.EACCES)
+    lk = Locker(os.path.join(d, "x"), WRITE)
+    assert lk.wait_error(5) == "EACCES"
+    assert zkc.get_children(m.zkpath("ro")) == []
+
+
+def test_unlink_deletes_an_entry(mount, zkc):
+    m1, m2 = mount(), mount()
+    d1 = lockdir(m1)
+    d2 = seen_dir(m2)
+    h = take(d1, "h")
+    wait_for(lambda: h.entry in os.listdir(d2), 5, "entry to show")
+    os.unlink(os.path.join(d2, h.entry))
+    wait_for(lambda: h.entry not in os.listdir(d1), 5, "entry to go")
+    assert zkc.get_children(m1.zkpath("L")) == []
+    with pytest.raises(FileNotFoundError):
+        os.unlink(os.path.join(d2, h.entry))
+
+
+def test_write_over_1mib_fails_efbig(mount):
+    m = mount()
+    d = lockdir(m)
+    h = take(d, "big")
+    ans = h.cmd("writelen %d" % (2 << 20), timeout=30)
+    # all of it cannot have been stored: either EFBIG, or a short write
+    if ans.startswith("ok"):
+        n = int(ans.split()[1])
+        assert n < (2 << 20), "a 2 MiB write() succeeded"
+        ans = h.cmd("writelen %d" % (2 << 20), timeout=30)
+    assert ans == "error EFBIG", ans
+    assert os.stat(os.path.join(d, h.entry)).st_size <= (1 << 20)
+
+
+# --- mounts that must fail ----------------------------------------------------
+
+def _run_daemon_expect_failure(daemon_path, source, mp, session_ms=2000):
+    t0 = time.monotonic()
+    p = spawn([daemon_path, "-f", "-o", "session_timeout=%d" % session_ms,
+               source, mp], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        out, err = p.communicate(timeout=session_ms / 1000.0 + 10)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        p.wait(10)
+        pytest.fail("zklockfs %s %s did not exit" % (source, mp))
+    finally:
+        if mount_entry(mp) is not None:
+            subprocess.run([FUSERMOUNT, "-u", "-z", mp], capture_output=True)
+    return p.returncode, out, err, time.monotonic() - t0
+
+
+def _one_line(err):
+    lines = [line for line in err.decode("utf-8", "replace").splitlines()
+             if line.strip()]
+    assert len(lines) == 1, "expected one line on stderr, got %d:\n%s%s" % (
+        len(lines), "\n".join(lines[:5]), "\n..." if len(lines) > 5 else "")
+    return lines[0]
+
+
+def test_unreachable_zookeeper_exits_1_with_one_line(daemon_path):
+    mp = tempfile.mkdtemp(prefix="zklockfs-mnt-")
+    try:
+        port = free_port()            # nothing listens there
+        rc, out, err, elapsed = _run_daemon_expect_failure(
+            daemon_path, "127.0.0.1:%d/x" % port, mp, 2000)
+        assert rc == 1, (rc, err)
+        assert elapsed < 2.0 + 5.0, elapsed
+        _one_line(err)
+        assert mount_entry(mp) is None
+    finally:
+        os.rmdir(mp)
+
+
+@pytest.mark.parametrize("where", ["is-ephemeral", "under-ephemeral"])
+def test_unusable_root_fails_with_one_line(daemon_path, zk, zkc, test_root,
+                                           where):
+    zkc.ensure_path(test_root)
+    eph = zkc.create(test_root + "/eph", b"", zkclient.EPHEMERAL)
+    root = eph if where == "is-ephemeral" else eph + "/sub"
+    mp = tempfile.mkdtemp(prefix="zklockfs-mnt-")
+    try:
+        rc, out, err, elapsed = _run_daemon_expect_failure(
+            daemon_path, zk.hostport + root, mp, 2000)
+        assert rc != 0
+        _one_line(err)
+        assert mount_entry(mp) is None
+    finally:
+        os.rmdir(mp)
+
+
+def test_missing_mountpoint_fails_with_one_line(daemon_path, zk):
+    mp = os.path.join(tempfile.gettempdir(), "zklockfs-no-such-dir-%d" % os.getpid())
+    assert not os.path.exists(mp)
+    rc, out, err, elapsed = _run_daemon_expect_failure(
+        daemon_path, zk.hostport + "/t/missing-mp", mp, 2000)
+    assert rc != 0
+    _one_line(err)

@@ -1,0 +1,455 @@
+"""Taking and giving back locks: blocking, FIFO, shared, signals, fork/dup."""
+
+import os
+import signal
+import socket
+import subprocess
+import time
+
+import pytest
+
+import zkclient
+from harness import (SHARED, WRITE, RDWR, XATTR_KIND, XATTR_STATE, Lines,
+                     Locker, entries, getxattr_str, parse_kv, read_file,
+                     seq_of, spawn, start_waiter, take, wait_for, wait_gone,
+                     wait_no_entries)
+
+
+def lockdir(m, name="L"):
+    d = m.p(name)
+    os.mkdir(d)
+    return d
+
+
+def seen_dir(m, name="L", timeout=5):
+    d = m.p(name)
+    wait_for(lambda: os.path.isdir(d), timeout, "%s to appear" % d)
+    return d
+
+
+def zk_children(zkc, m, rel="L"):
+    return sorted(zkc.get_children(m.zkpath(rel)))
+
+
+# --- exclusive ----------------------------------------------------------------
+
+def test_exclusive_lock_blocks_then_hands_over(mount):
+    m = mount()
+    d = lockdir(m)
+    a = take(d, "a")
+    b = start_waiter(d, "b")
+    b.assert_waiting()
+    assert a.alive()
+    a.release()
+    b.wait_granted()
+    wait_gone(d, a.entry)
+    assert entries(d) == [b.entry]
+    b.release()
+    wait_no_entries(d)
+
+
+def test_hand_over_between_mounts(mount, zkc):
+    m1, m2 = mount(), mount()
+    d1 = lockdir(m1)
+    d2 = seen_dir(m2)
+    a = take(d1, "a")
+    b = start_waiter(d2, "b")
+    b.assert_waiting()
+    a.release()
+    b.wait_granted()
+    wait_for(lambda: zk_children(zkc, m1) == [b.entry], 5,
+             "only the new holder's znode left")
+    b.release()
+    wait_for(lambda: zk_children(zkc, m1) == [], 5, "no znode left")
+
+
+@pytest.mark.parametrize("nmounts", [1, 2], ids=["one-mount", "two-mounts"])
+def test_waiters_are_granted_in_fifo_order(mount, nmounts):
+    ms = [mount() for _ in range(nmounts)]
+    dirs = [lockdir(ms[0])] + [seen_dir(m) for m in ms[1:]]
+    h = take(dirs[0], "h")
+    ws = []
+    for i in range(5):
+        # name order is the reverse of arrival order
+        ws.append(start_waiter(dirs[i % nmounts], "w%d" % (9 - i)))
+    seqs = [seq_of(w.entry) for w in ws]
+    assert seqs == sorted(seqs), [w.entry for w in ws]
+    for w in ws:
+        assert not w.is_granted_within(0)
+
+    h.release()
+    for i, w in enumerate(ws):
+        w.wait_granted()
+        rest = ws[i + 1:]
+        if rest:
+            assert not rest[0].is_granted_within(0.3), \
+                "waiter %d granted while waiter %d holds" % (i + 1, i)
+            for later in rest[1:]:
+                assert not later.is_granted_within(0), \
+                    "a later waiter was granted out of order"
+        w.release()
+    for d in dirs:
+        wait_no_entries(d)
+
+
+def test_nonblock_on_busy_lock_is_eagain_and_leaves_no_entry(mount, zkc):
+    m = mount()
+    d = lockdir(m)
+    h = take(d, "h")
+    for flags in (WRITE | os.O_NONBLOCK, SHARED | os.O_NONBLOCK):
+        t0 = time.monotonic()
+        nb = Locker(os.path.join(d, "nb"), flags)
+        assert nb.wait_error(5) == "EAGAIN"
+        assert time.monotonic() - t0 < 5
+        wait_for(lambda: entries(d) == [h.entry], 5,
+                 "the refused entry to be removed")
+        wait_for(lambda: zk_children(zkc, m) == [h.entry], 5,
+                 "the refused znode to be removed")
+    h.release()
+    wait_no_entries(d)
+    ok = Locker(os.path.join(d, "nb"), WRITE | os.O_NONBLOCK)
+    ok.wait_granted(5)
+
+
+# --- giving up a wait ---------------------------------------------------------
+
+@pytest.mark.parametrize("how", ["SIGUSR1", "alarm"])
+def test_signal_interrupts_waiting_open_with_eintr(mount, zkc, how):
+    m = mount()
+    d = lockdir(m)
+    h = take(d, "h")
+    if how == "SIGUSR1":
+        w = start_waiter(d, "w", handle=["SIGUSR1"])
+        w.assert_waiting(0.5)
+        os.kill(w.pid, signal.SIGUSR1)
+    else:
+        w = start_waiter(d, "w", handle=["SIGALRM"], alarm=2.0)
+    assert w.wait_error(5) == "EINTR"
+    wait_gone(d, w.entry)
+    wait_for(lambda: zk_children(zkc, m) == [h.entry], 5,
+             "the interrupted waiter's znode to be removed")
+    assert getxattr_str(os.path.join(d, h.entry), XATTR_STATE) == "held"
+    # the queue still works
+    n = start_waiter(d, "n")
+    n.assert_waiting(0.5)
+    h.release()
+    n.wait_granted()
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL],
+                         ids=["SIGTERM", "SIGKILL"])
+def test_waiter_killed_while_waiting_leaves_no_entry(mount, zkc, sig):
+    m = mount()
+    d = lockdir(m)
+    h = take(d, "h")
+    w = start_waiter(d, "w")
+    w.kill(sig)
+    rc = w.wait_exit(5)
+    assert rc == -sig, ("waiter did not die from %s within 5s (rc=%r): stuck "
+                        "in an unanswered FUSE request?" % (sig.name, rc))
+    wait_gone(d, w.entry)
+    wait_for(lambda: zk_children(zkc, m) == [h.entry], 5,
+             "the dead waiter's znode to be removed")
+    n = start_waiter(d, "n")
+    h.release()
+    n.wait_granted()
+
+
+def test_timeout_command_bounds_a_wait(mount):
+    m = mount()
+    d = lockdir(m)
+    h = take(d, "h")
+    t0 = time.monotonic()
+    p = spawn(["timeout", "2", "bash", "-c",
+               'set -C; exec 9>"$1/w"; echo got', "_", d],
+              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    out, err = p.communicate(timeout=20)
+    elapsed = time.monotonic() - t0
+    assert p.returncode == 124, (p.returncode, out, err)
+    assert b"got" not in out
+    assert 1.5 < elapsed < 10, elapsed
+    wait_for(lambda: entries(d) == [h.entry], 5,
+             "the timed-out waiter's entry to be removed")
+
+
+def test_holder_killed_next_waiter_granted_within_3s(mount):
+    m1, m2 = mount(), mount()
+    d1 = lockdir(m1)
+    d2 = seen_dir(m2)
+    h = take(d1, "h")
+    w = start_waiter(d2, "w")
+    w.assert_waiting(0.5)
+    t0 = time.monotonic()
+    h.kill(signal.SIGKILL)
+    w.wait_granted(3.0)
+    assert time.monotonic() - t0 < 3.0
+    wait_gone(d2, h.entry)
+
+
+def test_daemon_terminated_releases_its_locks(mount):
+    m1, m2 = mount(), mount()
+    d1 = lockdir(m1)
+    d2 = seen_dir(m2)
+    h = take(d2, "h")
+    w = start_waiter(d1, "w")
+    w.assert_waiting(0.5)
+    m2.kill(signal.SIGTERM)       # the other "host" shuts down
+    w.wait_granted(5)
+    wait_gone(d1, h.entry)
+    try:
+        m2.proc.wait(10)
+    except subprocess.TimeoutExpired:
+        pytest.fail("zklockfs did not exit on SIGTERM")
+
+
+# --- lifetime of the lock = the open file description ------------------------
+
+def test_fork_keeps_lock_until_last_close(mount):
+    m = mount()
+    d = lockdir(m)
+    h = take(d, "h")
+    h.ok("fork")
+    w = start_waiter(d, "w")
+    h.ok("close")                 # the parent closes its copy
+    w.assert_waiting(1.5)
+    assert h.entry in os.listdir(d)
+    assert getxattr_str(os.path.join(d, h.entry), XATTR_STATE) == "held"
+    h.ok("unfork")                # the child exits: last close
+    w.wait_granted()
+    wait_gone(d, h.entry)
+
+
+def test_dup_keeps_lock_until_last_close(mount):
+    m = mount()
+    d = lockdir(m)
+    h = take(d, "h")
+    fd2 = int(h.ok("dup"))
+    w = start_waiter(d, "w")
+    h.ok("close")                 # the original descriptor
+    w.assert_waiting(1.5)
+    assert h.entry in os.listdir(d)
+    h.ok("close %d" % fd2)
+    w.wait_granted()
+    wait_gone(d, h.entry)
+
+
+def test_passed_descriptor_keeps_lock(mount, scratch):
+    m = mount()
+    d = lockdir(m)
+    h = take(d, "h")
+    sockpath = os.path.join(scratch, "sock")
+    srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    srv.bind(sockpath)
+    srv.listen(1)
+    fd = None
+    try:
+        h.ok("sendfd " + sockpath)
+        conn, _ = srv.accept()
+        with conn:
+            _, fds, _, _ = socket.recv_fds(conn, 16, 1)
+        assert len(fds) == 1
+        fd = fds[0]
+        w = start_waiter(d, "w")
+        h.release()               # the locker closes its copy and exits
+        w.assert_waiting(1.5)
+        assert h.entry in os.listdir(d)
+        os.close(fd)
+        fd = None
+        w.wait_granted()
+    finally:
+        srv.close()
+        if fd is not None:
+            os.close(fd)
+
+
+# --- shared locks -------------------------------------------------------------
+
+def test_shared_locks(mount):
+    m1, m2 = mount(), mount()
+    d1 = lockdir(m1)
+    d2 = seen_dir(m2)
+    r1 = take(d1, "r1", SHARED)
+    r2 = take(d2, "r2", SHARED)          # granted together, across mounts
+    w = start_waiter(d1, "w", WRITE)
+    w.assert_waiting()
+    r3 = start_waiter(d2, "r3", SHARED)  # behind the waiting writer: waits
+    r4 = start_waiter(d1, "r4", SHARED)
+    r3.assert_waiting()
+    r4.assert_waiting(0)
+    assert getxattr_str(os.path.join(d1, r1.entry), XATTR_KIND) == "shared"
+    assert getxattr_str(os.path.join(d1, w.entry), XATTR_KIND) == "exclusive"
+
+    r1.release()
+    w.assert_waiting()                   # r2 still holds
+    r2.release()
+    w.wait_granted()
+    r3.assert_waiting(0.5)
+    r4.assert_waiting(0)
+    w.release()
+    # both shared waiters behind the writer wake together
+    r3.wait_granted()
+    r4.wait_granted()
+    r3.release()
+    r4.release()
+    wait_no_entries(d1)
+
+
+def test_many_readers_hold_together(mount):
+    m = mount()
+    d = lockdir(m)
+    rs = [take(d, "r%d" % i, SHARED) for i in range(4)]
+    for r in rs:
+        assert getxattr_str(os.path.join(d, r.entry), XATTR_STATE) == "held"
+    w = start_waiter(d, "w", RDWR)
+    w.assert_waiting()
+    for r in rs:
+        r.release()
+    w.wait_granted()
+
+
+# --- deadlock avoidance -------------------------------------------------------
+
+@pytest.mark.parametrize("first", [WRITE, SHARED], ids=["exclusive", "shared"])
+def test_same_thread_second_open_in_same_lock_is_edeadlk(mount, first):
+    m = mount()
+    d = lockdir(m)
+    other = lockdir(m, "other")
+    h = take(d, "a", first)
+    ans = h.cmd("open %d %s" % (WRITE, os.path.join(d, "b").encode().hex()))
+    assert ans == "error EDEADLK"
+    wait_for(lambda: entries(d) == [h.entry], 5,
+             "the refused entry to be removed")
+    assert getxattr_str(os.path.join(d, h.entry), XATTR_STATE) == "held"
+    # another lock is fine for the same thread
+    ans = h.cmd("open %d %s" % (WRITE, os.path.join(other, "c").encode().hex()))
+    assert ans.startswith("ok"), ans
+    # another process just waits
+    w = start_waiter(d, "w")
+    w.assert_waiting()
+    h.release()
+    w.wait_granted()
+
+
+# --- the shell form -----------------------------------------------------------
+
+SHELL_LOCK = ('set -C; exec 9>"$1/deploy"; echo got; read x; '
+              'exec 9>&-; echo released')
+
+
+def _shell(d):
+    p = spawn(["bash", "-c", SHELL_LOCK, "_", d], stdin=subprocess.PIPE,
+              stdout=subprocess.PIPE)
+    return p, Lines(p.stdout)
+
+
+def test_shell_noclobber_exec_takes_and_gives_back(mount):
+    m = mount()
+    d = lockdir(m)
+    a, a_out = _shell(d)
+    assert a_out.readline(10) == "got"
+    ents = entries(d)
+    assert len(ents) == 1 and ents[0].startswith("deploy-lock-"), ents
+    assert parse_kv(read_file(os.path.join(d, ents[0]))).get("pid") == str(a.pid)
+    assert getxattr_str(os.path.join(d, ents[0]), XATTR_KIND) == "exclusive"
+
+    b, b_out = _shell(d)
+    wait_for(lambda: len(entries(d)) == 2, 5, "the second shell to queue")
+    assert b_out.has_line_within(1.0) is False, "second shell got the lock"
+
+    a.stdin.write(b"\n")
+    a.stdin.flush()
+    assert a_out.readline(10) == "released"
+    assert b_out.readline(10) == "got"
+    wait_gone(d, ents[0])
+    for p in (a, b):
+        p.stdin.close()
+    assert a.wait(10) == 0
+
+
+# --- interoperability with other lock recipes in the same znode ----------------
+
+def test_foreign_recipe_entries_take_part_in_the_queue(mount, zkc):
+    m = mount()
+    d = lockdir(m)
+    zdir = m.zkpath("L")
+    # a kazoo contender holds the lock
+    k = zkc.create(zdir + "/0123abcd__lock__", b"", zkclient.EPHEMERAL_SEQUENTIAL)
+    kname = k.rsplit("/", 1)[1]
+    wait_for(lambda: kname in os.listdir(d), 5, "the foreign entry to show")
+    assert getxattr_str(os.path.join(d, kname), XATTR_KIND) == "exclusive"
+    assert getxattr_str(os.path.join(d, kname), XATTR_STATE) == "held"
+    # a child without a sequence number is shown but takes no part
+    zkc.create(zdir + "/plain-node", b"", zkclient.EPHEMERAL)
+    wait_for(lambda: "plain-node" in os.listdir(d), 5, "plain node to show")
+
+    w = start_waiter(d, "w")
+    w.assert_waiting()
+    zkc.delete(k)
+    w.wait_granted()
+
+    # a Curator contender queues behind ours and is shown waiting
+    c = zkc.create(zdir + "/_c_x-lock-", b"", zkclient.EPHEMERAL_SEQUENTIAL)
+    cname = c.rsplit("/", 1)[1]
+    wait_for(lambda: cname in os.listdir(d), 5, "the curator entry to show")
+    assert getxattr_str(os.path.join(d, cname), XATTR_STATE) == "waiting"
+    assert entries(d)[-1] == cname
+    w.release()
+    wait_gone(d, w.entry)
+    zkc.delete(c)
+
+
+@pytest.mark.parametrize("marker", ["-read-lock-", "__READ__", "__rlock__"])
+def test_foreign_shared_entries_share_with_ours(mount, zkc, marker):
+    m = mount()
+    d = lockdir(m)
+    zdir = m.zkpath("L")
+    f = zkc.create(zdir + "/foreign" + marker, b"", zkclient.EPHEMERAL_SEQUENTIAL)
+    fname = f.rsplit("/", 1)[1]
+    wait_for(lambda: fname in os.listdir(d), 5, "the foreign entry to show")
+    assert getxattr_str(os.path.join(d, fname), XATTR_KIND) == "shared"
+    r = take(d, "r", SHARED)              # shares with the foreign reader
+    w = start_waiter(d, "w", WRITE)
+    w.assert_waiting()
+    r.release()
+    w.assert_waiting()                    # the foreign reader still holds
+    zkc.delete(f)
+    w.wait_granted()
+
+
+# --- no herd effect -----------------------------------------------------------
+
+def _watches_by_path(zk):
+    """{path: number of distinct sessions watching it} from the wchc 4lw
+    (session id lines "0x...", then one tab-indented path a line; data and
+    child watches are listed separately, hence the sets)."""
+    out = zk.four("wchc")
+    sessions = {}
+    cur = None
+    for line in out.splitlines():
+        if line.startswith("0x"):
+            cur = line.strip()
+        elif line.strip().startswith("/") and cur is not None:
+            sessions.setdefault(line.strip(), set()).add(cur)
+    return {p: len(s) for p, s in sessions.items()}
+
+
+def test_waiters_watch_only_their_predecessor(mount, zk):
+    ms = [mount() for _ in range(4)]
+    dirs = [lockdir(ms[0])] + [seen_dir(m) for m in ms[1:]]
+    h = take(dirs[0], "h")
+    ws = [start_waiter(dirs[i], "w%d" % i) for i in range(1, 4)]
+    chain = [h.entry] + [w.entry for w in ws]
+    zpaths = [ms[0].zkpath("L/" + e) for e in chain]
+
+    def predecessors_watched():
+        c = _watches_by_path(zk)
+        return all(c.get(p, 0) >= 1 for p in zpaths[:-1]) and c
+    counts = wait_for(predecessors_watched, 5,
+                      "every waiter's predecessor to be watched")
+    for p in zpaths:
+        assert counts.get(p, 0) <= 2, ("%d sessions watch %s: herd effect\n%s"
+                                       % (counts[p], p, zk.four("wchc")))
+    h.release()
+    for w in ws:
+        w.wait_granted()
+        w.release()
