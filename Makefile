@@ -62,6 +62,7 @@ check-integration: $(BUILD)/zklockfs
 check-asan: $(BUILD)/asan/zklockfs
 	ZKLOCKFS=$(CURDIR)/$(BUILD)/asan/zklockfs ZKLOCKFS_SANITIZED=1 \
 	  ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
+	  LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp:print_suppressions=0 \
 	  /usr/bin/python3 -m pytest tests/integration
 
 run: deps $(BUILD)/zklockfs

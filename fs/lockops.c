@@ -11,6 +11,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -242,10 +243,94 @@ void zklfs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 void zklfs_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct zklfs *fs = fuse_req_userdata(req);
+	struct node *n = node_of(fs, ino);
+	struct fuse_pollhandle *ph = NULL;
 
-	if (fi->fh == FH_HOLDER)
-		node_drop_lock(fs, node_of(fs, ino));
+	if (fi->fh == FH_HOLDER) {
+		pthread_mutex_lock(&fs->lock);
+		ph = n->ph;
+		n->ph = NULL;
+		pthread_mutex_unlock(&fs->lock);
+		if (ph)
+			fuse_pollhandle_destroy(ph);
+		node_drop_lock(fs, n);
+	}
 	fuse_reply_err(req, 0);
+}
+
+/* Under the engine's lock: record the loss and wake the holder's poller. */
+void zklfs_lock_lost(struct zkl_waiter *w, void *arg)
+{
+	struct node *n = arg;
+	struct zklfs *fs = n->fs;
+	struct fuse_pollhandle *ph;
+
+	(void)w;
+	pthread_mutex_lock(&fs->lock);
+	n->lost = true;
+	ph = n->ph;
+	n->ph = NULL;
+	pthread_mutex_unlock(&fs->lock);
+	if (ph) {
+		fuse_lowlevel_notify_poll(ph);
+		fuse_pollhandle_destroy(ph);
+	}
+}
+
+bool zklfs_holder_lost(struct zklfs *fs, struct node *n, struct fuse_file_info *fi)
+{
+	bool lost;
+
+	if (!fi || fi->fh != FH_HOLDER)
+		return false;
+	pthread_mutex_lock(&fs->lock);
+	lost = n->lost;
+	pthread_mutex_unlock(&fs->lock);
+	return lost;
+}
+
+bool zklfs_own_state(struct zklfs *fs, struct node *n, struct zkl_info *info)
+{
+	bool mine;
+
+	/* n->w lives until RELEASE, which cannot run while we answer for it */
+	pthread_mutex_lock(&fs->lock);
+	mine = n->w != NULL && n->path != NULL;
+	pthread_mutex_unlock(&fs->lock);
+	if (mine)
+		zkl_info(n->w, info, NULL);
+	return mine;
+}
+
+/*
+ * A regular file is always readable and writable; the holder's descriptor
+ * also reports POLLERR|POLLHUP once the lock is lost, waking a poller that
+ * is already waiting (we keep its poll handle).
+ */
+void zklfs_poll(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
+		struct fuse_pollhandle *ph)
+{
+	struct zklfs *fs = fuse_req_userdata(req);
+	struct node *n = node_of(fs, ino);
+	struct fuse_pollhandle *old = NULL;
+	bool lost = false;
+
+	if (fi->fh == FH_HOLDER) {
+		pthread_mutex_lock(&fs->lock);
+		lost = n->lost;
+		if (ph && !lost) {
+			old = n->ph;
+			n->ph = ph;
+			ph = NULL;
+		}
+		pthread_mutex_unlock(&fs->lock);
+	}
+	if (old)
+		fuse_pollhandle_destroy(old);
+	if (ph)
+		fuse_pollhandle_destroy(ph);
+	fuse_reply_poll(req, lost ? POLLERR | POLLHUP :
+			POLLIN | POLLRDNORM | POLLOUT | POLLWRNORM);
 }
 
 struct wop {
@@ -282,6 +367,8 @@ void zklfs_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
 
 	if (fi->fh != FH_HOLDER)
 		return (void)fuse_reply_err(req, EACCES);
+	if (zklfs_holder_lost(fs, n, fi))
+		return (void)fuse_reply_err(req, EIO);
 	if (off < 0 || end > ZKLFS_DATA_MAX) {
 		zkl_log(LOG_NOTICE, "write of %zu bytes at %lld refused: entries hold at most %d bytes",
 			size, (long long)off, ZKLFS_DATA_MAX);
@@ -310,7 +397,7 @@ void zklfs_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
 	op->req = req;
 	op->size = size;
 	/* the client copies the data before it returns */
-	rc = zoo_aset(fs->zks.zh, path, n->wbuf, (int)n->wlen, -1, write_done, op);
+	rc = zks_aset(&fs->zks, path, n->wbuf, (int)n->wlen, write_done, op);
 	free(path);
 	if (rc != ZOK) {
 		fuse_reply_err(req, -zk_errno(rc));

@@ -109,6 +109,7 @@ int main(int argc, char *argv[])
 	struct fuse_cmdline_opts opts = { 0 };
 	struct zklfs_conf conf;
 	struct zklfs fs;
+	struct zks_events ev;
 	sigset_t sigs, old;
 	int ret = 1, err;
 
@@ -162,9 +163,14 @@ int main(int argc, char *argv[])
 	err = zks_ensure_path(&fs.zks, conf.root);
 	if (err)
 		goto out_zk;
-	fs.engine = zkl_engine_new(&fs.zks, conf.naming);
+	fs.engine = zkl_engine_new(&fs.zks, conf.naming, zklfs_lock_lost);
 	if (!fs.engine || zklfs_nodes_init(&fs) != 0) {
 		zkl_log(LOG_ERR, "out of memory");
+		goto out_nodes;
+	}
+	ev = zkl_engine_events(fs.engine);
+	if (zks_start(&fs.zks, &ev) != 0) {
+		zkl_log(LOG_ERR, "cannot start the session supervisor");
 		goto out_nodes;
 	}
 	fs.se = fuse_session_new(&args, &zklfs_ops, sizeof(zklfs_ops), &fs);

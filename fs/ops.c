@@ -87,10 +87,6 @@ char *zklfs_node_path(struct zklfs *fs, struct node *n)
 	return p;
 }
 
-static zhandle_t *zh_of(struct zklfs *fs)
-{
-	return fs->zks.zh;
-}
 
 /* lookup ---------------------------------------------------------------- */
 
@@ -152,7 +148,7 @@ static void zklfs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 		return (void)fuse_reply_err(req, ENOMEM);
 	if (neg_hit(fs, op->path))
 		return zop_fail(op, ZNONODE);
-	rc = zoo_aget(zh_of(fs), op->path, 0, lookup_done, op);
+	rc = zks_aget(&fs->zks, op->path, lookup_done, op);
 	if (rc == ZBADARGUMENTS)
 		return zop_fail(op, ZNONODE);
 	zop_started(op, rc);
@@ -210,7 +206,7 @@ static void zklfs_getattr(fuse_req_t req, fuse_ino_t ino,
 	if (!op)
 		return (void)fuse_reply_err(req, ENOMEM);
 	op->type = n->type == NODE_DIR ? NODE_DIR : NODE_FILE;
-	zop_started(op, zoo_aget(zh_of(fs), op->path, 0, getattr_done, op));
+	zop_started(op, zks_aget(&fs->zks, op->path, getattr_done, op));
 }
 
 static void setsize_done(int rc, const struct Stat *zs, const void *data)
@@ -248,6 +244,8 @@ static void zklfs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 		zkl_log(LOG_NOTICE, "truncate of an entry refused: not the holder's descriptor");
 		return (void)fuse_reply_err(req, EACCES);
 	}
+	if (zklfs_holder_lost(fs, n, fi))
+		return (void)fuse_reply_err(req, EIO);
 	if (attr->st_size > ZKLFS_DATA_MAX)
 		return (void)fuse_reply_err(req, EFBIG);
 	op = zop_new(req, n, zklfs_node_path(fs, n));
@@ -268,7 +266,7 @@ static void zklfs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 		return zop_free(op);
 	}
 	/* only the FUSE thread writes wbuf, and the client copies it now */
-	rc = zoo_aset(zh_of(fs), op->path, n->wbuf, (int)n->wlen, -1, setsize_done, op);
+	rc = zks_aset(&fs->zks, op->path, n->wbuf, (int)n->wlen, setsize_done, op);
 	zop_started(op, rc);
 }
 
@@ -388,7 +386,7 @@ static void opendir_done(int rc, const struct String_vector *sv, const void *dat
 		pthread_mutex_lock(&dl->lock);
 		dl->waiting++;
 		pthread_mutex_unlock(&dl->lock);
-		if (!p || zoo_aexists(zh_of(op->fs), p, 0, type_done, tq) != ZOK) {
+		if (!p || zks_aexists(&op->fs->zks, p, type_done, tq) != ZOK) {
 			pthread_mutex_lock(&dl->lock);
 			dl->waiting--;
 			pthread_mutex_unlock(&dl->lock);
@@ -415,7 +413,7 @@ static void zklfs_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info 
 	if (!op)
 		return (void)fuse_reply_err(req, ENOMEM);
 	op->fi = *fi;
-	zop_started(op, zoo_aget_children(zh_of(fs), op->path, 0, opendir_done, op));
+	zop_started(op, zks_achildren(&fs->zks, op->path, opendir_done, op));
 }
 
 static void zklfs_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
@@ -503,8 +501,8 @@ static void zklfs_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
 	op = zop_new(req, p, path_join(p->path, name));
 	if (!op)
 		return (void)fuse_reply_err(req, ENOMEM);
-	zop_started(op, zoo_acreate2(zh_of(fs), op->path, NULL, -1,
-				     &ZOO_OPEN_ACL_UNSAFE, 0, mkdir_done, op));
+	zop_started(op, zks_acreate(&fs->zks, op->path, NULL, -1, 0,
+				    mkdir_done, op));
 }
 
 static void delete_done(int rc, const void *data)
@@ -528,7 +526,7 @@ static void zklfs_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 
 	if (!op)
 		return (void)fuse_reply_err(req, ENOMEM);
-	zop_started(op, zoo_adelete(zh_of(fs), op->path, -1, delete_done, op));
+	zop_started(op, zks_adelete(&fs->zks, op->path, delete_done, op));
 }
 
 /* The sticky-bit rule of /tmp: the entry's owner, the mount's owner, root. */
@@ -547,7 +545,7 @@ static void unlink_got(int rc, const char *value, int len, const struct Stat *zs
 		fuse_reply_err(op->req, EPERM);
 		return zop_free(op);
 	}
-	rc = zoo_adelete(zh_of(op->fs), op->path, -1, delete_done, op);
+	rc = zks_adelete(&op->fs->zks, op->path, delete_done, op);
 	zop_started(op, rc);
 }
 
@@ -559,7 +557,7 @@ static void zklfs_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 
 	if (!op)
 		return (void)fuse_reply_err(req, ENOMEM);
-	zop_started(op, zoo_aget(zh_of(fs), op->path, 0, unlink_got, op));
+	zop_started(op, zks_aget(&fs->zks, op->path, unlink_got, op));
 }
 
 static void zklfs_refuse(fuse_req_t req, const char *what)
@@ -614,14 +612,16 @@ static void zklfs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 {
 	struct zklfs *fs = fs_of(req);
 	struct node *n = node_of(fs, ino);
-	struct zop *op = zop_new(req, n, zklfs_node_path(fs, n));
+	struct zop *op;
 
-	(void)fi;
+	if (zklfs_holder_lost(fs, n, fi))
+		return (void)fuse_reply_err(req, EIO);
+	op = zop_new(req, n, zklfs_node_path(fs, n));
 	if (!op)
 		return (void)fuse_reply_err(req, n->path ? ENOMEM : EIO);
 	op->size = size;
 	op->off = off;
-	zop_started(op, zoo_aget(zh_of(fs), op->path, 0, read_done, op));
+	zop_started(op, zks_aget(&fs->zks, op->path, read_done, op));
 }
 
 static void zklfs_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
@@ -631,11 +631,14 @@ static void zklfs_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *f
 	fuse_reply_err(req, 0);
 }
 
+/* Data reaches ZooKeeper at write(); fsync only reports a lost lock. */
 static void zklfs_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
 			struct fuse_file_info *fi)
 {
-	(void)ino, (void)datasync, (void)fi;
-	fuse_reply_err(req, 0);
+	struct zklfs *fs = fs_of(req);
+
+	(void)datasync;
+	fuse_reply_err(req, zklfs_holder_lost(fs, node_of(fs, ino), fi) ? EIO : 0);
 }
 
 /* xattr -------------------------------------------------------------------- */
@@ -748,12 +751,23 @@ static void zklfs_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 	struct zkl_child me;
 	enum xattr x = X_NONE;
 	struct zop *op;
-	char *parent, val[32];
+	char *parent, val[64];
 	int rc;
+
+	struct zkl_info own;
 
 	for (size_t i = 1; i < sizeof(xattr_names) / sizeof(*xattr_names); i++)
 		if (strcmp(name, xattr_names[i]) == 0)
 			x = (enum xattr)i;
+	/* our own lock: the engine knows, even while ZooKeeper is away */
+	if ((x == X_STATE || x == X_TOKEN) && zklfs_own_state(fs, n, &own)) {
+		if (x == X_STATE)
+			snprintf(val, sizeof(val), "%s", own.lost ? "lost" :
+				 own.granted ? "held" : "waiting");
+		else
+			snprintf(val, sizeof(val), "%lld %d", (long long)own.czxid, own.seq);
+		return reply_xattr_value(req, size, val, strlen(val));
+	}
 	op = zop_new(req, n, zklfs_node_path(fs, n));
 	if (!op)			/* a lock request not yet in ZooKeeper */
 		return (void)fuse_reply_err(req, x == X_NONE ? ENODATA : EAGAIN);
@@ -772,9 +786,9 @@ static void zklfs_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 		snprintf(val, sizeof(val), "%s", me.kind == ZKL_SHARED ? "shared" : "exclusive");
 		break;
 	case X_TOKEN:
-		return zop_started(op, zoo_aexists(zh_of(fs), op->path, 0, token_done, op));
+		return zop_started(op, zks_aexists(&fs->zks, op->path, token_done, op));
 	case X_HOLDERS:
-		return zop_started(op, zoo_aget_children(zh_of(fs), op->path, 0,
+		return zop_started(op, zks_achildren(&fs->zks, op->path,
 							 xattr_children_done, op));
 	case X_STATE:
 		parent = strdup(op->path);
@@ -783,7 +797,7 @@ static void zklfs_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 			return zop_free(op);
 		}
 		*strrchr(parent, '/') = '\0';
-		rc = zoo_aget_children(zh_of(fs), parent[0] ? parent : "/", 0,
+		rc = zks_achildren(&fs->zks, parent[0] ? parent : "/",
 				       xattr_children_done, op);
 		free(parent);
 		return zop_started(op, rc);
@@ -859,6 +873,7 @@ const struct fuse_lowlevel_ops zklfs_ops = {
 	.flush		= zklfs_flush,
 	.release	= zklfs_release,
 	.fsync		= zklfs_fsync,
+	.poll		= zklfs_poll,
 	.opendir	= zklfs_opendir,
 	.readdir	= zklfs_readdir,
 	.releasedir	= zklfs_releasedir,

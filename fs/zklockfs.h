@@ -52,6 +52,8 @@ struct node {
 	bool have_result;		/* answer arrived before armed */
 	int result;
 	bool opened;			/* an OPEN took this node */
+	bool lost;			/* the lock was lost: EIO, POLLERR */
+	struct fuse_pollhandle *ph;	/* the holder's poller to wake */
 	char *wbuf;			/* data written through the holder's fd */
 	size_t wlen;
 	struct node *lnext, *lprev;	/* fs->locks */
@@ -107,6 +109,20 @@ void zklfs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 void zklfs_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 void zklfs_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
 		 off_t off, struct fuse_file_info *fi);
+void zklfs_poll(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
+		struct fuse_pollhandle *ph);
+
+/* zklfs_lock_lost() - the engine's lost callback (see zkl_lost_fn). */
+void zklfs_lock_lost(struct zkl_waiter *w, void *arg);
+
+/* zklfs_holder_lost() - is @fi the holder's descriptor of a lost lock? */
+bool zklfs_holder_lost(struct zklfs *fs, struct node *n, struct fuse_file_info *fi);
+
+/*
+ * zklfs_own_state() - for a node of ours with a waiter: what the engine
+ * knows of it, without asking ZooKeeper.  Return: false if @n has none.
+ */
+bool zklfs_own_state(struct zklfs *fs, struct node *n, struct zkl_info *info);
 
 /* zklfs_node_path() - a malloc'ed copy of @n's znode path, or NULL. */
 char *zklfs_node_path(struct zklfs *fs, struct node *n);

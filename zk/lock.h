@@ -13,6 +13,15 @@
  *        '-- zkl_cancel(): delete ------------------> done(-EINTR)
  *   zkl_release()  delete the entry (if any) and drop the caller's reference
  *
+ * A granted entry stays watched.  If it is deleted by anyone else, or the
+ * session is presumed lost (nothing heard for the session timeout) or has
+ * expired, the waiter is lost: the engine's @lost callback runs once.
+ * Faults: a request that fails with a connection loss is redone when the
+ * session reconnects; a create whose outcome is unknown is resolved by
+ * finding our entry again (its data carries a nonce line "zkl=...") and
+ * adopting or deleting it; after an expiry every waiter not yet granted is
+ * enqueued again on the new session.
+ *
  * Threads: @done runs exactly once per waiter, either on the ZooKeeper
  * completion thread or inside zkl_cancel() on the caller's thread, never
  * with the engine's lock held.  No function here blocks.
@@ -31,11 +40,26 @@ struct zkl_waiter;
 
 typedef void (*zkl_done_fn)(struct zkl_waiter *w, int err, void *arg);
 
+/*
+ * A granted lock was lost.  Runs once per waiter, with the engine's lock
+ * held (so it cannot race zkl_release()): it must only record the fact and
+ * wake whoever polls, never call back into the engine.
+ */
+typedef void (*zkl_lost_fn)(struct zkl_waiter *w, void *arg);
+
 /* Flags for zkl_enqueue(). */
 #define ZKL_NONBLOCK	0x1	/* fail with -EAGAIN rather than wait */
 
 /* zkl_engine_new() - an engine over the session @zks. Return: NULL on ENOMEM. */
-struct zkl_engine *zkl_engine_new(struct zks *zks, enum zkl_naming naming);
+struct zkl_engine *zkl_engine_new(struct zks *zks, enum zkl_naming naming,
+				  zkl_lost_fn lost);
+
+/*
+ * zkl_engine_events() - the session events the engine must hear, for
+ * zks_start(): connected (redo what failed), silent (presume held locks
+ * lost), expired (re-enqueue waiters on the new session).
+ */
+struct zks_events zkl_engine_events(struct zkl_engine *e);
 
 /*
  * zkl_engine_shutdown() - answer every waiter not yet granted with
@@ -73,7 +97,7 @@ void zkl_release(struct zkl_waiter *w);
 
 /* What a caller may read of a waiter; copies, taken under the engine lock. */
 struct zkl_info {
-	bool created, granted;
+	bool created, granted, lost;
 	int32_t seq;
 	int64_t czxid;
 	enum zkl_kind kind;

@@ -1,4 +1,4 @@
-/* zk/session.c - connecting, authenticating, closing. */
+/* zk/session.c - connecting, supervising, replacing an expired session. */
 #include "zk/session.h"
 
 #include <errno.h>
@@ -10,12 +10,32 @@
 #include "zk/errno.h"
 #include "zk/log.h"
 
+static uint64_t mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static void deadline_in(struct timespec *ts, int ms)
+{
+	clock_gettime(CLOCK_MONOTONIC, ts);
+	ts->tv_sec += ms / 1000;
+	ts->tv_nsec += (long)(ms % 1000) * 1000000L;
+	if (ts->tv_nsec >= 1000000000L) {
+		ts->tv_sec++;
+		ts->tv_nsec -= 1000000000L;
+	}
+}
+
 /* The client's own lines repeat per retry: only with -d.  We log events. */
 static void zks_log_cb(const char *message)
 {
 	zkl_log(LOG_DEBUG, "zookeeper: %s", message);
 }
 
+/* Session events of the current handle (any of its threads). */
 static void zks_watcher(zhandle_t *zh, int type, int state, const char *path,
 			void *ctx)
 {
@@ -27,86 +47,199 @@ static void zks_watcher(zhandle_t *zh, int type, int state, const char *path,
 		return;
 	pthread_mutex_lock(&s->lock);
 	s->state = state;
+	if (state == ZOO_CONNECTED_STATE) {
+		s->last_heard_ms = mono_ms();
+		if (s->was_disconnected)
+			s->reconnected = true;
+		s->was_disconnected = false;
+		s->silent = false;
+	} else if (state == ZOO_CONNECTING_STATE) {
+		s->was_disconnected = true;
+	} else if (state == ZOO_EXPIRED_SESSION_STATE) {
+		s->expired = true;
+	}
 	pthread_cond_broadcast(&s->cond);
 	pthread_mutex_unlock(&s->lock);
 }
 
-static int read_auth(const char *file, char *buf, size_t size)
+static void ping_done(int rc, const struct Stat *st, const void *data)
 {
+	struct zks *s = (struct zks *)data;
+
+	(void)st;
+	if (rc != ZOK && rc != ZNONODE)
+		return;
+	pthread_mutex_lock(&s->lock);
+	s->last_heard_ms = mono_ms();
+	pthread_mutex_unlock(&s->lock);
+}
+
+static zhandle_t *zks_init_handle(struct zks *s)
+{
+	zhandle_t *zh = zookeeper_init2(s->connect, zks_watcher, s->timeout_ms,
+					NULL, s, 0, zks_log_cb);
+
+	if (zh && s->auth)
+		zoo_add_auth(zh, "digest", s->auth, (int)strlen(s->auth), NULL, NULL);
+	return zh;
+}
+
+static int read_auth(const char *file, char **out)
+{
+	char buf[512];
 	FILE *f = fopen(file, "r");
 	size_t n;
 
 	if (!f)
 		return -errno;
-	n = fread(buf, 1, size - 1, f);
+	n = fread(buf, 1, sizeof(buf) - 1, f);
 	fclose(f);
 	buf[n] = '\0';
 	buf[strcspn(buf, "\r\n")] = '\0';
-	return strchr(buf, ':') ? 0 : -EINVAL;
+	if (!strchr(buf, ':'))
+		return -EINVAL;
+	*out = strdup(buf);
+	memset(buf, 0, sizeof(buf));
+	return *out ? 0 : -ENOMEM;
 }
 
 int zks_open(struct zks *s, const char *connect, int timeout_ms,
 	     const char *auth_file)
 {
+	pthread_condattr_t ca;
 	struct timespec deadline;
 	int err = 0;
 
 	memset(s, 0, sizeof(*s));
 	s->inited = true;
+	pthread_rwlock_init(&s->rw, NULL);
 	pthread_mutex_init(&s->lock, NULL);
-	pthread_condattr_t ca;
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&s->cond, &ca);
 	pthread_condattr_destroy(&ca);
 	s->timeout_ms = timeout_ms;
 	s->connect = strdup(connect);
-	zoo_set_debug_level(ZOO_LOG_LEVEL_ERROR);
-	s->zh = zookeeper_init2(connect, zks_watcher, timeout_ms, NULL, s, 0,
-				zks_log_cb);
-	if (!s->zh) {
-		zkl_log(LOG_ERR, "cannot start a ZooKeeper client for '%s': %s",
-			connect, strerror(errno));
-		return -EINVAL;
-	}
-	clock_gettime(CLOCK_MONOTONIC, &deadline);
-	deadline.tv_sec += timeout_ms / 1000;
-	deadline.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-	if (deadline.tv_nsec >= 1000000000L) {
-		deadline.tv_sec++;
-		deadline.tv_nsec -= 1000000000L;
-	}
-	pthread_mutex_lock(&s->lock);
-	while (s->state != ZOO_CONNECTED_STATE && err == 0) {
-		if (s->state == ZOO_AUTH_FAILED_STATE ||
-		    s->state == ZOO_EXPIRED_SESSION_STATE)
-			err = -EACCES;
-		else if (pthread_cond_timedwait(&s->cond, &s->lock, &deadline) == ETIMEDOUT)
-			err = -ETIMEDOUT;
-	}
-	pthread_mutex_unlock(&s->lock);
-	if (err) {
-		zkl_log(LOG_ERR, "cannot reach ZooKeeper at %s within %d ms", connect,
-			timeout_ms);
-		return err;
-	}
+	if (!s->connect)
+		return -ENOMEM;
 	if (auth_file) {
-		char cred[512];
-		int rc;
-
-		err = read_auth(auth_file, cred, sizeof(cred));
+		err = read_auth(auth_file, &s->auth);
 		if (err) {
 			zkl_log(LOG_ERR, "auth_file %s: %s (want one line user:password)",
 				auth_file, strerror(-err));
 			return err;
 		}
-		rc = zoo_add_auth(s->zh, "digest", cred, (int)strlen(cred), NULL, NULL);
-		memset(cred, 0, sizeof(cred));
-		if (rc != ZOK) {
-			zkl_log(LOG_ERR, "ZooKeeper digest auth: %s", zerror(rc));
-			return zk_errno(rc);
-		}
 	}
+	zoo_set_debug_level(ZOO_LOG_LEVEL_ERROR);
+	s->zh = zks_init_handle(s);
+	if (!s->zh) {
+		zkl_log(LOG_ERR, "cannot start a ZooKeeper client for '%s': %s",
+			connect, strerror(errno));
+		return -EINVAL;
+	}
+	deadline_in(&deadline, timeout_ms);
+	pthread_mutex_lock(&s->lock);
+	while (s->state != ZOO_CONNECTED_STATE && err == 0) {
+		if (s->state == ZOO_AUTH_FAILED_STATE || s->expired)
+			err = -EACCES;
+		else if (pthread_cond_timedwait(&s->cond, &s->lock, &deadline) == ETIMEDOUT)
+			err = -ETIMEDOUT;
+	}
+	pthread_mutex_unlock(&s->lock);
+	if (err)
+		zkl_log(LOG_ERR, "cannot reach ZooKeeper at %s within %d ms", connect,
+			timeout_ms);
+	return err;
+}
+
+/* Replace the expired handle: new one in, then the old one closed. */
+static void zks_renew(struct zks *s)
+{
+	zhandle_t *old, *nzh;
+
+	zkl_log(LOG_WARNING, "ZooKeeper session expired: opening a new one");
+	for (;;) {
+		nzh = zks_init_handle(s);
+		if (nzh)
+			break;
+		zkl_log(LOG_ERR, "cannot start a ZooKeeper client: %s", strerror(errno));
+		struct timespec ts = { 0, 200 * 1000000L };
+		nanosleep(&ts, NULL);
+	}
+	pthread_mutex_lock(&s->lock);
+	s->expired = false;
+	s->state = ZOO_CONNECTING_STATE;
+	s->was_disconnected = true;	/* its CONNECTED redoes what failed */
+	s->reconnected = false;
+	pthread_mutex_unlock(&s->lock);
+	pthread_rwlock_wrlock(&s->rw);
+	old = s->zh;
+	s->zh = nzh;
+	pthread_rwlock_unlock(&s->rw);
+	zookeeper_close(old);	/* its completions fire now, with errors */
+}
+
+static void *zks_supervise(void *arg)
+{
+	struct zks *s = arg;
+	int period = s->timeout_ms / 10;
+
+	if (period < 20)
+		period = 20;
+	if (period > 1000)
+		period = 1000;
+	pthread_mutex_lock(&s->lock);
+	while (!s->stop) {
+		struct timespec deadline;
+		bool ping, silent = false, renew = false, reconnected = false;
+
+		deadline_in(&deadline, period);
+		pthread_cond_timedwait(&s->cond, &s->lock, &deadline);
+		if (s->stop)
+			break;
+		ping = s->state == ZOO_CONNECTED_STATE;
+		if (!s->silent && mono_ms() - s->last_heard_ms >= (uint64_t)s->timeout_ms) {
+			s->silent = silent = true;
+		}
+		renew = s->expired;
+		reconnected = s->reconnected;
+		s->reconnected = false;
+		pthread_mutex_unlock(&s->lock);
+
+		if (ping)
+			zks_aexists(s, "/", ping_done, s);
+		if (silent) {
+			zkl_log(LOG_WARNING, "nothing heard from ZooKeeper for %d ms: held locks are lost",
+				s->timeout_ms);
+			s->ev.silent(s->ev.arg);
+		}
+		if (renew) {
+			if (!silent)
+				s->ev.silent(s->ev.arg);
+			zks_renew(s);
+			s->ev.expired(s->ev.arg);
+		} else if (reconnected) {
+			zkl_log(LOG_NOTICE, "reconnected to ZooKeeper");
+			s->ev.connected(s->ev.arg);
+		}
+		pthread_mutex_lock(&s->lock);
+	}
+	pthread_mutex_unlock(&s->lock);
+	return NULL;
+}
+
+int zks_start(struct zks *s, const struct zks_events *ev)
+{
+	int err;
+
+	s->ev = *ev;
+	pthread_mutex_lock(&s->lock);
+	s->last_heard_ms = mono_ms();
+	pthread_mutex_unlock(&s->lock);
+	err = pthread_create(&s->supervisor, NULL, zks_supervise, s);
+	if (err)
+		return -err;
+	s->started = true;
 	return 0;
 }
 
@@ -147,16 +280,92 @@ int zks_ensure_path(struct zks *s, const char *path)
 	return zk_errno(rc);
 }
 
+int64_t zks_session_id(struct zks *s)
+{
+	int64_t id;
+
+	pthread_rwlock_rdlock(&s->rw);
+	id = zoo_client_id(s->zh)->client_id;
+	pthread_rwlock_unlock(&s->rw);
+	return id;
+}
+
 void zks_close(struct zks *s)
 {
 	if (!s->inited)
 		return;
 	s->inited = false;
+	if (s->started) {
+		pthread_mutex_lock(&s->lock);
+		s->stop = true;
+		pthread_cond_broadcast(&s->cond);
+		pthread_mutex_unlock(&s->lock);
+		pthread_join(s->supervisor, NULL);
+	}
 	if (s->zh)
 		zookeeper_close(s->zh);
 	s->zh = NULL;
 	free(s->connect);
-	s->connect = NULL;
+	if (s->auth)
+		memset(s->auth, 0, strlen(s->auth));
+	free(s->auth);
 	pthread_cond_destroy(&s->cond);
 	pthread_mutex_destroy(&s->lock);
+	pthread_rwlock_destroy(&s->rw);
+}
+
+/* The wrappers: the current handle, held still while the call queues. */
+static zhandle_t *zh_hold(struct zks *s)
+{
+	pthread_rwlock_rdlock(&s->rw);
+	return s->zh;
+}
+
+static int zh_put(struct zks *s, int rc)
+{
+	pthread_rwlock_unlock(&s->rw);
+	return rc;
+}
+
+int zks_acreate(struct zks *s, const char *path, const char *data, int len,
+		int mode, string_stat_completion_t done, const void *arg)
+{
+	return zh_put(s, zoo_acreate2(zh_hold(s), path, data, len,
+				      &ZOO_OPEN_ACL_UNSAFE, mode, done, arg));
+}
+
+int zks_adelete(struct zks *s, const char *path, void_completion_t done,
+		const void *arg)
+{
+	return zh_put(s, zoo_adelete(zh_hold(s), path, -1, done, arg));
+}
+
+int zks_aget(struct zks *s, const char *path, data_completion_t done,
+	     const void *arg)
+{
+	return zh_put(s, zoo_aget(zh_hold(s), path, 0, done, arg));
+}
+
+int zks_awget(struct zks *s, const char *path, watcher_fn watcher, void *wctx,
+	      data_completion_t done, const void *arg)
+{
+	return zh_put(s, zoo_awget(zh_hold(s), path, watcher, wctx, done, arg));
+}
+
+int zks_aexists(struct zks *s, const char *path, stat_completion_t done,
+		const void *arg)
+{
+	return zh_put(s, zoo_aexists(zh_hold(s), path, 0, done, arg));
+}
+
+int zks_aset(struct zks *s, const char *path, const char *data, int len,
+	     stat_completion_t done, const void *arg)
+{
+	return zh_put(s, zoo_aset(zh_hold(s), path, data, len, -1, done, arg));
+}
+
+int zks_achildren(struct zks *s, const char *path, strings_completion_t done,
+		  const void *arg)
+{
+	return zh_put(s, zoo_aget_children(zh_hold(s), path, 0, done, arg));
 }

@@ -1,26 +1,60 @@
 /*
- * zk/session.h - the mount's ZooKeeper session.
+ * zk/session.h - the mount's ZooKeeper session, kept alive across faults.
  *
- * One handle per mount.  zks_open() connects and waits (bounded by the
- * session timeout); afterwards everything goes through the asynchronous API
- * on the handle in @zh, whose completions and watchers all run on the
- * client's one completion thread.
+ * One session per mount.  zks_open() connects and waits (bounded by the
+ * session timeout).  zks_start() then starts the supervisor, a thread of
+ * ours that:
+ *   - pings every timeout/10 and tracks when ZooKeeper was last heard;
+ *   - calls ev->silent() once when nothing was heard for the whole session
+ *     timeout (the server may have expired us: held locks must be presumed
+ *     lost, Curator's LOST);
+ *   - calls ev->connected() after a reconnection within the same session
+ *     (requests that failed with a connection loss can be redone);
+ *   - on expiry closes the dead handle, opens a new session, and calls
+ *     ev->expired() once the new handle exists (requests may be queued on it
+ *     at once; ZooKeeper sends them when connected).
+ * The callbacks run on the supervisor thread, never on ZooKeeper's threads,
+ * one at a time.
+ *
+ * Every asynchronous call goes through the zks_a*() wrappers, which use the
+ * current handle; completions and watchers run on that handle's completion
+ * thread.  A handle is closed only after it was replaced, so a wrapper never
+ * uses a closed handle.
  */
 #ifndef ZK_SESSION_H
 #define ZK_SESSION_H
 
 #include <pthread.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <zookeeper/zookeeper.h>
 
+struct zks_events {
+	void (*connected)(void *arg);
+	void (*silent)(void *arg);
+	void (*expired)(void *arg);
+	void *arg;
+};
+
 struct zks {
+	pthread_rwlock_t rw;		/* zh: read to use, write to replace */
 	zhandle_t *zh;
-	pthread_mutex_t lock;
+	pthread_mutex_t lock;		/* the fields below */
 	pthread_cond_t cond;
-	int state;		/* last session state seen; protected by lock */
+	int state;			/* last session state seen */
+	bool expired;			/* the handle is dead: replace it */
+	bool reconnected;		/* CONNECTED after a CONNECTING */
+	bool was_disconnected;
+	bool silent;			/* ev->silent() called for this silence */
+	bool stop;
+	uint64_t last_heard_ms;		/* CLOCK_MONOTONIC */
 	int timeout_ms;
 	char *connect;
-	bool inited;		/* zks_open() ran: zks_close() has work */
+	char *auth;			/* "user:password" or NULL */
+	struct zks_events ev;
+	pthread_t supervisor;
+	bool started;
+	bool inited;			/* zks_open() ran: zks_close() has work */
 };
 
 /*
@@ -32,6 +66,9 @@ struct zks {
 int zks_open(struct zks *s, const char *connect, int timeout_ms,
 	     const char *auth_file);
 
+/* zks_start() - start the supervisor with @ev. Return: 0 or -errno. */
+int zks_start(struct zks *s, const struct zks_events *ev);
+
 /*
  * zks_ensure_path() - create @path and its missing ancestors as persistent
  * znodes.  Synchronous: only at start-up, never from a callback.
@@ -39,11 +76,31 @@ int zks_open(struct zks *s, const char *connect, int timeout_ms,
  */
 int zks_ensure_path(struct zks *s, const char *path);
 
+/* zks_session_id() - the current session's id (0 before connected). */
+int64_t zks_session_id(struct zks *s);
+
 /*
- * zks_close() - close the session: the server deletes our ephemeral
- * entries at once.  Fires pending completions with ZCLOSING; may block for
- * seconds, so never call it holding a lock a completion takes.
+ * zks_close() - stop the supervisor and close the session: the server
+ * deletes our ephemeral entries at once.  Fires pending completions with
+ * ZCLOSING; may block for seconds, so never call it holding a lock a
+ * completion takes.
  */
 void zks_close(struct zks *s);
+
+/* Asynchronous calls on the current handle; as zoo_a*(), same returns. */
+int zks_acreate(struct zks *s, const char *path, const char *data, int len,
+		int mode, string_stat_completion_t done, const void *arg);
+int zks_adelete(struct zks *s, const char *path, void_completion_t done,
+		const void *arg);
+int zks_aget(struct zks *s, const char *path, data_completion_t done,
+	     const void *arg);
+int zks_awget(struct zks *s, const char *path, watcher_fn watcher, void *wctx,
+	      data_completion_t done, const void *arg);
+int zks_aexists(struct zks *s, const char *path, stat_completion_t done,
+		const void *arg);
+int zks_aset(struct zks *s, const char *path, const char *data, int len,
+	     stat_completion_t done, const void *arg);
+int zks_achildren(struct zks *s, const char *path, strings_completion_t done,
+		  const void *arg);
 
 #endif

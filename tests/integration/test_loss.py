@@ -31,7 +31,6 @@ def assert_lost(h):
     assert ev & select.POLLERR and ev & select.POLLHUP, "poll gave %#x" % ev
 
 
-@pytest.mark.xfail(reason="lost-lock detection lands with issue 3", strict=True)
 def test_unlink_by_another_host_breaks_the_lock(mount):
     m1, m2 = mount(), mount()
     d1 = lockdir(m1)
@@ -52,7 +51,6 @@ def test_unlink_by_another_host_breaks_the_lock(mount):
 
 
 @pytest.mark.timeout(150)
-@pytest.mark.xfail(reason="lost-lock detection lands with issue 3", strict=True)
 def test_session_expiry_loses_lock_short_disconnect_keeps_it(mount, zk):
     short = mount(session_timeout=2000)      # will expire
     long_ = mount(session_timeout=30000)     # survives the same outage
