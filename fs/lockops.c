@@ -110,6 +110,9 @@ static void lock_answer(struct zklfs *fs, struct node *n, fuse_req_t req, int er
 	}
 	zkl_info(n->w, &info, &path);
 	pthread_mutex_lock(&fs->lock);
+	n->granted = true;
+	n->seq = info.seq;
+	n->czxid = info.czxid;
 	n->path = path;
 	if (path)
 		node_hash_locked(fs, n);
@@ -293,12 +296,13 @@ bool zklfs_own_state(struct zklfs *fs, struct node *n, struct zkl_info *info)
 {
 	bool mine;
 
-	/* n->w lives until RELEASE, which cannot run while we answer for it */
 	pthread_mutex_lock(&fs->lock);
-	mine = n->w != NULL && n->path != NULL;
+	mine = n->w != NULL && n->granted;
+	info->created = info->granted = mine;
+	info->lost = n->lost;
+	info->seq = n->seq;
+	info->czxid = n->czxid;
 	pthread_mutex_unlock(&fs->lock);
-	if (mine)
-		zkl_info(n->w, info, NULL);
 	return mine;
 }
 

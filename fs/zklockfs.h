@@ -52,7 +52,10 @@ struct node {
 	bool have_result;		/* answer arrived before armed */
 	int result;
 	bool opened;			/* an OPEN took this node */
+	bool granted;			/* OPEN answered with the lock */
 	bool lost;			/* the lock was lost: EIO, POLLERR */
+	int32_t seq;			/* of our entry, once granted */
+	int64_t czxid;
 	struct fuse_pollhandle *ph;	/* the holder's poller to wake */
 	char *wbuf;			/* data written through the holder's fd */
 	size_t wlen;
@@ -119,8 +122,9 @@ void zklfs_lock_lost(struct zkl_waiter *w, void *arg);
 bool zklfs_holder_lost(struct zklfs *fs, struct node *n, struct fuse_file_info *fi);
 
 /*
- * zklfs_own_state() - for a node of ours with a waiter: what the engine
- * knows of it, without asking ZooKeeper.  Return: false if @n has none.
+ * zklfs_own_state() - for a lock we hold through @n: its state, seq and
+ * czxid, from memory (even while ZooKeeper is away).  Return: false if @n
+ * is not a lock held (or lost) through this mount.
  */
 bool zklfs_own_state(struct zklfs *fs, struct node *n, struct zkl_info *info);
 

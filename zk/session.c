@@ -214,8 +214,6 @@ static void *zks_supervise(void *arg)
 			s->ev.silent(s->ev.arg);
 		}
 		if (renew) {
-			if (!silent)
-				s->ev.silent(s->ev.arg);
 			zks_renew(s);
 			s->ev.expired(s->ev.arg);
 		} else if (reconnected) {
