@@ -1,6 +1,10 @@
 # zklockfs - see README.md.  `make` builds, `make check` tests, `make run` tries it.
 CC      ?= cc
 PREFIX  ?= /usr/local
+BINDIR  ?= $(PREFIX)/bin
+MANDIR  ?= $(PREFIX)/share/man
+MOUNTDIR ?= /sbin
+UNITDIR ?= /etc/systemd/system
 BUILD   ?= build
 
 FUSE_CFLAGS := $(shell pkg-config --cflags fuse3 2>/dev/null)
@@ -20,7 +24,8 @@ HDR      = $(wildcard zk/*.h fs/*.h)
 UNIT     = naming grant opts errno
 UNIT_BIN = $(UNIT:%=$(BUILD)/unit/test_%)
 
-.PHONY: all asan unit check check-unit check-integration check-asan run stop deps bench clean
+.PHONY: all asan unit check check-unit check-integration check-asan run stop deps bench clean \
+	install uninstall
 
 all: $(BUILD)/zklockfs $(BUILD)/zkbench
 
@@ -76,6 +81,22 @@ $(BUILD)/zkbench: bench/zkbench.c | $(BUILD)
 
 bench: deps $(BUILD)/zklockfs $(BUILD)/zkbench
 	bench/run
+
+# DESTDIR and PREFIX as usual; mount(8) finds helpers only in /sbin (MOUNTDIR).
+install: all
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MOUNTDIR) $(DESTDIR)$(UNITDIR) \
+		$(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man8
+	install -m 755 $(BUILD)/zklockfs $(BUILD)/zklock $(DESTDIR)$(BINDIR)/
+	sed 's|@BINDIR@|$(BINDIR)|g' mount-helpers/mount.zklockfs > $(DESTDIR)$(MOUNTDIR)/mount.zklockfs
+	chmod 755 $(DESTDIR)$(MOUNTDIR)/mount.zklockfs
+	sed 's|@BINDIR@|$(BINDIR)|g' mount-helpers/zklockfs@.service > $(DESTDIR)$(UNITDIR)/zklockfs@.service
+	install -m 644 docs/zklockfs.8 $(DESTDIR)$(MANDIR)/man8/
+	install -m 644 docs/zklock.1 $(DESTDIR)$(MANDIR)/man1/
+
+uninstall:
+	rm -f $(DESTDIR)$(BINDIR)/zklockfs $(DESTDIR)$(BINDIR)/zklock \
+		$(DESTDIR)$(MOUNTDIR)/mount.zklockfs $(DESTDIR)$(UNITDIR)/zklockfs@.service \
+		$(DESTDIR)$(MANDIR)/man8/zklockfs.8 $(DESTDIR)$(MANDIR)/man1/zklock.1
 
 clean:
 	rm -rf $(BUILD)
