@@ -27,7 +27,7 @@ UNIT_BIN = $(UNIT:%=$(BUILD)/unit/test_%)
 .PHONY: all asan unit check check-unit check-integration check-asan run stop deps bench clean \
 	install uninstall
 
-all: $(BUILD)/zklockfs $(BUILD)/zkbench
+all: $(BUILD)/zklockfs $(BUILD)/zklock $(BUILD)/zkbench
 
 $(BUILD)/zklockfs: $(SRC) $(HDR) | $(BUILD)
 	$(CC) $(WARN) $(CPPFLAGS) $(CFLAGS) -o $@ $(SRC) $(LDLIBS)
@@ -36,7 +36,15 @@ $(BUILD)/asan/zklockfs: $(SRC) $(HDR)
 	@mkdir -p $(@D)
 	$(CC) $(WARN) $(CPPFLAGS) -O1 -g $(SAN) -o $@ $(SRC) $(LDLIBS)
 
-asan: $(BUILD)/asan/zklockfs
+# the tool speaks only to the mount: libc alone
+$(BUILD)/zklock: tools/zklock.c | $(BUILD)
+	$(CC) $(WARN) -I. -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 $(CFLAGS) -o $@ $<
+
+$(BUILD)/asan/zklock: tools/zklock.c
+	@mkdir -p $(@D)
+	$(CC) $(WARN) -I. -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 -O1 -g $(SAN) -o $@ $<
+
+asan: $(BUILD)/asan/zklockfs $(BUILD)/asan/zklock
 
 # unit tests: the pure logic, with cmocka
 $(BUILD)/unit/test_naming: tests/unit/test_naming.c zk/naming.c
@@ -61,10 +69,10 @@ check: deps
 check-unit: unit
 	@set -e; for t in $(UNIT_BIN); do $$t; done
 
-check-integration: $(BUILD)/zklockfs
+check-integration: $(BUILD)/zklockfs $(BUILD)/zklock
 	ZKLOCKFS=$(CURDIR)/$(BUILD)/zklockfs /usr/bin/python3 -m pytest tests/integration
 
-check-asan: $(BUILD)/asan/zklockfs
+check-asan: $(BUILD)/asan/zklockfs $(BUILD)/asan/zklock
 	ZKLOCKFS=$(CURDIR)/$(BUILD)/asan/zklockfs ZKLOCKFS_SANITIZED=1 \
 	  ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
 	  LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp:print_suppressions=0 \

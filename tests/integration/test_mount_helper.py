@@ -168,3 +168,24 @@ def test_helper_fake_and_verbose_flags(daemon_path, mountpoint):
     assert not harness.mount_entry(mountpoint)
     r = run([HELPER, "only-one-arg"])
     assert r.returncode != 0 and "usage" in r.stderr
+
+
+def test_make_install_and_uninstall(tmp_path):
+    dest = tmp_path / "root"
+    r = run(["make", "-C", REPO, "install", "DESTDIR=%s" % dest, "PREFIX=/opt/zkl"],
+            timeout=120)
+    assert r.returncode == 0, r.stderr
+    want = ["opt/zkl/bin/zklockfs", "opt/zkl/bin/zklock", "sbin/mount.zklockfs",
+            "etc/systemd/system/zklockfs@.service",
+            "opt/zkl/share/man/man8/zklockfs.8", "opt/zkl/share/man/man1/zklock.1"]
+    for rel in want:
+        assert (dest / rel).is_file(), rel
+    assert os.access(dest / "sbin/mount.zklockfs", os.X_OK)
+    # the helper and the unit name the installed daemon
+    assert "installed=/opt/zkl/bin/zklockfs" in (dest / "sbin/mount.zklockfs").read_text()
+    assert "ExecStart=/opt/zkl/bin/zklockfs -f" in \
+        (dest / "etc/systemd/system/zklockfs@.service").read_text()
+    r = run(["make", "-C", REPO, "uninstall", "DESTDIR=%s" % dest, "PREFIX=/opt/zkl"])
+    assert r.returncode == 0, r.stderr
+    left = [p for p in dest.rglob("*") if p.is_file()]
+    assert left == [], left

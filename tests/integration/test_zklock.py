@@ -1,0 +1,667 @@
+"""zklock(1), the flock(1)-like tool: exit codes, -n/-w/-s, the child's
+environment and descriptors, --verbose, --list, lost locks, bad input.
+
+The tool is $ZKLOCK, else the `zklock` next to the daemon ($ZKLOCKFS, so
+build/asan/zklock goes with build/asan/zklockfs), else <repo>/build/zklock.
+Every zklock runs in its own session through harness.spawn(), so teardown
+kills it and its command by process group.
+"""
+
+import os
+import re
+import select
+import signal
+import subprocess
+import tempfile
+import time
+import uuid
+
+import pytest
+
+import harness
+import zkclient
+from harness import (SLOW, GRANT_TIMEOUT, Lines, entries, getxattr_str,
+                     parse_entry, parse_kv, read_file, spawn, take, wait_for,
+                     wait_no_entries)
+
+EX_USAGE, EX_NOINPUT, EX_LOST = 64, 66, 75
+RUN_TIMEOUT = 20 * SLOW          # bound on any zklock that should finish
+
+
+def zklock_binary():
+    if os.environ.get("ZKLOCK"):
+        return os.environ["ZKLOCK"]
+    beside = os.path.join(os.path.dirname(os.path.abspath(
+        harness.daemon_binary())), "zklock")
+    if os.path.isfile(beside) and os.access(beside, os.X_OK):
+        return beside
+    return os.path.join(harness.REPO, "build", "zklock")
+
+
+@pytest.fixture
+def zklock():
+    path = zklock_binary()
+    if not (os.path.isfile(path) and os.access(path, os.X_OK)):
+        pytest.skip("zklock not built: %s (set $ZKLOCK)" % path)
+    return path
+
+
+def no_sanitizer_report(err):
+    for mk in harness.SANITIZER_MARKERS:
+        assert mk not in err, "sanitizer report from zklock:\n" + err
+
+
+class Run:
+    """A zklock process: started at once, in its own session, registered
+    for teardown. stdout is a pipe read with deadlines (.lines); .finish()
+    sets .rc, .out, .err and .elapsed."""
+
+    def __init__(self, tool, *args, env=None):
+        self.argv = [tool] + [str(a) for a in args]
+        full_env = dict(os.environ)
+        full_env.update(env or {})
+        self.t0 = time.monotonic()
+        # stderr to a file: a grandchild that outlives zklock keeps no
+        # pipe open that .finish() would wait on
+        self._err = tempfile.TemporaryFile()
+        self.proc = spawn(self.argv, stdin=subprocess.DEVNULL,
+                          stdout=subprocess.PIPE, stderr=self._err,
+                          env=full_env)
+        self.pid = self.proc.pid
+        self.lines = Lines(self.proc.stdout)
+        self.out = ""
+        self.err = ""
+        self.rc = None
+        self.elapsed = None
+
+    def expect_line(self, timeout=GRANT_TIMEOUT):
+        line = self.lines.readline(timeout)
+        assert line is not None, "zklock %r: stdout closed; stderr: %s" % (
+            self.argv, self._stderr_now())
+        return line
+
+    def _stderr_now(self):
+        self._err.seek(0)
+        return self._err.read().decode("utf-8", "replace")
+
+    def running(self):
+        return self.proc.poll() is None
+
+    def finish(self, timeout=RUN_TIMEOUT):
+        """Wait for exit; collect output; return the exit status."""
+        deadline = time.monotonic() + timeout
+        chunks = [self.lines.buf]          # what expect_line() left unread
+        fd = self.proc.stdout.fileno()
+        # until zklock exits, then what is in the pipe (a grandchild that
+        # outlives it may keep the pipe open: no waiting for EOF)
+        while not self.lines.eof:
+            exited = self.proc.poll() is not None
+            if not exited and time.monotonic() >= deadline:
+                raise AssertionError("zklock %r still running after %.0fs"
+                                     % (self.argv, timeout))
+            if select.select([fd], [], [], 0 if exited else 0.02)[0]:
+                chunk = os.read(fd, 65536)
+                if not chunk:
+                    break
+                chunks.append(chunk)
+            elif exited:
+                break
+        self.rc = self.proc.wait()
+        self.elapsed = time.monotonic() - self.t0
+        self.out = b"".join(chunks).decode("utf-8", "replace")
+        self.err = self._stderr_now()
+        self._err.close()
+        no_sanitizer_report(self.err)
+        return self.rc
+
+
+def zk(tool, *args, timeout=RUN_TIMEOUT, env=None):
+    """Run zklock to completion: (rc, stdout, stderr)."""
+    r = Run(tool, *args, env=env)
+    r.finish(timeout)
+    return r.rc, r.out, r.err
+
+
+def new_entries(d, before, name):
+    return [e for e in entries(d) if e not in before and parse_entry(e)[0] == name]
+
+
+def wait_entry_of(d, name, before=(), timeout=GRANT_TIMEOUT):
+    """The one entry with NAME `name` that appeared in d (not in before)."""
+    found = wait_for(lambda: new_entries(d, set(before), name), timeout,
+                     "an entry for %s in %s (now %r)" % (name, d, entries(d)))
+    assert len(found) == 1, found
+    return found[0]
+
+
+# --- exit status ----------------------------------------------------------------
+
+def test_command_status_passes_through(mount, zklock):
+    m = mount()
+    d = m.p("L")
+    assert zk(zklock, d, "true")[0] == 0
+    assert zk(zklock, d, "sh", "-c", "exit 7")[0] == 7
+    assert zk(zklock, d, "-c", "exit 3")[0] == 3
+    assert zk(zklock, "-c", "exit 4", d)[0] == 4
+    assert zk(zklock, "--command", "exit 5", d)[0] == 5
+    # killed by a signal: 128+N, like flock(1) and shells
+    assert zk(zklock, d, "sh", "-c", "kill -USR1 $$")[0] == 128 + signal.SIGUSR1
+    assert zk(zklock, d, "sh", "-c", "kill -KILL $$")[0] == 128 + signal.SIGKILL
+    # the command's own options are its own
+    rc, out, _ = zk(zklock, d, "echo", "-n", "-s", "-w", "x")
+    assert (rc, out) == (0, "-s -w x")
+    wait_no_entries(d)
+
+
+def test_command_not_found_or_not_executable(mount, zklock, scratch):
+    m = mount()
+    d = m.p("L")
+    rc, _, err = zk(zklock, d, "/nonexistent/zklock-no-such-command")
+    assert rc == 127
+    assert "zklock-no-such-command" in err
+    assert zk(zklock, d, "zklock-no-such-command-in-path")[0] == 127
+    f = os.path.join(scratch, "not-executable")
+    with open(f, "w") as fh:
+        fh.write("#!/bin/sh\nexit 0\n")
+    os.chmod(f, 0o644)
+    assert zk(zklock, d, f)[0] == 126
+    wait_no_entries(d)
+
+
+def test_lock_is_released_when_zklock_ends(mount, zklock, scratch):
+    m = mount()
+    d = m.p("L")
+    go = os.path.join(scratch, "go")
+    r = Run(zklock, "-N", "me", d, "sh", "-c",
+            'echo in; i=0; while [ ! -e "$1" ] && [ $i -lt 400 ]; do '
+            'sleep 0.05; i=$((i+1)); done', "sh", go)
+    assert r.expect_line() == "in"
+    e = wait_entry_of(d, "me")
+    assert getxattr_str(os.path.join(d, e), harness.XATTR_STATE) == "held"
+    assert getxattr_str(d, harness.XATTR_HOLDERS) == e
+    # holder data: the daemon names zklock itself as the holder
+    kv = parse_kv(read_file(os.path.join(d, e)))
+    assert kv["pid"] == str(r.pid)
+    open(go, "w").close()
+    assert r.finish() == 0
+    wait_no_entries(d)
+
+
+# --- -n, -E, -w -------------------------------------------------------------------
+
+def test_nonblock_conflict_exit_codes(mount, zklock):
+    m = mount()
+    d = m.p("L")
+    os.mkdir(d)
+    h = take(d, "holder")
+    rc, _, err = zk(zklock, "-n", d, "echo", "ran")
+    assert rc == 1 and "ran" not in err
+    assert zk(zklock, "-n", "-E", "9", d, "true")[0] == 9
+    assert zk(zklock, "--nonblock", "--conflict-exit-code", "0", d, "false")[0] == 0
+    assert zk(zklock, "-w", "0", d, "true")[0] == 1
+    rc, out, err = zk(zklock, "-n", "--verbose", d, "echo", "ran")
+    assert rc == 1 and out == ""
+    assert "failed to get lock" in err
+    assert entries(d) == [h.entry]
+    h.release()
+    # free again: -n takes it at once
+    rc, out, _ = zk(zklock, "-n", d, "echo", "ran")
+    assert (rc, out) == (0, "ran\n")
+    wait_no_entries(d)
+
+
+def test_timeout_gives_up_and_leaves_no_entry(mount, zklock):
+    m = mount()
+    d = m.p("L")
+    os.mkdir(d)
+    h = take(d, "holder")
+    r = Run(zklock, "-w", "1", "-N", "late", d, "echo", "ran")
+    assert r.finish() == 1
+    assert 0.8 <= r.elapsed <= 3 * SLOW, "took %.2fs" % r.elapsed
+    assert r.out == ""
+    assert entries(d) == [h.entry]
+    # fractions, long form, own conflict code
+    r = Run(zklock, "--timeout", "0.5", "-E", "42", d, "true")
+    assert r.finish() == 42
+    assert 0.3 <= r.elapsed <= 3 * SLOW, "took %.2fs" % r.elapsed
+    assert entries(d) == [h.entry]
+    h.release()
+    wait_no_entries(d)
+
+
+def test_timeout_holder_releases_in_time(mount, zklock):
+    m = mount()
+    d = m.p("L")
+    os.mkdir(d)
+    h = take(d, "holder")
+    r = Run(zklock, "-w", str(10 * SLOW), "-N", "patient", d, "echo", "ran")
+    e = wait_entry_of(d, "patient")
+    assert getxattr_str(os.path.join(d, e), harness.XATTR_STATE) == "waiting"
+    time.sleep(0.5)
+    assert r.running()
+    h.release()
+    assert r.finish() == 0
+    assert r.out == "ran\n"
+    wait_no_entries(d)
+
+
+def test_signal_while_waiting_ends_the_wait(mount, zklock):
+    m = mount()
+    d = m.p("L")
+    os.mkdir(d)
+    h = take(d, "holder")
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        r = Run(zklock, "-N", "w", d, "echo", "ran")
+        e = wait_entry_of(d, "w")
+        os.kill(r.pid, sig)
+        assert r.finish() == 128 + sig
+        assert r.out == ""
+        harness.wait_gone(d, e)
+    assert entries(d) == [h.entry]
+    h.release()
+
+
+# --- shared -------------------------------------------------------------------------
+
+def test_shared_holders_run_together_exclusive_waits(mount, zklock, scratch):
+    m = mount()
+    d = m.p("L")
+    # each reader announces itself, then waits (bounded) for the other one and
+    # for "go": both can only get there if both hold the lock at once
+    script = ('touch "$S/in.$1"; i=0; '
+              'while [ ! -e "$S/in.$2" ]; do '
+              '  i=$((i+1)); [ $i -gt 300 ] && exit 9; sleep 0.05; done; '
+              'echo "$ZKLOCK_MODE together"; '
+              'while [ ! -e "$S/go" ]; do '
+              '  i=$((i+1)); [ $i -gt 600 ] && exit 8; sleep 0.05; done; '
+              'rm "$S/in.$1"')
+    env = {"S": scratch}
+    a = Run(zklock, "-s", "-N", "ra", d, "sh", "-c", script, "sh", "a", "b", env=env)
+    b = Run(zklock, "--shared", "-N", "rb", d, "sh", "-c", script, "sh", "b", "a",
+            env=env)
+    assert a.expect_line() == "shared together"
+    assert b.expect_line() == "shared together"
+    x = Run(zklock, "-x", "-N", "wx", d, "sh", "-c",
+            'ls "$S"/in.* >/dev/null 2>&1 && echo readers-left; echo exclusive',
+            env=env)
+    e = wait_entry_of(d, "wx")
+    assert getxattr_str(os.path.join(d, e), harness.XATTR_STATE) == "waiting"
+    time.sleep(0.5)
+    assert x.running()
+    open(os.path.join(scratch, "go"), "w").close()   # the readers leave
+    assert a.finish() == 0
+    assert b.finish() == 0
+    assert x.finish() == 0
+    assert x.out == "exclusive\n"
+    wait_no_entries(d)
+
+
+# --- the lock directory ---------------------------------------------------------------
+
+def test_lock_directory_is_created_if_missing(mount, zklock):
+    m = mount()
+    d = m.p("a", "b", "c")
+    rc, out, _ = zk(zklock, d + "/", "sh", "-c", 'echo "$ZKLOCK_DIR"')
+    assert rc == 0
+    assert out == d + "\n"
+    assert os.path.isdir(d)
+    # relative, from inside the mount
+    r = subprocess.run([zklock, "x/y", "sh", "-c", 'echo "$ZKLOCK_DIR"'],
+                       cwd=m.p("a"), capture_output=True, timeout=RUN_TIMEOUT)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.decode() == m.p("a", "x", "y") + "\n"
+    wait_no_entries(d)
+
+
+def test_not_a_zklockfs_directory(mount, zklock, scratch):
+    m = mount()
+    rc, _, err = zk(zklock, scratch, "true")
+    assert rc == EX_NOINPUT
+    assert "zklockfs" in err
+    # nothing is created on a file system that is not zklockfs
+    rc, _, _ = zk(zklock, os.path.join(scratch, "sub", "dir"), "true")
+    assert rc == EX_NOINPUT
+    assert os.listdir(scratch) == []
+    assert zk(zklock, "--list", scratch)[0] == EX_NOINPUT
+    assert zk(zklock, "--list", m.p("missing"))[0] == EX_NOINPUT
+    # an entry is not a lock directory
+    os.mkdir(m.p("L"))
+    h = take(m.p("L"), "h")
+    assert zk(zklock, m.p("L", h.entry), "true")[0] == EX_NOINPUT
+    assert zk(zklock, m.p("L", h.entry, "sub"), "true")[0] == EX_NOINPUT
+    h.release()
+
+
+# --- what the command sees ---------------------------------------------------------------
+
+def test_child_environment(mount, zklock):
+    m = mount()
+    d = m.p("L")
+    show = ('echo "DIR=$ZKLOCK_DIR"; echo "ENTRY=$ZKLOCK_ENTRY"; '
+            'echo "TOKEN=$ZKLOCK_TOKEN"; echo "MODE=$ZKLOCK_MODE"; '
+            'test -f "$ZKLOCK_ENTRY" && echo EXISTS; '
+            'getfattr --only-values -n user.zklockfs.state "$ZKLOCK_ENTRY"; echo')
+    for flag, mode, marker in (("-x", "exclusive", "-lock-"),
+                               ("-s", "shared", "-read-lock-")):
+        rc, out, err = zk(zklock, flag, "-N", "envtest", d, "sh", "-c", show)
+        assert rc == 0, err
+        kv = parse_kv(out.encode())
+        assert kv["DIR"] == d
+        assert kv["MODE"] == mode
+        assert os.path.dirname(kv["ENTRY"]) == d
+        name, mk, seq = parse_entry(os.path.basename(kv["ENTRY"]))
+        assert (name, mk) == ("envtest", marker)
+        czxid, tseq = kv["TOKEN"].split()
+        assert int(czxid) > 0 and int(tseq) == seq
+        assert "EXISTS" in out
+        assert "held" in out
+    wait_no_entries(d)
+
+
+def test_default_entry_name_is_the_host_name(mount, zklock):
+    m = mount()
+    d = m.p("L")
+    rc, out, _ = zk(zklock, d, "sh", "-c", 'basename "$ZKLOCK_ENTRY"')
+    assert rc == 0
+    host = os.uname().nodename
+    expect = host if (host and "/" not in host
+                      and not re.search(r"\d{10}$", host)) else "zklock"
+    assert parse_entry(out.strip())[0] == expect
+
+
+def test_child_does_not_inherit_the_lock_descriptor(mount, zklock):
+    m = mount()
+    d = m.p("L")
+    rc, out, err = zk(zklock, d, "sh", "-c",
+                      'test -e "$ZKLOCK_ENTRY" && echo HELD; '
+                      'for f in /proc/$$/fd/*; do readlink "$f" || :; done')
+    assert rc == 0, err
+    lines = out.splitlines()
+    assert lines[0] == "HELD"
+    assert not [t for t in lines[1:] if t.startswith(m.path)], lines
+
+
+def test_verbose(mount, zklock):
+    m = mount()
+    d = m.p("L")
+    rc, out, err = zk(zklock, "--verbose", d, "echo", "hi")
+    assert rc == 0 and out == "hi\n"
+    assert re.search(r"^zklock: getting lock took \d+\.\d{6} seconds$", err, re.M), err
+    assert re.search(r"^zklock: executing echo$", err, re.M), err
+    rc, _, err = zk(zklock, "--verbose", d, "-c", "true")
+    assert rc == 0
+    assert re.search(r"^zklock: executing true$", err, re.M), err
+
+
+def test_forwards_sigterm_to_the_command(mount, zklock):
+    m = mount()
+    d = m.p("L")
+    r = Run(zklock, "-N", "fw", d, "sh", "-c",
+            'trap "echo got-term; exit 5" TERM; echo ready; '
+            'i=0; while [ $i -lt 400 ]; do sleep 0.05; i=$((i+1)); done; exit 1')
+    assert r.expect_line() == "ready"
+    os.kill(r.pid, signal.SIGTERM)
+    assert r.finish() == 5
+    assert "got-term" in r.out
+    wait_no_entries(d)
+
+
+def test_killed_zklock_releases_and_terminates_the_command(mount, zklock,
+                                                          scratch):
+    m = mount()
+    d = m.p("L")
+    mark = os.path.join(scratch, "got-term")
+    r = Run(zklock, "-N", "k9", d, "sh", "-c",
+            'trap "touch \"$1\"; exit 0" TERM; echo ready; '
+            'i=0; while [ $i -lt 1200 ]; do sleep 0.05; i=$((i+1)); done',
+            "sh", mark)
+    assert r.expect_line() == "ready"
+    wait_entry_of(d, "k9")
+    os.kill(r.pid, signal.SIGKILL)
+    r.proc.wait(RUN_TIMEOUT)
+    wait_no_entries(d)                   # the lock went with zklock
+    wait_for(lambda: os.path.exists(mark), 5 * SLOW,
+             "the command to get SIGTERM (PR_SET_PDEATHSIG)")
+
+
+def _sigmask(status, field):
+    for line in status.splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1], 16)
+    raise AssertionError("no %s in %r" % (field, status))
+
+
+def test_command_gets_the_signal_state_zklock_got(mount, zklock):
+    m = mount()
+    d = m.p("L")
+    bit = 1 << (signal.SIGINT - 1)
+    rc, out, _ = zk(zklock, d, "cat", "/proc/self/status")
+    assert rc == 0
+    assert _sigmask(out, "SigBlk") == 0
+    assert not _sigmask(out, "SigIgn") & bit
+    # started with SIGINT ignored (as `cmd &` in a script does): stays so
+    r = subprocess.run([zklock, d, "cat", "/proc/self/status"],
+                       capture_output=True, timeout=RUN_TIMEOUT,
+                       preexec_fn=lambda: signal.signal(signal.SIGINT,
+                                                        signal.SIG_IGN))
+    assert r.returncode == 0, r.stderr
+    out = r.stdout.decode()
+    assert _sigmask(out, "SigBlk") == 0
+    assert _sigmask(out, "SigIgn") & bit
+
+
+def test_stop_and_continue_while_waiting(mount, zklock):
+    m = mount()
+    d = m.p("L")
+    os.mkdir(d)
+    h = take(d, "holder")
+    r = Run(zklock, "-N", "stopped", d, "echo", "ran")
+    wait_entry_of(d, "stopped")
+    os.kill(r.pid, signal.SIGSTOP)
+    time.sleep(0.3)
+    os.kill(r.pid, signal.SIGCONT)
+    time.sleep(0.3)
+    assert r.running()
+    wait_for(lambda: len(entries(d)) == 2, GRANT_TIMEOUT,
+             "one entry for the holder, one for zklock: %r" % entries(d))
+    h.release()
+    assert r.finish() == 0 and r.out == "ran\n"
+    wait_no_entries(d)
+
+
+# The command: block SIGINT, say ready, report every SIGINT as (si_code, si_pid).
+SIGINT_WATCHER = r"""
+import signal, sys, time
+signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+print("ready", flush=True)
+seen, end = [], time.monotonic() + 10
+while time.monotonic() < end:
+    i = signal.sigtimedwait({signal.SIGINT}, 0.1)
+    if i:
+        seen.append((i.si_code, i.si_pid))
+        end = min(end, time.monotonic() + 1.0)
+print("seen %r" % seen, flush=True)
+sys.exit(len(seen))
+"""
+
+
+def test_terminal_ctrl_c_reaches_the_command_once(mount, zklock):
+    """^C on a terminal signals the whole foreground process group: zklock
+    must not send the command a second SIGINT of its own."""
+    import fcntl
+    import termios
+    m = mount()
+    d = m.p("L")
+    master, slave = os.openpty()
+    try:
+        # a non-interactive shell owns the terminal; zklock and the command
+        # are in its (foreground) process group, as in a script run from it
+        p = spawn(["sh", "-c", 'trap : INT; "$0" "$@"; echo "rc=$?"',
+                   zklock, d, harness.PY, "-c", SIGINT_WATCHER],
+                  stdin=slave, stdout=subprocess.PIPE,
+                  stderr=subprocess.PIPE,
+                  preexec_fn=lambda: fcntl.ioctl(0, termios.TIOCSCTTY, 0))
+        out = Lines(p.stdout)
+        assert out.readline(GRANT_TIMEOUT) == "ready"
+        os.write(master, b"\x03")
+        seen = out.readline(RUN_TIMEOUT)
+        assert seen == "seen [(128, 0)]", seen      # SI_KERNEL, from the tty
+        assert out.readline(RUN_TIMEOUT) == "rc=1"
+        assert p.wait(RUN_TIMEOUT) == 0
+        no_sanitizer_report(p.stderr.read().decode("utf-8", "replace"))
+    finally:
+        os.close(master)
+        os.close(slave)
+    wait_no_entries(d)
+
+
+# --- --list --------------------------------------------------------------------------------
+
+def parse_list(out):
+    lines = out.splitlines()
+    assert lines and lines[0].split() == ["POS", "STATE", "KIND", "ENTRY",
+                                          "HOST", "PID", "AGE"], out
+    rows = [ln.split() for ln in lines[1:]]
+    for r in rows:
+        assert len(r) == 7, out
+    return rows
+
+
+def test_list_shows_the_queue(mount, zklock, zkc):
+    m1, m2 = mount(), mount()
+    d1 = m1.p("L")
+    os.mkdir(d1)
+    d2 = m2.p("L")
+    wait_for(lambda: os.path.isdir(d2), 5, "L on mount 2")
+    rc, out, _ = zk(zklock, "--list", d1)
+    assert rc == 0 and parse_list(out) == []
+
+    holder = Run(zklock, "-N", "alpha", d1, "sh", "-c", "echo in; exec sleep 60")
+    assert holder.expect_line() == "in"
+    ea = wait_entry_of(d1, "alpha")
+    w1 = Run(zklock, "-N", "beta", d2, "true")           # other mount
+    eb = wait_entry_of(d1, "beta")
+    w2 = Run(zklock, "-s", "-N", "gamma", d1, "true")
+    eg = wait_entry_of(d1, "gamma")
+    c = zkc.create(m1.zkpath("L") + "/_c_%s-lock-" % uuid.uuid4(), b"",
+                   zkclient.EPHEMERAL_SEQUENTIAL)
+    ec = c.rsplit("/", 1)[1]
+    wait_for(lambda: ec in os.listdir(d1), 5, "the curator entry")
+    os.mkdir(os.path.join(d1, "subdir"))                 # not a row
+
+    host = parse_kv(read_file(os.path.join(d1, ea)))["host"]
+    for d in (d1, d2):
+        rc, out, err = zk(zklock, "--list", d)
+        assert rc == 0, err
+        rows = parse_list(out)
+        assert [r[3] for r in rows] == [ea, eb, eg, ec], out
+        assert [r[0] for r in rows] == ["1", "2", "3", "4"]
+        assert [r[1] for r in rows] == ["held", "waiting", "waiting", "waiting"]
+        assert [r[2] for r in rows] == ["exclusive", "exclusive", "shared",
+                                        "exclusive"]
+        assert [r[4] for r in rows] == [host, host, host, "-"]
+        assert [r[5] for r in rows] == [str(holder.pid), str(w1.pid),
+                                        str(w2.pid), "-"]
+        for r in rows:
+            assert re.match(r"^(\d+s|\d+m\d+s|\d+h\d+m|\d+d\d+h)$", r[6]), r
+        # aligned: every column starts at the same offset in each line
+        lines = out.splitlines()
+        starts = [lines[0].index(h) for h in ("STATE", "KIND", "ENTRY")]
+        for ln in lines[1:]:
+            for s in starts:
+                assert ln[s - 1] == " " and ln[s] != " ", out
+
+    # the queue moves on: the holder ends, beta then gamma run, curator waits
+    os.kill(holder.pid, signal.SIGTERM)
+    assert holder.finish() == 128 + signal.SIGTERM
+    assert w1.finish() == 0
+    assert w2.finish() == 0
+    rows = parse_list(zk(zklock, "--list", d1)[1])
+    assert [(r[3], r[1]) for r in rows] == [(ec, "held")]
+    zkc.delete(c)
+
+
+# --- a lost lock ---------------------------------------------------------------------------------
+
+def test_lost_lock_terminates_the_command(mount, zklock):
+    m1, m2 = mount(), mount()
+    d = m1.p("L")
+    r = Run(zklock, "-N", "victim", d, "sh", "-c",
+            'trap "echo got-term; exit 3" TERM; echo ready; '
+            'i=0; while [ $i -lt 1200 ]; do sleep 0.05; i=$((i+1)); done')
+    assert r.expect_line() == "ready"
+    e = wait_entry_of(d, "victim")
+    d2 = m2.p("L")
+    wait_for(lambda: e in os.listdir(d2), 5, "the entry on mount 2")
+    w = Run(zklock, "-N", "next", d2, "echo", "next-ran")
+    wait_entry_of(d, "next")
+    t0 = time.monotonic()
+    os.unlink(os.path.join(d2, e))                    # break the lock
+    assert r.finish() == EX_LOST, r.err
+    assert time.monotonic() - t0 <= 5 * SLOW
+    assert "got-term" in r.out
+    assert "lost" in r.err
+    assert w.finish() == 0 and w.out == "next-ran\n"
+    wait_no_entries(d)
+
+
+def test_lost_lock_sigkill_after_grace(mount, zklock):
+    m1, m2 = mount(), mount()
+    d = m1.p("L")
+    r = Run(zklock, "--kill-after", "1", "-N", "stubborn", d, "sh", "-c",
+            'trap "" TERM; echo $$; '
+            'i=0; while [ $i -lt 1200 ]; do sleep 0.05; i=$((i+1)); done')
+    child = int(r.expect_line())
+    e = wait_entry_of(d, "stubborn")
+    d2 = m2.p("L")
+    wait_for(lambda: e in os.listdir(d2), 5, "the entry on mount 2")
+    t0 = time.monotonic()
+    os.unlink(os.path.join(d2, e))
+    assert r.finish() == EX_LOST, r.err
+    took = time.monotonic() - t0
+    assert 0.9 <= took <= 1 + 5 * SLOW, "took %.2fs" % took
+    assert "SIGKILL" in r.err
+    assert not os.path.exists("/proc/%d" % child)
+    wait_no_entries(d)
+
+
+# --- usage ---------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("args", [
+    [],
+    ["{d}"],
+    ["-x"],
+    ["--bogus", "{d}", "true"],
+    ["-w", "abc", "{d}", "true"],
+    ["-w", "-1", "{d}", "true"],
+    ["-w", "nan", "{d}", "true"],
+    ["-E", "256", "{d}", "true"],
+    ["-E", "x", "{d}", "true"],
+    ["--kill-after", "soon", "{d}", "true"],
+    ["{d}", "-c"],
+    ["{d}", "-c", "true", "extra"],
+    ["-c", "true", "{d}", "extra"],
+    ["--list"],
+    ["--list", "{d}", "ls"],
+    ["-N", "a/b", "{d}", "true"],
+    ["-N", "", "{d}", "true"],
+    ["-N", "..", "{d}", "true"],
+    ["-N", "host1234567890", "{d}", "true"],
+    ["-N", "x" * 240, "{d}", "true"],
+    ["-N", "ctl\x01char", "{d}", "true"],            # refused by zklockfs
+    ["", "true"],
+])
+def test_usage_errors(mount, zklock, args):
+    m = mount()
+    d = m.p("L")
+    rc, out, err = zk(zklock, *[a.format(d=d) for a in args])
+    assert rc == EX_USAGE, (rc, out, err)
+    assert err.strip(), "no message"
+    assert not os.path.exists(d) or entries(d) == []
+
+
+def test_help_and_version(zklock):
+    rc, out, _ = zk(zklock, "--help")
+    assert rc == 0 and "--list" in out and "Usage" in out
+    rc, out, _ = zk(zklock, "-V")
+    assert rc == 0 and out.startswith("zklock")
