@@ -340,6 +340,7 @@ void zklfs_poll(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 struct wop {
 	fuse_req_t req;
 	size_t size;
+	char *path;
 };
 
 static void write_done(int rc, const struct Stat *zs, const void *data)
@@ -347,10 +348,13 @@ static void write_done(int rc, const struct Stat *zs, const void *data)
 	struct wop *op = (struct wop *)data;
 
 	(void)zs;
-	if (rc == ZOK)
+	if (rc == ZOK) {
 		fuse_reply_write(op->req, op->size);
-	else
+	} else {
+		zkl_log(LOG_WARNING, "write to %s: %s", op->path, zerror(rc));
 		fuse_reply_err(op->req, -zk_errno(rc));
+	}
+	free(op->path);
 	free(op);
 }
 
@@ -400,11 +404,9 @@ void zklfs_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
 	}
 	op->req = req;
 	op->size = size;
+	op->path = path;
 	/* the client copies the data before it returns */
 	rc = zks_aset(&fs->zks, path, n->wbuf, (int)n->wlen, write_done, op);
-	free(path);
-	if (rc != ZOK) {
-		fuse_reply_err(req, -zk_errno(rc));
-		free(op);
-	}
+	if (rc != ZOK)
+		write_done(rc, NULL, op);
 }

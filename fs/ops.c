@@ -61,9 +61,15 @@ static void zop_free(struct zop *op)
 	free(op);
 }
 
-/* Answer @op with the errno of a failed ZooKeeper call and free it. */
+/*
+ * Answer @op with the errno of a failed ZooKeeper call and free it.  The
+ * answers a filesystem gives every day (no such node, exists, not empty)
+ * are not news; anything else gets its one log line.
+ */
 static void zop_fail(struct zop *op, int rc)
 {
+	if (rc != ZNONODE && rc != ZNODEEXISTS && rc != ZNOTEMPTY)
+		zkl_log(LOG_WARNING, "%s: %s", op->path, zerror(rc));
 	fuse_reply_err(op->req, -zk_errno(rc));
 	zop_free(op);
 }
@@ -73,7 +79,6 @@ static void zop_started(struct zop *op, int rc)
 {
 	if (rc == ZOK)
 		return;
-	zkl_log(LOG_WARNING, "%s: %s", op->path, zerror(rc));
 	zop_fail(op, rc);
 }
 

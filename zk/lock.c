@@ -129,6 +129,30 @@ static void put_locked(struct zkl_waiter *w)
 	waiter_free(w);
 }
 
+/*
+ * Park @w until the session is back, to redo @what.  A parked waiter holds a
+ * reference of its own: its caller may have given it up (an interrupted
+ * open whose create is unresolved), and the redo must still happen.
+ */
+static void stall_locked(struct zkl_waiter *w, enum stall what)
+{
+	if (w->stall == S_NONE)
+		w->refs++;
+	w->stall = what;
+}
+
+/* Take @w out of the parked state. Return: what was to be redone. */
+static enum stall unstall_locked(struct zkl_waiter *w)
+{
+	enum stall what = w->stall;
+
+	if (what != S_NONE) {
+		w->stall = S_NONE;
+		put_locked(w);		/* the caller holds another reference */
+	}
+	return what;
+}
+
 /* Decide @w's answer. Return: true if the caller must fire() after unlocking. */
 static bool answer_locked(struct zkl_waiter *w, int err)
 {
@@ -159,7 +183,7 @@ static void delete_done(int rc, const void *data)
 	pthread_mutex_lock(&e->lock);
 	if (rc_stalls(rc)) {
 		w->deleting = false;
-		w->stall = S_DELETE;	/* the session may live: delete later */
+		stall_locked(w, S_DELETE);	/* the session may live: delete later */
 	} else if (rc != ZOK && rc != ZNONODE) {
 		zkl_log(LOG_WARNING, "cannot delete %s: %s", w->path, zerror(rc));
 	}
@@ -179,7 +203,7 @@ static void delete_locked(struct zkl_waiter *w)
 	if (rc != ZOK) {
 		w->refs--;
 		w->deleting = false;
-		w->stall = S_DELETE;
+		stall_locked(w, S_DELETE);
 	}
 }
 
@@ -216,7 +240,7 @@ static bool trouble_locked(struct zkl_waiter *w, int rc, enum stall redo,
 			   const char *what)
 {
 	if (rc_stalls(rc)) {
-		w->stall = redo;
+		stall_locked(w, redo);
 		return false;
 	}
 	zkl_log(LOG_WARNING, "%s %s: %s", what, w->path ? w->path : w->dir, zerror(rc));
@@ -256,7 +280,7 @@ static void own_watch_done(int rc, const char *value, int len,
 		if (rc == ZNONODE)
 			lose_locked(w, "its entry was deleted by someone else");
 		else if (rc_stalls(rc) && !w->lost && !w->released)
-			w->stall = S_OWNWATCH;
+			stall_locked(w, S_OWNWATCH);
 	}
 	put_locked(w);
 	pthread_mutex_unlock(&e->lock);
@@ -267,7 +291,7 @@ static void own_watch_locked(struct zkl_waiter *w)
 	w->refs += 2;			/* the completion and the watch */
 	if (zks_awget(w->e->zks, w->path, own_watcher, w, own_watch_done, w) != ZOK) {
 		w->refs -= 2;
-		w->stall = S_OWNWATCH;
+		stall_locked(w, S_OWNWATCH);
 	}
 }
 
@@ -421,15 +445,18 @@ static void create_done(int rc, const char *path, const struct Stat *stat,
 	struct zkl_engine *e = w->e;
 	bool f = false;
 
+	/*
+	 * Even if @w was answered meanwhile (interrupted): an entry made must
+	 * be deleted.  No completion of an expired handle comes after the
+	 * waiter starts over: zookeeper_close() fires them all first.
+	 */
 	pthread_mutex_lock(&e->lock);
-	if (w->state != W_CREATING)
-		;			/* started over after an expiry */
-	else if (rc == ZOK)
+	if (rc == ZOK)
 		f = adopt_locked(w, path, stat->czxid);
 	else if (zk_rc_unknown(rc))
-		w->stall = S_RESOLVE;	/* it may exist: find it, never guess */
+		stall_locked(w, S_RESOLVE);	/* it may exist: find it, never guess */
 	else if (rc_stalls(rc))
-		w->stall = S_CREATE;	/* never sent */
+		stall_locked(w, S_CREATE);	/* never sent */
 	else {
 		zkl_log(LOG_WARNING, "cannot enqueue in %s: %s", w->dir, zerror(rc));
 		f = answer_locked(w, zk_errno(rc));
@@ -454,7 +481,7 @@ static bool create_locked(struct zkl_waiter *w)
 		return false;
 	w->refs--;
 	if (rc_stalls(rc)) {
-		w->stall = S_CREATE;
+		stall_locked(w, S_CREATE);
 		return false;
 	}
 	zkl_log(LOG_WARNING, "cannot enqueue %s: %s", w->prefix, zerror(rc));
@@ -472,9 +499,7 @@ static void resolve_get_done(int rc, const char *value, int len,
 	bool f = false;
 
 	pthread_mutex_lock(&e->lock);
-	if (w->state != W_RESOLVING) {
-		;
-	} else if (rc == ZOK && value && (size_t)len >= nl &&
+	if (rc == ZOK && value && (size_t)len >= nl &&
 		   memcmp(value + len - nl, w->nonce, nl) == 0) {
 		char *path = path_join(w->dir, w->cands[w->ci]);
 
@@ -484,7 +509,7 @@ static void resolve_get_done(int rc, const char *value, int len,
 		free(path);
 	} else if (rc_stalls(rc)) {
 		free_cands(w);
-		w->stall = S_RESOLVE;
+		stall_locked(w, S_RESOLVE);
 	} else {
 		w->ci++;
 		f = resolve_next_locked(w);
@@ -515,7 +540,7 @@ static bool resolve_next_locked(struct zkl_waiter *w)
 		return false;
 	w->refs--;
 	free_cands(w);
-	w->stall = S_RESOLVE;
+	stall_locked(w, S_RESOLVE);
 	return false;
 }
 
@@ -529,10 +554,9 @@ static void resolve_children_done(int rc, const struct String_vector *sv,
 	struct zkl_child c;
 	bool f = false;
 
+	/* answered meanwhile or not, an entry of ours must be found */
 	pthread_mutex_lock(&e->lock);
-	if (w->state != W_RESOLVING) {
-		;
-	} else if (rc != ZOK) {
+	if (rc != ZOK) {
 		f = trouble_locked(w, rc, S_RESOLVE, "cannot list the queue of");
 	} else {
 		free_cands(w);
@@ -559,17 +583,14 @@ static bool resolve_locked(struct zkl_waiter *w)
 	if (rc == ZOK)
 		return false;
 	w->refs--;
-	w->stall = S_RESOLVE;
+	stall_locked(w, S_RESOLVE);
 	return false;
 }
 
 /* Redo what @w could not do while the session was away. */
 static bool resume_locked(struct zkl_waiter *w)
 {
-	enum stall s = w->stall;
-
-	w->stall = S_NONE;
-	switch (s) {
+	switch (unstall_locked(w)) {
 	case S_NONE:
 		return false;
 	case S_CREATE:
@@ -642,7 +663,7 @@ static bool on_silent_step(struct zkl_waiter *w)
 static bool on_expired_step(struct zkl_waiter *w)
 {
 	/* the old session took every entry with it */
-	w->stall = S_NONE;
+	unstall_locked(w);
 	w->deleting = true;
 	lose_locked(w, "the ZooKeeper session expired");
 	if (w->answered || w->released)
