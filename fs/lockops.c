@@ -351,8 +351,13 @@ static void write_done(int rc, const struct Stat *zs, const void *data)
 	if (rc == ZOK) {
 		fuse_reply_write(op->req, op->size);
 	} else {
+		/*
+		 * On the holder's descriptor EIO means "lost"; a write that
+		 * met a connection loss (the lock may well be held) is EAGAIN.
+		 */
 		zkl_log(LOG_WARNING, "write to %s: %s", op->path, zerror(rc));
-		fuse_reply_err(op->req, -zk_errno(rc));
+		fuse_reply_err(op->req, zk_rc_unknown(rc) || rc == ZINVALIDSTATE ?
+			       EAGAIN : -zk_errno(rc));
 	}
 	free(op->path);
 	free(op);

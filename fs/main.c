@@ -84,6 +84,21 @@ static void usage(const char *prog)
 	       prog, ZKLFS_DEFAULT_SESSION_TIMEOUT);
 }
 
+/*
+ * The exit status for what fuse_session_loop() returned: a clean stop is 0,
+ * whether by unmount (ENODEV), by a connection ended from outside (umount
+ * -f, or the last close on a lazily unmounted mount: ECONNABORTED), or by
+ * a terminating signal (libfuse returns its number).
+ */
+static int loop_status(int rc)
+{
+	if (rc == 0 || rc == -ENODEV || rc == -ECONNABORTED ||
+	    rc == SIGTERM || rc == SIGINT || rc == SIGHUP)
+		return 0;
+	zkl_log(LOG_ERR, "FUSE session ended: %s", rc < 0 ? strerror(-rc) : "signal");
+	return 1;
+}
+
 /* fsname=zklockfs@SOURCE,subtype=zklockfs, with SOURCE's commas escaped. */
 static int add_mount_name(struct fuse_args *args, const char *source)
 {
@@ -186,7 +201,7 @@ int main(int argc, char *argv[])
 		zkl_log_init("zklockfs", true, opts.debug);
 	daemon_ready();
 
-	ret = fuse_session_loop(fs.se) ? 1 : 0;
+	ret = loop_status(fuse_session_loop(fs.se));
 
 	zkl_engine_shutdown(fs.engine);		/* answer every waiting open */
 	zks_close(&fs.zks);			/* the server drops our entries */

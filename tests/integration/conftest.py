@@ -3,7 +3,8 @@
   zk     (session)  a real standalone ZooKeeper server on 127.0.0.1:<free port>
   zkc    (function) a raw ZooKeeper client (tests/integration/zkclient.py)
   mount  (function) factory: mount(root=None, naming=None, session_timeout=4000,
-                    opts=()) -> harness.Mount (.path .pid .proc .umount() .p())
+                    opts=(), connect=None, server=None)
+                    -> harness.Mount (.path .pid .proc .umount() .p())
 
 Run from the repository root:  /usr/bin/python3 -m pytest tests/integration
 The daemon is $ZKLOCKFS, default <repo>/build/zklockfs.
@@ -144,10 +145,19 @@ def mount(daemon_path, zk, request, logdir, test_root):
     mounts = []
     request.node._zklockfs_mounts = mounts
 
-    def factory(root=None, naming=None, session_timeout=4000, opts=()):
-        m = harness.Mount(zk, test_root if root is None else root, logdir,
+    def factory(root=None, naming=None, session_timeout=4000, opts=(),
+                connect=None, server=None):
+        # connect: the CONNECT part (host:port[,host:port...]) to use instead
+        #          of the server's, e.g. a fault proxy's; ROOT is appended.
+        # server:  another ZooKeeperServer/ZooKeeperEnsemble than `zk`.
+        root = test_root if root is None else root
+        source = None
+        if connect is not None:
+            source = connect if root in ("", None) else connect + root
+        m = harness.Mount(server or zk, root, logdir,
                           naming=naming, session_timeout=session_timeout,
-                          opts=opts, label=harness.sanitize(request.node.name, 40))
+                          opts=opts, connect=source,
+                          label=harness.sanitize(request.node.name, 40))
         mounts.append(m)
         m.start()
         return m
@@ -189,3 +199,14 @@ def pytest_runtest_makereport(item, call):
                 ("zklockfs pid %s log (%s)" % (m.proc.pid if m.proc else "?",
                                                m.logpath),
                  m.log_tail()))
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    """Figures measured by the tests (harness.record_figure)."""
+    if not harness.FIGURES:
+        return
+    tr = terminalreporter
+    tr.section("zklockfs measured figures%s"
+               % (" (sanitized daemon)" if harness.SLOW > 1 else ""))
+    for test, text in harness.FIGURES:
+        tr.write_line("figure: %s" % text)

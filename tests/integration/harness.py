@@ -723,10 +723,13 @@ class ZooKeeperServer:
         c.close()
         return True
 
-    def start(self, attempts=3, timeout=60.0):
+    def start(self, attempts=3, timeout=60.0, port=None):
+        """Start the server on a free port (or on `port`, e.g. to restart it
+        where its clients expect it); wait until it serves sessions."""
         errors = []
+        fixed = port
         for _ in range(attempts):
-            port = free_port()
+            port = fixed or free_port()
             cfg = self._write_cfg(port)
             logf = open(self.log, "ab")
             argv = [JAVA, "-Xms32m", "-Xmx512m",
@@ -756,8 +759,26 @@ class ZooKeeperServer:
                 time.sleep(0.2)
             errors.append("port %d: rc=%r" % (port, self.proc.poll()))
             self.stop()
+            if fixed:
+                time.sleep(1.0)            # the same port: give it a moment
         raise RuntimeError("ZooKeeper did not start (%s); see %s"
                            % ("; ".join(errors), self.log))
+
+    def restart(self, timeout=60.0):
+        """kill -9 the server and start it again on the same port with the
+        same data dir (sessions and ephemerals are in its transaction log).
+        Returns the seconds from the kill until it serves sessions again."""
+        t0 = time.monotonic()
+        p = self.proc
+        if p is not None and p.returncode is None:
+            try:
+                os.kill(p.pid, signal.SIGCONT)
+                os.kill(p.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            p.wait(15)
+        self.start(attempts=5, timeout=timeout, port=self.port)
+        return time.monotonic() - t0
 
     def suspend(self):
         os.kill(self.proc.pid, signal.SIGSTOP)
@@ -778,6 +799,195 @@ class ZooKeeperServer:
             p.wait(15)
         except ProcessLookupError:
             pass
+
+
+class QuorumMember(ZooKeeperServer):
+    """One server of a ZooKeeperEnsemble (started by the ensemble)."""
+
+    def __init__(self, workdir, myid):
+        super().__init__(workdir)
+        self.myid = myid
+        self.quorum_port = None
+        self.election_port = None
+
+    def mode(self):
+        """The server's mode from `srvr` ("leader", "follower", ...), or
+        None (not serving, not answering, or stopped)."""
+        if self.proc is None or self.proc.poll() is not None:
+            return None
+        try:
+            ans = self.four("srvr", 2.0)
+        except OSError:
+            return None
+        m = re.search(r"^Mode: (\S+)", ans, re.M)
+        return m.group(1) if m else None
+
+    def session_ids(self):
+        """Session ids of the client connections this server has (`cons`)."""
+        try:
+            ans = self.four("cons", 2.0)
+        except OSError:
+            return set()
+        return {int(x, 16) for x in re.findall(r"sid=0x([0-9a-fA-F]+)", ans)}
+
+    def kill9(self):
+        if self.proc is not None and self.proc.returncode is None:
+            try:
+                os.kill(self.proc.pid, signal.SIGCONT)
+                os.kill(self.proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            self.proc.wait(15)
+
+
+class ZooKeeperEnsemble:
+    """n ZooKeeper servers on 127.0.0.1 forming one ensemble (server.1..n,
+    distinct client/quorum/election ports, myid files, tickTime=500).
+    .connect is the n-server connect string; .members; .leader();
+    .client() opens a raw session on a serving member. Stopped by pid."""
+
+    def __init__(self, workdir, n=3):
+        self.workdir = workdir
+        self.members = [QuorumMember(os.path.join(workdir, "s%d" % i), i)
+                        for i in range(1, n + 1)]
+
+    @property
+    def connect(self):
+        return ",".join(m.hostport for m in self.members)
+
+    @property
+    def hostport(self):
+        return self.connect
+
+    def _ports(self):
+        socks = []
+        # hold every port bound until all are picked, so none repeats
+        for _ in range(3 * len(self.members)):
+            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            s.bind(("127.0.0.1", 0))
+            socks.append(s)
+        ports = [s.getsockname()[1] for s in socks]
+        for s in socks:
+            s.close()
+        return ports
+
+    def _write_cfgs(self):
+        ports = self._ports()
+        for i, m in enumerate(self.members):
+            m.port, m.quorum_port, m.election_port = ports[3 * i:3 * i + 3]
+        servers = "".join("server.%d=127.0.0.1:%d:%d\n"
+                          % (m.myid, m.quorum_port, m.election_port)
+                          for m in self.members)
+        for m in self.members:
+            datadir = os.path.join(m.workdir, "data")
+            os.makedirs(datadir, exist_ok=True)
+            with open(os.path.join(datadir, "myid"), "w") as f:
+                f.write("%d\n" % m.myid)
+            with open(os.path.join(m.workdir, "zoo.cfg"), "w") as f:
+                f.write("tickTime=500\n"
+                        "initLimit=10\n"
+                        "syncLimit=4\n"
+                        "dataDir=%s\n"
+                        "clientPort=%d\n"
+                        "clientPortAddress=127.0.0.1\n"
+                        "admin.enableServer=false\n"
+                        "4lw.commands.whitelist=ruok,srvr,mntr,cons,wchc,wchs,dump\n"
+                        "maxClientCnxns=0\n"
+                        "minSessionTimeout=1000\n"
+                        "maxSessionTimeout=60000\n"
+                        "cnxTimeout=1000\n"
+                        "%s" % (datadir, m.port, servers))
+
+    def _launch(self, m):
+        os.makedirs(m.workdir, exist_ok=True)
+        logf = open(m.log, "ab")
+        argv = [JAVA, "-Xms32m", "-Xmx256m",
+                "-Dzookeeper.root.logger=INFO,CONSOLE",
+                "-Dzookeeper.console.threshold=INFO",
+                "-Dzookeeper.log.dir=" + m.workdir,
+                "-cp", zookeeper_classpath(),
+                "org.apache.zookeeper.server.quorum.QuorumPeerMain",
+                os.path.join(m.workdir, "zoo.cfg")]
+        m.proc = subprocess.Popen(argv, cwd=m.workdir, stdin=subprocess.DEVNULL,
+                                  stdout=logf, stderr=subprocess.STDOUT,
+                                  start_new_session=True)
+        logf.close()
+
+    def modes(self):
+        return [m.mode() for m in self.members]
+
+    def leader(self):
+        for m in self.members:
+            if m.mode() == "leader":
+                return m
+        return None
+
+    def wait_quorum(self, timeout=60.0, alive=None):
+        """Wait until every live member (or those in `alive`) serves, one as
+        leader, and a session can be opened; return the seconds waited."""
+        t0 = time.monotonic()
+        members = alive or [m for m in self.members
+                            if m.proc is not None and m.proc.poll() is None]
+        deadline = t0 + timeout
+        while True:
+            modes = [m.mode() for m in members]
+            if modes.count("leader") == 1 and \
+                    all(x in ("leader", "follower") for x in modes):
+                try:
+                    c = members[0].client(5000)
+                    c.close()
+                    return time.monotonic() - t0
+                except (OSError, ConnectionError, zkclient.ZKError):
+                    pass
+            if time.monotonic() >= deadline:
+                raise RuntimeError("ensemble not serving after %.0fs: modes %r; "
+                                   "see %s" % (timeout, modes,
+                                               [m.log for m in members]))
+            for m in members:
+                if m.proc.poll() is not None:
+                    raise RuntimeError("ZooKeeper server %d exited rc=%r; see %s"
+                                       % (m.myid, m.proc.returncode, m.log))
+            time.sleep(0.2)
+
+    def start(self, timeout=90.0):
+        self._write_cfgs()
+        for m in self.members:
+            self._launch(m)
+        try:
+            for m in self.members:
+                deadline = time.monotonic() + timeout
+                while not pid_listens_on(m.proc.pid, m.port):
+                    if m.proc.poll() is not None or time.monotonic() > deadline:
+                        raise RuntimeError("ZooKeeper server %d did not listen on "
+                                           "%d; see %s" % (m.myid, m.port, m.log))
+                    time.sleep(0.1)
+            self.wait_quorum(timeout)
+        except Exception:
+            self.stop()
+            raise
+        return self
+
+    def client(self, session_timeout_ms=10000):
+        last = None
+        for m in self.members:
+            if m.proc is None or m.proc.poll() is not None:
+                continue
+            try:
+                return m.client(session_timeout_ms)
+            except (OSError, ConnectionError, zkclient.ZKError) as e:
+                last = e
+        raise ConnectionError("no member of the ensemble serves: %r" % last)
+
+    def member_with_session(self, session_id):
+        for m in self.members:
+            if m.proc is not None and m.proc.poll() is None \
+                    and session_id in m.session_ids():
+                return m
+        return None
+
+    def stop(self):
+        for m in self.members:
+            m.stop()
 
 
 # ---------------------------------------------------------------------------
@@ -998,3 +1208,39 @@ def emergency_stop(reason):
         if m.mounted():
             subprocess.run([FUSERMOUNT, "-u", "-z", m.path],
                            capture_output=True, timeout=20)
+
+
+# ---------------------------------------------------------------------------
+# Measured figures (printed in the terminal summary by conftest.py)
+# ---------------------------------------------------------------------------
+
+FIGURES = []            # (test node id or "", text)
+
+
+def record_figure(text, test=""):
+    """Remember a measured figure, e.g. record_figure("partition -> holder
+    POLLERR: 4.1 s (session timeout 4 s)"); it is printed at the end of the
+    run as "figure: <text>" and, if $ZKLOCKFS_FIGURES names a file, appended
+    to it."""
+    FIGURES.append((test, text))
+    path = os.environ.get("ZKLOCKFS_FIGURES")
+    if path:
+        try:
+            with open(path, "a") as f:
+                f.write("figure: %s%s\n" % (text, ("  [%s]" % test) if test else ""))
+        except OSError:
+            pass
+
+
+def lockdir(m, name="L"):
+    """Make the lock directory @name on mount @m; its path."""
+    d = m.p(name)
+    os.mkdir(d)
+    return d
+
+
+def seen_dir(m, name="L", timeout=5):
+    """The same lock directory as seen through another mount."""
+    d = m.p(name)
+    wait_for(lambda: os.path.isdir(d), timeout, "%s to appear" % d)
+    return d

@@ -10,21 +10,11 @@ import time
 import pytest
 
 import zkclient
-from harness import (RDWR, SHARED, WRITE, Locker, entries, errname,
+from harness import (lockdir, seen_dir, RDWR, SHARED, WRITE, Locker, entries, errname,
                      free_port, mount_entry, read_file, spawn, take,
                      wait_for, FUSERMOUNT)
 
 
-def lockdir(m, name="L"):
-    d = m.p(name)
-    os.mkdir(d)
-    return d
-
-
-def seen_dir(m, name="L", timeout=5):
-    d = m.p(name)
-    wait_for(lambda: os.path.isdir(d), timeout, "%s to appear" % d)
-    return d
 
 
 def assert_errno(e, err):

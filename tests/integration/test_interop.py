@@ -24,7 +24,7 @@ import time
 import pytest
 
 import harness
-from harness import (GRANT_TIMEOUT, NOT_GRANTED_WAIT, PY, SHARED, SLOW, WRITE,
+from harness import (lockdir, GRANT_TIMEOUT, NOT_GRANTED_WAIT, PY, SHARED, SLOW, WRITE,
                      XATTR_HOLDERS, XATTR_STATE, Locker, entries,
                      getxattr_str, parse_entry, read_file, seq_of,
                      start_waiter, take, wait_for, wait_gone, wait_no_entries)
@@ -262,11 +262,6 @@ class Kazoo(Contender):
 
 
 # --- helpers -----------------------------------------------------------------------
-
-def lockdir(m, name="L"):
-    d = m.p(name)
-    os.mkdir(d)
-    return d
 
 
 def zpath_of(mount_factory, name="L"):

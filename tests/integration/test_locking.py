@@ -9,22 +9,12 @@ import time
 import pytest
 
 import zkclient
-from harness import (SHARED, WRITE, RDWR, XATTR_KIND, XATTR_STATE, Lines,
+from harness import (lockdir, seen_dir, SHARED, WRITE, RDWR, XATTR_KIND, XATTR_STATE, Lines,
                      Locker, entries, getxattr_str, parse_kv, read_file,
                      seq_of, spawn, start_waiter, take, wait_for, wait_gone,
                      wait_no_entries)
 
 
-def lockdir(m, name="L"):
-    d = m.p(name)
-    os.mkdir(d)
-    return d
-
-
-def seen_dir(m, name="L", timeout=5):
-    d = m.p(name)
-    wait_for(lambda: os.path.isdir(d), timeout, "%s to appear" % d)
-    return d
 
 
 def zk_children(zkc, m, rel="L"):

@@ -6,20 +6,10 @@ import time
 
 import pytest
 
-from harness import (RDWR, XATTR_SEQ, XATTR_STATE, XATTR_TOKEN, entries,
+from harness import (lockdir, seen_dir, RDWR, XATTR_SEQ, XATTR_STATE, XATTR_TOKEN, entries,
                      getxattr_str, seq_of, start_waiter, take, wait_for)
 
 
-def lockdir(m, name="L"):
-    d = m.p(name)
-    os.mkdir(d)
-    return d
-
-
-def seen_dir(m, name="L", timeout=5):
-    d = m.p(name)
-    wait_for(lambda: os.path.isdir(d), timeout, "%s to appear" % d)
-    return d
 
 
 def assert_lost(h):

@@ -10,23 +10,12 @@ import time
 
 import pytest
 
-from harness import (SHARED, WRITE, XATTR_HOLDERS, XATTR_KIND,
+from harness import (lockdir, seen_dir, SHARED, WRITE, XATTR_HOLDERS, XATTR_KIND,
                      XATTR_SEQ, XATTR_STATE, XATTR_TOKEN, Locker, entries,
                      getxattr_str, parse_kv, read_file, seq_of, start_waiter,
                      take, wait_for, wait_gone, wait_no_entries)
 
 
-def lockdir(m, name="L"):
-    d = m.p(name)
-    os.mkdir(d)
-    return d
-
-
-def seen_dir(m, name="L", timeout=5):
-    """The same lock directory as seen through another mount."""
-    d = m.p(name)
-    wait_for(lambda: os.path.isdir(d), timeout, "%s to appear" % d)
-    return d
 
 
 def holders(d):

@@ -1,0 +1,1051 @@
+"""Fault injection: partitions, server stops and restarts, lost replies,
+killed daemons, unmounts, a three-server ensemble losing a member.
+
+Each "host" is a mount; a host behind a FaultProxy (faultproxy.py) can be
+partitioned from ZooKeeper while the others talk to it directly. Durations
+that are the thing under test (a partition, an outage) are real waits; the
+rest waits for events with deadlines. Measured times are recorded with
+harness.record_figure and printed at the end of the run ("figure: ...").
+
+What SPEC.md promises and these tests hold the daemon to:
+  * a holder's lock is lost when its entry is deleted by someone else or its
+    session expires; then poll() gives POLLERR|POLLHUP (waking a process
+    already blocked in poll()), read/write/fsync give EIO, and
+    user.zklockfs.state reads "lost";
+  * once nothing was heard from ZooKeeper for the session timeout, held
+    locks are lost; while disconnected for less, they stay held;
+  * after an expiry the daemon opens a new session on its own and its
+    waiters are enqueued again;
+  * nothing is lost and no entry is orphaned (unknown-outcome creates,
+    interrupted waits during an outage);
+  * unmounting closes the session: the mount's locks go at once.
+"""
+
+import errno
+import os
+import re
+import select
+import shutil
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+
+import pytest
+
+import faultproxy
+import harness
+from harness import (lockdir, seen_dir, FUSERMOUNT, GRANT_TIMEOUT, PY, RDWR, SLOW, WRITE,
+                     XATTR_SEQ, XATTR_STATE, Lines, Locker, parse_entry,
+                     record_figure, seq_of, spawn, start_waiter, take,
+                     wait_for)
+
+POLLERR_HUP = select.POLLERR | select.POLLHUP
+
+
+# ---------------------------------------------------------------------------
+# helpers
+# ---------------------------------------------------------------------------
+
+
+
+def zk_entries(zkc, m, rel="L"):
+    """Entry names in ZooKeeper (not through a mount: a partitioned mount
+    cannot list), in queue order."""
+    return sorted((n for n in zkc.get_children(m.zkpath(rel))
+                   if parse_entry(n)), key=seq_of)
+
+
+def named(names, base):
+    return [n for n in names if parse_entry(n)[0] == base]
+
+
+def wait_zk_entries(zkc, m, want, rel="L", timeout=GRANT_TIMEOUT):
+    """Wait until the queue in ZooKeeper is exactly `want` (a list)."""
+    seen = []
+
+    def cond():
+        now = zk_entries(zkc, m, rel)
+        seen[:] = [now]
+        return now == list(want)
+    try:
+        wait_for(cond, timeout, "queue %r" % (want,))
+    except AssertionError:
+        raise AssertionError("queue of %s in ZooKeeper is %r, expected %r"
+                             % (m.zkpath(rel), seen and seen[0], want))
+
+
+def fig(request, text):
+    record_figure(text, request.node.name)
+
+
+def log_has(m, pattern):
+    try:
+        with open(m.logpath, "rb") as f:
+            return re.search(pattern, f.read().decode("utf-8", "replace"))
+    except OSError:
+        return None
+
+
+def assert_lost(h):
+    assert h.xattr(XATTR_STATE) == "lost"
+    assert h.cmd("read") == "error EIO"
+    assert h.cmd("write " + b"x".hex()) == "error EIO"
+    assert h.cmd("fsync") == "error EIO"
+    ev = int(h.ok("poll 2000"))
+    assert ev & select.POLLERR and ev & select.POLLHUP, "poll gave %#x" % ev
+
+
+def waiting(lk):
+    """True if lk's open() has not returned (a zero timeout would not even
+    look: harness' readers give up before reading when the time is up)."""
+    return lk.poll_status(0.02) is None
+
+
+def state_of(h):
+    """user.zklockfs.state of a holder's descriptor, or "error X"."""
+    ans = h.cmd("getxattr " + XATTR_STATE)
+    if ans.startswith("ok "):
+        return bytes.fromhex(ans[3:]).decode().strip("\x00").strip()
+    return ans
+
+
+def round_trip(h, timeout, data=b"ping"):
+    """write() on the holder's descriptor (a ZooKeeper round trip) until it
+    succeeds; return (seconds taken, [errors seen on the way]). A write sent
+    while the connection is down may fail (EIO: its outcome is unknown)."""
+    t0 = time.monotonic()
+    errors = []
+    while True:
+        left = t0 + timeout - time.monotonic()
+        if left <= 0:
+            raise AssertionError("no successful write within %.1fs: %r"
+                                 % (timeout, errors))
+        ans = h.cmd("write " + data.hex(), timeout=max(left, 0.1))
+        if ans == "ok %d" % len(data):
+            return time.monotonic() - t0, errors
+        errors.append(ans)
+        time.sleep(0.05)
+
+
+def tcp_peers(pid, remote_port):
+    """(local port, state, inode) of the TCP sockets process `pid` has open
+    to 127.0.0.1:remote_port."""
+    inodes = set()
+    try:
+        for fd in os.listdir("/proc/%d/fd" % pid):
+            try:
+                link = os.readlink("/proc/%d/fd/%s" % (pid, fd))
+            except OSError:
+                continue
+            if link.startswith("socket:["):
+                inodes.add(link[8:-1])
+    except OSError:
+        return set()
+    out = set()
+    for f in ("/proc/%d/net/tcp" % pid, "/proc/%d/net/tcp6" % pid):
+        try:
+            with open(f) as fh:
+                lines = fh.readlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            parts = line.split()
+            if len(parts) < 10 or parts[9] not in inodes:
+                continue
+            lport = int(parts[1].rsplit(":", 1)[1], 16)
+            rport = int(parts[2].rsplit(":", 1)[1], 16)
+            if rport == remote_port:
+                out.add((lport, parts[3], parts[9]))
+    return out
+
+
+POLLER_SCRIPT = r'''
+import ctypes, os, select, signal, socket, sys, time
+libc = ctypes.CDLL(None, use_errno=True)
+libc.prctl(1, int(signal.SIGKILL), 0, 0, 0)      # PR_SET_PDEATHSIG
+path, events, timeout_ms = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+def out(s):
+    os.write(1, (s + "\n").encode())
+srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+srv.bind(path)
+srv.listen(1)
+out("listening")
+c, _ = srv.accept()
+msg, fds, _, _ = socket.recv_fds(c, 16, 4)
+c.close()
+srv.close()
+fd = fds[0]
+p = select.poll()
+p.register(fd, events)
+out("polling %.6f" % time.monotonic())
+ev = p.poll(timeout_ms)
+out("event %d %.6f" % (ev[0][1] if ev else 0, time.monotonic()))
+'''
+
+
+class Poller:
+    """A process blocked in poll() on a holder's open file description
+    (passed from the Locker over a unix socket), with `events` (0 or
+    POLLPRI: only POLLERR/POLLHUP/POLLNVAL can wake it). It prints
+    "event <revents> <CLOCK_MONOTONIC>" when poll() returns, then exits.
+    It shares the lock: stop() it before the holder releases."""
+
+    def __init__(self, holder, events, timeout_ms=600000):
+        self.dir = tempfile.mkdtemp(prefix="zklockfs-poller-")
+        path = os.path.join(self.dir, "s")
+        self._err = tempfile.TemporaryFile()
+        self.proc = spawn([PY, "-c", POLLER_SCRIPT, path, str(events),
+                           str(timeout_ms)], stdin=subprocess.DEVNULL,
+                          stdout=subprocess.PIPE, stderr=self._err)
+        self.lines = Lines(self.proc.stdout)
+        self.result = None
+        self._expect("listening")
+        try:
+            holder.ok("sendfd " + path)
+            self._expect("polling")
+        finally:
+            shutil.rmtree(self.dir, ignore_errors=True)
+        time.sleep(0.2)                # now blocked in poll()
+        self.assert_quiet()
+
+    def _expect(self, word, timeout=10):
+        try:
+            line = self.lines.readline(timeout)
+        except TimeoutError:
+            line = "(nothing)"
+        if not line or not line.startswith(word):
+            self._err.seek(0)
+            raise AssertionError("poller: expected %r, got %r\n%s"
+                                 % (word, line, self._err.read().decode()))
+        return line
+
+    def _take(self, timeout):
+        if self.result is None:
+            try:
+                line = self.lines.readline(timeout)
+            except TimeoutError:
+                return None
+            if line is None:
+                raise AssertionError("poller exited without an event")
+            _, ev, t = line.split()
+            self.result = (int(ev), float(t))
+        return self.result
+
+    def wait_event(self, timeout):
+        """(revents, CLOCK_MONOTONIC time poll() returned); raises if it
+        did not return within timeout."""
+        r = self._take(timeout)
+        if r is None:
+            raise AssertionError("the holder's blocked poll() did not return "
+                                 "within %.1fs" % timeout)
+        return r
+
+    def quiet(self):
+        return self._take(0.01) is None
+
+    def assert_quiet(self):
+        r = self._take(0.01)
+        assert r is None, "a blocked poll() returned %#x (expected to stay " \
+            "blocked: the lock is not lost)" % r[0]
+
+    def stop(self):
+        if self.proc.poll() is None:
+            try:
+                os.kill(self.proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        self.proc.wait(10)
+        self.proc.stdout.close()
+
+
+# ---------------------------------------------------------------------------
+# fixtures (list them BEFORE `mount` in a test's arguments, so that they are
+# torn down after the mounts)
+# ---------------------------------------------------------------------------
+
+@pytest.fixture
+def proxy(zk):
+    """factory: proxy() -> a FaultProxy to the session's ZooKeeper."""
+    made = []
+
+    def factory():
+        p = faultproxy.FaultProxy(zk.host, zk.port).start()
+        made.append(p)
+        return p
+    yield factory
+    for p in made:
+        p.stop()
+
+
+@pytest.fixture
+def zk_solo(tmp_path_factory):
+    """A standalone ZooKeeper of this test's own (to kill and restart)."""
+    server = harness.ZooKeeperServer(str(tmp_path_factory.mktemp("zk-solo")))
+    try:
+        server.start()
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def ensemble(tmp_path_factory):
+    """Three ZooKeeper servers on 127.0.0.1 forming one ensemble."""
+    e = harness.ZooKeeperEnsemble(str(tmp_path_factory.mktemp("ensemble")), 3)
+    t0 = time.monotonic()
+    try:
+        e.start()
+        e.started_in = time.monotonic() - t0
+        yield e
+    finally:
+        e.stop()
+
+
+# ---------------------------------------------------------------------------
+# 2. lost by deletion
+# ---------------------------------------------------------------------------
+
+def test_operator_delete_wakes_blocked_poll_and_grants_next(mount, zkc,
+                                                            request):
+    m1, m2 = mount(), mount()
+    d1 = lockdir(m1)
+    d2 = seen_dir(m2)
+    h = take(d1, "h", RDWR)
+    w = start_waiter(d2, "w")
+    w.assert_waiting(0.5)
+    # two processes already blocked in poll() on the holder's descriptor:
+    # one asking for nothing (events=0), one for POLLPRI
+    pollers = [Poller(h, 0), Poller(h, select.POLLPRI)]
+    assert h.xattr(XATTR_STATE) == "held"
+
+    t0 = time.monotonic()
+    zkc.delete(m1.zkpath("L/" + h.entry))      # an operator breaks the lock
+    for p in pollers:
+        ev, t = p.wait_event(5 * SLOW)
+        assert ev & POLLERR_HUP == POLLERR_HUP, "poll() woke with %#x" % ev
+        assert t >= t0
+    wake = max(p.result[1] for p in pollers) - t0
+    w.wait_granted()
+    granted = time.monotonic() - t0
+    fig(request, "operator delete -> holder's blocked poll() wakes "
+        "POLLERR|POLLHUP: %.3f s" % wake)
+    fig(request, "operator delete -> waiter on another mount granted: "
+        "%.3f s" % granted)
+    assert_lost(h)
+    for p in pollers:
+        p.stop()
+    h.release()
+    wait_zk_entries(zkc, m1, [w.entry])
+    assert w.xattr(XATTR_STATE) == "held"
+    w.release()
+    wait_zk_entries(zkc, m1, [])
+
+
+# ---------------------------------------------------------------------------
+# 3. a short partition loses nothing
+# ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("how", ["blackhole", "reset+blackhole"])
+def test_short_partition_keeps_locks_and_waiters(proxy, mount, zkc, request,
+                                                 how):
+    timeout_ms = 4000
+    px = proxy()
+    P = mount(connect=px.hostport, session_timeout=timeout_ms)   # partitioned
+    D = mount(session_timeout=timeout_ms)                        # direct
+    dPa, dPb = lockdir(P, "A"), lockdir(P, "B")
+    dDa, dDb = seen_dir(D, "A"), seen_dir(D, "B")
+    h = take(dPa, "h", RDWR)        # held on the partitioned host
+    wD = start_waiter(dDa, "wd")    # waits behind it on the direct host
+    k = take(dDb, "k", RDWR)        # held on the direct host
+    wP = start_waiter(dPb, "wp")    # waits behind it on the partitioned host
+    poller = Poller(h, select.POLLPRI)
+    acc0 = px.accepted
+
+    t0 = time.monotonic()
+    px.blackhole()
+    if how == "reset+blackhole":
+        px.close_all()              # the host's connection breaks as well
+    partition = timeout_ms / 2000.0
+    states = set()
+    while time.monotonic() - t0 < partition:
+        states.add(state_of(h))     # answered from memory
+        assert waiting(wP), "waiter granted during a partition"
+        poller.assert_quiet()
+        time.sleep(0.1)
+    px.heal()
+    assert states == {"held"}, "holder's state during a %.1f s partition: %r" \
+        % (partition, states)
+
+    # after the heal: the same session, the same entries, nothing lost
+    back, errs = round_trip(h, 10 * SLOW)
+    assert h.xattr(XATTR_STATE) == "held"
+    poller.assert_quiet()
+    if how == "reset+blackhole":
+        assert px.accepted > acc0, "the client never reconnected"
+    assert waiting(wP)
+    assert waiting(wD)
+    wait_zk_entries(zkc, P, [h.entry, wD.entry], "A")
+    wait_zk_entries(zkc, P, [k.entry, wP.entry], "B")
+    fig(request, "short partition (%s, %.1f s, session timeout %d s) -> "
+        "first round trip after heal: %.3f s%s"
+        % (how, partition, timeout_ms // 1000, back,
+           " (failed writes first: %s)" % errs if errs else ""))
+
+    t2 = time.monotonic()
+    k.release()
+    wP.wait_granted()
+    fig(request, "short partition (%s): release on direct mount -> waiter on "
+        "healed mount granted: %.3f s" % (how, time.monotonic() - t2))
+    poller.assert_quiet()
+    poller.stop()
+    h.release()
+    wD.wait_granted()
+    wait_zk_entries(zkc, P, [wD.entry], "A")
+    wait_zk_entries(zkc, P, [wP.entry], "B")
+    wD.release()
+    wP.release()
+    wait_zk_entries(zkc, P, [], "A")
+    wait_zk_entries(zkc, P, [], "B")
+    assert not log_has(P, r"lost"), P.log_tail()
+
+
+# ---------------------------------------------------------------------------
+# 4. a long partition: the holder's lock is lost, the mount recovers alone
+# ---------------------------------------------------------------------------
+
+@pytest.mark.timeout(120)
+def test_long_partition_loses_lock_then_mount_recovers(proxy, mount, zkc,
+                                                       request):
+    timeout_ms = 4000
+    tmo = timeout_ms / 1000.0
+    px = proxy()
+    P = mount(connect=px.hostport, session_timeout=timeout_ms)   # partitioned
+    D = mount(session_timeout=timeout_ms)                        # direct
+    dP = lockdir(P)
+    dD = seen_dir(D)
+    h = take(dP, "h", RDWR)
+    wP = start_waiter(dP, "wp")     # behind h, on the partitioned host
+    wD = start_waiter(dD, "wd")     # behind both, on the direct host
+    wait_zk_entries(zkc, P, [h.entry, wP.entry, wD.entry])
+    poller = Poller(h, 0)
+
+    t0 = time.monotonic()
+    px.blackhole()
+    # (a) the holder learns it lost the lock after about the session timeout
+    seen = []
+    deadline = t0 + tmo + 4.0
+    while poller.quiet() and time.monotonic() < deadline:
+        s = state_of(h)
+        if not seen or seen[-1][1] != s:
+            seen.append((round(time.monotonic() - t0, 2), s))
+        time.sleep(0.05)
+    ev, t_err = poller.wait_event(max(0.0, deadline - time.monotonic()))
+    lost_after = t_err - t0
+    fig(request, "partition -> holder's blocked poll() POLLERR|POLLHUP: "
+        "%.2f s (session timeout %.0f s)" % (lost_after, tmo))
+    assert ev & POLLERR_HUP == POLLERR_HUP, "poll() woke with %#x" % ev
+    # not lost while disconnected for less than the timeout (minus what
+    # may have gone unheard before the partition began: one ping period)
+    assert lost_after >= tmo - 1.0, \
+        "lost after %.2f s of a %.0f s session timeout; states %r" \
+        % (lost_after, tmo, seen)
+    assert lost_after <= tmo + 2.0, \
+        "lost only after %.2f s (session timeout %.0f s); states %r" \
+        % (lost_after, tmo, seen)
+    lost_first = [t for t, s in seen if s == "lost"]
+    assert not lost_first or lost_first[0] >= tmo - 1.0, seen
+    assert_lost(h)                  # answered from memory, still partitioned
+
+    # (b) the server expires the session: the direct host gets the lock
+    wD.wait_granted(tmo + 6.0 * SLOW)
+    granted = time.monotonic() - t0
+    fig(request, "partition -> waiter on another (direct) mount granted: "
+        "%.2f s (server-side expiry)" % granted)
+    assert granted <= tmo + 3.0 * SLOW, "granted only %.2f s after the " \
+        "partition began (session timeout %.0f s)" % (granted, tmo)
+    assert waiting(wP)
+    wait_zk_entries(zkc, P, [wD.entry])          # P's session is gone
+
+    # heal: the mount finds its session expired, opens a new one on its own
+    # and enqueues its waiter again (behind wD, which holds now)
+    t_heal = time.monotonic()
+    px.heal()
+
+    def wp_back():
+        es = zk_entries(zkc, P)
+        return len(es) == 2 and es[0] == wD.entry and named(es, "wp")
+    wait_for(wp_back, 10 * SLOW, "the partitioned mount's waiter to be "
+             "enqueued again after the heal (queue %r)" % zk_entries(zkc, P))
+    fig(request, "heal -> waiter on the healed mount enqueued again: %.2f s"
+        % (time.monotonic() - t_heal))
+    assert log_has(P, r"session expired"), P.log_tail()
+    assert waiting(wP), "granted while wd holds the lock"
+    poller.stop()
+    h.release()                     # closing a lost descriptor
+    t_rel = time.monotonic()
+    wD.release()
+    wP.wait_granted()
+    fig(request, "after heal: release on direct mount -> re-enqueued waiter "
+        "granted: %.3f s" % (time.monotonic() - t_rel))
+    assert wP.xattr(XATTR_STATE) == "held"
+    wait_zk_entries(zkc, P, [named(zk_entries(zkc, P), "wp")[0]])
+    assert seq_of(zk_entries(zkc, P)[0]) == int(wP.xattr(XATTR_SEQ))
+
+    # the same daemon (no restart) takes new locks
+    assert P.proc.poll() is None
+    n = start_waiter(dP, "n")
+    n.assert_waiting(0.3)
+    wP.release()
+    n.wait_granted()
+    n2 = take(lockdir(P, "L2"), "n2")
+    n2.release()
+    n.release()
+    wait_zk_entries(zkc, P, [])
+    wait_zk_entries(zkc, P, [], "L2")
+
+
+# ---------------------------------------------------------------------------
+# 5. the server restarted within the session timeout loses nothing
+#    (SIGSTOP/SIGCONT of the server: test_loss.py, and the unknown-create
+#    test below, which checks a holder's blocked poll() stays quiet)
+# ---------------------------------------------------------------------------
+
+@pytest.mark.timeout(120)
+def test_server_restart_within_session_timeout_loses_nothing(zk_solo, mount,
+                                                             request):
+    srv = zk_solo
+    timeout_ms = 10000
+    A = mount(server=srv, session_timeout=timeout_ms)
+    B = mount(server=srv, session_timeout=timeout_ms)
+    dA = lockdir(A)
+    dB = seen_dir(B)
+    h = take(dA, "h", RDWR)
+    w = start_waiter(dB, "w")
+    w.assert_waiting(0.3)
+    with srv.client() as c:
+        before = {n: c.exists(A.zkpath("L/" + n)).ephemeralOwner
+                  for n in zk_entries(c, A)}
+    assert sorted(before) == sorted([h.entry, w.entry])
+    poller = Poller(h, select.POLLPRI)
+
+    t0 = time.monotonic()
+    down = srv.restart()            # kill -9, start again: same port, data
+    fig(request, "ZooKeeper kill -9 + restart (same port and data dir): "
+        "%.2f s until it serves again" % down)
+    # the mount reconnects within the same session: a round trip works
+    _, errs = round_trip(h, timeout_ms / 1000.0 + 5)
+    back = time.monotonic() - t0
+    fig(request, "ZooKeeper restart -> holder's mount round trip again: "
+        "%.2f s after the kill (session timeout %d s)%s"
+        % (back, timeout_ms // 1000,
+           "; writes meanwhile: %s" % errs if errs else ""))
+    assert h.xattr(XATTR_STATE) == "held"
+    poller.assert_quiet()
+    assert waiting(w)
+    with srv.client() as c:
+        after = {n: c.exists(A.zkpath("L/" + n)).ephemeralOwner
+                 for n in zk_entries(c, A)}
+    assert after == before, "entries changed across the restart"
+    # and the lock is handed over normally
+    time.sleep(0.5)
+    poller.assert_quiet()
+    poller.stop()
+    t1 = time.monotonic()
+    h.release()
+    w.wait_granted()
+    fig(request, "after ZooKeeper restart: release -> waiter on other mount "
+        "granted: %.3f s" % (time.monotonic() - t1))
+    with srv.client() as c:
+        wait_zk_entries(c, A, [w.entry])
+        w.release()
+        wait_zk_entries(c, A, [])
+    assert not log_has(A, r"lost"), A.log_tail()
+    assert not log_has(B, r"lost"), B.log_tail()
+
+
+# ---------------------------------------------------------------------------
+# 6. a create whose outcome is unknown; a wait interrupted during an outage
+# ---------------------------------------------------------------------------
+
+def prime(d, name):
+    """Look up the lock directory and the name about to be opened, so that
+    an open(O_CREAT) made within the next second needs no ZooKeeper round
+    trip before its create: the kernel keeps the directory's dentry for 1 s,
+    the daemon remembers a missing name for 1 s (ZKLFS_NEG_TTL_MS). Without
+    it an open during an outage waits in LOOKUP, not in the create."""
+    os.stat(d)
+    with pytest.raises(FileNotFoundError):
+        os.lstat(os.path.join(d, name))
+
+
+def _outage_start(how, zk, px, A):
+    """Start the fault; return a function that tells when A's client has
+    given up its connection (so the create's outcome is unknown)."""
+    if how == "server-sigstop":
+        socks0 = {s[2] for s in tcp_peers(A.pid, zk.port)}
+        assert socks0, "no connection from the daemon to ZooKeeper?"
+        zk.suspend()
+        return lambda: not ({s[2] for s in tcp_peers(A.pid, zk.port)}
+                            & socks0)
+    acc0 = px.accepted
+    px.blackhole(faultproxy.DOWN)   # requests reach ZooKeeper, replies don't
+    return lambda: px.accepted > acc0
+
+
+def _outage_end(how, zk, px):
+    if how == "server-sigstop":
+        zk.resume()
+    else:
+        px.heal()
+
+
+@pytest.mark.parametrize("how", ["server-sigstop", "replies-blackholed"])
+@pytest.mark.timeout(120)
+def test_unknown_outcome_create_leaves_exactly_one_entry(proxy, mount, zk,
+                                                         zkc, request, how):
+    timeout_ms = 6000
+    px = proxy() if how == "replies-blackholed" else None
+    A = mount(session_timeout=timeout_ms,
+              connect=px.hostport if px else None)
+    B = mount(session_timeout=20000)          # the holder's host survives
+    dA = lockdir(A)
+    dB = seen_dir(B)
+    h = take(dB, "h", RDWR)
+    poller = Poller(h, select.POLLPRI)
+    assert zk_entries(zkc, A) == [h.entry]
+
+    prime(dA, "w")
+    t0 = time.monotonic()
+    gave_up = _outage_start(how, zk, px, A)
+    try:
+        w = Locker(os.path.join(dA, "w"), WRITE)   # its create goes unanswered
+        if how == "replies-blackholed":
+            # the create reached ZooKeeper and was done; its reply is held
+            wait_for(lambda: named(zk_entries(zkc, A), "w"), 5,
+                     "the create to reach ZooKeeper")
+            created = named(zk_entries(zkc, A), "w")
+        wait_for(gave_up, timeout_ms / 1000.0 + 3,
+                 "the daemon's client to give up its connection")
+        dropped = time.monotonic() - t0
+        assert waiting(w)
+        time.sleep(0.2)
+    finally:
+        _outage_end(how, zk, px)
+    fig(request, "unknown create (%s): client gave up the connection after "
+        "%.2f s (session timeout %d s)" % (how, dropped, timeout_ms // 1000))
+
+    # exactly one entry for w, now and for a while: no orphan, no duplicate
+    t1 = time.monotonic()
+    wait_for(lambda: named(zk_entries(zkc, A), "w"), 10 * SLOW,
+             "w's entry after the outage")
+    ew = named(zk_entries(zkc, A), "w")
+    if how == "replies-blackholed":
+        assert ew == created, "the entry made during the outage was not " \
+            "adopted: %r then %r" % (created, ew)
+    end = time.monotonic() + 1.5
+    while time.monotonic() < end:
+        es = zk_entries(zkc, A)
+        assert es == [h.entry] + ew, "queue %r (expected %r)" % (
+            es, [h.entry] + ew)
+        time.sleep(0.1)
+    adopted = bool(log_has(A, r"found \S+ again after an unknown create"))
+    fig(request, "unknown create (%s): resolved %.2f s after recovery by %s"
+        % (how, time.monotonic() - 1.5 - t1,
+           "adopting the entry found again" if adopted else "creating anew"))
+    if how == "replies-blackholed":
+        assert adopted, A.log_tail()
+    data, _ = zkc.get_data(A.zkpath("L/" + ew[0]))
+    assert re.search(rb"(?m)^zkl=[0-9a-f]{16}$", data), data
+    assert waiting(w), "granted while h holds"
+    # nothing lost on the holder's side (the server was away < its timeout)
+    assert h.xattr(XATTR_STATE) == "held"
+    poller.assert_quiet()
+    poller.stop()
+    h.release()
+    w.wait_granted()
+    assert int(w.xattr(XATTR_SEQ)) == seq_of(ew[0])
+    wait_zk_entries(zkc, A, ew)
+    w.release()
+    wait_zk_entries(zkc, A, [])
+
+
+# Regression test (fixed in 29d321f): up to 9b0b120 a create still in flight
+# when its waiter was interrupted was never cleaned up. zkl_cancel() ->
+# answer_locked() set w->state = W_DONE and create_done() ignored every
+# completion whose state was not W_CREATING, so a create that then succeeded
+# was never adopted and deleted, and one failing with ZCONNECTIONLOSS was
+# never resolved. The orphan entry lived as long as the session and every
+# later waiter of the lock queued behind it for ever.
+@pytest.mark.parametrize("how", [
+    "replies-lost",     # done by ZooKeeper, its reply lost with the connection
+    "reply-late",       # done by ZooKeeper, its reply late (no conn. loss)
+])
+@pytest.mark.timeout(120)
+def test_wait_interrupted_during_outage_leaves_no_entry(proxy, mount, zk, zkc,
+                                                        request, how):
+    timeout_ms = 6000
+    px = proxy()
+    A = mount(session_timeout=timeout_ms, connect=px.hostport)
+    B = mount(session_timeout=20000)
+    dA = lockdir(A)
+    dB = seen_dir(B)
+    h = take(dB, "h", RDWR)
+
+    prime(dA, "w")
+    acc0 = px.accepted
+    px.blackhole(faultproxy.DOWN)   # requests reach ZooKeeper, replies don't
+    try:
+        # SIGALRM interrupts the open (libc open: EINTR) while its create's
+        # reply is outstanding
+        w = Locker(os.path.join(dA, "w"), WRITE, handle=["SIGALRM"],
+                   alarm=1.0 if how == "replies-lost" else 0.5)
+        wait_for(lambda: named(zk_entries(zkc, A), "w"), 5,
+                 "the create to reach ZooKeeper")
+        assert w.wait_error(5) == "EINTR"
+        if how == "replies-lost":
+            px.wait_accepted(acc0 + 1, timeout_ms / 1000.0 + 3)
+        time.sleep(0.2)
+    finally:
+        px.heal()
+    if how == "reply-late":
+        assert px.accepted == acc0, "the connection was lost after all"
+    t1 = time.monotonic()
+    # after recovery the given-up entry, made by ZooKeeper, is deleted
+    wait_zk_entries(zkc, A, [h.entry], timeout=5 * SLOW)
+    fig(request, "interrupted wait during outage (%s): entry gone %.2f s "
+        "after recovery" % (how, time.monotonic() - t1))
+    end = time.monotonic() + 1.0
+    while time.monotonic() < end:
+        assert zk_entries(zkc, A) == [h.entry]
+        time.sleep(0.1)
+    # the mount still works
+    n = start_waiter(dA, "n")
+    n.assert_waiting(0.3)
+    h.release()
+    n.wait_granted()
+    n.release()
+    wait_zk_entries(zkc, A, [])
+
+
+# Regression test (SPEC, "Errors": every failure is a clear errno and, in the
+# daemon's log, one line saying why; fixed in 29d321f): up to 9b0b120
+# requests failing because ZooKeeper was unreachable were answered silently
+# (fs/lockops.c write_done(), fs/ops.c zop_fail() after lookup_done() etc.):
+# write() on a held lock's descriptor failed with ETIMEDOUT (stopped server)
+# or EIO (leader election) with nothing in the log.
+@pytest.mark.timeout(120)
+def test_write_failing_during_outage_is_logged(mount, zk, request):
+    timeout_ms = 6000
+    A = mount(session_timeout=timeout_ms)
+    dA = lockdir(A)
+    h = take(dA, "h", RDWR)
+    with open(A.logpath, "rb") as f:
+        log0 = len(f.read())
+    gave_up = _outage_start("server-sigstop", zk, None, A)
+    answers = []
+    try:
+        writer = threading.Thread(target=lambda: answers.append(
+            h.cmd("write " + b"during".hex(), 20)), daemon=True)
+        writer.start()
+        wait_for(gave_up, timeout_ms / 1000.0 + 3,
+                 "the daemon's client to give up its connection")
+        time.sleep(0.3)
+    finally:
+        zk.resume()                 # well within the session timeout
+    writer.join(20)
+    wans = answers[0] if answers else "(no answer)"
+    time.sleep(0.3)
+    with open(A.logpath, "rb") as f:
+        new = [ln for ln in f.read()[log0:].decode("utf-8", "replace")
+               .splitlines() if ln.strip() and "reconnected" not in ln]
+    fig(request, "write() on a held lock's descriptor during a ~4 s outage "
+        "(session timeout %d s): %s; new log lines: %r"
+        % (timeout_ms // 1000, wans, new))
+    assert h.xattr(XATTR_STATE) == "held"      # the lock was never lost
+    # EIO on the holder's descriptor means "lost": a transient failure is not
+    assert wans in ("ok 6", "error EAGAIN"), wans
+    if wans != "ok 6":
+        assert new, "write() failed (%s) without a line in the daemon's " \
+            "log" % wans
+    h.release()
+
+
+# ---------------------------------------------------------------------------
+# 7. kill -9 of the daemon holding a lock
+# ---------------------------------------------------------------------------
+
+def test_daemon_killed_its_lock_goes_to_another_mount(mount, zkc, request):
+    timeout_ms = 4000
+    A = mount(session_timeout=timeout_ms)
+    B = mount(session_timeout=timeout_ms)
+    dA = lockdir(A)
+    dB = seen_dir(B)
+    h = take(dA, "h", RDWR)
+    w = start_waiter(dB, "w")
+    w.assert_waiting(0.3)
+
+    t0 = time.monotonic()
+    A.kill(signal.SIGKILL)
+    A.proc.wait(10)
+    w.wait_granted(timeout_ms / 1000.0 + 6 * SLOW)
+    granted = time.monotonic() - t0
+    fig(request, "kill -9 daemon -> other mount granted: %.2f s (session "
+        "timeout %d s)" % (granted, timeout_ms // 1000))
+    assert granted <= timeout_ms / 1000.0 + 3.0
+    # the dead mount answers ENOTCONN
+    with pytest.raises(OSError) as ei:
+        os.stat(A.path)
+    assert ei.value.errno == errno.ENOTCONN, ei.value
+    with pytest.raises(OSError) as ei:
+        os.listdir(A.path)
+    assert ei.value.errno == errno.ENOTCONN, ei.value
+    # the process that held the lock there dies; then the mount is cleaned
+    h.kill()
+    assert h.wait_exit(10) is not None
+    r = subprocess.run([FUSERMOUNT, "-u", A.path], capture_output=True,
+                       timeout=20)
+    assert r.returncode == 0, r.stderr
+    assert not A.mounted()
+    wait_zk_entries(zkc, B, [w.entry])
+    w.release()
+    wait_zk_entries(zkc, B, [])
+
+
+# ---------------------------------------------------------------------------
+# 8. clean unmount closes the session at once
+# ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("how", ["sigterm", "umount-force", "fusermount-lazy"])
+def test_unmount_answers_pending_open_and_releases_at_once(mount, zkc,
+                                                           request, how):
+    timeout_ms = 10000              # expiry would take >= 10 s
+    A = mount(session_timeout=timeout_ms)
+    B = mount(session_timeout=timeout_ms)
+    dA = lockdir(A)
+    dB = seen_dir(B)
+    h = take(dA, "h", RDWR)         # held on A
+    wa = start_waiter(dA, "wa")     # pending open on A
+    wb = start_waiter(dB, "wb")     # waiting on B, behind both
+    wa.assert_waiting(0.3)
+    assert waiting(wb)
+
+    if how == "fusermount-lazy":
+        # an unmount of a mount with open files is refused, as anywhere
+        r = subprocess.run([FUSERMOUNT, "-u", A.path], capture_output=True,
+                           timeout=20)
+        assert r.returncode != 0 and b"busy" in r.stderr, r
+        assert A.mounted() and A.proc.poll() is None
+        r = subprocess.run([FUSERMOUNT, "-u", "-z", A.path],
+                           capture_output=True, timeout=20)
+        assert r.returncode == 0, r
+        assert not A.mounted()
+        # the kernel keeps the detached mount alive while files are open on
+        # it and tells the daemon nothing: the lock stays held, the open
+        # stays pending (the files are still served)
+        assert wa.poll_status(0.5) is None
+        assert h.xattr(XATTR_STATE) == "held"
+        assert A.proc.poll() is None
+        # the pending open's process gives up; when the holder closes the
+        # last file, the daemon exits
+        wa.kill()
+        assert wa.wait_exit(5) is not None
+        t0 = time.monotonic()
+        h.release()
+        wb.wait_granted(2.0 * SLOW)
+        granted = time.monotonic() - t0
+        rc = A.proc.wait(5 * SLOW)
+        fig(request, "lazy unmount, last close on it -> waiter on other mount "
+            "granted: %.3f s, daemon exited (rc %d) after %.3f s"
+            % (granted, rc, time.monotonic() - t0))
+        assert rc == 0
+    else:
+        t0 = time.monotonic()
+        if how == "sigterm":
+            A.kill(signal.SIGTERM)
+        else:
+            r = subprocess.run(["umount", "-f", A.path], capture_output=True,
+                               timeout=20)
+            # busy (h holds a file there) but the connection is aborted
+        err = wa.wait_error(5 * SLOW)   # an error, not a hang
+        answered = time.monotonic() - t0
+        wb.wait_granted(2.0 * SLOW)
+        granted = time.monotonic() - t0
+        rc = A.proc.wait(5 * SLOW)
+        fig(request, "%s of a mount holding a lock -> its pending open fails "
+            "(%s): %.3f s, waiter on other mount granted: %.3f s "
+            "(session timeout %d s); daemon exit status %d"
+            % (how, err, answered, granted, timeout_ms // 1000, rc))
+        assert granted <= 2.0 * SLOW
+        # a stop asked for (SIGTERM, umount -f) is a clean exit, as systemd
+        # expects of a unit's main process
+        assert rc == 0
+        # h still has its file open (on the dead or detached mount);
+        # its lock is gone all the same
+        assert h.alive()
+        h.kill()
+        h.wait_exit(5)
+    wait_zk_entries(zkc, B, [wb.entry])
+    wb.release()
+    wait_zk_entries(zkc, B, [])
+
+
+# ---------------------------------------------------------------------------
+# 9. a three-server ensemble loses the member a holder is connected to
+# ---------------------------------------------------------------------------
+
+EXCL_WORKER = r'''
+import os, sys, time
+lockpath, counter, log, wid, stopfile = sys.argv[1:6]
+def log_line(what):
+    lf = os.open(log, os.O_WRONLY | os.O_APPEND)
+    os.write(lf, ("%s %s %d\n" % (what, wid, time.monotonic_ns())).encode())
+    os.close(lf)
+n = errors = 0
+while not os.path.exists(stopfile) or n == 0:
+    try:
+        fd = os.open(lockpath, os.O_CREAT | os.O_WRONLY)
+    except OSError as e:            # counted and reported, not fatal here
+        errors += 1
+        sys.stderr.write("open: %s\n" % e)
+        time.sleep(0.05)
+        continue
+    log_line("enter")
+    with open(counter) as f:
+        v = int(f.read())
+    time.sleep(0.02)
+    with open(counter, "w") as f:
+        f.write(str(v + 1))
+    log_line("exit")
+    os.close(fd)
+    n += 1
+print(n, errors)
+'''
+
+
+@pytest.mark.parametrize("victim_is", ["holders-server", "leader"])
+@pytest.mark.timeout(150)
+def test_ensemble_member_killed_holder_keeps_lock(ensemble, mount, scratch,
+                                                  request, victim_is):
+    fig(request, "3-server ensemble started and elected a leader in %.1f s"
+        % ensemble.started_in)
+    timeout_ms = 8000
+    A = mount(server=ensemble, session_timeout=timeout_ms)
+    B = mount(server=ensemble, session_timeout=timeout_ms)
+    dA = lockdir(A)
+    dB = seen_dir(B)
+    h = take(dA, "h", RDWR)
+    wb = start_waiter(dB, "wb")
+    wb.assert_waiting(0.3)
+    poller = Poller(h, select.POLLPRI)
+    c = ensemble.client()
+    try:
+        sid = c.exists(A.zkpath("L/" + h.entry)).ephemeralOwner
+    finally:
+        c.close()
+    holders = wait_for(lambda: ensemble.member_with_session(sid), 10,
+                       "the server A's session is connected to")
+    victim = holders if victim_is == "holders-server" else ensemble.leader()
+    assert victim is not None
+    role = victim.mode()
+    used = "the one the holder's mount used" if victim is holders else \
+        "the holder's mount used server %d (%s)" % (holders.myid,
+                                                    holders.mode())
+
+    # contenders on a second lock, on both mounts, running across the kill
+    mA, mB = lockdir(A, "M"), seen_dir(B, "M")
+    counter = os.path.join(scratch, "counter")
+    log = os.path.join(scratch, "log")
+    stopfile = os.path.join(scratch, "stop")
+    with open(counter, "w") as f:
+        f.write("0")
+    open(log, "w").close()
+    workers = [spawn([PY, "-c", EXCL_WORKER, os.path.join(d, "x%d" % i),
+                      counter, log, "%s%d" % (tag, i), stopfile],
+                     stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+               for tag, d in (("a", mA), ("b", mB)) for i in range(2)]
+    wait_for(lambda: os.path.getsize(log) > 0, 10 * SLOW, "workers to start")
+    time.sleep(0.5)
+
+    t0 = time.monotonic()
+    victim.kill9()
+    survivors = [m for m in ensemble.members if m is not victim]
+    # A's lock stays held throughout: sample it until A has done a round trip
+    states, errs = set(), []
+    back = None
+    deadline = t0 + timeout_ms / 1000.0 + 5
+    while back is None:
+        states.add(state_of(h))
+        poller.assert_quiet()
+        ans = h.cmd("write " + b"ping".hex(),
+                    timeout=max(0.1, deadline - time.monotonic()))
+        if ans == "ok 4":
+            back = time.monotonic() - t0
+        else:
+            errs.append(ans)
+            assert time.monotonic() < deadline, (states, errs)
+            time.sleep(0.05)
+    quorum = ensemble.wait_quorum(30, alive=survivors)
+    new_leader = [m.myid for m in survivors if m.mode() == "leader"]
+    fig(request, "ensemble: killed server %d (%s; %s) -> holder's mount "
+        "round trip again after %.2f s; survivors serving (leader %s) %.2f s "
+        "after the kill%s"
+        % (victim.myid, role, used, back, new_leader, time.monotonic() - t0,
+           "; writes meanwhile: %s" % errs if errs else ""))
+    del quorum
+    assert states == {"held"}, states
+    assert h.xattr(XATTR_STATE) == "held"
+    poller.assert_quiet()
+    assert waiting(wb)
+
+    time.sleep(1.0)                 # the contenders go on after the kill
+    open(stopfile, "w").close()
+    counts, open_errors = [], []
+    for p in workers:
+        try:
+            out, err = p.communicate(timeout=30 * SLOW)
+        except subprocess.TimeoutExpired:
+            pytest.fail("a contender did not finish")
+        assert p.returncode == 0, err.decode()[-800:]
+        n, e = out.split()
+        counts.append(int(n))
+        if int(e):
+            open_errors.append(err.decode().strip())
+
+    poller.assert_quiet()
+    poller.stop()
+    t_rel = time.monotonic()
+    h.release()
+    wb.wait_granted()
+    t_grant = time.monotonic()
+    fig(request, "ensemble member killed (%s) -> waiter granted after "
+        "release: %.3f s (kill -> grant %.2f s, the holder released %.2f s "
+        "after the kill)" % (role, t_grant - t_rel, t_grant - t0, t_rel - t0))
+
+    # mutual exclusion held across the kill
+    with open(counter) as f:
+        total = int(f.read())
+    assert total == sum(counts), "lost updates: %d != %r" % (total, counts)
+    with open(log) as f:
+        events = [(w, i, int(t)) for w, i, t in (ln.split() for ln in f)]
+    assert len(events) == 2 * total
+    last_exit = None
+    for k in range(0, len(events), 2):
+        (w1, i1, t1), (w2, i2, t2) = events[k], events[k + 1]
+        assert (w1, w2) == ("enter", "exit") and i1 == i2, \
+            "overlap at log line %d: %r %r" % (k + 1, events[k], events[k + 1])
+        if last_exit is not None:
+            assert t1 > last_exit
+        last_exit = t2
+    fig(request, "ensemble: %d exclusive sections by 4 contenders on 2 "
+        "mounts across the kill, no overlap; failed opens: %s"
+        % (total, open_errors or "none"))
+    c = ensemble.client()
+    try:
+        wait_zk_entries(c, A, [wb.entry])
+        wb.release()
+        wait_zk_entries(c, A, [])
+        wait_zk_entries(c, A, [], "M")
+    finally:
+        c.close()
