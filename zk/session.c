@@ -300,6 +300,18 @@ void zks_close(struct zks *s)
 		pthread_mutex_unlock(&s->lock);
 		pthread_join(s->supervisor, NULL);
 	}
+	if (s->zh && zoo_state(s->zh) == ZOO_CONNECTED_STATE) {
+		struct Stat st;
+
+		/*
+		 * A barrier: one session's requests complete in order, so once
+		 * this returns every request sent before (the deletes of the
+		 * last RELEASEs) has completed.  zookeeper_close() with requests
+		 * in flight may leak their completions.  Bounded by the
+		 * client's own timeout; only at exit, never in a callback.
+		 */
+		zoo_exists(s->zh, "/", 0, &st);
+	}
 	if (s->zh)
 		zookeeper_close(s->zh);
 	s->zh = NULL;
