@@ -54,6 +54,7 @@ struct zkl_waiter {
 	bool released;			/* the caller gave its reference back */
 	bool deleting;
 	bool lost;
+	bool own_armed;			/* the watch on our own entry is set */
 	int flags;
 	int result;			/* what done is told */
 	enum zkl_kind kind;
@@ -259,6 +260,7 @@ static void own_watcher(zhandle_t *zh, int type, int state, const char *path,
 	if (type == ZOO_SESSION_EVENT && state != ZOO_EXPIRED_SESSION_STATE)
 		return;			/* the watch stays armed */
 	pthread_mutex_lock(&e->lock);
+	w->own_armed = false;
 	if (type == ZOO_DELETED_EVENT)
 		lose_locked(w, "its entry was deleted by someone else");
 	else if (type == ZOO_CHANGED_EVENT && !w->lost && !w->released)
@@ -275,7 +277,9 @@ static void own_watch_done(int rc, const char *value, int len,
 
 	(void)value, (void)len, (void)stat;
 	pthread_mutex_lock(&e->lock);
-	if (rc != ZOK) {
+	if (rc == ZOK) {
+		w->own_armed = true;
+	} else {
 		w->refs--;		/* no watch was left */
 		if (rc == ZNONODE)
 			lose_locked(w, "its entry was deleted by someone else");
@@ -774,12 +778,40 @@ void zkl_cancel(struct zkl_waiter *w)
 		fire(w);
 }
 
+static void unwatch_done(int rc, const void *data)
+{
+	struct zkl_waiter *w = (struct zkl_waiter *)data;
+	struct zkl_engine *e = w->e;
+
+	pthread_mutex_lock(&e->lock);
+	if (rc == ZOK)
+		put_locked(w);		/* the watch's: it will never fire now */
+	put_locked(w);
+	pthread_mutex_unlock(&e->lock);
+}
+
+/*
+ * Before we delete our own entry, take our watch off it, so that the delete
+ * notifies only the next waiter: one notification per release.  Requests
+ * of one session are done in order, so the removal comes first.
+ */
+static void unwatch_locked(struct zkl_waiter *w)
+{
+	if (!w->own_armed || !w->path || w->deleting)
+		return;
+	w->own_armed = false;
+	w->refs++;
+	if (zks_aunwatch(w->e->zks, w->path, own_watcher, w, unwatch_done, w) != ZOK)
+		w->refs--;		/* not there (it fired): nothing to undo */
+}
+
 void zkl_release(struct zkl_waiter *w)
 {
 	struct zkl_engine *e = w->e;
 
 	pthread_mutex_lock(&e->lock);
 	w->released = true;
+	unwatch_locked(w);
 	delete_locked(w);
 	put_locked(w);
 	pthread_mutex_unlock(&e->lock);

@@ -379,3 +379,13 @@ int zks_achildren(struct zks *s, const char *path, strings_completion_t done,
 {
 	return zh_put(s, zoo_aget_children(zh_hold(s), path, 0, done, arg));
 }
+
+int zks_aunwatch(struct zks *s, const char *path, watcher_fn watcher, void *wctx,
+		 void_completion_t done, const void *arg)
+{
+	/* 3.8 declares the completion as void_completion_t * but stores and
+	 * calls the pointer it is given: pass the function itself */
+	return zh_put(s, zoo_aremove_watches(zh_hold(s), path, ZWATCHTYPE_DATA,
+					     watcher, wctx, 0,
+					     (void_completion_t *)done, arg));
+}
