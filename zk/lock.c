@@ -63,6 +63,7 @@ struct zkl_waiter {
 	char *dir;
 	char *prefix;			/* DIR/NAME<marker>, what we create */
 	char *path;			/* our entry, once created */
+	char *pred;			/* W_WATCHING: the entry we outlive */
 	char *data;			/* its data, ending in our nonce line */
 	int len;
 	char nonce[24];			/* "zkl=XXXXXXXXXXXXXXXX\n" */
@@ -111,6 +112,7 @@ static void waiter_free(struct zkl_waiter *w)
 	free(w->dir);
 	free(w->prefix);
 	free(w->path);
+	free(w->pred);
 	free(w->data);
 	free(w);
 }
@@ -176,20 +178,63 @@ static void fire(struct zkl_waiter *w)
 	pthread_mutex_unlock(&e->lock);
 }
 
+static void own_watch_locked(struct zkl_waiter *w);
+static void fire(struct zkl_waiter *w);
+
+/*
+ * Local hand-off.  @held, an exclusive entry that held the lock (so nothing
+ * came before it), is deleted: a waiter of ours that outlives exactly
+ * @held now has nothing before it, and is granted at once, without waiting
+ * for the notification and a children listing.  (Its watch still fires,
+ * and is ignored.)  Collects the waiters to fire() in *@out.
+ * Return: how many.
+ */
+static size_t handoff_locked(struct zkl_waiter *held, struct zkl_waiter ***out)
+{
+	struct zkl_waiter *x, **v = NULL;
+	size_t n = 0;
+
+	for (x = held->e->all; x; x = x->next) {
+		struct zkl_waiter **nv;
+
+		if (x == held || x->answered || x->state != W_WATCHING ||
+		    !x->pred || strcmp(x->pred, held->path) != 0)
+			continue;
+		nv = realloc(v, (n + 1) * sizeof(*v));
+		if (!nv)
+			break;		/* it will hear the notification */
+		v = nv;
+		if (answer_locked(x, 0)) {
+			own_watch_locked(x);
+			v[n++] = x;
+		}
+	}
+	*out = v;
+	return n;
+}
+
 static void delete_done(int rc, const void *data)
 {
 	struct zkl_waiter *w = (struct zkl_waiter *)data;
 	struct zkl_engine *e = w->e;
+	struct zkl_waiter **granted = NULL;
+	size_t n = 0;
 
 	pthread_mutex_lock(&e->lock);
 	if (rc_stalls(rc)) {
 		w->deleting = false;
 		stall_locked(w, S_DELETE);	/* the session may live: delete later */
+	} else if (rc == ZOK && w->answered && w->result == 0 && !w->lost &&
+		   w->kind == ZKL_EXCLUSIVE) {
+		n = handoff_locked(w, &granted);
 	} else if (rc != ZOK && rc != ZNONODE) {
 		zkl_log(LOG_WARNING, "cannot delete %s: %s", w->path, zerror(rc));
 	}
 	put_locked(w);
 	pthread_mutex_unlock(&e->lock);
+	for (size_t i = 0; i < n; i++)
+		fire(granted[i]);
+	free(granted);
 }
 
 static void delete_locked(struct zkl_waiter *w)
@@ -353,7 +398,8 @@ static bool watch_locked(struct zkl_waiter *w, const char *name)
 	w->state = W_WATCHING;
 	w->refs += 2;			/* the completion and the watch */
 	rc = zks_awget(w->e->zks, path, pred_watcher, w, pred_done, w);
-	free(path);
+	free(w->pred);
+	w->pred = path;
 	if (rc == ZOK)
 		return false;
 	w->refs -= 2;

@@ -126,6 +126,32 @@ def test_signal_interrupts_waiting_open_with_eintr(mount, zkc, how):
     n.wait_granted()
 
 
+def test_same_mount_successor_waits_when_its_waiting_predecessor_gives_up(mount):
+    """The daemon grants a waiter of its own at once when the *held*
+    exclusive entry before it is released (no notification round trip).
+    A predecessor that was only waiting must not hand over: with h still
+    holding, w2 stays queued when w1 gives up; and when h is released, w2
+    (now right behind h) is granted."""
+    m = mount()
+    d = lockdir(m)
+    h = take(d, "h")
+    w1 = start_waiter(d, "w1", handle=["SIGUSR1"])
+    w1.assert_waiting(0.3)
+    w2 = start_waiter(d, "w2")
+    w2.assert_waiting(0.3)
+    os.kill(w1.pid, signal.SIGUSR1)
+    assert w1.wait_error(5) == "EINTR"
+    wait_gone(d, w1.entry)
+    w2.assert_waiting(0.5)
+    assert getxattr_str(os.path.join(d, h.entry), XATTR_STATE) == "held"
+    h.release()
+    w2.wait_granted()
+    w3 = start_waiter(d, "w3", SHARED)
+    w3.assert_waiting(0.3)
+    w2.release()
+    w3.wait_granted()
+
+
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL],
                          ids=["SIGTERM", "SIGKILL"])
 def test_waiter_killed_while_waiting_leaves_no_entry(mount, zkc, sig):
