@@ -55,6 +55,8 @@ struct zkl_waiter {
 	bool deleting;
 	bool lost;
 	bool own_armed;			/* the watch on our own entry is set */
+	bool own_inflight;		/* ... is being set: its reply is due */
+	bool delete_deferred;		/* released before that reply came */
 	int flags;
 	int result;			/* what done is told */
 	enum zkl_kind kind;
@@ -293,6 +295,8 @@ static bool trouble_locked(struct zkl_waiter *w, int rc, enum stall redo,
 	return fail_locked(w, zk_errno(rc));
 }
 
+static void unwatch_locked(struct zkl_waiter *w);
+
 /* The watch on our own granted entry. */
 static void own_watcher(zhandle_t *zh, int type, int state, const char *path,
 			void *ctx)
@@ -322,6 +326,7 @@ static void own_watch_done(int rc, const char *value, int len,
 
 	(void)value, (void)len, (void)stat;
 	pthread_mutex_lock(&e->lock);
+	w->own_inflight = false;
 	if (rc == ZOK) {
 		w->own_armed = true;
 	} else {
@@ -331,6 +336,11 @@ static void own_watch_done(int rc, const char *value, int len,
 		else if (rc_stalls(rc) && !w->lost && !w->released)
 			stall_locked(w, S_OWNWATCH);
 	}
+	if (w->delete_deferred) {	/* released meanwhile: now in order */
+		w->delete_deferred = false;
+		unwatch_locked(w);
+		delete_locked(w);
+	}
 	put_locked(w);
 	pthread_mutex_unlock(&e->lock);
 }
@@ -338,8 +348,10 @@ static void own_watch_done(int rc, const char *value, int len,
 static void own_watch_locked(struct zkl_waiter *w)
 {
 	w->refs += 2;			/* the completion and the watch */
+	w->own_inflight = true;
 	if (zks_awget(w->e->zks, w->path, own_watcher, w, own_watch_done, w) != ZOK) {
 		w->refs -= 2;
+		w->own_inflight = false;
 		stall_locked(w, S_OWNWATCH);
 	}
 }
@@ -839,7 +851,9 @@ static void unwatch_done(int rc, const void *data)
 /*
  * Before we delete our own entry, take our watch off it, so that the delete
  * notifies only the next waiter: one notification per release.  Requests
- * of one session are done in order, so the removal comes first.
+ * of one session are done in order, so the removal comes first.  The
+ * client knows a watch only once the reply that set it is in, so a release
+ * that comes sooner waits for it (zkl_release(), own_watch_done()).
  */
 static void unwatch_locked(struct zkl_waiter *w)
 {
@@ -857,8 +871,12 @@ void zkl_release(struct zkl_waiter *w)
 
 	pthread_mutex_lock(&e->lock);
 	w->released = true;
-	unwatch_locked(w);
-	delete_locked(w);
+	if (w->own_inflight && w->path && !w->deleting && !w->lost) {
+		w->delete_deferred = true;	/* own_watch_done() deletes */
+	} else {
+		unwatch_locked(w);
+		delete_locked(w);
+	}
 	put_locked(w);
 	pthread_mutex_unlock(&e->lock);
 }
