@@ -1244,3 +1244,14 @@ def seen_dir(m, name="L", timeout=5):
     d = m.p(name)
     wait_for(lambda: os.path.isdir(d), timeout, "%s to appear" % d)
     return d
+
+
+def assert_lost(h):
+    """@h (a Locker holding a lock) sees its lock lost, every way SPEC says:
+    state "lost", EIO from read/write/fsync, POLLERR|POLLHUP from poll."""
+    assert h.xattr(XATTR_STATE) == "lost"
+    assert h.cmd("read") == "error EIO"
+    assert h.cmd("write " + b"x".hex()) == "error EIO"
+    assert h.cmd("fsync") == "error EIO"
+    ev = int(h.ok("poll 2000"))
+    assert ev & select.POLLERR and ev & select.POLLHUP, "poll gave %#x" % ev

@@ -36,7 +36,7 @@ import pytest
 
 import faultproxy
 import harness
-from harness import (lockdir, seen_dir, FUSERMOUNT, GRANT_TIMEOUT, PY, RDWR, SLOW, WRITE,
+from harness import (assert_lost, lockdir, seen_dir, FUSERMOUNT, GRANT_TIMEOUT, PY, RDWR, SLOW, WRITE,
                      XATTR_SEQ, XATTR_STATE, Lines, Locker, parse_entry,
                      record_figure, seq_of, spawn, start_waiter, take,
                      wait_for)
@@ -87,14 +87,6 @@ def log_has(m, pattern):
     except OSError:
         return None
 
-
-def assert_lost(h):
-    assert h.xattr(XATTR_STATE) == "lost"
-    assert h.cmd("read") == "error EIO"
-    assert h.cmd("write " + b"x".hex()) == "error EIO"
-    assert h.cmd("fsync") == "error EIO"
-    ev = int(h.ok("poll 2000"))
-    assert ev & select.POLLERR and ev & select.POLLHUP, "poll gave %#x" % ev
 
 
 def waiting(lk):

@@ -1,24 +1,15 @@
 """When the lock is lost: entry deleted by someone else, session expiry."""
 
 import os
-import select
 import time
 
 import pytest
 
-from harness import (lockdir, seen_dir, RDWR, XATTR_SEQ, XATTR_STATE, XATTR_TOKEN, entries,
+from harness import (assert_lost, lockdir, seen_dir, RDWR, XATTR_SEQ, XATTR_STATE, XATTR_TOKEN, entries,
                      getxattr_str, seq_of, start_waiter, take, wait_for)
 
 
 
-
-def assert_lost(h):
-    assert h.xattr(XATTR_STATE) == "lost"
-    assert h.cmd("read") == "error EIO"
-    assert h.cmd("write " + b"x".hex()) == "error EIO"
-    assert h.cmd("fsync") == "error EIO"
-    ev = int(h.ok("poll 2000"))
-    assert ev & select.POLLERR and ev & select.POLLHUP, "poll gave %#x" % ev
 
 
 def test_unlink_by_another_host_breaks_the_lock(mount):
