@@ -18,22 +18,6 @@ static size_t hash_path(const char *s)
 	return h;
 }
 
-char *path_join(const char *dir, const char *name)
-{
-	char *p;
-
-	if (asprintf(&p, "%s/%s", strcmp(dir, "/") == 0 ? "" : dir, name) < 0)
-		return NULL;
-	return p;
-}
-
-const char *path_base(const char *path)
-{
-	const char *s = strrchr(path, '/');
-
-	return s ? s + 1 : path;
-}
-
 int zklfs_nodes_init(struct zklfs *fs)
 {
 	fs->hsize = HSIZE;

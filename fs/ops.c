@@ -120,7 +120,7 @@ static void lookup_done(int rc, const char *value, int len,
 
 	if (rc == ZBADARGUMENTS)
 		rc = ZNONODE;		/* a name ZooKeeper cannot hold: none such */
-	if (rc == ZNONODE && !zkn_parse(path_base(op->path), &c))
+	if (rc == ZNONODE && !zkn_parse(zkn_base(op->path), &c))
 		neg_add(op->fs, op->path);
 	if (rc != ZOK)
 		return zop_fail(op, rc);
@@ -148,7 +148,7 @@ static void zklfs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 		return (void)fuse_reply_err(req, ENOTDIR);
 	if (zklfs_hidden(fs, p->path, name))
 		return (void)fuse_reply_err(req, ENOENT);
-	op = zop_new(req, p, path_join(p->path, name));
+	op = zop_new(req, p, zkn_join(p->path, name));
 	if (!op)
 		return (void)fuse_reply_err(req, ENOMEM);
 	if (neg_hit(fs, op->path))
@@ -352,7 +352,6 @@ static void opendir_done(int rc, const struct String_vector *sv, const void *dat
 {
 	struct zop *op = (struct zop *)data;
 	struct dirlist *dl;
-	size_t asks = 0;
 
 	if (rc != ZOK)
 		return zop_fail(op, rc);
@@ -385,7 +384,7 @@ static void opendir_done(int rc, const struct String_vector *sv, const void *dat
 
 		if (dl->e[i].seq || !(tq = malloc(sizeof(*tq))))
 			continue;
-		p = path_join(op->path, dl->e[i].name);
+		p = zkn_join(op->path, dl->e[i].name);
 		tq->op = op;
 		tq->i = i;
 		pthread_mutex_lock(&dl->lock);
@@ -399,9 +398,7 @@ static void opendir_done(int rc, const struct String_vector *sv, const void *dat
 			free(tq);
 		}
 		free(p);
-		asks++;
 	}
-	(void)asks;
 	pthread_mutex_lock(&dl->lock);
 	bool last = --dl->waiting == 0;
 	pthread_mutex_unlock(&dl->lock);
@@ -503,7 +500,7 @@ static void zklfs_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
 		zkl_log(LOG_NOTICE, "mkdir '%s': %s", name, strerror(-err));
 		return (void)fuse_reply_err(req, -err);
 	}
-	op = zop_new(req, p, path_join(p->path, name));
+	op = zop_new(req, p, zkn_join(p->path, name));
 	if (!op)
 		return (void)fuse_reply_err(req, ENOMEM);
 	zop_started(op, zks_acreate(&fs->zks, op->path, NULL, -1, 0,
@@ -527,7 +524,7 @@ static void zklfs_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct zklfs *fs = fs_of(req);
 	struct node *p = node_of(fs, parent);
-	struct zop *op = zop_new(req, p, path_join(p->path, name));
+	struct zop *op = zop_new(req, p, zkn_join(p->path, name));
 
 	if (!op)
 		return (void)fuse_reply_err(req, ENOMEM);
@@ -558,7 +555,7 @@ static void zklfs_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct zklfs *fs = fs_of(req);
 	struct node *p = node_of(fs, parent);
-	struct zop *op = zop_new(req, p, path_join(p->path, name));
+	struct zop *op = zop_new(req, p, zkn_join(p->path, name));
 
 	if (!op)
 		return (void)fuse_reply_err(req, ENOMEM);
@@ -668,40 +665,24 @@ static void reply_xattr_value(fuse_req_t req, size_t size, const char *val, size
 		fuse_reply_buf(req, val, len);
 }
 
-/* Parse @sv into a children array (names borrowed). Return: count, or -1. */
-static long parse_children(const struct String_vector *sv, struct zkl_child **out)
-{
-	struct zkl_child *kids = malloc(sizeof(*kids) * ((size_t)sv->count + 1));
-	long n = 0;
-
-	if (!kids)
-		return -1;
-	for (int i = 0; i < sv->count; i++)
-		if (zkn_parse(sv->data[i], &kids[n]))
-			n++;
-	*out = kids;
-	return n;
-}
-
 static void xattr_children_done(int rc, const struct String_vector *sv,
 				const void *data)
 {
 	struct zop *op = (struct zop *)data;
 	struct zkl_child *kids;
 	char *val = NULL;
-	size_t len = 0;
-	long n;
+	size_t len = 0, n;
 
 	if (rc != ZOK)
 		return zop_fail(op, rc);
-	n = parse_children(sv, &kids);
-	if (n < 0) {
+	kids = zkl_parse_children(sv->data, sv->count, &n);
+	if (!kids) {
 		fuse_reply_err(op->req, ENOMEM);
 		return zop_free(op);
 	}
 	if (op->attr == X_HOLDERS) {
-		const struct zkl_child **h = malloc(sizeof(*h) * ((size_t)n + 1));
-		size_t nh = h ? zkl_holders(kids, (size_t)n, h, (size_t)n) : 0;
+		const struct zkl_child **h = malloc(sizeof(*h) * (n + 1));
+		size_t nh = h ? zkl_holders(kids, n, h, n) : 0;
 		FILE *f = open_memstream(&val, &len);
 
 		for (size_t i = 0; f && i < nh; i++)
@@ -713,8 +694,8 @@ static void xattr_children_done(int rc, const struct String_vector *sv,
 		struct zkl_child me;
 		const char *s = "gone";
 
-		if (zkn_parse(path_base(op->path), &me)) {
-			switch (zkl_decide(kids, (size_t)n, me.seq, me.kind, NULL)) {
+		if (zkn_parse(zkn_base(op->path), &me)) {
+			switch (zkl_decide(kids, n, me.seq, me.kind, NULL)) {
 			case ZKL_GRANTED: s = "held"; break;
 			case ZKL_WAIT: s = "waiting"; break;
 			case ZKL_MISSING: s = "gone"; break;
@@ -742,7 +723,7 @@ static void token_done(int rc, const struct Stat *zs, const void *data)
 
 	if (rc != ZOK)
 		return zop_fail(op, rc);
-	zkn_parse(path_base(op->path), &me);
+	zkn_parse(zkn_base(op->path), &me);
 	snprintf(val, sizeof(val), "%lld %d", (long long)zs->czxid, me.seq);
 	reply_xattr_value(op->req, op->size, val, strlen(val));
 	zop_free(op);
@@ -779,7 +760,7 @@ static void zklfs_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 	op->size = size;
 	op->attr = x;
 	if (n->type == NODE_DIR ? x != X_HOLDERS :
-	    x == X_HOLDERS || x == X_NONE || !zkn_parse(path_base(op->path), &me)) {
+	    x == X_HOLDERS || x == X_NONE || !zkn_parse(zkn_base(op->path), &me)) {
 		fuse_reply_err(req, ENODATA);
 		return zop_free(op);
 	}

@@ -186,10 +186,5 @@ bool neg_hit(struct zklfs *fs, const char *path);
 void neg_add(struct zklfs *fs, const char *path);
 void neg_forget(struct zklfs *fs, const char *path);
 
-/* path_join() - "@dir/@name" (malloc'ed), minding the root "/". */
-char *path_join(const char *dir, const char *name);
-
-/* path_base() - the last component of @path. */
-const char *path_base(const char *path);
 
 #endif

@@ -68,3 +68,14 @@ void zkl_sort(struct zkl_child *kids, size_t n)
 {
 	qsort(kids, n, sizeof(*kids), child_cmp);
 }
+
+struct zkl_child *zkl_parse_children(char *const *names, int count, size_t *n)
+{
+	struct zkl_child *kids = malloc(sizeof(*kids) * (size_t)(count > 0 ? count : 1));
+
+	*n = 0;
+	for (int i = 0; kids && i < count; i++)
+		if (zkn_parse(names[i], &kids[*n]))
+			(*n)++;
+	return kids;
+}

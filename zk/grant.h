@@ -38,6 +38,14 @@ enum zkl_verdict zkl_decide(const struct zkl_child *kids, size_t n,
 size_t zkl_holders(const struct zkl_child *kids, size_t n,
 		   const struct zkl_child **out, size_t max);
 
+/*
+ * zkl_parse_children() - the children of a lock znode (@count names, as a
+ * children listing gives them) that take part in its queue, parsed with
+ * zkn_parse(); names are borrowed from @names.
+ * Return: a malloc'ed array of *@n entries, or NULL on ENOMEM.
+ */
+struct zkl_child *zkl_parse_children(char *const *names, int count, size_t *n);
+
 /* zkl_sort() - sort @kids in queue order (ascending serial order). */
 void zkl_sort(struct zkl_child *kids, size_t n);
 

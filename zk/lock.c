@@ -75,22 +75,6 @@ struct zkl_waiter {
 	void *arg;
 };
 
-static char *path_join(const char *dir, const char *name)
-{
-	char *p;
-
-	if (asprintf(&p, "%s/%s", strcmp(dir, "/") == 0 ? "" : dir, name) < 0)
-		return NULL;
-	return p;
-}
-
-static const char *path_base_c(const char *path)
-{
-	const char *s = strrchr(path, '/');
-
-	return s ? s + 1 : path;
-}
-
 /* Failures after which the step can be redone when the session is back. */
 static bool rc_stalls(int rc)
 {
@@ -402,7 +386,7 @@ static void pred_done(int rc, const char *value, int len,
 
 static bool watch_locked(struct zkl_waiter *w, const char *name)
 {
-	char *path = path_join(w->dir, name);
+	char *path = zkn_join(w->dir, name);
 	int rc;
 
 	if (!path)
@@ -435,14 +419,11 @@ static void children_done(int rc, const struct String_vector *strings,
 		f = trouble_locked(w, rc, S_CHECK, "cannot list the queue of");
 		goto out;
 	}
-	kids = malloc(sizeof(*kids) * (size_t)(strings->count ? strings->count : 1));
+	kids = zkl_parse_children(strings->data, strings->count, &n);
 	if (!kids) {
 		f = fail_locked(w, -ENOMEM);
 		goto out;
 	}
-	for (int i = 0; i < strings->count; i++)
-		if (zkn_parse(strings->data[i], &kids[n]))
-			n++;
 	switch (zkl_decide(kids, n, w->seq, w->kind, &pred)) {
 	case ZKL_GRANTED:
 		f = answer_locked(w, 0);
@@ -488,7 +469,7 @@ static bool adopt_locked(struct zkl_waiter *w, const char *path, int64_t czxid)
 	free(w->path);
 	w->path = strdup(path);
 	w->czxid = czxid;
-	if (!w->path || !zkn_parse(path_base_c(path), &me)) {
+	if (!w->path || !zkn_parse(zkn_base(path), &me)) {
 		zkl_log(LOG_ERR, "created %s but cannot read its sequence", path);
 		return fail_locked(w, -EIO);
 	}
@@ -563,7 +544,7 @@ static void resolve_get_done(int rc, const char *value, int len,
 	pthread_mutex_lock(&e->lock);
 	if (rc == ZOK && value && (size_t)len >= nl &&
 		   memcmp(value + len - nl, w->nonce, nl) == 0) {
-		char *path = path_join(w->dir, w->cands[w->ci]);
+		char *path = zkn_join(w->dir, w->cands[w->ci]);
 
 		zkl_log(LOG_NOTICE, "found %s again after an unknown create", path);
 		free_cands(w);
@@ -592,7 +573,7 @@ static bool resolve_next_locked(struct zkl_waiter *w)
 		free_cands(w);
 		return create_locked(w);
 	}
-	path = path_join(w->dir, w->cands[w->ci]);
+	path = zkn_join(w->dir, w->cands[w->ci]);
 	if (!path)
 		return fail_locked(w, -ENOMEM);
 	w->refs++;
@@ -611,7 +592,7 @@ static void resolve_children_done(int rc, const struct String_vector *sv,
 {
 	struct zkl_waiter *w = (struct zkl_waiter *)data;
 	struct zkl_engine *e = w->e;
-	const char *base = path_base_c(w->prefix);
+	const char *base = zkn_base(w->prefix);
 	size_t bl = strlen(base);
 	struct zkl_child c;
 	bool f = false;
@@ -797,7 +778,7 @@ int zkl_enqueue(struct zkl_engine *e, const char *dir, const char *name,
 		strcpy(w->data + len, w->nonce);
 	}
 	if (asprintf(&base, "%s%s", name, zkn_marker(e->naming, kind)) > 0)
-		w->prefix = path_join(dir, base);
+		w->prefix = zkn_join(dir, base);
 	free(base);
 	if (!w->dir || !w->data || !w->prefix) {
 		waiter_free(w);

@@ -2,6 +2,7 @@
 #include "zk/naming.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -143,4 +144,20 @@ int zkn_parse_scheme(const char *s, enum zkl_naming *out)
 	else
 		return -EINVAL;
 	return 0;
+}
+
+char *zkn_join(const char *dir, const char *name)
+{
+	char *p;
+
+	if (asprintf(&p, "%s/%s", strcmp(dir, "/") == 0 ? "" : dir, name) < 0)
+		return NULL;
+	return p;
+}
+
+const char *zkn_base(const char *path)
+{
+	const char *s = strrchr(path, '/');
+
+	return s ? s + 1 : path;
 }

@@ -66,6 +66,12 @@ int zkn_check_name(const char *name);
 int zkn_check_entry_name(const char *name, enum zkl_naming scheme,
 			 enum zkl_kind kind);
 
+/* zkn_join() - "@dir/@name", malloc'ed, minding the root "/". NULL: ENOMEM. */
+char *zkn_join(const char *dir, const char *name);
+
+/* zkn_base() - the last component of the znode path @path. */
+const char *zkn_base(const char *path);
+
 /* zkn_parse_scheme() - "curator" or "kazoo". Return: 0 or -EINVAL. */
 int zkn_parse_scheme(const char *s, enum zkl_naming *out);
 

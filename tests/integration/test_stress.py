@@ -35,6 +35,16 @@ for i in range(n):
 '''
 
 
+def _counter_and_log(scratch):
+    """A counter file holding 0 and an empty enter/exit log, in @scratch."""
+    counter = os.path.join(scratch, "counter")
+    log = os.path.join(scratch, "log")
+    with open(counter, "w") as f:
+        f.write("0")
+    open(log, "w").close()
+    return counter, log
+
+
 def _run_workers(specs, deadline_s):
     """specs: list of argv tails; returns after all exit (or fails)."""
     procs = [spawn([PY, "-c", WORKER] + list(a), stdout=subprocess.DEVNULL,
@@ -67,11 +77,7 @@ def test_mutual_exclusion_three_hosts_twelve_processes(mount, scratch):
     dirs = [m.p("L") for m in ms]
     for d in dirs:
         wait_for(lambda: os.path.isdir(d), 5, "%s to appear" % d)
-    counter = os.path.join(scratch, "counter")
-    log = os.path.join(scratch, "log")
-    with open(counter, "w") as f:
-        f.write("0")
-    open(log, "w").close()
+    counter, log = _counter_and_log(scratch)
 
     specs = []
     for h in range(hosts):
@@ -108,11 +114,7 @@ def test_readers_and_writers_two_hosts(mount, scratch):
     dirs = [m.p("RW") for m in ms]
     for d in dirs:
         wait_for(lambda: os.path.isdir(d), 5, "%s to appear" % d)
-    counter = os.path.join(scratch, "counter")
-    log = os.path.join(scratch, "log")
-    with open(counter, "w") as f:
-        f.write("0")
-    open(log, "w").close()
+    counter, log = _counter_and_log(scratch)
     specs = []
     for h in range(2):
         for j in range(3):

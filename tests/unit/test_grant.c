@@ -3,6 +3,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <cmocka.h>
 
 #include "zk/grant.h"
@@ -124,6 +125,26 @@ static void test_sort_is_queue_order(void **state)
 	assert_int_equal(wrap[2].seq, INT32_MIN + 2);
 }
 
+static void test_parse_children_keeps_queue_entries(void **state)
+{
+	char *names[] = { "leases", "b-read-lock-0000000008", "a-lock-0000000007", "sub" };
+	struct zkl_child *kids;
+	size_t n;
+
+	(void)state;
+	kids = zkl_parse_children(names, 4, &n);
+	assert_non_null(kids);
+	assert_int_equal(n, 2);
+	assert_ptr_equal(kids[0].name, names[1]);
+	assert_int_equal(kids[0].kind, ZKL_SHARED);
+	assert_int_equal(kids[1].seq, 7);
+	free(kids);
+	kids = zkl_parse_children(NULL, 0, &n);
+	assert_non_null(kids);
+	assert_int_equal(n, 0);
+	free(kids);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -137,6 +158,7 @@ int main(void)
 		cmocka_unit_test(test_fifo_across_counter_wrap),
 		cmocka_unit_test(test_holders),
 		cmocka_unit_test(test_sort_is_queue_order),
+		cmocka_unit_test(test_parse_children_keeps_queue_entries),
 	};
 
 	return cmocka_run_group_tests_name("grant", tests, NULL, NULL);

@@ -3,6 +3,7 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
 
@@ -131,6 +132,22 @@ static void test_serial_order_survives_wrap(void **state)
 	assert_true(zkn_seq_cmp(-1, 0) < 0);
 }
 
+static void test_paths(void **state)
+{
+	char *p;
+
+	(void)state;
+	p = zkn_join("/", "locks");
+	assert_string_equal(p, "/locks");
+	free(p);
+	p = zkn_join("/locks/deploy", "a-lock-0000000001");
+	assert_string_equal(p, "/locks/deploy/a-lock-0000000001");
+	assert_string_equal(zkn_base(p), "a-lock-0000000001");
+	free(p);
+	assert_string_equal(zkn_base("/"), "");
+	assert_string_equal(zkn_base("bare"), "bare");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -143,6 +160,7 @@ int main(void)
 		cmocka_unit_test(test_entry_name_fits_with_marker),
 		cmocka_unit_test(test_markers_and_schemes),
 		cmocka_unit_test(test_serial_order_survives_wrap),
+		cmocka_unit_test(test_paths),
 	};
 
 	return cmocka_run_group_tests_name("naming", tests, NULL, NULL);
