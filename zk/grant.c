@@ -79,3 +79,27 @@ struct zkl_child *zkl_parse_children(char *const *names, int count, size_t *n)
 			(*n)++;
 	return kids;
 }
+
+void zkl_walk_init(struct zkl_walk *wk, const struct zkl_child *kids, size_t n)
+{
+	*wk = (struct zkl_walk){ .kids = kids, .n = n };
+}
+
+enum zkl_verdict zkl_walk_decide(struct zkl_walk *wk, int32_t seq,
+				 enum zkl_kind kind,
+				 const struct zkl_child **watch)
+{
+	const struct zkl_child *pred;
+
+	while (wk->i < wk->n && zkn_seq_cmp(wk->kids[wk->i].seq, seq) < 0) {
+		wk->prev = &wk->kids[wk->i++];
+		if (wk->prev->kind == ZKL_EXCLUSIVE)
+			wk->lastx = wk->prev;
+	}
+	if (wk->i == wk->n || wk->kids[wk->i].seq != seq)
+		return ZKL_MISSING;
+	pred = kind == ZKL_SHARED ? wk->lastx : wk->prev;
+	if (watch)
+		*watch = pred;
+	return pred ? ZKL_WAIT : ZKL_GRANTED;
+}

@@ -49,4 +49,28 @@ struct zkl_child *zkl_parse_children(char *const *names, int count, size_t *n);
 /* zkl_sort() - sort @kids in queue order (ascending serial order). */
 void zkl_sort(struct zkl_child *kids, size_t n);
 
+/*
+ * One pass over a sorted listing that decides for many entries: what
+ * zkl_decide() says for each, in O(n) for the whole pass rather than O(n)
+ * per entry.  Used when one listing answers every waiter of a mount in
+ * that lock.
+ */
+struct zkl_walk {
+	const struct zkl_child *kids;	/* sorted with zkl_sort() */
+	size_t n, i;			/* kids[0..i) are behind the cursor */
+	const struct zkl_child *prev;	/* the last entry behind it */
+	const struct zkl_child *lastx;	/* the last exclusive entry behind it */
+};
+
+/* zkl_walk_init() - a cursor before the first of the sorted @kids. */
+void zkl_walk_init(struct zkl_walk *wk, const struct zkl_child *kids, size_t n);
+
+/*
+ * zkl_walk_decide() - zkl_decide() for @seq; successive calls must come
+ * with ascending @seq (entries may be skipped).
+ */
+enum zkl_verdict zkl_walk_decide(struct zkl_walk *wk, int32_t seq,
+				 enum zkl_kind kind,
+				 const struct zkl_child **watch);
+
 #endif

@@ -2,13 +2,29 @@
  * zk/lock.c - the lock engine (see lock.h).
  *
  * Every waiter is counted: one reference for its caller, one per ZooKeeper
- * operation in flight, one per watch armed, one while a callback runs.  All
- * waiter fields are protected by engine->lock; ZooKeeper calls made under it
- * only queue a request and never wait for a completion.
+ * operation in flight, one per watch armed, one while its answer is being
+ * delivered.  All waiter and queue fields are protected by engine->lock;
+ * ZooKeeper calls made under it only queue a request and never wait for a
+ * completion.  Answers are queued on e->fire under the lock and delivered by
+ * unlock_fire() after it is dropped.
  *
  * A request failing with a connection loss (or a closing/expired handle)
  * parks the waiter in @stall; the session's connected event redoes the
  * step, its expired event starts the waiter over.
+ *
+ * The mount's own queue.  The entries this engine made in one lock, in
+ * sequence order, form a zkl_queue.  ZooKeeper never inserts an entry before
+ * one that exists (sequence numbers only grow), so what one listing says a
+ * waiter must outlive stays true until that entry goes; one listing
+ * therefore serves every waiter of ours it shows.  Three rules follow:
+ *   - parked: a waiter behind an entry of ours not yet granted cannot be
+ *     granted before it (nothing it waits for is gone sooner), so it sends
+ *     nothing and waits for that entry's answer;
+ *   - local wait: a waiter whose predecessor is an entry of ours needs no
+ *     watch, since the delete that removes it is ours;
+ *   - hand-off: when we delete an exclusive entry that held the lock, the
+ *     waiters a listing showed right behind it hold the lock at once.
+ * Only the first waiter of ours watches an entry of another client.
  */
 #include "zk/lock.h"
 
@@ -28,25 +44,42 @@ enum wstate {
 	W_CREATING,	/* create in flight */
 	W_RESOLVING,	/* create outcome unknown: looking for our entry */
 	W_CHECKING,	/* listing the children */
-	W_WATCHING,	/* watching the entry before ours */
-	W_HELD,		/* granted; our entry is watched */
+	W_PARKED,	/* behind an entry of ours not yet granted: no request */
+	W_LOCALWAIT,	/* must outlive an entry of ours: waits for our delete */
+	W_WATCHING,	/* watching another client's entry before ours */
+	W_HELD,		/* granted */
 	W_DONE,		/* answered with an error, or lost */
 };
 
 /* What to redo once the session is back. */
 enum stall { S_NONE, S_CREATE, S_RESOLVE, S_CHECK, S_OWNWATCH, S_DELETE };
 
+#define QBUCKETS 1024
+
+/* Our entries in one lock, in sequence order. */
+struct zkl_queue {
+	char *dir;
+	struct zkl_queue *hnext;	/* e->qtab chain */
+	struct zkl_waiter *head, *tail;
+};
+
 struct zkl_engine {
 	struct zks *zks;
 	enum zkl_naming naming;
 	zkl_lost_fn lost;
 	pthread_mutex_t lock;
-	struct zkl_waiter *all;		/* every live waiter */
+	struct zkl_waiter *all, *all_tail;	/* every live waiter, oldest first */
+	struct zkl_waiter *fire, *fire_tail;	/* answered, done not yet run */
+	struct zkl_queue *qtab[QBUCKETS];
+	bool shutdown;
 };
 
 struct zkl_waiter {
 	struct zkl_engine *e;
 	struct zkl_waiter *prev, *next;	/* e->all */
+	struct zkl_waiter *fnext;	/* e->fire */
+	struct zkl_queue *q;		/* once our entry exists, until it is gone */
+	struct zkl_waiter *qprev, *qnext;
 	int refs;
 	enum wstate state;
 	enum stall stall;
@@ -57,15 +90,19 @@ struct zkl_waiter {
 	bool own_armed;			/* the watch on our own entry is set */
 	bool own_inflight;		/* ... is being set: its reply is due */
 	bool delete_deferred;		/* released before that reply came */
+	bool pred_known;		/* a listing showed whom we must outlive */
+	bool pred_local;		/* ... and it was an entry of ours */
+	bool grant_now;			/* learn_locked(): granted by this listing */
 	int flags;
 	int result;			/* what done is told */
 	enum zkl_kind kind;
 	int32_t seq;
+	int32_t pred_seq;
 	int64_t czxid;
 	char *dir;
 	char *prefix;			/* DIR/NAME<marker>, what we create */
 	char *path;			/* our entry, once created */
-	char *pred;			/* W_WATCHING: the entry we outlive */
+	char *pred;			/* the entry we must outlive, if known */
 	char *data;			/* its data, ending in our nonce line */
 	int len;
 	char nonce[24];			/* "zkl=XXXXXXXXXXXXXXXX\n" */
@@ -82,6 +119,93 @@ static bool rc_stalls(int rc)
 	       rc == ZSESSIONEXPIRED || rc == ZINVALIDSTATE || rc == ZCLOSING ||
 	       rc == ZSESSIONMOVED;
 }
+
+/* queues ------------------------------------------------------------------ */
+
+static struct zkl_queue **qslot(struct zkl_engine *e, const char *dir)
+{
+	uint32_t h = 2166136261u;	/* FNV-1a */
+
+	for (const char *p = dir; *p; p++)
+		h = (h ^ (unsigned char)*p) * 16777619u;
+	return &e->qtab[h % QBUCKETS];
+}
+
+/* Put @w, whose entry now exists, among our entries in its lock. */
+static void queue_insert_locked(struct zkl_waiter *w)
+{
+	struct zkl_queue **slot = qslot(w->e, w->dir), *q;
+	struct zkl_waiter *x;
+
+	for (q = *slot; q && strcmp(q->dir, w->dir) != 0; q = q->hnext)
+		;
+	if (!q) {
+		q = calloc(1, sizeof(*q));
+		if (q)
+			q->dir = strdup(w->dir);
+		if (!q || !q->dir) {
+			free(q);
+			return;		/* it lists for itself: slower, not wrong */
+		}
+		q->hnext = *slot;
+		*slot = q;
+	}
+	/* one session's creates complete in order: almost always the tail */
+	for (x = q->tail; x && zkn_seq_cmp(x->seq, w->seq) > 0; x = x->qprev)
+		;
+	w->q = q;
+	w->qprev = x;
+	w->qnext = x ? x->qnext : q->head;
+	if (w->qnext)
+		w->qnext->qprev = w;
+	else
+		q->tail = w;
+	if (x)
+		x->qnext = w;
+	else
+		q->head = w;
+}
+
+static void queue_unlink_locked(struct zkl_waiter *w)
+{
+	struct zkl_queue *q = w->q, **pp;
+
+	if (!q)
+		return;
+	if (w->qprev)
+		w->qprev->qnext = w->qnext;
+	else
+		q->head = w->qnext;
+	if (w->qnext)
+		w->qnext->qprev = w->qprev;
+	else
+		q->tail = w->qprev;
+	w->q = NULL;
+	w->qprev = w->qnext = NULL;
+	if (q->head)
+		return;
+	for (pp = qslot(w->e, q->dir); *pp != q; pp = &(*pp)->hnext)
+		;
+	*pp = q->hnext;
+	free(q->dir);
+	free(q);
+}
+
+/* The entry of ours with sequence number @seq before @w, or NULL. */
+static struct zkl_waiter *queue_find_locked(struct zkl_waiter *w, int32_t seq)
+{
+	for (struct zkl_waiter *x = w->qprev; x; x = x->qprev) {
+		int c = zkn_seq_cmp(x->seq, seq);
+
+		if (c == 0)
+			return x;
+		if (c < 0)
+			break;
+	}
+	return NULL;
+}
+
+/* waiters ----------------------------------------------------------------- */
 
 static void free_cands(struct zkl_waiter *w)
 {
@@ -103,19 +227,43 @@ static void waiter_free(struct zkl_waiter *w)
 	free(w);
 }
 
+static void gone_locked(struct zkl_waiter *l, bool handoff);
+
 static void put_locked(struct zkl_waiter *w)
 {
 	struct zkl_engine *e = w->e;
 
 	if (--w->refs > 0)
 		return;
+	gone_locked(w, false);		/* normally already out of its queue */
 	if (w->prev)
 		w->prev->next = w->next;
 	else
 		e->all = w->next;
 	if (w->next)
 		w->next->prev = w->prev;
+	else
+		e->all_tail = w->prev;
 	waiter_free(w);
+}
+
+/* Drop the engine's lock, then run the done callbacks answered under it. */
+static void unlock_fire(struct zkl_engine *e)
+{
+	while (e->fire) {
+		struct zkl_waiter *list = e->fire, *w, *next;
+
+		e->fire = e->fire_tail = NULL;
+		pthread_mutex_unlock(&e->lock);
+		for (w = list; w; w = w->fnext)
+			w->done(w, w->result, w->arg);
+		pthread_mutex_lock(&e->lock);
+		for (w = list; w; w = next) {
+			next = w->fnext;
+			put_locked(w);	/* the answer's reference */
+		}
+	}
+	pthread_mutex_unlock(&e->lock);
 }
 
 /*
@@ -142,85 +290,49 @@ static enum stall unstall_locked(struct zkl_waiter *w)
 	return what;
 }
 
-/* Decide @w's answer. Return: true if the caller must fire() after unlocking. */
-static bool answer_locked(struct zkl_waiter *w, int err)
+static void settle_locked(struct zkl_waiter *w);
+
+/*
+ * Decide @w's answer; done runs at unlock_fire().  With @advance, the next
+ * waiter of ours, which may have been parked behind @w, moves on.
+ */
+static void answer_locked(struct zkl_waiter *w, int err, bool advance)
 {
+	struct zkl_engine *e = w->e;
+
 	if (w->answered)
-		return false;
+		return;
 	w->answered = true;
 	w->result = err;
 	w->state = err ? W_DONE : W_HELD;
 	w->refs++;			/* held across done */
-	return true;
-}
-
-static void fire(struct zkl_waiter *w)
-{
-	struct zkl_engine *e = w->e;
-
-	w->done(w, w->result, w->arg);
-	pthread_mutex_lock(&e->lock);
-	put_locked(w);
-	pthread_mutex_unlock(&e->lock);
-}
-
-static void own_watch_locked(struct zkl_waiter *w);
-static void fire(struct zkl_waiter *w);
-
-/*
- * Local hand-off.  @held, an exclusive entry that held the lock (so nothing
- * came before it), is deleted: a waiter of ours that outlives exactly
- * @held now has nothing before it, and is granted at once, without waiting
- * for the notification and a children listing.  (Its watch still fires,
- * and is ignored.)  Collects the waiters to fire() in *@out.
- * Return: how many.
- */
-static size_t handoff_locked(struct zkl_waiter *held, struct zkl_waiter ***out)
-{
-	struct zkl_waiter *x, **v = NULL;
-	size_t n = 0;
-
-	for (x = held->e->all; x; x = x->next) {
-		struct zkl_waiter **nv;
-
-		if (x == held || x->answered || x->state != W_WATCHING ||
-		    !x->pred || strcmp(x->pred, held->path) != 0)
-			continue;
-		nv = realloc(v, (n + 1) * sizeof(*v));
-		if (!nv)
-			break;		/* it will hear the notification */
-		v = nv;
-		if (answer_locked(x, 0)) {
-			own_watch_locked(x);
-			v[n++] = x;
-		}
-	}
-	*out = v;
-	return n;
+	w->fnext = NULL;
+	if (e->fire_tail)
+		e->fire_tail->fnext = w;
+	else
+		e->fire = w;
+	e->fire_tail = w;
+	if (advance)
+		settle_locked(w->qnext);
 }
 
 static void delete_done(int rc, const void *data)
 {
 	struct zkl_waiter *w = (struct zkl_waiter *)data;
 	struct zkl_engine *e = w->e;
-	struct zkl_waiter **granted = NULL;
-	size_t n = 0;
 
 	pthread_mutex_lock(&e->lock);
 	if (rc_stalls(rc)) {
 		w->deleting = false;
 		stall_locked(w, S_DELETE);	/* the session may live: delete later */
-	} else if (rc == ZOK && w->answered && w->result == 0 && !w->lost &&
-		   w->kind == ZKL_EXCLUSIVE) {
-		n = handoff_locked(w, &granted);
-	} else if (rc != ZOK && rc != ZNONODE) {
-		zkl_log(LOG_WARNING, "cannot delete %s: %s", w->path, zerror(rc));
+	} else {
+		if (rc != ZOK && rc != ZNONODE)
+			zkl_log(LOG_WARNING, "cannot delete %s: %s", w->path, zerror(rc));
+		gone_locked(w, rc == ZOK && w->answered && w->result == 0 &&
+			       !w->lost && w->kind == ZKL_EXCLUSIVE);
 	}
 	put_locked(w);
-	pthread_mutex_unlock(&e->lock);
-	for (size_t i = 0; i < n; i++)
-		fire(granted[i]);
-	free(granted);
+	unlock_fire(e);
 }
 
 static void delete_locked(struct zkl_waiter *w)
@@ -239,12 +351,10 @@ static void delete_locked(struct zkl_waiter *w)
 	}
 }
 
-static bool fail_locked(struct zkl_waiter *w, int err)
+static void fail_locked(struct zkl_waiter *w, int err)
 {
-	bool f = answer_locked(w, err);
-
+	answer_locked(w, err, true);
 	delete_locked(w);
-	return f;
 }
 
 /* A held lock is gone: tell the caller once, and make sure the entry goes. */
@@ -259,25 +369,96 @@ static void lose_locked(struct zkl_waiter *w, const char *why)
 	delete_locked(w);
 }
 
-static bool check_locked(struct zkl_waiter *w);
-static bool create_locked(struct zkl_waiter *w);
-static bool resolve_locked(struct zkl_waiter *w);
+static void check_locked(struct zkl_waiter *w);
+static void create_locked(struct zkl_waiter *w);
+static void resolve_locked(struct zkl_waiter *w);
 static void own_watch_locked(struct zkl_waiter *w);
+static void watch_locked(struct zkl_waiter *w);
 
-/*
- * A request of @w's failed with @rc.  Park it if the session may come back,
- * else answer with the error.  Return: true if the caller must fire().
- */
-static bool trouble_locked(struct zkl_waiter *w, int rc, enum stall redo,
+/* A request of @w's failed with @rc: park it if the session may come back. */
+static void trouble_locked(struct zkl_waiter *w, int rc, enum stall redo,
 			   const char *what)
 {
 	if (rc_stalls(rc)) {
 		stall_locked(w, redo);
-		return false;
+		return;
 	}
 	zkl_log(LOG_WARNING, "%s %s: %s", what, w->path ? w->path : w->dir, zerror(rc));
-	return fail_locked(w, zk_errno(rc));
+	fail_locked(w, zk_errno(rc));
 }
+
+/*
+ * How @w (created, not answered, no request in flight) waits now: parked
+ * behind an entry of ours not yet granted; else, knowing whom it must
+ * outlive, for our own delete of it or with a watch on another's; else it
+ * lists the children.
+ */
+static void wait_locked(struct zkl_waiter *w)
+{
+	if (w->answered || w->e->shutdown)
+		return;
+	if (w->flags & ZKL_NONBLOCK) {
+		check_locked(w);	/* it must know now */
+	} else if (w->qprev && !w->qprev->answered) {
+		w->state = W_PARKED;
+	} else if (!w->pred_known) {
+		check_locked(w);
+	} else if (queue_find_locked(w, w->pred_seq)) {
+		w->state = W_LOCALWAIT;
+	} else if (w->pred_local) {
+		check_locked(w);	/* ours, and gone: look again */
+	} else {
+		watch_locked(w);
+	}
+}
+
+/* Something @w waited for locally changed: wait anew. */
+static void settle_locked(struct zkl_waiter *w)
+{
+	if (w && !w->answered && (w->state == W_PARKED || w->state == W_LOCALWAIT))
+		wait_locked(w);
+}
+
+/*
+ * @l's entry is gone (deleted by us, or found gone).  The waiters that had
+ * to outlive it move on.  With @handoff (our delete removed an exclusive
+ * entry that held the lock, so nothing came before it) those a listing
+ * showed right behind it hold the lock now; the others look again.
+ */
+static void gone_locked(struct zkl_waiter *l, bool handoff)
+{
+	struct zkl_waiter *first = l->qnext, *x;
+	int32_t seq = l->seq;
+
+	if (!l->q)
+		return;
+	queue_unlink_locked(l);
+	for (x = first; handoff && x && x->pred_known && x->pred_seq == seq; x = x->qnext)
+		answer_locked(x, 0, false);
+	for (x = first; x; x = x->qnext) {
+		bool behind = x->pred_known && x->pred_seq == seq;
+
+		settle_locked(x);
+		if (!behind)
+			break;
+	}
+}
+
+/* Remember that @w must outlive @pred (from a listing that showed @w). */
+static void learn_pred_locked(struct zkl_waiter *w, const struct zkl_child *pred)
+{
+	char *path = zkn_join(w->dir, pred->name);
+
+	if (!path)
+		return;			/* it will list for itself */
+	free(w->pred);
+	w->pred = path;
+	w->pred_known = true;
+	w->pred_seq = pred->seq;
+	w->pred_local = queue_find_locked(w, pred->seq) != NULL;
+}
+
+/* watches ---------------------------------------------------------------- */
 
 static void unwatch_locked(struct zkl_waiter *w);
 
@@ -299,7 +480,7 @@ static void own_watcher(zhandle_t *zh, int type, int state, const char *path,
 	else if (type == ZOO_CHANGED_EVENT && !w->lost && !w->released)
 		own_watch_locked(w);	/* data written: watch on */
 	put_locked(w);
-	pthread_mutex_unlock(&e->lock);
+	unlock_fire(e);
 }
 
 static void own_watch_done(int rc, const char *value, int len,
@@ -326,9 +507,14 @@ static void own_watch_done(int rc, const char *value, int len,
 		delete_locked(w);
 	}
 	put_locked(w);
-	pthread_mutex_unlock(&e->lock);
+	unlock_fire(e);
 }
 
+/*
+ * Watch our own granted entry, to hear if someone else deletes it.  Armed
+ * on the supervisor's tick, not at the grant: most locks are given back
+ * sooner, and then cost neither the watch nor its removal.
+ */
 static void own_watch_locked(struct zkl_waiter *w)
 {
 	w->refs += 2;			/* the completion and the watch */
@@ -345,7 +531,6 @@ static void pred_watcher(zhandle_t *zh, int type, int state, const char *path,
 {
 	struct zkl_waiter *w = ctx;
 	struct zkl_engine *e = w->e;
-	bool f = false;
 
 	(void)zh;
 	(void)path;
@@ -353,11 +538,9 @@ static void pred_watcher(zhandle_t *zh, int type, int state, const char *path,
 		return;			/* the watch stays armed */
 	pthread_mutex_lock(&e->lock);
 	if (type != ZOO_SESSION_EVENT && !w->answered && w->state == W_WATCHING)
-		f = check_locked(w);
+		check_locked(w);
 	put_locked(w);
-	pthread_mutex_unlock(&e->lock);
-	if (f)
-		fire(w);
+	unlock_fire(e);
 }
 
 static void pred_done(int rc, const char *value, int len,
@@ -365,7 +548,6 @@ static void pred_done(int rc, const char *value, int len,
 {
 	struct zkl_waiter *w = (struct zkl_waiter *)data;
 	struct zkl_engine *e = w->e;
-	bool f = false;
 
 	(void)value, (void)len, (void)stat;
 	pthread_mutex_lock(&e->lock);
@@ -374,32 +556,90 @@ static void pred_done(int rc, const char *value, int len,
 		if (w->answered || w->state != W_WATCHING)
 			;
 		else if (rc == ZNONODE)
-			f = check_locked(w);	/* it went before we looked */
+			check_locked(w);	/* it went before we looked */
 		else
-			f = trouble_locked(w, rc, S_CHECK, "cannot watch before");
+			trouble_locked(w, rc, S_CHECK, "cannot watch before");
 	}
 	put_locked(w);
-	pthread_mutex_unlock(&e->lock);
-	if (f)
-		fire(w);
+	unlock_fire(e);
 }
 
-static bool watch_locked(struct zkl_waiter *w, const char *name)
+/* Watch w->pred, another client's entry: only we watch it (no herd). */
+static void watch_locked(struct zkl_waiter *w)
 {
-	char *path = zkn_join(w->dir, name);
 	int rc;
 
-	if (!path)
-		return fail_locked(w, -ENOMEM);
 	w->state = W_WATCHING;
 	w->refs += 2;			/* the completion and the watch */
-	rc = zks_awget(w->e->zks, path, pred_watcher, w, pred_done, w);
-	free(w->pred);
-	w->pred = path;
+	rc = zks_awget(w->e->zks, w->pred, pred_watcher, w, pred_done, w);
 	if (rc == ZOK)
-		return false;
+		return;
 	w->refs -= 2;
-	return trouble_locked(w, rc, S_CHECK, "cannot watch before");
+	trouble_locked(w, rc, S_CHECK, "cannot watch before");
+}
+
+/* listing ---------------------------------------------------------------- */
+
+/*
+ * A listing of @w's lock came.  It decides for @w, and for every waiter of
+ * ours in that lock that it shows and that is parked: each is granted or
+ * learns whom it must outlive (one pass over the sorted listing).
+ */
+static void learn_locked(struct zkl_waiter *w, const struct String_vector *sv)
+{
+	struct zkl_queue *q = w->q;
+	bool many = q && q->head != q->tail;
+	enum zkl_verdict mine = ZKL_MISSING;
+	struct zkl_child *kids;
+	struct zkl_waiter *x;
+	struct zkl_walk wk;
+	size_t n;
+
+	kids = zkl_parse_children(sv->data, sv->count, &n);
+	if (!kids) {
+		fail_locked(w, -ENOMEM);
+		return;
+	}
+	if (many) {
+		zkl_sort(kids, n);
+		zkl_walk_init(&wk, kids, n);
+	}
+	for (x = many ? q->head : w; x; x = many ? x->qnext : NULL) {
+		const struct zkl_child *pred = NULL;
+		enum zkl_verdict v;
+
+		if (x != w && (x->answered || x->state != W_PARKED))
+			continue;
+		v = many ? zkl_walk_decide(&wk, x->seq, x->kind, &pred)
+			 : zkl_decide(kids, n, x->seq, x->kind, &pred);
+		if (x == w)
+			mine = v;
+		if (v == ZKL_GRANTED)
+			x->grant_now = true;
+		else if (v == ZKL_WAIT)
+			learn_pred_locked(x, pred);
+	}
+	free(kids);
+
+	if (mine == ZKL_MISSING) {
+		zkl_log(LOG_WARNING, "%s was deleted while it waited", w->path);
+		fail_locked(w, -EIO);
+	} else if (mine == ZKL_WAIT && (w->flags & ZKL_NONBLOCK)) {
+		fail_locked(w, -EAGAIN);
+	} else if (mine == ZKL_WAIT) {
+		w->state = W_PARKED;	/* wait_locked() below says how */
+	}
+	for (x = many ? q->head : w; x; x = many ? x->qnext : NULL)
+		if (x->grant_now) {
+			x->grant_now = false;
+			answer_locked(x, 0, false);
+		}
+	if (!many) {
+		settle_locked(w->answered ? w->qnext : w);
+		return;
+	}
+	for (x = q->head; x; x = x->qnext)
+		settle_locked(x);
 }
 
 static void children_done(int rc, const struct String_vector *strings,
@@ -407,48 +647,19 @@ static void children_done(int rc, const struct String_vector *strings,
 {
 	struct zkl_waiter *w = (struct zkl_waiter *)data;
 	struct zkl_engine *e = w->e;
-	const struct zkl_child *pred = NULL;
-	struct zkl_child *kids = NULL;
-	size_t n = 0;
-	bool f = false;
 
 	pthread_mutex_lock(&e->lock);
 	if (w->answered || w->state != W_CHECKING)
-		goto out;
-	if (rc != ZOK) {
-		f = trouble_locked(w, rc, S_CHECK, "cannot list the queue of");
-		goto out;
-	}
-	kids = zkl_parse_children(strings->data, strings->count, &n);
-	if (!kids) {
-		f = fail_locked(w, -ENOMEM);
-		goto out;
-	}
-	switch (zkl_decide(kids, n, w->seq, w->kind, &pred)) {
-	case ZKL_GRANTED:
-		f = answer_locked(w, 0);
-		own_watch_locked(w);
-		break;
-	case ZKL_WAIT:
-		if (w->flags & ZKL_NONBLOCK)
-			f = fail_locked(w, -EAGAIN);
-		else
-			f = watch_locked(w, pred->name);
-		break;
-	case ZKL_MISSING:
-		zkl_log(LOG_WARNING, "%s was deleted while it waited", w->path);
-		f = fail_locked(w, -EIO);
-		break;
-	}
-	free(kids);
-out:
+		;
+	else if (rc != ZOK)
+		trouble_locked(w, rc, S_CHECK, "cannot list the queue of");
+	else
+		learn_locked(w, strings);
 	put_locked(w);
-	pthread_mutex_unlock(&e->lock);
-	if (f)
-		fire(w);
+	unlock_fire(e);
 }
 
-static bool check_locked(struct zkl_waiter *w)
+static void check_locked(struct zkl_waiter *w)
 {
 	int rc;
 
@@ -456,13 +667,15 @@ static bool check_locked(struct zkl_waiter *w)
 	w->refs++;
 	rc = zks_achildren(w->e->zks, w->dir, children_done, w);
 	if (rc == ZOK)
-		return false;
+		return;
 	w->refs--;
-	return trouble_locked(w, rc, S_CHECK, "cannot list the queue of");
+	trouble_locked(w, rc, S_CHECK, "cannot list the queue of");
 }
 
+/* creating --------------------------------------------------------------- */
+
 /* Our entry exists (created or found again): take it as ours. */
-static bool adopt_locked(struct zkl_waiter *w, const char *path, int64_t czxid)
+static void adopt_locked(struct zkl_waiter *w, const char *path, int64_t czxid)
 {
 	struct zkl_child me;
 
@@ -471,14 +684,16 @@ static bool adopt_locked(struct zkl_waiter *w, const char *path, int64_t czxid)
 	w->czxid = czxid;
 	if (!w->path || !zkn_parse(zkn_base(path), &me)) {
 		zkl_log(LOG_ERR, "created %s but cannot read its sequence", path);
-		return fail_locked(w, -EIO);
+		fail_locked(w, -EIO);
+		return;
 	}
 	w->seq = me.seq;
+	queue_insert_locked(w);
 	if (w->answered || w->released) {
 		delete_locked(w);	/* given up while it was being made */
-		return false;
+		return;
 	}
-	return check_locked(w);
+	wait_locked(w);
 }
 
 static void create_done(int rc, const char *path, const struct Stat *stat,
@@ -486,7 +701,6 @@ static void create_done(int rc, const char *path, const struct Stat *stat,
 {
 	struct zkl_waiter *w = (struct zkl_waiter *)data;
 	struct zkl_engine *e = w->e;
-	bool f = false;
 
 	/*
 	 * Even if @w was answered meanwhile (interrupted): an entry made must
@@ -495,43 +709,51 @@ static void create_done(int rc, const char *path, const struct Stat *stat,
 	 */
 	pthread_mutex_lock(&e->lock);
 	if (rc == ZOK)
-		f = adopt_locked(w, path, stat->czxid);
+		adopt_locked(w, path, stat->czxid);
 	else if (zk_rc_unknown(rc))
 		stall_locked(w, S_RESOLVE);	/* it may exist: find it, never guess */
 	else if (rc_stalls(rc))
 		stall_locked(w, S_CREATE);	/* never sent */
 	else {
 		zkl_log(LOG_WARNING, "cannot enqueue in %s: %s", w->dir, zerror(rc));
-		f = answer_locked(w, zk_errno(rc));
+		answer_locked(w, zk_errno(rc), false);
 	}
 	put_locked(w);
-	pthread_mutex_unlock(&e->lock);
-	if (f)
-		fire(w);
+	unlock_fire(e);
 }
 
-static bool create_locked(struct zkl_waiter *w)
+/* Send @w's create. Return: ZOK (sent, or parked to redo), else why not. */
+static int send_create_locked(struct zkl_waiter *w)
 {
 	int rc;
 
-	if (w->answered || w->released)
-		return false;		/* nothing to make any more */
 	w->state = W_CREATING;
 	w->refs++;
 	rc = zks_acreate(w->e->zks, w->prefix, w->data, w->len,
 			 ZOO_EPHEMERAL_SEQUENTIAL, create_done, w);
 	if (rc == ZOK)
-		return false;
+		return ZOK;
 	w->refs--;
 	if (rc_stalls(rc)) {
 		stall_locked(w, S_CREATE);
-		return false;
+		return ZOK;
 	}
 	zkl_log(LOG_WARNING, "cannot enqueue %s: %s", w->prefix, zerror(rc));
-	return answer_locked(w, zk_errno(rc));
+	return rc;
 }
 
-static bool resolve_next_locked(struct zkl_waiter *w);
+static void create_locked(struct zkl_waiter *w)
+{
+	int rc;
+
+	if (w->answered || w->released)
+		return;			/* nothing to make any more */
+	rc = send_create_locked(w);
+	if (rc != ZOK)
+		answer_locked(w, zk_errno(rc), false);
+}
+
+static void resolve_next_locked(struct zkl_waiter *w);
 
 static void resolve_get_done(int rc, const char *value, int len,
 			     const struct Stat *stat, const void *data)
@@ -539,7 +761,6 @@ static void resolve_get_done(int rc, const char *value, int len,
 	struct zkl_waiter *w = (struct zkl_waiter *)data;
 	struct zkl_engine *e = w->e;
 	size_t nl = strlen(w->nonce);
-	bool f = false;
 
 	pthread_mutex_lock(&e->lock);
 	if (rc == ZOK && value && (size_t)len >= nl &&
@@ -548,43 +769,46 @@ static void resolve_get_done(int rc, const char *value, int len,
 
 		zkl_log(LOG_NOTICE, "found %s again after an unknown create", path);
 		free_cands(w);
-		f = path ? adopt_locked(w, path, stat->czxid) : fail_locked(w, -ENOMEM);
+		if (path)
+			adopt_locked(w, path, stat->czxid);
+		else
+			fail_locked(w, -ENOMEM);
 		free(path);
 	} else if (rc_stalls(rc)) {
 		free_cands(w);
 		stall_locked(w, S_RESOLVE);
 	} else {
 		w->ci++;
-		f = resolve_next_locked(w);
+		resolve_next_locked(w);
 	}
 	put_locked(w);
-	pthread_mutex_unlock(&e->lock);
-	if (f)
-		fire(w);
+	unlock_fire(e);
 }
 
 /* Look at the next candidate; when none is left, the create never happened. */
-static bool resolve_next_locked(struct zkl_waiter *w)
+static void resolve_next_locked(struct zkl_waiter *w)
 {
 	char *path;
 	int rc;
 
 	if (w->ci >= w->ncand) {
 		free_cands(w);
-		return create_locked(w);
+		create_locked(w);
+		return;
 	}
 	path = zkn_join(w->dir, w->cands[w->ci]);
-	if (!path)
-		return fail_locked(w, -ENOMEM);
+	if (!path) {
+		fail_locked(w, -ENOMEM);
+		return;
+	}
 	w->refs++;
 	rc = zks_aget(w->e->zks, path, resolve_get_done, w);
 	free(path);
 	if (rc == ZOK)
-		return false;
+		return;
 	w->refs--;
 	free_cands(w);
 	stall_locked(w, S_RESOLVE);
-	return false;
 }
 
 static void resolve_children_done(int rc, const struct String_vector *sv,
@@ -595,12 +819,11 @@ static void resolve_children_done(int rc, const struct String_vector *sv,
 	const char *base = zkn_base(w->prefix);
 	size_t bl = strlen(base);
 	struct zkl_child c;
-	bool f = false;
 
 	/* answered meanwhile or not, an entry of ours must be found */
 	pthread_mutex_lock(&e->lock);
 	if (rc != ZOK) {
-		f = trouble_locked(w, rc, S_RESOLVE, "cannot list the queue of");
+		trouble_locked(w, rc, S_RESOLVE, "cannot list the queue of");
 	} else {
 		free_cands(w);
 		w->cands = calloc((size_t)sv->count + 1, sizeof(*w->cands));
@@ -608,15 +831,16 @@ static void resolve_children_done(int rc, const struct String_vector *sv,
 			if (strncmp(sv->data[i], base, bl) == 0 &&
 			    zkn_parse(sv->data[i], &c) && strlen(sv->data[i]) <= bl + 11)
 				w->cands[w->ncand++] = strdup(sv->data[i]);
-		f = w->cands ? resolve_next_locked(w) : fail_locked(w, -ENOMEM);
+		if (w->cands)
+			resolve_next_locked(w);
+		else
+			fail_locked(w, -ENOMEM);
 	}
 	put_locked(w);
-	pthread_mutex_unlock(&e->lock);
-	if (f)
-		fire(w);
+	unlock_fire(e);
 }
 
-static bool resolve_locked(struct zkl_waiter *w)
+static void resolve_locked(struct zkl_waiter *w)
 {
 	int rc;
 
@@ -624,102 +848,91 @@ static bool resolve_locked(struct zkl_waiter *w)
 	w->refs++;
 	rc = zks_achildren(w->e->zks, w->dir, resolve_children_done, w);
 	if (rc == ZOK)
-		return false;
+		return;
 	w->refs--;
 	stall_locked(w, S_RESOLVE);
-	return false;
 }
 
+/* session events ---------------------------------------------------------- */
+
 /* Redo what @w could not do while the session was away. */
-static bool resume_locked(struct zkl_waiter *w)
+static void resume_locked(struct zkl_waiter *w)
 {
 	switch (unstall_locked(w)) {
 	case S_NONE:
-		return false;
+		break;
 	case S_CREATE:
-		return create_locked(w);
+		create_locked(w);
+		break;
 	case S_RESOLVE:
-		return resolve_locked(w);
+		resolve_locked(w);
+		break;
 	case S_CHECK:
-		return w->answered ? false : check_locked(w);
+		if (!w->answered)
+			check_locked(w);
+		break;
 	case S_OWNWATCH:
 		if (!w->lost && !w->released)
 			own_watch_locked(w);
-		return false;
+		break;
 	case S_DELETE:
 		delete_locked(w);
-		return false;
+		break;
 	}
-	return false;
 }
 
-/* Run @step on every waiter, firing the answers it produces. */
-static void for_each_waiter(struct zkl_engine *e, bool (*step)(struct zkl_waiter *))
+/* Run @step on every waiter, oldest first. */
+static void for_each_waiter(struct zkl_engine *e, void (*step)(struct zkl_waiter *))
 {
-	struct zkl_waiter *w, **fired = NULL;
+	struct zkl_waiter *w, **v = NULL;
 	size_t n = 0, cap = 0;
 
 	pthread_mutex_lock(&e->lock);
 	for (w = e->all; w; w = w->next) {
 		if (n == cap) {
 			size_t ncap = cap ? 2 * cap : 64;
-			struct zkl_waiter **nf = realloc(fired, ncap * sizeof(*nf));
+			struct zkl_waiter **nv = realloc(v, ncap * sizeof(*nv));
 
-			if (!nf)
+			if (!nv)
 				break;
-			fired = nf;
+			v = nv;
 			cap = ncap;
 		}
 		w->refs++;		/* keeps it while we walk on */
-		fired[n++] = w;
+		v[n++] = w;
 	}
-	for (size_t i = 0; i < n; i++) {
-		if (!step(fired[i])) {
-			put_locked(fired[i]);
-			fired[i] = NULL;
-		}
-	}
-	pthread_mutex_unlock(&e->lock);
-	for (size_t i = 0; i < n; i++) {
-		if (!fired[i])
-			continue;
-		/* step answered it: answer_locked took the ref fire() drops */
-		fire(fired[i]);
-		pthread_mutex_lock(&e->lock);
-		put_locked(fired[i]);
-		pthread_mutex_unlock(&e->lock);
-	}
-	free(fired);
+	for (size_t i = 0; i < n; i++)
+		step(v[i]);
+	for (size_t i = 0; i < n; i++)
+		put_locked(v[i]);
+	unlock_fire(e);
+	free(v);
 }
 
-static bool on_connected_step(struct zkl_waiter *w)
-{
-	return resume_locked(w);
-}
-
-static bool on_silent_step(struct zkl_waiter *w)
+static void on_silent_step(struct zkl_waiter *w)
 {
 	lose_locked(w, "nothing heard from ZooKeeper for the session timeout");
-	return false;
 }
 
-static bool on_expired_step(struct zkl_waiter *w)
+static void on_expired_step(struct zkl_waiter *w)
 {
 	/* the old session took every entry with it */
 	unstall_locked(w);
 	w->deleting = true;
 	lose_locked(w, "the ZooKeeper session expired");
+	queue_unlink_locked(w);
+	w->pred_known = false;
 	if (w->answered || w->released)
-		return false;
+		return;
 	free(w->path);
 	w->path = NULL;
 	w->deleting = false;
-	return create_locked(w);
+	create_locked(w);
 }
 
 static void on_connected(void *arg)
 {
-	for_each_waiter(arg, on_connected_step);
+	for_each_waiter(arg, resume_locked);
 }
 
 static void on_silent(void *arg)
@@ -732,10 +945,26 @@ static void on_expired(void *arg)
 	for_each_waiter(arg, on_expired_step);
 }
 
+/* Arm the watch on every entry that holds a lock since before this tick. */
+static void on_tick(void *arg)
+{
+	struct zkl_engine *e = arg;
+
+	pthread_mutex_lock(&e->lock);
+	for (struct zkl_waiter *w = e->all; w; w = w->next)
+		if (w->state == W_HELD && w->path && !w->lost && !w->released &&
+		    !w->deleting && !w->own_armed && !w->own_inflight &&
+		    w->stall == S_NONE)
+			own_watch_locked(w);
+	unlock_fire(e);
+}
+
 struct zks_events zkl_engine_events(struct zkl_engine *e)
 {
-	return (struct zks_events){ on_connected, on_silent, on_expired, e };
+	return (struct zks_events){ on_connected, on_silent, on_expired, on_tick, e };
 }
+
+/* the API ------------------------------------------------------------------ */
 
 struct zkl_engine *zkl_engine_new(struct zks *zks, enum zkl_naming naming,
 				  zkl_lost_fn lost)
@@ -758,7 +987,7 @@ int zkl_enqueue(struct zkl_engine *e, const char *dir, const char *name,
 	struct zkl_waiter *w = calloc(1, sizeof(*w));
 	uint64_t nonce = 0;
 	char *base = NULL;
-	bool f;
+	int rc;
 
 	if (!w)
 		return -ENOMEM;
@@ -786,21 +1015,19 @@ int zkl_enqueue(struct zkl_engine *e, const char *dir, const char *name,
 	}
 	pthread_mutex_lock(&e->lock);
 	w->refs = 1;			/* the caller's */
-	w->next = e->all;
-	if (e->all)
-		e->all->prev = w;
-	e->all = w;
-	*out = w;
-	f = create_locked(w);
-	if (f) {			/* refused at once: no done, an error */
-		int err = w->result;
-
-		w->refs = 1;		/* drop the answer's and the caller's */
+	w->prev = e->all_tail;
+	if (e->all_tail)
+		e->all_tail->next = w;
+	else
+		e->all = w;
+	e->all_tail = w;
+	rc = send_create_locked(w);
+	if (rc != ZOK) {		/* refused at once: no done, an error */
 		put_locked(w);
-		*out = NULL;
 		pthread_mutex_unlock(&e->lock);
-		return err;
+		return zk_errno(rc);
 	}
+	*out = w;
 	pthread_mutex_unlock(&e->lock);
 	return 0;
 }
@@ -808,13 +1035,10 @@ int zkl_enqueue(struct zkl_engine *e, const char *dir, const char *name,
 void zkl_cancel(struct zkl_waiter *w)
 {
 	struct zkl_engine *e = w->e;
-	bool f;
 
 	pthread_mutex_lock(&e->lock);
-	f = fail_locked(w, -EINTR);
-	pthread_mutex_unlock(&e->lock);
-	if (f)
-		fire(w);
+	fail_locked(w, -EINTR);
+	unlock_fire(e);
 }
 
 static void unwatch_done(int rc, const void *data)
@@ -826,15 +1050,16 @@ static void unwatch_done(int rc, const void *data)
 	if (rc == ZOK)
 		put_locked(w);		/* the watch's: it will never fire now */
 	put_locked(w);
-	pthread_mutex_unlock(&e->lock);
+	unlock_fire(e);
 }
 
 /*
  * Before we delete our own entry, take our watch off it, so that the delete
- * notifies only the next waiter: one notification per release.  Requests
- * of one session are done in order, so the removal comes first.  The
- * client knows a watch only once the reply that set it is in, so a release
- * that comes sooner waits for it (zkl_release(), own_watch_done()).
+ * notifies nobody but a waiter of another client: at most one notification
+ * per release.  Requests of one session are done in order, so the removal
+ * comes first.  The client knows a watch only once the reply that set it is
+ * in, so a release that comes sooner waits for it (zkl_release(),
+ * own_watch_done()).
  */
 static void unwatch_locked(struct zkl_waiter *w)
 {
@@ -859,7 +1084,7 @@ void zkl_release(struct zkl_waiter *w)
 		delete_locked(w);
 	}
 	put_locked(w);
-	pthread_mutex_unlock(&e->lock);
+	unlock_fire(e);
 }
 
 void zkl_info(struct zkl_waiter *w, struct zkl_info *info, char **path)
@@ -878,9 +1103,10 @@ void zkl_info(struct zkl_waiter *w, struct zkl_info *info, char **path)
 	pthread_mutex_unlock(&e->lock);
 }
 
-static bool on_shutdown_step(struct zkl_waiter *w)
+static void on_shutdown_step(struct zkl_waiter *w)
 {
-	return answer_locked(w, -ESHUTDOWN);
+	w->e->shutdown = true;		/* nobody moves on: every one is answered */
+	answer_locked(w, -ESHUTDOWN, false);
 }
 
 void zkl_engine_shutdown(struct zkl_engine *e)
@@ -896,6 +1122,14 @@ void zkl_engine_free(struct zkl_engine *e)
 		e->all = w->next;
 		waiter_free(w);
 	}
+	for (size_t i = 0; i < QBUCKETS; i++)
+		while (e->qtab[i]) {
+			struct zkl_queue *q = e->qtab[i];
+
+			e->qtab[i] = q->hnext;
+			free(q->dir);
+			free(q);
+		}
 	pthread_mutex_destroy(&e->lock);
 	free(e);
 }

@@ -206,8 +206,11 @@ static void *zks_supervise(void *arg)
 		s->reconnected = false;
 		pthread_mutex_unlock(&s->lock);
 
-		if (ping)
+		if (ping) {
 			zks_aexists(s, "/", ping_done, s);
+			if (s->ev.tick)
+				s->ev.tick(s->ev.arg);
+		}
 		if (silent) {
 			zkl_log(LOG_WARNING, "nothing heard from ZooKeeper for %d ms: held locks are lost",
 				s->timeout_ms);

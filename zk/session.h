@@ -4,7 +4,8 @@
  * One session per mount.  zks_open() connects and waits (bounded by the
  * session timeout).  zks_start() then starts the supervisor, a thread of
  * ours that:
- *   - pings every timeout/10 and tracks when ZooKeeper was last heard;
+ *   - pings every timeout/10 and tracks when ZooKeeper was last heard,
+ *     and calls ev->tick() after each ping (work that may wait that long);
  *   - calls ev->silent() once when nothing was heard for the whole session
  *     timeout (the server may have expired us: held locks must be presumed
  *     lost, Curator's LOST);
@@ -33,6 +34,7 @@ struct zks_events {
 	void (*connected)(void *arg);
 	void (*silent)(void *arg);
 	void (*expired)(void *arg);
+	void (*tick)(void *arg);
 	void *arg;
 };
 

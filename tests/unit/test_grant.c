@@ -145,6 +145,56 @@ static void test_parse_children_keeps_queue_entries(void **state)
 	free(kids);
 }
 
+/* One pass over the sorted listing says, for every entry, what zkl_decide() says. */
+static void test_walk_agrees_with_decide(void **state)
+{
+	struct zkl_child kids[64];
+	unsigned int rnd = 12345;
+
+	(void)state;
+	for (int round = 0; round < 200; round++) {
+		size_t n = 1 + round % 40;
+		int32_t seq = (int32_t)(round * 7);
+		struct zkl_walk wk;
+
+		for (size_t i = 0; i < n; i++) {
+			rnd = rnd * 1103515245u + 12345u;
+			seq += 1 + (int32_t)((rnd >> 16) % 3);	/* gaps, as deletes leave */
+			kids[i] = (struct zkl_child){ .name = "k", .seq = seq,
+				.kind = (rnd >> 8) % 3 ? ZKL_EXCLUSIVE : ZKL_SHARED };
+		}
+		zkl_sort(kids, n);
+		zkl_walk_init(&wk, kids, n);
+		for (size_t i = 0; i < n; i++) {
+			enum zkl_kind k = kids[i].kind;
+			const struct zkl_child *w1 = NULL, *w2 = NULL;
+
+			if (i % 3 == 1)
+				continue;	/* entries may be skipped */
+			assert_int_equal(zkl_walk_decide(&wk, kids[i].seq, k, &w2),
+					 zkl_decide(kids, n, kids[i].seq, k, &w1));
+			assert_ptr_equal(w1, w2);
+		}
+	}
+}
+
+static void test_walk_across_counter_wrap(void **state)
+{
+	struct zkl_child kids[] = { EXCL(-2147483647 - 1), SHARED(2147483646),
+				    SHARED(2147483647), EXCL(-2147483647) };
+	const struct zkl_child *watch;
+	struct zkl_walk wk;
+
+	(void)state;
+	zkl_sort(kids, 4);
+	zkl_walk_init(&wk, kids, 4);
+	assert_int_equal(zkl_walk_decide(&wk, 2147483646, ZKL_SHARED, &watch), ZKL_GRANTED);
+	assert_int_equal(zkl_walk_decide(&wk, 2147483647, ZKL_SHARED, &watch), ZKL_GRANTED);
+	assert_int_equal(zkl_walk_decide(&wk, -2147483647 - 1, ZKL_EXCLUSIVE, &watch), ZKL_WAIT);
+	assert_int_equal(watch->seq, 2147483647);
+	assert_int_equal(zkl_walk_decide(&wk, 5, ZKL_EXCLUSIVE, &watch), ZKL_MISSING);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -159,6 +209,8 @@ int main(void)
 		cmocka_unit_test(test_holders),
 		cmocka_unit_test(test_sort_is_queue_order),
 		cmocka_unit_test(test_parse_children_keeps_queue_entries),
+		cmocka_unit_test(test_walk_agrees_with_decide),
+		cmocka_unit_test(test_walk_across_counter_wrap),
 	};
 
 	return cmocka_run_group_tests_name("grant", tests, NULL, NULL);
