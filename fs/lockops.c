@@ -41,6 +41,7 @@ void zklfs_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
 		zkl_log(LOG_NOTICE, "lock name '%.64s' refused: %s", name, strerror(-err));
 		return (void)fuse_reply_err(req, -err);
 	}
+	lsc_busy(fs, p->path);
 	pthread_mutex_lock(&fs->lock);
 	n = node_new_pending_locked(fs, p->path, name);
 	if (n)

@@ -9,6 +9,8 @@
 
 #define HSIZE 16384
 
+static void lsc_drop_names(struct lsc *l);
+
 static size_t hash_path(const char *s)
 {
 	size_t h = 1469598103934665603ULL;
@@ -23,7 +25,8 @@ int zklfs_nodes_init(struct zklfs *fs)
 	fs->hsize = HSIZE;
 	fs->htab = calloc(fs->hsize, sizeof(*fs->htab));
 	fs->neg = calloc(ZKLFS_NEG_SLOTS, sizeof(*fs->neg));
-	if (!fs->htab || !fs->neg)
+	fs->lsc = calloc(ZKLFS_LSC_SLOTS, sizeof(*fs->lsc));
+	if (!fs->htab || !fs->neg || !fs->lsc)
 		return -ENOMEM;
 	memset(&fs->root, 0, sizeof(fs->root));
 	fs->root.ino = FUSE_ROOT_ID;
@@ -78,6 +81,11 @@ void zklfs_nodes_free(struct zklfs *fs)
 	for (size_t i = 0; fs->neg && i < ZKLFS_NEG_SLOTS; i++)
 		free(fs->neg[i].path);
 	free(fs->neg);
+	for (size_t i = 0; fs->lsc && i < ZKLFS_LSC_SLOTS; i++) {
+		lsc_drop_names(&fs->lsc[i]);
+		free(fs->lsc[i].dir);
+	}
+	free(fs->lsc);
 	free(fs->root.path);
 }
 
@@ -265,4 +273,112 @@ void neg_forget(struct zklfs *fs, const char *path)
 	}
 	pthread_mutex_unlock(&fs->lock);
 	free(old);
+}
+
+static void lsc_drop_names(struct lsc *l)
+{
+	for (size_t i = 0; i < l->n; i++)
+		free(l->names[i]);
+	free(l->names);
+	l->names = NULL;
+	l->n = 0;
+	l->fresh_until_ms = 0;
+}
+
+/* The slot of @dir, taken over if another directory had it. Under fs->lock. */
+static struct lsc *lsc_slot_locked(struct zklfs *fs, const char *dir, bool take)
+{
+	struct lsc *l = &fs->lsc[hash_path(dir) % ZKLFS_LSC_SLOTS];
+	char *d;
+
+	if (l->dir && strcmp(l->dir, dir) == 0)
+		return l;
+	if (!take || !(d = strdup(dir)))
+		return NULL;
+	lsc_drop_names(l);
+	free(l->dir);
+	l->dir = d;
+	l->busy_until_ms = 0;
+	return l;
+}
+
+void lsc_busy(struct zklfs *fs, const char *dir)
+{
+	struct lsc *l;
+
+	pthread_mutex_lock(&fs->lock);
+	l = lsc_slot_locked(fs, dir, true);
+	if (l)
+		l->busy_until_ms = now_ms() + ZKLFS_NEG_TTL_MS;
+	pthread_mutex_unlock(&fs->lock);
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+enum lsc_answer lsc_lookup(struct zklfs *fs, const char *dir, const char *name)
+{
+	enum lsc_answer a = LSC_UNKNOWN;
+	uint64_t now = now_ms();
+	struct lsc *l;
+
+	pthread_mutex_lock(&fs->lock);
+	l = lsc_slot_locked(fs, dir, false);
+	if (l && l->busy_until_ms > now) {
+		if (l->fresh_until_ms <= now)
+			a = LSC_STALE;
+		else if (l->n && bsearch(&name, l->names, l->n, sizeof(*l->names), cmp_str))
+			a = LSC_PRESENT;
+		else
+			a = LSC_ABSENT;
+	}
+	pthread_mutex_unlock(&fs->lock);
+	return a;
+}
+
+void lsc_fill(struct zklfs *fs, const char *dir, char *const *names, int count)
+{
+	char **v = calloc((size_t)count + 1, sizeof(*v));
+	struct zkl_child c;
+	struct lsc *l;
+	size_t n = 0;
+
+	if (!v)
+		return;
+	for (int i = 0; i < count; i++) {
+		if (zkn_parse(names[i], &c))
+			continue;	/* entries come and go: never kept */
+		if (!(v[n] = strdup(names[i])))
+			goto fail;
+		n++;
+	}
+	qsort(v, n, sizeof(*v), cmp_str);
+	pthread_mutex_lock(&fs->lock);
+	l = lsc_slot_locked(fs, dir, false);
+	if (l) {
+		lsc_drop_names(l);
+		l->names = v;
+		l->n = n;
+		l->fresh_until_ms = now_ms() + ZKLFS_NEG_TTL_MS;
+		v = NULL;
+		n = 0;
+	}
+	pthread_mutex_unlock(&fs->lock);
+fail:
+	for (size_t i = 0; v && i < n; i++)
+		free(v[i]);
+	free(v);
+}
+
+void lsc_forget(struct zklfs *fs, const char *dir)
+{
+	struct lsc *l;
+
+	pthread_mutex_lock(&fs->lock);
+	l = lsc_slot_locked(fs, dir, false);
+	if (l)
+		lsc_drop_names(l);
+	pthread_mutex_unlock(&fs->lock);
 }

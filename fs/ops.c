@@ -135,10 +135,27 @@ static void lookup_done(int rc, const char *value, int len,
 	zop_free(op);
 }
 
+/* A busy lock directory's listing, to answer a LOOKUP (see lsc_lookup()). */
+static void lookup_list_done(int rc, const struct String_vector *sv,
+			     const void *data)
+{
+	struct zop *op = (struct zop *)data;
+	const char *name = zkn_base(op->path);
+
+	if (rc != ZOK)
+		return zop_fail(op, rc);
+	lsc_fill(op->fs, op->node->path, sv->data, sv->count);
+	for (int i = 0; i < sv->count; i++)
+		if (strcmp(sv->data[i], name) == 0)
+			return zop_started(op, zks_aget(&op->fs->zks, op->path, lookup_done, op));
+	zop_fail(op, ZNONODE);
+}
+
 static void zklfs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct zklfs *fs = fs_of(req);
 	struct node *p = node_of(fs, parent);
+	struct zkl_child c;
 	struct zop *op;
 	int rc;
 
@@ -153,6 +170,14 @@ static void zklfs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 		return (void)fuse_reply_err(req, ENOMEM);
 	if (neg_hit(fs, op->path))
 		return zop_fail(op, ZNONODE);
+	switch (zkn_parse(name, &c) ? LSC_UNKNOWN : lsc_lookup(fs, p->path, name)) {
+	case LSC_ABSENT:
+		return zop_fail(op, ZNONODE);
+	case LSC_STALE:
+		return zop_started(op, zks_achildren(&fs->zks, p->path, lookup_list_done, op));
+	default:
+		break;
+	}
 	rc = zks_aget(&fs->zks, op->path, lookup_done, op);
 	if (rc == ZBADARGUMENTS)
 		return zop_fail(op, ZNONODE);
@@ -475,6 +500,7 @@ static void mkdir_done(int rc, const char *path, const struct Stat *zs,
 	if (rc != ZOK)
 		return zop_fail(op, rc);
 	neg_forget(op->fs, op->path);
+	lsc_forget(op->fs, op->node->path);
 	pthread_mutex_lock(&op->fs->lock);
 	n = node_lookup_locked(op->fs, op->path, NODE_DIR);
 	pthread_mutex_unlock(&op->fs->lock);
@@ -513,6 +539,7 @@ static void delete_done(int rc, const void *data)
 
 	if (rc != ZOK)
 		return zop_fail(op, rc);
+	lsc_forget(op->fs, op->node->path);
 	pthread_mutex_lock(&op->fs->lock);
 	node_unhash_path_locked(op->fs, op->path);
 	pthread_mutex_unlock(&op->fs->lock);

@@ -79,6 +79,7 @@ struct zklfs {
 	size_t hsize;
 	struct node *locks;		/* lock nodes with a live waiter */
 	struct negent *neg;		/* recent misses; fs->lock */
+	struct lsc *lsc;		/* listings of busy lock dirs; fs->lock */
 };
 
 extern const struct fuse_lowlevel_ops zklfs_ops;
@@ -185,6 +186,37 @@ struct negent {
 bool neg_hit(struct zklfs *fs, const char *path);
 void neg_add(struct zklfs *fs, const char *path);
 void neg_forget(struct zklfs *fs, const char *path);
+
+/*
+ * The listing cache.  In a directory where this mount queued a lock during
+ * the last ZKLFS_NEG_TTL_MS (lsc_busy() at MKNOD), a name that cannot be a
+ * queue entry is looked up in a listing of that directory at most as old:
+ * the kernel serialises the LOOKUPs that precede open(O_CREAT) in one
+ * directory, and a round trip for each new lock name would bound how fast
+ * waiters can queue.  Only the names that are not queue entries are kept
+ * (sub-directories, mostly).  Direct-mapped, ZKLFS_LSC_SLOTS slots; any
+ * thread, takes fs->lock.
+ */
+#define ZKLFS_LSC_SLOTS 256
+struct lsc {
+	char *dir;
+	uint64_t busy_until_ms;		/* MKNOD seen here until then */
+	uint64_t fresh_until_ms;	/* @names valid until then; 0: none */
+	char **names;			/* sorted (strcmp) */
+	size_t n;
+};
+enum lsc_answer {
+	LSC_UNKNOWN,	/* not a busy lock directory: ask ZooKeeper */
+	LSC_STALE,	/* busy, but the listing is old: list it (lsc_fill()) */
+	LSC_ABSENT,	/* no such child */
+	LSC_PRESENT,	/* a child of that name exists: ask ZooKeeper its stat */
+};
+void lsc_busy(struct zklfs *fs, const char *dir);
+enum lsc_answer lsc_lookup(struct zklfs *fs, const char *dir, const char *name);
+/* lsc_fill() - a listing of @dir came; keeps its non-entry names if busy. */
+void lsc_fill(struct zklfs *fs, const char *dir, char *const *names, int count);
+/* lsc_forget() - @dir changed through this mount (mkdir, rmdir). */
+void lsc_forget(struct zklfs *fs, const char *dir);
 
 
 #endif

@@ -5,26 +5,36 @@
  * A waiter is a small struct, never a thread.  Its life:
  *
  *   zkl_enqueue()  create DIR/NAME<marker>NNNNNNNNNN (ephemeral, sequential)
+ *        |         (parked, sending nothing, while an entry of ours
+ *        |         before it is not yet granted)
  *        |         list DIR's children, zkl_decide()
  *        |-- granted ------------------------------> done(0)
- *        |-- must wait: watch only the entry before ours (no herd effect);
- *        |   when it changes or goes, list the children again
+ *        |-- must wait: for an entry of ours, until our delete of it; for
+ *        |   another client's, watch only that entry (no herd effect);
+ *        |   then list the children again (or, if ours held the lock
+ *        |   exclusively and was right before, granted at once: hand-off)
  *        |-- O_NONBLOCK and not granted: delete ---> done(-EAGAIN)
  *        '-- zkl_cancel(): delete ------------------> done(-EINTR)
  *   zkl_release()  delete the entry (if any) and drop the caller's reference
  *
- * A granted entry stays watched.  If it is deleted by anyone else, or the
- * session is presumed lost (nothing heard for the session timeout) or has
- * expired, the waiter is lost: the engine's @lost callback runs once.
+ * One listing decides for every waiter of ours in that lock that it shows,
+ * so a queue the engine already tracks costs one create per enqueue, not a
+ * listing of all its entries.
+ *
+ * A granted entry is watched from the next supervisor tick on.  If it is
+ * deleted by anyone else, or the session is presumed lost (nothing heard
+ * for the session timeout) or has expired, the waiter is lost: the engine's
+ * @lost callback runs once.
  * Faults: a request that fails with a connection loss is redone when the
  * session reconnects; a create whose outcome is unknown is resolved by
  * finding our entry again (its data carries a nonce line "zkl=...") and
  * adopting or deleting it; after an expiry every waiter not yet granted is
- * enqueued again on the new session.
+ * enqueued again on the new session, oldest first.
  *
- * Threads: @done runs exactly once per waiter, either on the ZooKeeper
- * completion thread or inside zkl_cancel() on the caller's thread, never
- * with the engine's lock held.  No function here blocks.
+ * Threads: @done runs exactly once per waiter, never with the engine's lock
+ * held: on the ZooKeeper completion thread, or on the thread of a call
+ * into the engine (zkl_cancel(), zkl_release(), or the supervisor's events)
+ * whose work answered it.  No function here blocks.
  */
 #ifndef ZK_LOCK_H
 #define ZK_LOCK_H
