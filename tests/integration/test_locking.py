@@ -414,6 +414,55 @@ def test_foreign_recipe_entries_take_part_in_the_queue(mount, zkc):
     zkc.delete(c)
 
 
+def test_no_local_hand_off_past_another_clients_entry(mount, zkc):
+    """The mount's waiters queue behind its own entries without watches and
+    are granted in the delete's completion when the held entry right before
+    them goes.  An entry of another client between two of ours must stop
+    that: b waits for f, not for a."""
+    m = mount()
+    d = lockdir(m)
+    h = take(d, "h")
+    a = start_waiter(d, "a")
+    a.assert_waiting(0.3)
+    f = zkc.create(m.zkpath("L") + "/_c_f-lock-", b"", zkclient.EPHEMERAL_SEQUENTIAL)
+    b = start_waiter(d, "b")
+    b.assert_waiting(0.3)
+    assert [seq_of(e) for e in (a.entry, f.rsplit("/", 1)[1], b.entry)] == \
+        sorted(seq_of(e) for e in (a.entry, f.rsplit("/", 1)[1], b.entry))
+    h.release()
+    a.wait_granted()
+    a.release()
+    wait_gone(d, a.entry)
+    b.assert_waiting(0.5)
+    zkc.delete(f)
+    b.wait_granted()
+    b.release()
+    wait_no_entries(d)
+
+
+def test_readers_behind_a_writer_of_the_same_mount_are_granted_together(mount):
+    """Readers parked behind a writer of their own mount all hold the lock
+    once it goes, and a writer behind them waits for the last of them."""
+    m = mount()
+    d = lockdir(m)
+    h = take(d, "h")
+    rs = [start_waiter(d, "r%d" % i, SHARED) for i in range(5)]
+    w = start_waiter(d, "w", WRITE)
+    for r in rs:
+        r.assert_waiting(0)
+    h.release()
+    for r in rs:
+        r.wait_granted()
+    w.assert_waiting(0.3)
+    for r in rs[:-1]:
+        r.release()
+    w.assert_waiting(0.3)
+    rs[-1].release()
+    w.wait_granted()
+    w.release()
+    wait_no_entries(d)
+
+
 @pytest.mark.parametrize("marker", ["-read-lock-", "__READ__", "__rlock__"])
 def test_foreign_shared_entries_share_with_ours(mount, zkc, marker):
     m = mount()
