@@ -93,6 +93,7 @@ struct zkl_waiter {
 	bool pred_known;		/* a listing showed whom we must outlive */
 	bool pred_local;		/* ... and it was an entry of ours */
 	bool grant_now;			/* learn_locked(): granted by this listing */
+	bool prelisted;			/* a listing follows the create (pipelined) */
 	int flags;
 	int result;			/* what done is told */
 	enum zkl_kind kind;
@@ -131,14 +132,23 @@ static struct zkl_queue **qslot(struct zkl_engine *e, const char *dir)
 	return &e->qtab[h % QBUCKETS];
 }
 
+/* Our entries in the lock @dir, or NULL if none. */
+static struct zkl_queue *queue_find_dir_locked(struct zkl_engine *e, const char *dir)
+{
+	struct zkl_queue *q;
+
+	for (q = *qslot(e, dir); q && strcmp(q->dir, dir) != 0; q = q->hnext)
+		;
+	return q;
+}
+
 /* Put @w, whose entry now exists, among our entries in its lock. */
 static void queue_insert_locked(struct zkl_waiter *w)
 {
-	struct zkl_queue **slot = qslot(w->e, w->dir), *q;
+	struct zkl_queue **slot = qslot(w->e, w->dir);
+	struct zkl_queue *q = queue_find_dir_locked(w->e, w->dir);
 	struct zkl_waiter *x;
 
-	for (q = *slot; q && strcmp(q->dir, w->dir) != 0; q = q->hnext)
-		;
 	if (!q) {
 		q = calloc(1, sizeof(*q));
 		if (q)
@@ -675,7 +685,8 @@ static void check_locked(struct zkl_waiter *w)
 /* creating --------------------------------------------------------------- */
 
 /* Our entry exists (created or found again): take it as ours. */
-static void adopt_locked(struct zkl_waiter *w, const char *path, int64_t czxid)
+static void adopt_locked(struct zkl_waiter *w, const char *path, int64_t czxid,
+			 bool prelisted)
 {
 	struct zkl_child me;
 
@@ -693,7 +704,10 @@ static void adopt_locked(struct zkl_waiter *w, const char *path, int64_t czxid)
 		delete_locked(w);	/* given up while it was being made */
 		return;
 	}
-	wait_locked(w);
+	if (prelisted)
+		w->state = W_CHECKING;	/* its reply comes next: children_done() */
+	else
+		wait_locked(w);
 }
 
 static void create_done(int rc, const char *path, const struct Stat *stat,
@@ -701,6 +715,7 @@ static void create_done(int rc, const char *path, const struct Stat *stat,
 {
 	struct zkl_waiter *w = (struct zkl_waiter *)data;
 	struct zkl_engine *e = w->e;
+	bool pre;
 
 	/*
 	 * Even if @w was answered meanwhile (interrupted): an entry made must
@@ -708,8 +723,10 @@ static void create_done(int rc, const char *path, const struct Stat *stat,
 	 * waiter starts over: zookeeper_close() fires them all first.
 	 */
 	pthread_mutex_lock(&e->lock);
+	pre = w->prelisted;
+	w->prelisted = false;		/* its reply, if any, is ignored but here */
 	if (rc == ZOK)
-		adopt_locked(w, path, stat->czxid);
+		adopt_locked(w, path, stat->czxid, pre);
 	else if (zk_rc_unknown(rc))
 		stall_locked(w, S_RESOLVE);	/* it may exist: find it, never guess */
 	else if (rc_stalls(rc))
@@ -725,14 +742,28 @@ static void create_done(int rc, const char *path, const struct Stat *stat,
 /* Send @w's create. Return: ZOK (sent, or parked to redo), else why not. */
 static int send_create_locked(struct zkl_waiter *w)
 {
+	struct zkl_queue *q;
 	int rc;
 
 	w->state = W_CREATING;
 	w->refs++;
 	rc = zks_acreate(w->e->zks, w->prefix, w->data, w->len,
 			 ZOO_EPHEMERAL_SEQUENTIAL, create_done, w);
-	if (rc == ZOK)
+	if (rc == ZOK) {
+		/*
+		 * Unless it will be parked, it must list the children: send that
+		 * now.  One session's requests are done in order, so the listing
+		 * shows the new entry, and the grant costs one round trip.
+		 */
+		q = queue_find_dir_locked(w->e, w->dir);
+		if (!q || !q->tail || q->tail->answered || (w->flags & ZKL_NONBLOCK)) {
+			w->refs++;
+			w->prelisted = zks_achildren(w->e->zks, w->dir, children_done, w) == ZOK;
+			if (!w->prelisted)
+				w->refs--;
+		}
 		return ZOK;
+	}
 	w->refs--;
 	if (rc_stalls(rc)) {
 		stall_locked(w, S_CREATE);
@@ -770,7 +801,7 @@ static void resolve_get_done(int rc, const char *value, int len,
 		zkl_log(LOG_NOTICE, "found %s again after an unknown create", path);
 		free_cands(w);
 		if (path)
-			adopt_locked(w, path, stat->czxid);
+			adopt_locked(w, path, stat->czxid, false);
 		else
 			fail_locked(w, -ENOMEM);
 		free(path);
