@@ -57,6 +57,16 @@ size_t zkl_holders(const struct zkl_child *kids, size_t n,
 	return count;
 }
 
+const struct zkl_child *zkl_lowest(const struct zkl_child *kids, size_t n)
+{
+	const struct zkl_child *low = n ? &kids[0] : NULL;
+
+	for (size_t i = 1; i < n; i++)
+		if (zkn_seq_cmp(kids[i].seq, low->seq) < 0)
+			low = &kids[i];
+	return low;
+}
+
 static int child_cmp(const void *a, const void *b)
 {
 	const struct zkl_child *x = a, *y = b;

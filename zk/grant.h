@@ -46,6 +46,13 @@ size_t zkl_holders(const struct zkl_child *kids, size_t n,
  */
 struct zkl_child *zkl_parse_children(char *const *names, int count, size_t *n);
 
+/*
+ * zkl_lowest() - the first entry of the queue (NULL if @n is 0).  Nothing
+ * is ever inserted before an entry that exists, so a waiter whose entry to
+ * outlive was the lowest holds the lock as soon as that entry is gone.
+ */
+const struct zkl_child *zkl_lowest(const struct zkl_child *kids, size_t n);
+
 /* zkl_sort() - sort @kids in queue order (ascending serial order). */
 void zkl_sort(struct zkl_child *kids, size_t n);
 

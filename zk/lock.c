@@ -92,6 +92,7 @@ struct zkl_waiter {
 	bool delete_deferred;		/* released before that reply came */
 	bool pred_known;		/* a listing showed whom we must outlive */
 	bool pred_local;		/* ... and it was an entry of ours */
+	bool pred_first;		/* ... and the lowest: once it is gone, ours holds */
 	bool grant_now;			/* learn_locked(): granted by this listing */
 	bool prelisted;			/* a listing follows the create (pipelined) */
 	int flags;
@@ -237,7 +238,7 @@ static void waiter_free(struct zkl_waiter *w)
 	free(w);
 }
 
-static void gone_locked(struct zkl_waiter *l, bool handoff);
+static void gone_locked(struct zkl_waiter *l, bool deleted, bool handoff);
 
 static void put_locked(struct zkl_waiter *w)
 {
@@ -245,7 +246,7 @@ static void put_locked(struct zkl_waiter *w)
 
 	if (--w->refs > 0)
 		return;
-	gone_locked(w, false);		/* normally already out of its queue */
+	gone_locked(w, false, false);	/* normally already out of its queue */
 	if (w->prev)
 		w->prev->next = w->next;
 	else
@@ -338,8 +339,9 @@ static void delete_done(int rc, const void *data)
 	} else {
 		if (rc != ZOK && rc != ZNONODE)
 			zkl_log(LOG_WARNING, "cannot delete %s: %s", w->path, zerror(rc));
-		gone_locked(w, rc == ZOK && w->answered && w->result == 0 &&
-			       !w->lost && w->kind == ZKL_EXCLUSIVE);
+		gone_locked(w, rc == ZOK || rc == ZNONODE,
+			    rc == ZOK && w->answered && w->result == 0 &&
+			    !w->lost && w->kind == ZKL_EXCLUSIVE);
 	}
 	put_locked(w);
 	unlock_fire(e);
@@ -430,12 +432,12 @@ static void settle_locked(struct zkl_waiter *w)
 }
 
 /*
- * @l's entry is gone (deleted by us, or found gone).  The waiters that had
- * to outlive it move on.  With @handoff (our delete removed an exclusive
- * entry that held the lock, so nothing came before it) those a listing
- * showed right behind it hold the lock now; the others look again.
+ * @l leaves our queue.  The waiters that had to outlive it move on.  If its
+ * entry is @deleted and was the lowest (@handoff: our delete removed an
+ * exclusive entry that held the lock; or a listing showed it lowest), those
+ * a listing showed right behind it hold the lock now; the others look again.
  */
-static void gone_locked(struct zkl_waiter *l, bool handoff)
+static void gone_locked(struct zkl_waiter *l, bool deleted, bool handoff)
 {
 	struct zkl_waiter *first = l->qnext, *x;
 	int32_t seq = l->seq;
@@ -443,8 +445,9 @@ static void gone_locked(struct zkl_waiter *l, bool handoff)
 	if (!l->q)
 		return;
 	queue_unlink_locked(l);
-	for (x = first; handoff && x && x->pred_known && x->pred_seq == seq; x = x->qnext)
-		answer_locked(x, 0, false);
+	for (x = first; x && x->pred_known && x->pred_seq == seq; x = x->qnext)
+		if (deleted && (handoff || x->pred_first))
+			answer_locked(x, 0, false);
 	for (x = first; x; x = x->qnext) {
 		bool behind = x->pred_known && x->pred_seq == seq;
 
@@ -455,7 +458,8 @@ static void gone_locked(struct zkl_waiter *l, bool handoff)
 }
 
 /* Remember that @w must outlive @pred (from a listing that showed @w). */
-static void learn_pred_locked(struct zkl_waiter *w, const struct zkl_child *pred)
+static void learn_pred_locked(struct zkl_waiter *w, const struct zkl_child *pred,
+			      bool first)
 {
 	char *path = zkn_join(w->dir, pred->name);
 
@@ -466,6 +470,7 @@ static void learn_pred_locked(struct zkl_waiter *w, const struct zkl_child *pred
 	w->pred_known = true;
 	w->pred_seq = pred->seq;
 	w->pred_local = queue_find_locked(w, pred->seq) != NULL;
+	w->pred_first = first;
 }
 
 /* watches ---------------------------------------------------------------- */
@@ -547,7 +552,11 @@ static void pred_watcher(zhandle_t *zh, int type, int state, const char *path,
 	if (type == ZOO_SESSION_EVENT && state != ZOO_EXPIRED_SESSION_STATE)
 		return;			/* the watch stays armed */
 	pthread_mutex_lock(&e->lock);
-	if (type != ZOO_SESSION_EVENT && !w->answered && w->state == W_WATCHING)
+	if (type == ZOO_SESSION_EVENT || w->answered || w->state != W_WATCHING)
+		;
+	else if (type == ZOO_DELETED_EVENT && w->pred_first)
+		answer_locked(w, 0, true);	/* it held the lock: nothing before us */
+	else
 		check_locked(w);
 	put_locked(w);
 	unlock_fire(e);
@@ -602,6 +611,7 @@ static void learn_locked(struct zkl_waiter *w, const struct String_vector *sv)
 	enum zkl_verdict mine = ZKL_MISSING;
 	struct zkl_child *kids;
 	struct zkl_waiter *x;
+	const struct zkl_child *low;
 	struct zkl_walk wk;
 	size_t n;
 
@@ -614,6 +624,7 @@ static void learn_locked(struct zkl_waiter *w, const struct String_vector *sv)
 		zkl_sort(kids, n);
 		zkl_walk_init(&wk, kids, n);
 	}
+	low = many && n ? &kids[0] : zkl_lowest(kids, n);
 	for (x = many ? q->head : w; x; x = many ? x->qnext : NULL) {
 		const struct zkl_child *pred = NULL;
 		enum zkl_verdict v;
@@ -627,7 +638,7 @@ static void learn_locked(struct zkl_waiter *w, const struct String_vector *sv)
 		if (v == ZKL_GRANTED)
 			x->grant_now = true;
 		else if (v == ZKL_WAIT)
-			learn_pred_locked(x, pred);
+			learn_pred_locked(x, pred, pred == low);
 	}
 	free(kids);
 

@@ -440,6 +440,26 @@ def test_no_local_hand_off_past_another_clients_entry(mount, zkc):
     wait_no_entries(d)
 
 
+def test_waiter_behind_another_clients_waiter_that_gives_up_keeps_waiting(mount, zkc):
+    """A waiter whose predecessor held the lock when it looked is granted on
+    that entry's deletion, without looking again; one whose predecessor was
+    itself waiting must look again: here f gives up while h still holds."""
+    m1, m2 = mount(), mount()
+    d1 = lockdir(m1)
+    d2 = seen_dir(m2)
+    h = take(d1, "h")
+    f = zkc.create(m1.zkpath("L") + "/_c_f-lock-", b"", zkclient.EPHEMERAL_SEQUENTIAL)
+    w = start_waiter(d2, "w")
+    w.assert_waiting(0.3)
+    zkc.delete(f)
+    w.assert_waiting(0.5)
+    assert getxattr_str(os.path.join(d1, h.entry), XATTR_STATE) == "held"
+    h.release()
+    w.wait_granted()
+    w.release()
+    wait_no_entries(d1)
+
+
 def test_readers_behind_a_writer_of_the_same_mount_are_granted_together(mount):
     """Readers parked behind a writer of their own mount all hold the lock
     once it goes, and a writer behind them waits for the last of them."""

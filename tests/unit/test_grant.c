@@ -178,6 +178,19 @@ static void test_walk_agrees_with_decide(void **state)
 	}
 }
 
+static void test_lowest(void **state)
+{
+	struct zkl_child kids[] = { SHARED(9), EXCL(2147483647), EXCL(-2147483647 - 1),
+				    SHARED(3) };
+
+	(void)state;
+	assert_null(zkl_lowest(kids, 0));
+	assert_int_equal(zkl_lowest(kids, 1)->seq, 9);
+	assert_int_equal(zkl_lowest(kids, 4)->seq, 3);
+	/* across the wrap: 2147483647 comes before INT32_MIN */
+	assert_int_equal(zkl_lowest(kids + 1, 2)->seq, 2147483647);
+}
+
 static void test_walk_across_counter_wrap(void **state)
 {
 	struct zkl_child kids[] = { EXCL(-2147483647 - 1), SHARED(2147483646),
@@ -210,6 +223,7 @@ int main(void)
 		cmocka_unit_test(test_sort_is_queue_order),
 		cmocka_unit_test(test_parse_children_keeps_queue_entries),
 		cmocka_unit_test(test_walk_agrees_with_decide),
+		cmocka_unit_test(test_lowest),
 		cmocka_unit_test(test_walk_across_counter_wrap),
 	};
 
