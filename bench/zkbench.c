@@ -405,6 +405,30 @@ static int64_t zk_wait_nkids(zhandle_t *zh, const char *path, long want, int64_t
 	}
 }
 
+/*
+ * zk_wait_nkids() that also notes when @path first had at least marks[i]
+ * children, in at[i] (0 if never): how the cost of an enqueue changes as
+ * the queue grows.
+ */
+static int64_t zk_wait_nkids_marks(zhandle_t *zh, const char *path, long want,
+				   int64_t deadline, const long *marks, int64_t *at,
+				   int nmarks)
+{
+	for (;;) {
+		long n = zk_nkids(zh, path);
+		int64_t t = now_ns();
+
+		for (int i = 0; i < nmarks; i++)
+			if (!at[i] && n >= marks[i])
+				at[i] = t;
+		if (n == want)
+			return t;
+		if (t > deadline)
+			return 0;
+		sleep_ms(1);
+	}
+}
+
 /* One-shot gate a watcher opens. */
 struct gate {
 	pthread_mutex_t mu;
@@ -1302,8 +1326,8 @@ static int run_scale(const struct opts *o)
 {
 	struct pstat p0 = { 0 }, p1 = { 0 }, p2 = { 0 };
 	int64_t t_start = 0, t_issued = 0, t_enq = 0, t_parked = 0, t_d0 = 0, t_last = 0;
-	int64_t t_empty = 0, deadline;
-	long n = o->waiters, started = 0, granted_before = 0;
+	int64_t t_empty = 0, deadline, at[3] = { 0 };
+	long n = o->waiters, started = 0, granted_before = 0, marks[3];
 	struct zconn zcm, zcw;
 	zhandle_t *mon = NULL;
 	pthread_t *th = NULL;
@@ -1377,7 +1401,10 @@ static int run_scale(const struct opts *o)
 	if (started < n)
 		goto drain;
 	/* every waiter's entry exists */
-	t_enq = zk_wait_nkids(mon, S.lock, n, deadline, 2);
+	marks[0] = n / 10;
+	marks[1] = n / 2;
+	marks[2] = n - n / 10;
+	t_enq = zk_wait_nkids_marks(mon, S.lock, n, deadline, marks, at, 3);
 	if (!t_enq) {
 		scale_error("only %ld of %ld entries after %d s", zk_nkids(mon, S.lock), n,
 			    o->timeout);
@@ -1416,6 +1443,10 @@ out:
 	       secs(t_start, t_issued), secs(t_start, t_enq), secs(t_start, t_parked),
 	       secs(t_d0, t_empty), secs(t_d0, t_last),
 	       t_empty > t_d0 ? (double)n / secs(t_d0, t_empty) : 0);
+	/* per enqueue, while the queue grows from 10% to 50%, and 50% to 90% */
+	printf("\"enqueue_us_early\":%.1f,\"enqueue_us_late\":%.1f,",
+	       at[0] && at[1] ? secs(at[0], at[1]) * 1e6 / (double)(marks[1] - marks[0]) : -1,
+	       at[1] && at[2] ? secs(at[1], at[2]) * 1e6 / (double)(marks[2] - marks[1]) : -1);
 	printf("\"granted_before_drain\":%ld,\"granted\":%d,\"violations\":%d,\"errors\":%d,",
 	       granted_before, atomic_load(&S.granted), atomic_load(&S.violations),
 	       atomic_load(&S.errors));
