@@ -171,11 +171,11 @@ static void lock_open(fuse_req_t req, struct node *n, struct fuse_file_info *fi)
 	struct zkl_waiter *w = NULL;
 	char data[1024];
 	fuse_req_t late = NULL;
-	struct node *l;
+	struct node *l, **head;
 	int len, err, result = 0;
 
 	pthread_mutex_lock(&fs->lock);
-	for (l = fs->locks; l; l = l->lnext)
+	for (l = fs->locks[(unsigned)ctx->pid % ZKLFS_TID_BUCKETS]; l; l = l->lnext)
 		if (l->tid == ctx->pid && strcmp(l->dir, n->dir) == 0)
 			break;
 	pthread_mutex_unlock(&fs->lock);
@@ -203,10 +203,11 @@ static void lock_open(fuse_req_t req, struct node *n, struct fuse_file_info *fi)
 	}
 	pthread_mutex_lock(&fs->lock);
 	n->w = w;
-	n->lnext = fs->locks;
-	if (fs->locks)
-		fs->locks->lprev = n;
-	fs->locks = n;
+	head = &fs->locks[(unsigned)n->tid % ZKLFS_TID_BUCKETS];
+	n->lnext = *head;
+	if (*head)
+		(*head)->lprev = n;
+	*head = n;
 	pthread_mutex_unlock(&fs->lock);
 	fuse_req_interrupt_func(req, lock_interrupt, n);	/* last: may run now */
 	pthread_mutex_lock(&fs->lock);

@@ -211,8 +211,8 @@ void node_drop_lock(struct zklfs *fs, struct node *n)
 	if (w) {
 		if (n->lprev)
 			n->lprev->lnext = n->lnext;
-		else if (fs->locks == n)
-			fs->locks = n->lnext;
+		else if (fs->locks[(unsigned)n->tid % ZKLFS_TID_BUCKETS] == n)
+			fs->locks[(unsigned)n->tid % ZKLFS_TID_BUCKETS] = n->lnext;
 		if (n->lnext)
 			n->lnext->lprev = n->lprev;
 		n->lnext = n->lprev = NULL;

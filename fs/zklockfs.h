@@ -59,8 +59,10 @@ struct node {
 	struct fuse_pollhandle *ph;	/* the holder's poller to wake */
 	char *wbuf;			/* data written through the holder's fd */
 	size_t wlen;
-	struct node *lnext, *lprev;	/* fs->locks */
+	struct node *lnext, *lprev;	/* fs->locks[tid % ZKLFS_TID_BUCKETS] */
 };
+
+#define ZKLFS_TID_BUCKETS 256
 
 struct zklfs {
 	struct zklfs_conf *conf;
@@ -77,7 +79,8 @@ struct zklfs {
 	struct node **htab;		/* path -> node */
 	struct node *all;		/* every node but root, to free at exit */
 	size_t hsize;
-	struct node *locks;		/* lock nodes with a live waiter */
+	struct node *locks[ZKLFS_TID_BUCKETS];	/* lock nodes with a live waiter,
+						   by n->tid (EDEADLK) */
 	struct negent *neg;		/* recent misses; fs->lock */
 	struct lsc *lsc;		/* listings of busy lock dirs; fs->lock */
 };
