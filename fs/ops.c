@@ -495,12 +495,13 @@ static void mkdir_done(int rc, const char *path, const struct Stat *zs,
 	struct node *n;
 
 	(void)path;
+	/* made, found made (EEXIST), or unknown: what we remember is stale */
+	neg_forget(op->fs, op->path);
+	lsc_forget(op->fs, op->node->path);
 	if (rc == ZNOCHILDRENFOREPHEMERALS)
 		rc = ZNONODE;
 	if (rc != ZOK)
 		return zop_fail(op, rc);
-	neg_forget(op->fs, op->path);
-	lsc_forget(op->fs, op->node->path);
 	pthread_mutex_lock(&op->fs->lock);
 	n = node_lookup_locked(op->fs, op->path, NODE_DIR);
 	pthread_mutex_unlock(&op->fs->lock);

@@ -63,6 +63,20 @@ struct zkl_queue {
 	struct zkl_waiter *head, *tail;
 };
 
+/*
+ * What our last delete in a lock tells (the empty-lock rule).  A sequence
+ * number is the lock znode's count of children created so far: deletes do
+ * not move it.  When our delete removes the lowest entry, seq S, and our
+ * next create there gets S + 1, nobody created anything in between, and the
+ * delete came first (one session's requests are done in order), so the new
+ * entry is alone: granted without a listing.
+ */
+struct zkl_after {
+	char *dir;
+	int32_t seq;			/* the lowest entry we deleted last */
+	bool valid;			/* until the next create there completes */
+};
+
 struct zkl_engine {
 	struct zks *zks;
 	enum zkl_naming naming;
@@ -71,6 +85,7 @@ struct zkl_engine {
 	struct zkl_waiter *all, *all_tail;	/* every live waiter, oldest first */
 	struct zkl_waiter *fire, *fire_tail;	/* answered, done not yet run */
 	struct zkl_queue *qtab[QBUCKETS];
+	struct zkl_after after[QBUCKETS];	/* by qslot() of the dir */
 	bool shutdown;
 };
 
@@ -216,6 +231,45 @@ static struct zkl_waiter *queue_find_locked(struct zkl_waiter *w, int32_t seq)
 	return NULL;
 }
 
+/* After our delete of @seq, the lowest entry of @dir, completed. */
+static void after_delete_locked(struct zkl_engine *e, const char *dir, int32_t seq)
+{
+	struct zkl_after *a = &e->after[qslot(e, dir) - e->qtab];
+
+	if (!a->dir || strcmp(a->dir, dir) != 0) {
+		char *d = strdup(dir);
+
+		if (!d)
+			return;
+		free(a->dir);
+		a->dir = d;
+	}
+	a->seq = seq;
+	a->valid = true;
+}
+
+/* Is a create in @dir now pending behind such a delete (no listing sent)? */
+static bool after_pending_locked(struct zkl_engine *e, const char *dir)
+{
+	struct zkl_after *a = &e->after[qslot(e, dir) - e->qtab];
+
+	return a->valid && strcmp(a->dir, dir) == 0;
+}
+
+/*
+ * Our create in @dir completed with @seq.  Return: true if it is alone in
+ * the lock (see struct zkl_after).  Any create there uses the rule up.
+ */
+static bool after_create_locked(struct zkl_engine *e, const char *dir, int32_t seq)
+{
+	struct zkl_after *a = &e->after[qslot(e, dir) - e->qtab];
+
+	if (!a->valid || strcmp(a->dir, dir) != 0)
+		return false;
+	a->valid = false;
+	return seq == (int32_t)((uint32_t)a->seq + 1);
+}
+
 /* waiters ----------------------------------------------------------------- */
 
 static void free_cands(struct zkl_waiter *w)
@@ -339,9 +393,12 @@ static void delete_done(int rc, const void *data)
 	} else {
 		if (rc != ZOK && rc != ZNONODE)
 			zkl_log(LOG_WARNING, "cannot delete %s: %s", w->path, zerror(rc));
-		gone_locked(w, rc == ZOK || rc == ZNONODE,
-			    rc == ZOK && w->answered && w->result == 0 &&
-			    !w->lost && w->kind == ZKL_EXCLUSIVE);
+		bool held = rc == ZOK && w->answered && w->result == 0 &&
+			    !w->lost && w->kind == ZKL_EXCLUSIVE;
+
+		if (held)
+			after_delete_locked(e, w->dir, w->seq);
+		gone_locked(w, rc == ZOK, held);
 	}
 	put_locked(w);
 	unlock_fire(e);
@@ -363,9 +420,12 @@ static void delete_locked(struct zkl_waiter *w)
 	}
 }
 
+static void unwatch_locked(struct zkl_waiter *w);
+
 static void fail_locked(struct zkl_waiter *w, int err)
 {
 	answer_locked(w, err, true);
+	unwatch_locked(w);
 	delete_locked(w);
 }
 
@@ -417,6 +477,7 @@ static void wait_locked(struct zkl_waiter *w)
 		check_locked(w);
 	} else if (queue_find_locked(w, w->pred_seq)) {
 		w->state = W_LOCALWAIT;
+		own_watch_locked(w);	/* a hand-off needs it (gone_locked()) */
 	} else if (w->pred_local) {
 		check_locked(w);	/* ours, and gone: look again */
 	} else {
@@ -432,10 +493,12 @@ static void settle_locked(struct zkl_waiter *w)
 }
 
 /*
- * @l leaves our queue.  The waiters that had to outlive it move on.  If its
- * entry is @deleted and was the lowest (@handoff: our delete removed an
+ * @l leaves our queue.  The waiters that had to outlive it move on.  If our
+ * delete removed its entry (@deleted) and it was the lowest (@handoff: an
  * exclusive entry that held the lock; or a listing showed it lowest), those
- * a listing showed right behind it hold the lock now; the others look again.
+ * a listing showed right behind it hold the lock now, provided the watch on
+ * their own entry says it still exists (any later delete of it is then
+ * heard as a loss); the others look again.
  */
 static void gone_locked(struct zkl_waiter *l, bool deleted, bool handoff)
 {
@@ -446,8 +509,8 @@ static void gone_locked(struct zkl_waiter *l, bool deleted, bool handoff)
 		return;
 	queue_unlink_locked(l);
 	for (x = first; x && x->pred_known && x->pred_seq == seq; x = x->qnext)
-		if (deleted && (handoff || x->pred_first))
-			answer_locked(x, 0, false);
+		if (deleted && (handoff || x->pred_first) && x->own_armed)
+			answer_locked(x, 0, false);	/* else it lists: settle */
 	for (x = first; x; x = x->qnext) {
 		bool behind = x->pred_known && x->pred_seq == seq;
 
@@ -463,8 +526,10 @@ static void learn_pred_locked(struct zkl_waiter *w, const struct zkl_child *pred
 {
 	char *path = zkn_join(w->dir, pred->name);
 
-	if (!path)
-		return;			/* it will list for itself */
+	if (!path) {
+		w->pred_known = false;	/* it will list for itself */
+		return;
+	}
 	free(w->pred);
 	w->pred = path;
 	w->pred_known = true;
@@ -475,9 +540,18 @@ static void learn_pred_locked(struct zkl_waiter *w, const struct zkl_child *pred
 
 /* watches ---------------------------------------------------------------- */
 
-static void unwatch_locked(struct zkl_waiter *w);
+/* Our own entry was deleted, not by us: a holder lost it, a waiter fails. */
+static void gone_self_locked(struct zkl_waiter *w)
+{
+	if (w->answered) {
+		lose_locked(w, "its entry was deleted by someone else");
+	} else if (w->path && !w->deleting) {
+		zkl_log(LOG_WARNING, "%s was deleted while it waited", w->path);
+		fail_locked(w, -EIO);
+	}
+}
 
-/* The watch on our own granted entry. */
+/* The watch on our own entry: while it waits for a grant without a listing, and held. */
 static void own_watcher(zhandle_t *zh, int type, int state, const char *path,
 			void *ctx)
 {
@@ -491,7 +565,7 @@ static void own_watcher(zhandle_t *zh, int type, int state, const char *path,
 	pthread_mutex_lock(&e->lock);
 	w->own_armed = false;
 	if (type == ZOO_DELETED_EVENT)
-		lose_locked(w, "its entry was deleted by someone else");
+		gone_self_locked(w);
 	else if (type == ZOO_CHANGED_EVENT && !w->lost && !w->released)
 		own_watch_locked(w);	/* data written: watch on */
 	put_locked(w);
@@ -512,9 +586,9 @@ static void own_watch_done(int rc, const char *value, int len,
 	} else {
 		w->refs--;		/* no watch was left */
 		if (rc == ZNONODE)
-			lose_locked(w, "its entry was deleted by someone else");
-		else if (rc_stalls(rc) && !w->lost && !w->released)
-			stall_locked(w, S_OWNWATCH);
+			gone_self_locked(w);
+		else if (rc_stalls(rc) && w->answered && !w->lost && !w->released)
+			stall_locked(w, S_OWNWATCH);	/* a waiter's own path redoes it */
 	}
 	if (w->delete_deferred) {	/* released meanwhile: now in order */
 		w->delete_deferred = false;
@@ -526,12 +600,17 @@ static void own_watch_done(int rc, const char *value, int len,
 }
 
 /*
- * Watch our own granted entry, to hear if someone else deletes it.  Armed
- * on the supervisor's tick, not at the grant: most locks are given back
- * sooner, and then cost neither the watch nor its removal.
+ * Watch our own entry, to hear if someone else deletes it.  A held entry is
+ * watched from the supervisor's next tick, not at the grant: most locks are
+ * given back sooner, and then cost neither the watch nor its removal.  A
+ * waiter that may be granted without a listing (a hand-off, or a grant on
+ * its predecessor's deletion) is watched while it waits: the grant then
+ * needs the watch's word that the entry exists.
  */
 static void own_watch_locked(struct zkl_waiter *w)
 {
+	if (w->own_armed || w->own_inflight || !w->path || w->deleting)
+		return;
 	w->refs += 2;			/* the completion and the watch */
 	w->own_inflight = true;
 	if (zks_awget(w->e->zks, w->path, own_watcher, w, own_watch_done, w) != ZOK) {
@@ -554,7 +633,7 @@ static void pred_watcher(zhandle_t *zh, int type, int state, const char *path,
 	pthread_mutex_lock(&e->lock);
 	if (type == ZOO_SESSION_EVENT || w->answered || w->state != W_WATCHING)
 		;
-	else if (type == ZOO_DELETED_EVENT && w->pred_first)
+	else if (type == ZOO_DELETED_EVENT && w->pred_first && w->own_armed)
 		answer_locked(w, 0, true);	/* it held the lock: nothing before us */
 	else
 		check_locked(w);
@@ -589,6 +668,7 @@ static void watch_locked(struct zkl_waiter *w)
 	int rc;
 
 	w->state = W_WATCHING;
+	own_watch_locked(w);		/* a grant on the notification needs it */
 	w->refs += 2;			/* the completion and the watch */
 	rc = zks_awget(w->e->zks, w->pred, pred_watcher, w, pred_done, w);
 	if (rc == ZOK)
@@ -697,9 +777,10 @@ static void check_locked(struct zkl_waiter *w)
 
 /* Our entry exists (created or found again): take it as ours. */
 static void adopt_locked(struct zkl_waiter *w, const char *path, int64_t czxid,
-			 bool prelisted)
+			 bool created, bool prelisted)
 {
 	struct zkl_child me;
+	bool alone;
 
 	free(w->path);
 	w->path = strdup(path);
@@ -711,11 +792,14 @@ static void adopt_locked(struct zkl_waiter *w, const char *path, int64_t czxid,
 	}
 	w->seq = me.seq;
 	queue_insert_locked(w);
+	alone = after_create_locked(w->e, w->dir, w->seq) && created;
 	if (w->answered || w->released) {
 		delete_locked(w);	/* given up while it was being made */
 		return;
 	}
-	if (prelisted)
+	if (alone)
+		answer_locked(w, 0, true);	/* a listing, if sent, is ignored */
+	else if (prelisted)
 		w->state = W_CHECKING;	/* its reply comes next: children_done() */
 	else
 		wait_locked(w);
@@ -737,7 +821,7 @@ static void create_done(int rc, const char *path, const struct Stat *stat,
 	pre = w->prelisted;
 	w->prelisted = false;		/* its reply, if any, is ignored but here */
 	if (rc == ZOK)
-		adopt_locked(w, path, stat->czxid, pre);
+		adopt_locked(w, path, stat->czxid, true, pre);
 	else if (zk_rc_unknown(rc))
 		stall_locked(w, S_RESOLVE);	/* it may exist: find it, never guess */
 	else if (rc_stalls(rc))
@@ -767,7 +851,8 @@ static int send_create_locked(struct zkl_waiter *w)
 		 * shows the new entry, and the grant costs one round trip.
 		 */
 		q = queue_find_dir_locked(w->e, w->dir);
-		if (!q || !q->tail || q->tail->answered || (w->flags & ZKL_NONBLOCK)) {
+		if ((!q || !q->tail || q->tail->answered || (w->flags & ZKL_NONBLOCK)) &&
+		    !after_pending_locked(w->e, w->dir)) {
 			w->refs++;
 			w->prelisted = zks_achildren(w->e->zks, w->dir, children_done, w) == ZOK;
 			if (!w->prelisted)
@@ -812,7 +897,7 @@ static void resolve_get_done(int rc, const char *value, int len,
 		zkl_log(LOG_NOTICE, "found %s again after an unknown create", path);
 		free_cands(w);
 		if (path)
-			adopt_locked(w, path, stat->czxid, false);
+			adopt_locked(w, path, stat->czxid, false, false);
 		else
 			fail_locked(w, -ENOMEM);
 		free(path);
@@ -963,7 +1048,8 @@ static void on_expired_step(struct zkl_waiter *w)
 	w->deleting = true;
 	lose_locked(w, "the ZooKeeper session expired");
 	queue_unlink_locked(w);
-	w->pred_known = false;
+	w->pred_known = w->pred_local = w->pred_first = false;
+	w->own_armed = w->own_inflight = false;	/* that session's watches are gone */
 	if (w->answered || w->released)
 		return;
 	free(w->path);
@@ -984,10 +1070,16 @@ static void on_silent(void *arg)
 
 static void on_expired(void *arg)
 {
-	for_each_waiter(arg, on_expired_step);
+	struct zkl_engine *e = arg;
+
+	pthread_mutex_lock(&e->lock);
+	for (size_t i = 0; i < QBUCKETS; i++)
+		e->after[i].valid = false;	/* another session: no order */
+	pthread_mutex_unlock(&e->lock);
+	for_each_waiter(e, on_expired_step);
 }
 
-/* Arm the watch on every entry that holds a lock since before this tick. */
+/* Arm the watch on every held entry not watched yet (see own_watch_locked()). */
 static void on_tick(void *arg)
 {
 	struct zkl_engine *e = arg;
@@ -1079,7 +1171,8 @@ void zkl_cancel(struct zkl_waiter *w)
 	struct zkl_engine *e = w->e;
 
 	pthread_mutex_lock(&e->lock);
-	fail_locked(w, -EINTR);
+	if (!w->answered)
+		fail_locked(w, -EINTR);
 	unlock_fire(e);
 }
 
@@ -1164,6 +1257,8 @@ void zkl_engine_free(struct zkl_engine *e)
 		e->all = w->next;
 		waiter_free(w);
 	}
+	for (size_t i = 0; i < QBUCKETS; i++)
+		free(e->after[i].dir);
 	for (size_t i = 0; i < QBUCKETS; i++)
 		while (e->qtab[i]) {
 			struct zkl_queue *q = e->qtab[i];

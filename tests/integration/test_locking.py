@@ -460,6 +460,87 @@ def test_waiter_behind_another_clients_waiter_that_gives_up_keeps_waiting(mount,
     wait_no_entries(d1)
 
 
+@pytest.mark.parametrize("when", ["before-release", "after-release"])
+def test_entry_of_another_client_between_our_release_and_next_open(mount, zkc, when):
+    """After our release of the lowest entry, our next entry in that lock is
+    granted without a listing if ZooKeeper numbers it right after the one we
+    deleted (nobody created anything in between).  Another client's entry
+    made in between, before or after our release, must be waited for."""
+    m = mount()
+    d = lockdir(m)
+    take(d, "warm").release()           # a listing-free grant is possible now
+    wait_no_entries(d)
+    h = take(d, "h")
+    if when == "before-release":
+        f = zkc.create(m.zkpath("L") + "/_c_f-lock-", b"", zkclient.EPHEMERAL_SEQUENTIAL)
+        h.release()
+    else:
+        h.release()
+        wait_gone(d, h.entry)
+        f = zkc.create(m.zkpath("L") + "/_c_f-lock-", b"", zkclient.EPHEMERAL_SEQUENTIAL)
+    w = start_waiter(d, "w")
+    w.assert_waiting(0.5)
+    zkc.delete(f)
+    w.wait_granted()
+    w.release()
+    wait_no_entries(d)
+    # and alone again: granted at once
+    take(d, "again").release()
+    wait_no_entries(d)
+
+
+# --- a waiting entry deleted by someone else ----------------------------------
+# A grant that does not list the children again (a hand-off, or a grant on
+# the deletion of a predecessor that held the lock) must not hand the lock to
+# a waiter whose own entry is gone: another client may hold it by then.
+
+def test_waiter_whose_entry_was_deleted_is_not_granted_on_its_predecessors_delete(mount, zkc):
+    m = mount()
+    d = lockdir(m)
+    zl = m.zkpath("L")
+    h = zkc.create(zl + "/_c_h-lock-", b"", zkclient.EPHEMERAL_SEQUENTIAL)
+    w = start_waiter(d, "w")
+    w.assert_waiting(0.5)
+    zkc.delete(zl + "/" + w.entry)
+    v = zkc.create(zl + "/_c_v-lock-", b"", zkclient.EPHEMERAL_SEQUENTIAL)
+    zkc.delete(h)                        # v is first now: v holds
+    assert w.wait_error(5) == "EIO", sorted(zkc.get_children(zl))
+    zkc.delete(v)
+
+
+def test_waiter_whose_entry_was_deleted_gets_no_hand_off(mount, zkc):
+    m = mount()
+    d = lockdir(m)
+    zl = m.zkpath("L")
+    h = take(d, "h")
+    w = start_waiter(d, "w")
+    w.assert_waiting(0.5)
+    zkc.delete(zl + "/" + w.entry)
+    v = zkc.create(zl + "/_c_v-lock-", b"", zkclient.EPHEMERAL_SEQUENTIAL)
+    h.release()
+    assert w.wait_error(5) == "EIO", sorted(zkc.get_children(zl))
+    zkc.delete(v)
+
+
+def test_waiter_behind_an_entry_of_ours_deleted_by_someone_else_moves_on(mount, zkc):
+    """r2 waits behind our writer x1, which waits behind another client's
+    reader.  When x1's entry is deleted, only a shared entry is before r2."""
+    m = mount()
+    d = lockdir(m)
+    zl = m.zkpath("L")
+    s0 = zkc.create(zl + "/_c_s-read-lock-", b"", zkclient.EPHEMERAL_SEQUENTIAL)
+    x1 = start_waiter(d, "x1", WRITE)
+    x1.assert_waiting(0.3)
+    r2 = start_waiter(d, "r2", SHARED)
+    r2.assert_waiting(0.3)
+    zkc.delete(zl + "/" + x1.entry)
+    assert x1.wait_error(5) == "EIO"
+    r2.wait_granted()
+    r2.release()
+    zkc.delete(s0)
+    wait_no_entries(d)
+
+
 def test_readers_behind_a_writer_of_the_same_mount_are_granted_together(mount):
     """Readers parked behind a writer of their own mount all hold the lock
     once it goes, and a writer behind them waits for the last of them."""

@@ -395,3 +395,18 @@ def test_two_mounts_show_the_same_queue(mount):
     wait_for(lambda: entries(d1) == [w.entry], 5, "mount 1 to drop the entry")
     wait_for(lambda: getxattr_str(p, XATTR_STATE) == "held", 5,
              "mount 1 to see the other mount's entry as held")
+
+
+def test_directory_made_elsewhere_is_seen_after_mkdir_says_eexist(mount):
+    """In a busy lock directory lookups use a listing up to a second old;
+    a mkdir that finds the name taken makes the mount look again."""
+    m1, m2 = mount(), mount()
+    d1 = lockdir(m1)
+    d2 = seen_dir(m2)
+    h = take(d1, "h")                      # d1 is a busy lock directory now
+    assert not os.path.exists(os.path.join(d1, "other"))
+    os.mkdir(os.path.join(d2, "sub"))      # another host makes it
+    with pytest.raises(FileExistsError):
+        os.mkdir(os.path.join(d1, "sub"))
+    assert stat.S_ISDIR(os.stat(os.path.join(d1, "sub")).st_mode)
+    h.release()

@@ -149,3 +149,37 @@ def test_readers_and_writers_two_hosts(mount, scratch):
     assert max_readers >= 2, "shared locks never overlapped"
     for d in dirs:
         wait_no_entries(d)
+
+
+def test_interrupts_racing_grants_never_leave_a_holder_without_entry(mount, zkc):
+    """Signals hit waiters while a release grants them all (shared): each
+    open either fails with EINTR or holds the lock with its entry in place;
+    an interrupt that comes after the grant leaves the grant alone."""
+    import signal
+    from harness import SHARED, lockdir, start_waiter, take
+    m = mount()
+    d = lockdir(m)
+    zl = m.zkpath("L")
+    bad = []
+    for rnd in range(3):
+        h = take(d, "h%d" % rnd)
+        rs = [start_waiter(d, "r%d_%d" % (rnd, i), SHARED, handle=["SIGUSR1"])
+              for i in range(20)]
+        h.release()
+        t_end = time.monotonic() + 0.3
+        while time.monotonic() < t_end:
+            for r in rs:
+                try:
+                    os.kill(r.pid, signal.SIGUSR1)
+                except ProcessLookupError:
+                    pass
+        for r in rs:
+            r.poll_status(10)
+        kids = set(zkc.get_children(zl))
+        bad += [(rnd, r.entry) for r in rs if r.state == "granted" and r.entry not in kids]
+        assert all(r.state in ("granted", "error EINTR") for r in rs), [r.state for r in rs]
+        for r in rs:
+            if r.state == "granted":
+                r.release()
+        wait_no_entries(d)
+    assert not bad, "granted without an entry: %r" % bad
