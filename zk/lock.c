@@ -22,9 +22,16 @@
  *     nothing and waits for that entry's answer;
  *   - local wait: a waiter whose predecessor is an entry of ours needs no
  *     watch, since the delete that removes it is ours;
- *   - hand-off: when we delete an exclusive entry that held the lock, the
- *     waiters a listing showed right behind it hold the lock at once.
- * Only the first waiter of ours watches an entry of another client.
+ *   - hand-off: when we delete an exclusive entry that held the lock (or
+ *     an entry a listing showed lowest), the waiters a listing showed right
+ *     behind it hold the lock at once; so does a waiter when another
+ *     client's entry it watches goes, if that entry was the lowest;
+ *   - alone: a sequence number counts the creates in the lock (deletes do
+ *     not move it), so if our create is numbered right after the lowest
+ *     entry our delete removed, nothing else is there (struct zkl_after).
+ * Only the first waiter of ours watches an entry of another client.  A grant
+ * without a listing also needs the watch on the waiter's own entry, armed
+ * while it waits, to say the entry still exists.
  */
 #include "zk/lock.h"
 

@@ -9,10 +9,12 @@
  *        |         before it is not yet granted)
  *        |         list DIR's children, zkl_decide()
  *        |-- granted ------------------------------> done(0)
+ *        |   (or, if our last delete there removed the lowest entry and
+ *        |   ZooKeeper numbered this one right after it: alone, granted)
  *        |-- must wait: for an entry of ours, until our delete of it; for
  *        |   another client's, watch only that entry (no herd effect);
- *        |   then list the children again (or, if ours held the lock
- *        |   exclusively and was right before, granted at once: hand-off)
+ *        |   then list the children again, or, if that entry was the
+ *        |   lowest, be granted at once (a hand-off)
  *        |-- O_NONBLOCK and not granted: delete ---> done(-EAGAIN)
  *        '-- zkl_cancel(): delete ------------------> done(-EINTR)
  *   zkl_release()  delete the entry (if any) and drop the caller's reference
@@ -21,7 +23,9 @@
  * so a queue the engine already tracks costs one create per enqueue, not a
  * listing of all its entries.
  *
- * A granted entry is watched from the next supervisor tick on.  If it is
+ * A waiter that may be granted without a listing watches its own entry
+ * while it waits (deleted by someone else: done(-EIO)); a granted entry is
+ * watched from then or from the next supervisor tick on.  If it is
  * deleted by anyone else, or the session is presumed lost (nothing heard
  * for the session timeout) or has expired, the waiter is lost: the engine's
  * @lost callback runs once.
