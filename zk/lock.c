@@ -521,7 +521,10 @@ static void gone_locked(struct zkl_waiter *l, bool deleted, bool handoff)
 	for (x = first; x; x = x->qnext) {
 		bool behind = x->pred_known && x->pred_seq == seq;
 
-		settle_locked(x);
+		if (behind && !x->answered && x->state == W_WATCHING)
+			check_locked(x);	/* watched it before it was ours */
+		else
+			settle_locked(x);
 		if (!behind)
 			break;
 	}
@@ -1198,7 +1201,9 @@ static void unwatch_done(int rc, const void *data)
 /*
  * Before we delete our own entry, take our watch off it, so that the delete
  * notifies nobody but a waiter of another client: at most one notification
- * per release.  Requests of one session are done in order, so the removal
+ * per release.  No other watch of this session is on it (waiters of ours
+ * wait for it locally; see also gone_locked()), so removing every one is
+ * removing ours.  Requests of one session are done in order, so the removal
  * comes first.  The client knows a watch only once the reply that set it is
  * in, so a release that comes sooner waits for it (zkl_release(),
  * own_watch_done()).

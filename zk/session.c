@@ -386,9 +386,18 @@ int zks_achildren(struct zks *s, const char *path, strings_completion_t done,
 int zks_aunwatch(struct zks *s, const char *path, watcher_fn watcher, void *wctx,
 		 void_completion_t done, const void *arg)
 {
-	/* 3.8 declares the completion as void_completion_t * but stores and
-	 * calls the pointer it is given: pass the function itself */
-	return zh_put(s, zoo_aremove_watches(zh_hold(s), path, ZWATCHTYPE_DATA,
-					     watcher, wctx, 0,
-					     (void_completion_t *)done, arg));
+	/*
+	 * zoo_aremove_watches() only asks the server whether the watch is
+	 * there (CHECK_WATCHES) and drops it locally: the server still fires
+	 * it.  REMOVE_WATCHES, which the server obeys, is sent only for "all
+	 * data watches of this session on @path" (the caller must hold no
+	 * other).  The client checks @watcher is among them first.  3.8
+	 * declares the completion as void_completion_t * but stores and calls
+	 * the pointer it is given: pass the function itself.
+	 */
+	(void)wctx;
+	if (!watcher)
+		return ZBADARGUMENTS;
+	return zh_put(s, zoo_aremove_all_watches(zh_hold(s), path, ZWATCHTYPE_DATA, 0,
+						 (void_completion_t *)done, arg));
 }

@@ -104,7 +104,11 @@ int zks_aset(struct zks *s, const char *path, const char *data, int len,
 	     stat_completion_t done, const void *arg);
 int zks_achildren(struct zks *s, const char *path, strings_completion_t done,
 		  const void *arg);
-/* Remove our data watch (@watcher, @wctx) on @path at the server. */
+/*
+ * Remove our data watch (@watcher, @wctx) on @path at the server, so that
+ * it never fires there.  It removes every data watch this session holds on
+ * @path: the caller must hold no other.
+ */
 int zks_aunwatch(struct zks *s, const char *path, watcher_fn watcher, void *wctx,
 		 void_completion_t done, const void *arg);
 

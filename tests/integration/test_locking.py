@@ -619,3 +619,44 @@ def test_waiters_watch_only_their_predecessor(mount, zk):
     for w in ws:
         w.wait_granted()
         w.release()
+
+
+def _deleted_watch_notifications(zk):
+    for line in zk.four("mntr").splitlines():
+        k, _, v = line.partition("\t")
+        if k == "zk_sum_node_deleted_watch_count":
+            return int(v)
+    raise AssertionError("mntr has no zk_sum_node_deleted_watch_count")
+
+
+def test_a_release_notifies_only_a_waiter_of_another_mount(mount, zk):
+    """The holder's own watch is taken off before its delete, and a waiter of
+    the same mount waits without a watch: a release fires no notification
+    unless the next waiter is on another mount, and then exactly one."""
+    m1, m2 = mount(), mount()
+    d1 = lockdir(m1)
+    d2 = seen_dir(m2)
+    zpath = lambda lk: m1.zkpath("L/" + lk.entry)
+
+    h = take(d1, "h")
+    w = start_waiter(d1, "w")            # same mount: waits locally
+    wait_for(lambda: _watches_by_path(zk).get(zpath(h), 0) == 1 and
+             _watches_by_path(zk).get(zpath(w), 0) == 1, 5,
+             "the holder's and the waiter's own entries to be watched")
+    n0 = _deleted_watch_notifications(zk)
+    h.release()
+    w.wait_granted()
+    wait_gone(d1, h.entry)
+    assert _deleted_watch_notifications(zk) == n0, "a local hand-off notified"
+
+    y = start_waiter(d2, "y")            # another mount: watches w's entry
+    wait_for(lambda: _watches_by_path(zk).get(zpath(w), 0) == 2, 5,
+             "w's entry to be watched by both mounts")
+    w.release()
+    y.wait_granted()
+    wait_for(lambda: _deleted_watch_notifications(zk) >= n0 + 1, 5,
+             "the notification to the other mount")
+    assert _deleted_watch_notifications(zk) == n0 + 1
+    y.release()
+    wait_no_entries(d1)
+    assert _deleted_watch_notifications(zk) == n0 + 1, "a release with nobody behind notified"
