@@ -30,8 +30,9 @@
  *     not move it), so if our create is numbered right after the lowest
  *     entry our delete removed, nothing else is there (struct zkl_after).
  * Only the first waiter of ours watches an entry of another client.  A grant
- * without a listing also needs the watch on the waiter's own entry, armed
- * while it waits, to say the entry still exists.
+ * without a listing also makes sure the waiter's own entry is still there:
+ * the hand-off's delete checks it in the same transaction, a grant on a
+ * notification looks it up first.
  */
 #include "zk/lock.h"
 
@@ -54,6 +55,7 @@ enum wstate {
 	W_PARKED,	/* behind an entry of ours not yet granted: no request */
 	W_LOCALWAIT,	/* must outlive an entry of ours: waits for our delete */
 	W_WATCHING,	/* watching another client's entry before ours */
+	W_CONFIRMING,	/* it went and was the lowest: is our entry there? */
 	W_HELD,		/* granted */
 	W_DONE,		/* answered with an error, or lost */
 };
@@ -116,6 +118,7 @@ struct zkl_waiter {
 	bool pred_local;		/* ... and it was an entry of ours */
 	bool pred_first;		/* ... and the lowest: once it is gone, ours holds */
 	bool grant_now;			/* learn_locked(): granted by this listing */
+	bool confirmed;			/* handoff_done(): its entry is there */
 	bool prelisted;			/* a listing follows the create (pipelined) */
 	int flags;
 	int result;			/* what done is told */
@@ -388,36 +391,106 @@ static void answer_locked(struct zkl_waiter *w, int err, bool advance)
 		settle_locked(w->qnext);
 }
 
+/* Our delete of @w's entry came back with @rc. */
+static void deleted_locked(struct zkl_waiter *w, int rc)
+{
+	bool held;
+
+	if (rc_stalls(rc)) {
+		w->deleting = false;
+		stall_locked(w, S_DELETE);	/* the session may live: delete later */
+		return;
+	}
+	if (rc != ZOK && rc != ZNONODE)
+		zkl_log(LOG_WARNING, "cannot delete %s: %s", w->path, zerror(rc));
+	held = rc == ZOK && w->answered && w->result == 0 && !w->lost &&
+	       w->kind == ZKL_EXCLUSIVE;
+	if (held)
+		after_delete_locked(w->e, w->dir, w->seq);
+	gone_locked(w, rc == ZOK, held);
+}
+
 static void delete_done(int rc, const void *data)
 {
 	struct zkl_waiter *w = (struct zkl_waiter *)data;
 	struct zkl_engine *e = w->e;
 
 	pthread_mutex_lock(&e->lock);
-	if (rc_stalls(rc)) {
-		w->deleting = false;
-		stall_locked(w, S_DELETE);	/* the session may live: delete later */
-	} else {
-		if (rc != ZOK && rc != ZNONODE)
-			zkl_log(LOG_WARNING, "cannot delete %s: %s", w->path, zerror(rc));
-		bool held = rc == ZOK && w->answered && w->result == 0 &&
-			    !w->lost && w->kind == ZKL_EXCLUSIVE;
-
-		if (held)
-			after_delete_locked(e, w->dir, w->seq);
-		gone_locked(w, rc == ZOK, held);
-	}
+	deleted_locked(w, rc);
 	put_locked(w);
 	unlock_fire(e);
 }
 
-static void delete_locked(struct zkl_waiter *w)
+/*
+ * A release that can hand the lock over: one transaction deletes @l's entry
+ * and checks that each waiter to be granted still has its own (someone may
+ * have deleted it while it waited).  All or nothing, one write like a plain
+ * delete.
+ */
+#define HANDOFF_MAX 16
+struct handoff {
+	struct zkl_waiter *l;
+	int n;
+	struct zkl_waiter *x[HANDOFF_MAX];
+	zoo_op_t ops[HANDOFF_MAX + 1];
+	zoo_op_result_t res[HANDOFF_MAX + 1];
+};
+
+static void send_delete_locked(struct zkl_waiter *w);
+
+static void handoff_done(int rc, const void *data)
+{
+	struct handoff *h = (struct handoff *)data;
+	struct zkl_waiter *l = h->l;
+	struct zkl_engine *e = l->e;
+	int bad = 0;
+
+	pthread_mutex_lock(&e->lock);
+	for (int i = 0; rc != ZOK && i <= h->n; i++)
+		if (h->res[i].err != ZOK && h->res[i].err != ZRUNTIMEINCONSISTENCY) {
+			bad = i;	/* the op that failed it */
+			break;
+		}
+	if (rc == ZOK || bad == 0) {
+		for (int i = 0; rc == ZOK && i < h->n; i++)
+			h->x[i]->confirmed = true;
+		deleted_locked(l, rc == ZOK ? ZOK : (h->res[0].err ? h->res[0].err : rc));
+		for (int i = 0; i < h->n; i++)
+			h->x[i]->confirmed = false;
+	} else {
+		send_delete_locked(l);	/* a waiter lost its entry: plain delete */
+	}
+	for (int i = 0; i < h->n; i++)
+		put_locked(h->x[i]);
+	put_locked(l);
+	unlock_fire(e);
+	free(h);
+}
+
+/* The waiters of ours a hand-off on @l's delete could grant (gone_locked()). */
+static struct handoff *handoff_new_locked(struct zkl_waiter *l)
+{
+	bool held = l->answered && l->result == 0 && !l->lost &&
+		    l->kind == ZKL_EXCLUSIVE;
+	struct handoff *h = NULL;
+
+	for (struct zkl_waiter *x = l->qnext; x && x->pred_known &&
+	     x->pred_seq == l->seq; x = x->qnext) {
+		if (x->answered || !x->path || !(held || x->pred_first))
+			continue;
+		if (!h && !(h = calloc(1, sizeof(*h))))
+			return NULL;
+		if (h->n == HANDOFF_MAX)
+			break;		/* the others list the children */
+		h->x[h->n++] = x;
+	}
+	return h;
+}
+
+static void send_delete_locked(struct zkl_waiter *w)
 {
 	int rc;
 
-	if (!w->path || w->deleting)
-		return;
-	w->deleting = true;
 	w->refs++;
 	rc = zks_adelete(w->e->zks, w->path, delete_done, w);
 	if (rc != ZOK) {
@@ -425,6 +498,32 @@ static void delete_locked(struct zkl_waiter *w)
 		w->deleting = false;
 		stall_locked(w, S_DELETE);
 	}
+}
+
+static void delete_locked(struct zkl_waiter *w)
+{
+	struct handoff *h;
+	int rc;
+
+	if (!w->path || w->deleting)
+		return;
+	w->deleting = true;
+	h = handoff_new_locked(w);
+	if (!h)
+		return send_delete_locked(w);
+	h->l = w;
+	zoo_delete_op_init(&h->ops[0], w->path, -1);
+	for (int i = 0; i < h->n; i++)
+		zoo_check_op_init(&h->ops[i + 1], h->x[i]->path, -1);
+	rc = zks_amulti(w->e->zks, h->n + 1, h->ops, h->res, handoff_done, h);
+	if (rc != ZOK) {
+		free(h);
+		send_delete_locked(w);
+		return;
+	}
+	w->refs++;
+	for (int i = 0; i < h->n; i++)
+		h->x[i]->refs++;
 }
 
 static void unwatch_locked(struct zkl_waiter *w);
@@ -484,7 +583,6 @@ static void wait_locked(struct zkl_waiter *w)
 		check_locked(w);
 	} else if (queue_find_locked(w, w->pred_seq)) {
 		w->state = W_LOCALWAIT;
-		own_watch_locked(w);	/* a hand-off needs it (gone_locked()) */
 	} else if (w->pred_local) {
 		check_locked(w);	/* ours, and gone: look again */
 	} else {
@@ -503,9 +601,9 @@ static void settle_locked(struct zkl_waiter *w)
  * @l leaves our queue.  The waiters that had to outlive it move on.  If our
  * delete removed its entry (@deleted) and it was the lowest (@handoff: an
  * exclusive entry that held the lock; or a listing showed it lowest), those
- * a listing showed right behind it hold the lock now, provided the watch on
- * their own entry says it still exists (any later delete of it is then
- * heard as a loss); the others look again.
+ * a listing showed right behind it hold the lock now, provided the delete
+ * checked their own entries were still there (struct handoff); the others
+ * look again.
  */
 static void gone_locked(struct zkl_waiter *l, bool deleted, bool handoff)
 {
@@ -516,7 +614,7 @@ static void gone_locked(struct zkl_waiter *l, bool deleted, bool handoff)
 		return;
 	queue_unlink_locked(l);
 	for (x = first; x && x->pred_known && x->pred_seq == seq; x = x->qnext)
-		if (deleted && (handoff || x->pred_first) && x->own_armed)
+		if (deleted && (handoff || x->pred_first) && x->confirmed)
 			answer_locked(x, 0, false);	/* else it lists: settle */
 	for (x = first; x; x = x->qnext) {
 		bool behind = x->pred_known && x->pred_seq == seq;
@@ -610,12 +708,10 @@ static void own_watch_done(int rc, const char *value, int len,
 }
 
 /*
- * Watch our own entry, to hear if someone else deletes it.  A held entry is
- * watched from the supervisor's next tick, not at the grant: most locks are
- * given back sooner, and then cost neither the watch nor its removal.  A
- * waiter that may be granted without a listing (a hand-off, or a grant on
- * its predecessor's deletion) is watched while it waits: the grant then
- * needs the watch's word that the entry exists.
+ * Watch our own entry, to hear if someone else deletes it.  Armed on the
+ * supervisor's tick (on_tick()), not at the grant or when the wait begins:
+ * most locks are given back and most waits end sooner, and then cost
+ * neither the watch nor its removal.
  */
 static void own_watch_locked(struct zkl_waiter *w)
 {
@@ -628,6 +724,42 @@ static void own_watch_locked(struct zkl_waiter *w)
 		w->own_inflight = false;
 		stall_locked(w, S_OWNWATCH);
 	}
+}
+
+static void confirm_done(int rc, const struct Stat *stat, const void *data)
+{
+	struct zkl_waiter *w = (struct zkl_waiter *)data;
+	struct zkl_engine *e = w->e;
+
+	(void)stat;
+	pthread_mutex_lock(&e->lock);
+	if (w->answered || w->state != W_CONFIRMING)
+		;
+	else if (rc == ZOK)
+		answer_locked(w, 0, true);
+	else if (rc == ZNONODE)
+		gone_self_locked(w);
+	else
+		trouble_locked(w, rc, S_CHECK, "cannot look up");
+	put_locked(w);
+	unlock_fire(e);
+}
+
+/*
+ * The entry @w outlived was the lowest: @w holds the lock if its own entry
+ * is still there (someone may have deleted it while it waited).
+ */
+static void confirm_locked(struct zkl_waiter *w)
+{
+	int rc;
+
+	w->state = W_CONFIRMING;
+	w->refs++;
+	rc = zks_aexists(w->e->zks, w->path, confirm_done, w);
+	if (rc == ZOK)
+		return;
+	w->refs--;
+	trouble_locked(w, rc, S_CHECK, "cannot look up");
 }
 
 static void pred_watcher(zhandle_t *zh, int type, int state, const char *path,
@@ -643,8 +775,8 @@ static void pred_watcher(zhandle_t *zh, int type, int state, const char *path,
 	pthread_mutex_lock(&e->lock);
 	if (type == ZOO_SESSION_EVENT || w->answered || w->state != W_WATCHING)
 		;
-	else if (type == ZOO_DELETED_EVENT && w->pred_first && w->own_armed)
-		answer_locked(w, 0, true);	/* it held the lock: nothing before us */
+	else if (type == ZOO_DELETED_EVENT && w->pred_first)
+		confirm_locked(w);	/* it held the lock: nothing before us */
 	else
 		check_locked(w);
 	put_locked(w);
@@ -678,7 +810,6 @@ static void watch_locked(struct zkl_waiter *w)
 	int rc;
 
 	w->state = W_WATCHING;
-	own_watch_locked(w);		/* a grant on the notification needs it */
 	w->refs += 2;			/* the completion and the watch */
 	rc = zks_awget(w->e->zks, w->pred, pred_watcher, w, pred_done, w);
 	if (rc == ZOK)
@@ -1089,14 +1220,20 @@ static void on_expired(void *arg)
 	for_each_waiter(e, on_expired_step);
 }
 
-/* Arm the watch on every held entry not watched yet (see own_watch_locked()). */
+/*
+ * Arm the watch on every entry not watched yet that holds the lock, or that
+ * waits for an entry other than one of its own mount's not yet granted: if
+ * someone deletes it, the holder must hear of the loss, and the waiter must
+ * fail so that ours behind it move on (see own_watch_locked()).
+ */
 static void on_tick(void *arg)
 {
 	struct zkl_engine *e = arg;
 
 	pthread_mutex_lock(&e->lock);
 	for (struct zkl_waiter *w = e->all; w; w = w->next)
-		if (w->state == W_HELD && w->path && !w->lost && !w->released &&
+		if ((w->state == W_HELD || w->state == W_WATCHING ||
+		     w->state == W_LOCALWAIT) && w->path && !w->lost && !w->released &&
 		    !w->deleting && !w->own_armed && !w->own_inflight &&
 		    w->stall == S_NONE)
 			own_watch_locked(w);

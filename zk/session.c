@@ -353,6 +353,12 @@ int zks_adelete(struct zks *s, const char *path, void_completion_t done,
 	return zh_put(s, zoo_adelete(zh_hold(s), path, -1, done, arg));
 }
 
+int zks_amulti(struct zks *s, int count, const zoo_op_t *ops,
+	       zoo_op_result_t *results, void_completion_t done, const void *arg)
+{
+	return zh_put(s, zoo_amulti(zh_hold(s), count, ops, results, done, arg));
+}
+
 int zks_aget(struct zks *s, const char *path, data_completion_t done,
 	     const void *arg)
 {

@@ -94,6 +94,9 @@ int zks_acreate(struct zks *s, const char *path, const char *data, int len,
 		int mode, string_stat_completion_t done, const void *arg);
 int zks_adelete(struct zks *s, const char *path, void_completion_t done,
 		const void *arg);
+/* @ops are copied at once; @results must live until @done. */
+int zks_amulti(struct zks *s, int count, const zoo_op_t *ops,
+	       zoo_op_result_t *results, void_completion_t done, const void *arg);
 int zks_aget(struct zks *s, const char *path, data_completion_t done,
 	     const void *arg);
 int zks_awget(struct zks *s, const char *path, watcher_fn watcher, void *wctx,
