@@ -23,10 +23,10 @@
  * so a queue the engine already tracks costs one create per enqueue, not a
  * listing of all its entries.
  *
- * A waiter that may be granted without a listing watches its own entry
- * while it waits (deleted by someone else: done(-EIO)); a granted entry is
- * watched from then or from the next supervisor tick on.  If it is
- * deleted by anyone else, or the session is presumed lost (nothing heard
+ * A grant without a listing first makes sure the waiter's own entry is
+ * there (deleted by someone else while it waited: done(-EIO)).  Entries
+ * held, or waiting for an entry, are watched from the next supervisor tick
+ * on.  If a granted entry is deleted by anyone else, or the session is presumed lost (nothing heard
  * for the session timeout) or has expired, the waiter is lost: the engine's
  * @lost callback runs once.
  * Faults: a request that fails with a connection loss is redone when the
