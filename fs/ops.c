@@ -531,7 +531,7 @@ static void zklfs_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
 	if (!op)
 		return (void)fuse_reply_err(req, ENOMEM);
 	zop_started(op, zks_acreate(&fs->zks, op->path, NULL, -1, 0,
-				    mkdir_done, op));
+				    mkdir_done, op, NULL));
 }
 
 static void delete_done(int rc, const void *data)

@@ -26,9 +26,6 @@
  *     an entry a listing showed lowest), the waiters a listing showed right
  *     behind it hold the lock at once; so does a waiter when another
  *     client's entry it watches goes, if that entry was the lowest;
- *   - alone: a sequence number counts the creates in the lock (deletes do
- *     not move it), so if our create is numbered right after the lowest
- *     entry our delete removed, nothing else is there (struct zkl_after).
  * Only the first waiter of ours watches an entry of another client.  A grant
  * without a listing also makes sure the waiter's own entry is still there:
  * the hand-off's delete checks it in the same transaction, a grant on a
@@ -72,20 +69,6 @@ struct zkl_queue {
 	struct zkl_waiter *head, *tail;
 };
 
-/*
- * What our last delete in a lock tells (the empty-lock rule).  A sequence
- * number is the lock znode's count of children created so far: deletes do
- * not move it.  When our delete removes the lowest entry, seq S, and our
- * next create there gets S + 1, nobody created anything in between, and the
- * delete came first (one session's requests are done in order), so the new
- * entry is alone: granted without a listing.
- */
-struct zkl_after {
-	char *dir;
-	int32_t seq;			/* the lowest entry we deleted last */
-	bool valid;			/* until the next create there completes */
-};
-
 struct zkl_engine {
 	struct zks *zks;
 	enum zkl_naming naming;
@@ -94,7 +77,6 @@ struct zkl_engine {
 	struct zkl_waiter *all, *all_tail;	/* every live waiter, oldest first */
 	struct zkl_waiter *fire, *fire_tail;	/* answered, done not yet run */
 	struct zkl_queue *qtab[QBUCKETS];
-	struct zkl_after after[QBUCKETS];	/* by qslot() of the dir */
 	bool shutdown;
 };
 
@@ -125,6 +107,7 @@ struct zkl_waiter {
 	enum zkl_kind kind;
 	int32_t seq;
 	int32_t pred_seq;
+	uint64_t gen;			/* zks_generation() of its create */
 	int64_t czxid;
 	char *dir;
 	char *prefix;			/* DIR/NAME<marker>, what we create */
@@ -239,45 +222,6 @@ static struct zkl_waiter *queue_find_locked(struct zkl_waiter *w, int32_t seq)
 			break;
 	}
 	return NULL;
-}
-
-/* After our delete of @seq, the lowest entry of @dir, completed. */
-static void after_delete_locked(struct zkl_engine *e, const char *dir, int32_t seq)
-{
-	struct zkl_after *a = &e->after[qslot(e, dir) - e->qtab];
-
-	if (!a->dir || strcmp(a->dir, dir) != 0) {
-		char *d = strdup(dir);
-
-		if (!d)
-			return;
-		free(a->dir);
-		a->dir = d;
-	}
-	a->seq = seq;
-	a->valid = true;
-}
-
-/* Is a create in @dir now pending behind such a delete (no listing sent)? */
-static bool after_pending_locked(struct zkl_engine *e, const char *dir)
-{
-	struct zkl_after *a = &e->after[qslot(e, dir) - e->qtab];
-
-	return a->valid && strcmp(a->dir, dir) == 0;
-}
-
-/*
- * Our create in @dir completed with @seq.  Return: true if it is alone in
- * the lock (see struct zkl_after).  Any create there uses the rule up.
- */
-static bool after_create_locked(struct zkl_engine *e, const char *dir, int32_t seq)
-{
-	struct zkl_after *a = &e->after[qslot(e, dir) - e->qtab];
-
-	if (!a->valid || strcmp(a->dir, dir) != 0)
-		return false;
-	a->valid = false;
-	return seq == (int32_t)((uint32_t)a->seq + 1);
 }
 
 /* waiters ----------------------------------------------------------------- */
@@ -405,8 +349,6 @@ static void deleted_locked(struct zkl_waiter *w, int rc)
 		zkl_log(LOG_WARNING, "cannot delete %s: %s", w->path, zerror(rc));
 	held = rc == ZOK && w->answered && w->result == 0 && !w->lost &&
 	       w->kind == ZKL_EXCLUSIVE;
-	if (held)
-		after_delete_locked(w->e, w->dir, w->seq);
 	gone_locked(w, rc == ZOK, held);
 }
 
@@ -918,10 +860,9 @@ static void check_locked(struct zkl_waiter *w)
 
 /* Our entry exists (created or found again): take it as ours. */
 static void adopt_locked(struct zkl_waiter *w, const char *path, int64_t czxid,
-			 bool created, bool prelisted)
+			 bool prelisted)
 {
 	struct zkl_child me;
-	bool alone;
 
 	free(w->path);
 	w->path = strdup(path);
@@ -933,14 +874,11 @@ static void adopt_locked(struct zkl_waiter *w, const char *path, int64_t czxid,
 	}
 	w->seq = me.seq;
 	queue_insert_locked(w);
-	alone = after_create_locked(w->e, w->dir, w->seq) && created;
 	if (w->answered || w->released) {
 		delete_locked(w);	/* given up while it was being made */
 		return;
 	}
-	if (alone)
-		answer_locked(w, 0, true);	/* a listing, if sent, is ignored */
-	else if (prelisted)
+	if (prelisted)
 		w->state = W_CHECKING;	/* its reply comes next: children_done() */
 	else
 		wait_locked(w);
@@ -962,7 +900,7 @@ static void create_done(int rc, const char *path, const struct Stat *stat,
 	pre = w->prelisted;
 	w->prelisted = false;		/* its reply, if any, is ignored but here */
 	if (rc == ZOK)
-		adopt_locked(w, path, stat->czxid, true, pre);
+		adopt_locked(w, path, stat->czxid, pre);
 	else if (zk_rc_unknown(rc))
 		stall_locked(w, S_RESOLVE);	/* it may exist: find it, never guess */
 	else if (rc_stalls(rc))
@@ -984,7 +922,7 @@ static int send_create_locked(struct zkl_waiter *w)
 	w->state = W_CREATING;
 	w->refs++;
 	rc = zks_acreate(w->e->zks, w->prefix, w->data, w->len,
-			 ZOO_EPHEMERAL_SEQUENTIAL, create_done, w);
+			 ZOO_EPHEMERAL_SEQUENTIAL, create_done, w, &w->gen);
 	if (rc == ZOK) {
 		/*
 		 * Unless it will be parked, it must list the children: send that
@@ -992,8 +930,7 @@ static int send_create_locked(struct zkl_waiter *w)
 		 * shows the new entry, and the grant costs one round trip.
 		 */
 		q = queue_find_dir_locked(w->e, w->dir);
-		if ((!q || !q->tail || q->tail->answered || (w->flags & ZKL_NONBLOCK)) &&
-		    !after_pending_locked(w->e, w->dir)) {
+		if (!q || !q->tail || q->tail->answered || (w->flags & ZKL_NONBLOCK)) {
 			w->refs++;
 			w->prelisted = zks_achildren(w->e->zks, w->dir, children_done, w) == ZOK;
 			if (!w->prelisted)
@@ -1038,7 +975,7 @@ static void resolve_get_done(int rc, const char *value, int len,
 		zkl_log(LOG_NOTICE, "found %s again after an unknown create", path);
 		free_cands(w);
 		if (path)
-			adopt_locked(w, path, stat->czxid, false, false);
+			adopt_locked(w, path, stat->czxid, false);
 		else
 			fail_locked(w, -ENOMEM);
 		free(path);
@@ -1184,7 +1121,14 @@ static void on_silent_step(struct zkl_waiter *w)
 
 static void on_expired_step(struct zkl_waiter *w)
 {
-	/* the old session took every entry with it */
+	/*
+	 * The old session took every entry with it.  A waiter whose create
+	 * went out on the new handle (enqueued while it was being replaced)
+	 * belongs to the new session: leave it alone.
+	 */
+	if (w->gen == zks_generation(w->e->zks) && w->stall != S_CREATE &&
+	    w->stall != S_RESOLVE)
+		return;
 	unstall_locked(w);
 	w->deleting = true;
 	lose_locked(w, "the ZooKeeper session expired");
@@ -1213,11 +1157,14 @@ static void on_expired(void *arg)
 {
 	struct zkl_engine *e = arg;
 
+	for_each_waiter(e, on_expired_step);
+	/* those of the new session may have waited behind old ones */
 	pthread_mutex_lock(&e->lock);
 	for (size_t i = 0; i < QBUCKETS; i++)
-		e->after[i].valid = false;	/* another session: no order */
-	pthread_mutex_unlock(&e->lock);
-	for_each_waiter(e, on_expired_step);
+		for (struct zkl_queue *q = e->qtab[i]; q; q = q->hnext)
+			for (struct zkl_waiter *w = q->head; w; w = w->qnext)
+				settle_locked(w);
+	unlock_fire(e);
 }
 
 /*
@@ -1406,8 +1353,6 @@ void zkl_engine_free(struct zkl_engine *e)
 		e->all = w->next;
 		waiter_free(w);
 	}
-	for (size_t i = 0; i < QBUCKETS; i++)
-		free(e->after[i].dir);
 	for (size_t i = 0; i < QBUCKETS; i++)
 		while (e->qtab[i]) {
 			struct zkl_queue *q = e->qtab[i];

@@ -9,8 +9,6 @@
  *        |         before it is not yet granted)
  *        |         list DIR's children, zkl_decide()
  *        |-- granted ------------------------------> done(0)
- *        |   (or, if our last delete there removed the lowest entry and
- *        |   ZooKeeper numbered this one right after it: alone, granted)
  *        |-- must wait: for an entry of ours, until our delete of it; for
  *        |   another client's, watch only that entry (no herd effect);
  *        |   then list the children again, or, if that entry was the

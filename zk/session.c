@@ -41,11 +41,14 @@ static void zks_watcher(zhandle_t *zh, int type, int state, const char *path,
 {
 	struct zks *s = ctx;
 
-	(void)zh;
 	(void)path;
 	if (type != ZOO_SESSION_EVENT)
 		return;
 	pthread_mutex_lock(&s->lock);
+	if (zh == s->dead) {		/* the expired handle, being replaced */
+		pthread_mutex_unlock(&s->lock);
+		return;
+	}
 	s->state = state;
 	if (state == ZOO_CONNECTED_STATE) {
 		s->last_heard_ms = mono_ms();
@@ -158,6 +161,14 @@ static void zks_renew(struct zks *s)
 	zhandle_t *old, *nzh;
 
 	zkl_log(LOG_WARNING, "ZooKeeper session expired: opening a new one");
+	/* before the new handle exists: its first events must not be undone */
+	pthread_mutex_lock(&s->lock);
+	s->dead = s->zh;
+	s->expired = false;
+	s->state = ZOO_CONNECTING_STATE;
+	s->was_disconnected = true;	/* its CONNECTED redoes what failed */
+	s->reconnected = false;
+	pthread_mutex_unlock(&s->lock);
 	for (;;) {
 		nzh = zks_init_handle(s);
 		if (nzh)
@@ -166,17 +177,17 @@ static void zks_renew(struct zks *s)
 		struct timespec ts = { 0, 200 * 1000000L };
 		nanosleep(&ts, NULL);
 	}
-	pthread_mutex_lock(&s->lock);
-	s->expired = false;
-	s->state = ZOO_CONNECTING_STATE;
-	s->was_disconnected = true;	/* its CONNECTED redoes what failed */
-	s->reconnected = false;
-	pthread_mutex_unlock(&s->lock);
 	pthread_rwlock_wrlock(&s->rw);
 	old = s->zh;
 	s->zh = nzh;
+	s->gen++;
 	pthread_rwlock_unlock(&s->rw);
 	zookeeper_close(old);	/* its completions fire now, with errors */
+	pthread_mutex_lock(&s->lock);
+	s->dead = NULL;		/* no event of it comes any more */
+	if (s->state == ZOO_CONNECTED_STATE)
+		s->last_heard_ms = mono_ms();	/* no ping went out while we closed */
+	pthread_mutex_unlock(&s->lock);
 }
 
 static void *zks_supervise(void *arg)
@@ -341,10 +352,25 @@ static int zh_put(struct zks *s, int rc)
 }
 
 int zks_acreate(struct zks *s, const char *path, const char *data, int len,
-		int mode, string_stat_completion_t done, const void *arg)
+		int mode, string_stat_completion_t done, const void *arg,
+		uint64_t *gen)
 {
-	return zh_put(s, zoo_acreate2(zh_hold(s), path, data, len,
-				      &ZOO_OPEN_ACL_UNSAFE, mode, done, arg));
+	zhandle_t *zh = zh_hold(s);
+
+	if (gen)
+		*gen = s->gen;
+	return zh_put(s, zoo_acreate2(zh, path, data, len, &ZOO_OPEN_ACL_UNSAFE,
+				      mode, done, arg));
+}
+
+uint64_t zks_generation(struct zks *s)
+{
+	uint64_t gen;
+
+	pthread_rwlock_rdlock(&s->rw);
+	gen = s->gen;
+	pthread_rwlock_unlock(&s->rw);
+	return gen;
 }
 
 int zks_adelete(struct zks *s, const char *path, void_completion_t done,

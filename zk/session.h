@@ -41,9 +41,11 @@ struct zks_events {
 struct zks {
 	pthread_rwlock_t rw;		/* zh: read to use, write to replace */
 	zhandle_t *zh;
+	uint64_t gen;			/* handles replaced so far; rw */
 	pthread_mutex_t lock;		/* the fields below */
 	pthread_cond_t cond;
 	int state;			/* last session state seen */
+	zhandle_t *dead;		/* expired, being replaced: ignored */
 	bool expired;			/* the handle is dead: replace it */
 	bool reconnected;		/* CONNECTED after a CONNECTING */
 	bool was_disconnected;
@@ -90,8 +92,15 @@ int64_t zks_session_id(struct zks *s);
 void zks_close(struct zks *s);
 
 /* Asynchronous calls on the current handle; as zoo_a*(), same returns. */
+/* @gen, if not NULL, gets the generation of the handle used (zks_generation()). */
 int zks_acreate(struct zks *s, const char *path, const char *data, int len,
-		int mode, string_stat_completion_t done, const void *arg);
+		int mode, string_stat_completion_t done, const void *arg,
+		uint64_t *gen);
+/*
+ * zks_generation() - how many times the handle was replaced after an
+ * expiry.  What was made with an older generation went with its session.
+ */
+uint64_t zks_generation(struct zks *s);
 int zks_adelete(struct zks *s, const char *path, void_completion_t done,
 		const void *arg);
 /* @ops are copied at once; @results must live until @done. */

@@ -462,13 +462,11 @@ def test_waiter_behind_another_clients_waiter_that_gives_up_keeps_waiting(mount,
 
 @pytest.mark.parametrize("when", ["before-release", "after-release"])
 def test_entry_of_another_client_between_our_release_and_next_open(mount, zkc, when):
-    """After our release of the lowest entry, our next entry in that lock is
-    granted without a listing if ZooKeeper numbers it right after the one we
-    deleted (nobody created anything in between).  Another client's entry
-    made in between, before or after our release, must be waited for."""
+    """Another client's entry made between our release and our next open,
+    before or after the release's delete, must be waited for."""
     m = mount()
     d = lockdir(m)
-    take(d, "warm").release()           # a listing-free grant is possible now
+    take(d, "warm").release()
     wait_no_entries(d)
     h = take(d, "h")
     if when == "before-release":
@@ -538,6 +536,25 @@ def test_waiter_behind_an_entry_of_ours_deleted_by_someone_else_moves_on(mount, 
     r2.wait_granted()
     r2.release()
     zkc.delete(s0)
+    wait_no_entries(d)
+
+
+def test_lock_directory_made_again_restarts_numbering(mount, zkc):
+    """The lock znode deleted and made again by someone else numbers its
+    entries from 0 again: ours, numbered after another client's, waits."""
+    m = mount()
+    d = lockdir(m)
+    zl = m.zkpath("L")
+    take(d, "warm").release()
+    wait_no_entries(d)
+    zkc.delete(zl)
+    zkc.create(zl, b"")
+    f = zkc.create(zl + "/_c_f-lock-", b"", zkclient.EPHEMERAL_SEQUENTIAL)
+    w = start_waiter(d, "w")
+    w.assert_waiting(0.5)
+    zkc.delete(f)
+    w.wait_granted()
+    w.release()
     wait_no_entries(d)
 
 
