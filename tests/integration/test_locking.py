@@ -460,6 +460,17 @@ def test_waiter_behind_another_clients_waiter_that_gives_up_keeps_waiting(mount,
     wait_no_entries(d1)
 
 
+def _waits_for_then_gets(zkc, d, f):
+    """A new waiter in @d waits while another client's entry @f exists,
+    and holds the lock once @f is deleted."""
+    w = start_waiter(d, "w")
+    w.assert_waiting(0.5)
+    zkc.delete(f)
+    w.wait_granted()
+    w.release()
+    wait_no_entries(d)
+
+
 @pytest.mark.parametrize("when", ["before-release", "after-release"])
 def test_entry_of_another_client_between_our_release_and_next_open(mount, zkc, when):
     """Another client's entry made between our release and our next open,
@@ -476,14 +487,8 @@ def test_entry_of_another_client_between_our_release_and_next_open(mount, zkc, w
         h.release()
         wait_gone(d, h.entry)
         f = zkc.create(m.zkpath("L") + "/_c_f-lock-", b"", zkclient.EPHEMERAL_SEQUENTIAL)
-    w = start_waiter(d, "w")
-    w.assert_waiting(0.5)
-    zkc.delete(f)
-    w.wait_granted()
-    w.release()
-    wait_no_entries(d)
-    # and alone again: granted at once
-    take(d, "again").release()
+    _waits_for_then_gets(zkc, d, f)
+    take(d, "again").release()          # alone again: granted at once
     wait_no_entries(d)
 
 
@@ -550,12 +555,7 @@ def test_lock_directory_made_again_restarts_numbering(mount, zkc):
     zkc.delete(zl)
     zkc.create(zl, b"")
     f = zkc.create(zl + "/_c_f-lock-", b"", zkclient.EPHEMERAL_SEQUENTIAL)
-    w = start_waiter(d, "w")
-    w.assert_waiting(0.5)
-    zkc.delete(f)
-    w.wait_granted()
-    w.release()
-    wait_no_entries(d)
+    _waits_for_then_gets(zkc, d, f)
 
 
 def test_readers_behind_a_writer_of_the_same_mount_are_granted_together(mount):
