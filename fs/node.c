@@ -11,14 +11,6 @@
 
 static void lsc_drop_names(struct lsc *l);
 
-static size_t hash_path(const char *s)
-{
-	size_t h = 1469598103934665603ULL;
-
-	while (*s)
-		h = (h ^ (unsigned char)*s++) * 1099511628211ULL;
-	return h;
-}
 
 int zklfs_nodes_init(struct zklfs *fs)
 {
@@ -96,7 +88,7 @@ struct node *node_of(struct zklfs *fs, fuse_ino_t ino)
 
 static void unhash_locked(struct zklfs *fs, struct node *n)
 {
-	struct node **pp = &fs->htab[hash_path(n->path) % fs->hsize];
+	struct node **pp = &fs->htab[zkn_hash(n->path) % fs->hsize];
 
 	for (; *pp; pp = &(*pp)->hnext) {
 		if (*pp == n) {
@@ -110,7 +102,7 @@ static void unhash_locked(struct zklfs *fs, struct node *n)
 
 void node_hash_locked(struct zklfs *fs, struct node *n)
 {
-	struct node **b = &fs->htab[hash_path(n->path) % fs->hsize];
+	struct node **b = &fs->htab[zkn_hash(n->path) % fs->hsize];
 
 	node_unhash_path_locked(fs, n->path);
 	n->hnext = *b;
@@ -120,7 +112,7 @@ void node_hash_locked(struct zklfs *fs, struct node *n)
 
 void node_unhash_path_locked(struct zklfs *fs, const char *path)
 {
-	struct node *n = fs->htab[hash_path(path) % fs->hsize];
+	struct node *n = fs->htab[zkn_hash(path) % fs->hsize];
 
 	for (; n; n = n->hnext) {
 		if (strcmp(n->path, path) == 0) {
@@ -139,7 +131,7 @@ struct node *node_lookup_locked(struct zklfs *fs, const char *path,
 		fs->root.nlookup++;
 		return &fs->root;
 	}
-	for (n = fs->htab[hash_path(path) % fs->hsize]; n; n = n->hnext)
+	for (n = fs->htab[zkn_hash(path) % fs->hsize]; n; n = n->hnext)
 		if (strcmp(n->path, path) == 0)
 			break;
 	if (n && (n->type == type || (n->type == NODE_PENDING && type == NODE_FILE))) {
@@ -237,7 +229,7 @@ static uint64_t now_ms(void)
 
 bool neg_hit(struct zklfs *fs, const char *path)
 {
-	struct negent *e = &fs->neg[hash_path(path) % ZKLFS_NEG_SLOTS];
+	struct negent *e = &fs->neg[zkn_hash(path) % ZKLFS_NEG_SLOTS];
 	bool hit;
 
 	pthread_mutex_lock(&fs->lock);
@@ -248,7 +240,7 @@ bool neg_hit(struct zklfs *fs, const char *path)
 
 void neg_add(struct zklfs *fs, const char *path)
 {
-	struct negent *e = &fs->neg[hash_path(path) % ZKLFS_NEG_SLOTS];
+	struct negent *e = &fs->neg[zkn_hash(path) % ZKLFS_NEG_SLOTS];
 	char *p = strdup(path), *old;
 
 	if (!p)
@@ -263,7 +255,7 @@ void neg_add(struct zklfs *fs, const char *path)
 
 void neg_forget(struct zklfs *fs, const char *path)
 {
-	struct negent *e = &fs->neg[hash_path(path) % ZKLFS_NEG_SLOTS];
+	struct negent *e = &fs->neg[zkn_hash(path) % ZKLFS_NEG_SLOTS];
 	char *old = NULL;
 
 	pthread_mutex_lock(&fs->lock);
@@ -288,7 +280,7 @@ static void lsc_drop_names(struct lsc *l)
 /* The slot of @dir, taken over if another directory had it. Under fs->lock. */
 static struct lsc *lsc_slot_locked(struct zklfs *fs, const char *dir, bool take)
 {
-	struct lsc *l = &fs->lsc[hash_path(dir) % ZKLFS_LSC_SLOTS];
+	struct lsc *l = &fs->lsc[zkn_hash(dir) % ZKLFS_LSC_SLOTS];
 	char *d;
 
 	if (l->dir && strcmp(l->dir, dir) == 0)

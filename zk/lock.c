@@ -134,11 +134,7 @@ static bool rc_stalls(int rc)
 
 static struct zkl_queue **qslot(struct zkl_engine *e, const char *dir)
 {
-	uint32_t h = 2166136261u;	/* FNV-1a */
-
-	for (const char *p = dir; *p; p++)
-		h = (h ^ (unsigned char)*p) * 16777619u;
-	return &e->qtab[h % QBUCKETS];
+	return &e->qtab[zkn_hash(dir) % QBUCKETS];
 }
 
 /* Our entries in the lock @dir, or NULL if none. */

@@ -161,3 +161,12 @@ const char *zkn_base(const char *path)
 
 	return s ? s + 1 : path;
 }
+
+uint64_t zkn_hash(const char *path)
+{
+	uint64_t h = 14695981039346656037ULL;
+
+	while (*path)
+		h = (h ^ (unsigned char)*path++) * 1099511628211ULL;
+	return h;
+}

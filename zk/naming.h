@@ -72,6 +72,9 @@ char *zkn_join(const char *dir, const char *name);
 /* zkn_base() - the last component of the znode path @path. */
 const char *zkn_base(const char *path);
 
+/* zkn_hash() - a hash of @path (FNV-1a, 64 bits) for tables keyed by path. */
+uint64_t zkn_hash(const char *path);
+
 /* zkn_parse_scheme() - "curator" or "kazoo". Return: 0 or -EINVAL. */
 int zkn_parse_scheme(const char *s, enum zkl_naming *out);
 

@@ -146,6 +146,10 @@ static void test_paths(void **state)
 	free(p);
 	assert_string_equal(zkn_base("/"), "");
 	assert_string_equal(zkn_base("bare"), "bare");
+	/* FNV-1a 64 reference values */
+	assert_true(zkn_hash("") == 0xcbf29ce484222325ULL);
+	assert_true(zkn_hash("a") == 0xaf63dc4c8601ec8cULL);
+	assert_true(zkn_hash("/l/a") != zkn_hash("/l/b"));
 }
 
 int main(void)
