@@ -621,9 +621,27 @@ def free_port():
         return s.getsockname()[1]
 
 
-def _listen_inodes(port):
-    inodes = set()
-    for f in ("/proc/net/tcp", "/proc/net/tcp6"):
+def zoo_cfg(datadir, port, sync_limit, extra=""):
+    """The zoo.cfg of a test server on 127.0.0.1:`port` (a standalone one or
+    an ensemble member, which adds its `extra` lines)."""
+    return ("tickTime=500\n"
+            "initLimit=10\n"
+            "syncLimit=%d\n"
+            "dataDir=%s\n"
+            "clientPort=%d\n"
+            "clientPortAddress=127.0.0.1\n"
+            "admin.enableServer=false\n"
+            "4lw.commands.whitelist=ruok,srvr,mntr,cons,wchc,wchs,dump\n"
+            "maxClientCnxns=0\n"
+            "minSessionTimeout=1000\n"
+            "maxSessionTimeout=60000\n"
+            "%s" % (sync_limit, datadir, port, extra))
+
+
+def tcp_rows(proc="/proc"):
+    """The fields of every socket line of PROC/net/tcp and tcp6 (local
+    address, remote address and state at 1, 2 and 3, inode at 9)."""
+    for f in (proc + "/net/tcp", proc + "/net/tcp6"):
         try:
             with open(f) as fh:
                 lines = fh.readlines()[1:]
@@ -631,31 +649,32 @@ def _listen_inodes(port):
             continue
         for line in lines:
             parts = line.split()
-            if len(parts) < 10:
-                continue
-            local, st, inode = parts[1], parts[3], parts[9]
-            if st == "0A" and int(local.rsplit(":", 1)[1], 16) == port:
-                inodes.add(inode)
-    return inodes
+            if len(parts) >= 10:
+                yield parts
 
 
-def pid_listens_on(pid, port):
-    """True if process `pid` owns the listening socket on `port`."""
-    inodes = _listen_inodes(port)
-    if not inodes:
-        return False
+def socket_inodes(pid):
+    """The inodes of the sockets process `pid` has open (empty if gone)."""
+    inodes = set()
     try:
         fds = os.listdir("/proc/%d/fd" % pid)
     except OSError:
-        return False
+        return inodes
     for fd in fds:
         try:
             link = os.readlink("/proc/%d/fd/%s" % (pid, fd))
         except OSError:
             continue
-        if link.startswith("socket:[") and link[8:-1] in inodes:
-            return True
-    return False
+        if link.startswith("socket:["):
+            inodes.add(link[8:-1])
+    return inodes
+
+
+def pid_listens_on(pid, port):
+    """True if process `pid` owns the listening socket on `port`."""
+    listening = {p[9] for p in tcp_rows()
+                 if p[3] == "0A" and int(p[1].rsplit(":", 1)[1], 16) == port}
+    return bool(listening and listening & socket_inodes(pid))
 
 
 def zookeeper_classpath():
@@ -700,17 +719,7 @@ class ZooKeeperServer:
         os.makedirs(datadir, exist_ok=True)
         cfg = os.path.join(self.workdir, "zoo.cfg")
         with open(cfg, "w") as f:
-            f.write("tickTime=500\n"
-                    "initLimit=10\n"
-                    "syncLimit=5\n"
-                    "dataDir=%s\n"
-                    "clientPort=%d\n"
-                    "clientPortAddress=127.0.0.1\n"
-                    "admin.enableServer=false\n"
-                    "4lw.commands.whitelist=ruok,srvr,mntr,cons,wchc,wchs,dump\n"
-                    "maxClientCnxns=0\n"
-                    "minSessionTimeout=1000\n"
-                    "maxSessionTimeout=60000\n" % (datadir, port))
+            f.write(zoo_cfg(datadir, port, sync_limit=5))
         return cfg
 
     def _serves_sessions(self):
@@ -884,19 +893,8 @@ class ZooKeeperEnsemble:
             with open(os.path.join(datadir, "myid"), "w") as f:
                 f.write("%d\n" % m.myid)
             with open(os.path.join(m.workdir, "zoo.cfg"), "w") as f:
-                f.write("tickTime=500\n"
-                        "initLimit=10\n"
-                        "syncLimit=4\n"
-                        "dataDir=%s\n"
-                        "clientPort=%d\n"
-                        "clientPortAddress=127.0.0.1\n"
-                        "admin.enableServer=false\n"
-                        "4lw.commands.whitelist=ruok,srvr,mntr,cons,wchc,wchs,dump\n"
-                        "maxClientCnxns=0\n"
-                        "minSessionTimeout=1000\n"
-                        "maxSessionTimeout=60000\n"
-                        "cnxTimeout=1000\n"
-                        "%s" % (datadir, m.port, servers))
+                f.write(zoo_cfg(datadir, m.port, sync_limit=4,
+                                extra="cnxTimeout=1000\n" + servers))
 
     def _launch(self, m):
         os.makedirs(m.workdir, exist_ok=True)

@@ -124,32 +124,15 @@ def round_trip(h, timeout, data=b"ping"):
 def tcp_peers(pid, remote_port):
     """(local port, state, inode) of the TCP sockets process `pid` has open
     to 127.0.0.1:remote_port."""
-    inodes = set()
-    try:
-        for fd in os.listdir("/proc/%d/fd" % pid):
-            try:
-                link = os.readlink("/proc/%d/fd/%s" % (pid, fd))
-            except OSError:
-                continue
-            if link.startswith("socket:["):
-                inodes.add(link[8:-1])
-    except OSError:
-        return set()
+    inodes = harness.socket_inodes(pid)
     out = set()
-    for f in ("/proc/%d/net/tcp" % pid, "/proc/%d/net/tcp6" % pid):
-        try:
-            with open(f) as fh:
-                lines = fh.readlines()[1:]
-        except OSError:
+    for parts in harness.tcp_rows("/proc/%d" % pid):
+        if parts[9] not in inodes:
             continue
-        for line in lines:
-            parts = line.split()
-            if len(parts) < 10 or parts[9] not in inodes:
-                continue
-            lport = int(parts[1].rsplit(":", 1)[1], 16)
-            rport = int(parts[2].rsplit(":", 1)[1], 16)
-            if rport == remote_port:
-                out.add((lport, parts[3], parts[9]))
+        lport = int(parts[1].rsplit(":", 1)[1], 16)
+        rport = int(parts[2].rsplit(":", 1)[1], 16)
+        if rport == remote_port:
+            out.add((lport, parts[3], parts[9]))
     return out
 
 

@@ -91,6 +91,14 @@ def assert_unmounted_and_daemon_gone(mnt):
                      "daemon exit after umount")
 
 
+def lock_then_umount(mountpoint):
+    """A lock can be taken on the fresh mount; umount(8) ends it and its daemon."""
+    take_and_give_back(mountpoint)
+    r = run(["umount", mountpoint])
+    assert r.returncode == 0, r.stderr
+    assert_unmounted_and_daemon_gone(mountpoint)
+
+
 def test_mount_t_zklockfs_and_umount(zk, test_root, daemon_path, helper_installed,
                                      mountpoint):
     src = "%s%s" % (zk.hostport, test_root)
@@ -101,10 +109,7 @@ def test_mount_t_zklockfs_and_umount(zk, test_root, daemon_path, helper_installe
     assert harness.mount_entry(mountpoint)[0] == "fuse.zklockfs"
     with open("/proc/mounts") as f:
         assert any(l.split()[:3] == [src, mountpoint, "fuse.zklockfs"] for l in f)
-    take_and_give_back(mountpoint)
-    r = run(["umount", mountpoint])
-    assert r.returncode == 0, r.stderr
-    assert_unmounted_and_daemon_gone(mountpoint)
+    lock_then_umount(mountpoint)
 
 
 def test_fstab_line(zk, test_root, daemon_path, helper_installed, mountpoint,
@@ -116,10 +121,7 @@ def test_fstab_line(zk, test_root, daemon_path, helper_installed, mountpoint,
     r = run(["mount", "--fstab", str(fstab), mountpoint], {"ZKLOCKFS": daemon_path})
     assert r.returncode == 0, r.stderr
     assert harness.mount_entry(mountpoint)[0] == "fuse.zklockfs"
-    take_and_give_back(mountpoint)
-    r = run(["umount", mountpoint])
-    assert r.returncode == 0, r.stderr
-    assert_unmounted_and_daemon_gone(mountpoint)
+    lock_then_umount(mountpoint)
 
 
 def test_mount_t_fuse_zklockfs_through_mount_fuse3(zk, test_root, daemon_path,
@@ -137,10 +139,7 @@ def test_mount_t_fuse_zklockfs_through_mount_fuse3(zk, test_root, daemon_path,
                  "-o", "session_timeout=4000"])
         assert r.returncode == 0, r.stderr
         assert harness.mount_entry(mountpoint)[0] == "fuse.zklockfs"
-        take_and_give_back(mountpoint)
-        r = run(["umount", mountpoint])
-        assert r.returncode == 0, r.stderr
-        assert_unmounted_and_daemon_gone(mountpoint)
+        lock_then_umount(mountpoint)
     finally:
         if placed:
             os.unlink(installed)

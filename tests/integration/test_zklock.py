@@ -20,7 +20,7 @@ import pytest
 
 import harness
 import zkclient
-from harness import (SLOW, GRANT_TIMEOUT, Lines, entries, getxattr_str,
+from harness import (SLOW, GRANT_TIMEOUT, Lines, entries, getxattr_str, lockdir,
                      parse_entry, parse_kv, read_file, spawn, take, wait_for,
                      wait_no_entries)
 
@@ -191,8 +191,7 @@ def test_lock_is_released_when_zklock_ends(mount, zklock, scratch):
 
 def test_nonblock_conflict_exit_codes(mount, zklock):
     m = mount()
-    d = m.p("L")
-    os.mkdir(d)
+    d = lockdir(m)
     h = take(d, "holder")
     rc, _, err = zk(zklock, "-n", d, "echo", "ran")
     assert rc == 1 and "ran" not in err
@@ -212,8 +211,7 @@ def test_nonblock_conflict_exit_codes(mount, zklock):
 
 def test_timeout_gives_up_and_leaves_no_entry(mount, zklock):
     m = mount()
-    d = m.p("L")
-    os.mkdir(d)
+    d = lockdir(m)
     h = take(d, "holder")
     r = Run(zklock, "-w", "1", "-N", "late", d, "echo", "ran")
     assert r.finish() == 1
@@ -231,8 +229,7 @@ def test_timeout_gives_up_and_leaves_no_entry(mount, zklock):
 
 def test_timeout_holder_releases_in_time(mount, zklock):
     m = mount()
-    d = m.p("L")
-    os.mkdir(d)
+    d = lockdir(m)
     h = take(d, "holder")
     r = Run(zklock, "-w", str(10 * SLOW), "-N", "patient", d, "echo", "ran")
     e = wait_entry_of(d, "patient")
@@ -247,8 +244,7 @@ def test_timeout_holder_releases_in_time(mount, zklock):
 
 def test_signal_while_waiting_ends_the_wait(mount, zklock):
     m = mount()
-    d = m.p("L")
-    os.mkdir(d)
+    d = lockdir(m)
     h = take(d, "holder")
     for sig in (signal.SIGTERM, signal.SIGINT):
         r = Run(zklock, "-N", "w", d, "echo", "ran")
@@ -452,8 +448,7 @@ def test_command_gets_the_signal_state_zklock_got(mount, zklock):
 
 def test_stop_and_continue_while_waiting(mount, zklock):
     m = mount()
-    d = m.p("L")
-    os.mkdir(d)
+    d = lockdir(m)
     h = take(d, "holder")
     r = Run(zklock, "-N", "stopped", d, "echo", "ran")
     wait_entry_of(d, "stopped")
