@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -56,31 +57,52 @@ void zklfs_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
 		node_forget(fs, n, 1);
 }
 
+/* Read up to @size - 1 bytes of /proc/@pid/@what into @buf: the length. */
+static size_t proc_read(pid_t pid, const char *what, char *buf, size_t size)
+{
+	char path[64];
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, what);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	n = read(fd, buf, size - 1);
+	close(fd);
+	n = n < 0 ? 0 : n;
+	buf[n] = '\0';
+	return (size_t)n;
+}
+
+/* The process of thread @tid (FUSE tells the thread).  A thread-group
+ * leader is its own process, and only a leader has a pidfd: one syscall
+ * instead of formatting /proc/TID/status, which cost more than the rest
+ * of an open. */
+static pid_t thread_group(pid_t tid)
+{
+	char status[2048], *t;
+	int fd = (int)syscall(SYS_pidfd_open, tid, 0);
+
+	if (fd >= 0) {
+		close(fd);
+		return tid;
+	}
+	proc_read(tid, "status", status, sizeof(status));
+	t = strstr(status, "\nTgid:");
+	return t ? (pid_t)atoi(t + 6) : tid;
+}
+
 /* The holder lines of a new entry (SPEC: host, pid, uid, cmd, since, mount). */
 static int holder_data(struct zklfs *fs, const struct fuse_ctx *ctx, char *buf,
 		       size_t size)
 {
-	char path[64], cmd[256] = "", line[128], since[32];
-	pid_t pid = ctx->pid;
+	char cmd[256], since[32];
+	pid_t pid = thread_group(ctx->pid);
 	time_t now = time(NULL);
 	struct tm tm;
-	FILE *f;
-	size_t n = 0;
+	size_t n = proc_read(pid, "cmdline", cmd, sizeof(cmd));
 
-	/* FUSE tells the thread; the process is its thread group */
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)ctx->pid);
-	f = fopen(path, "r");
-	while (f && fgets(line, sizeof(line), f))
-		if (sscanf(line, "Tgid: %d", &pid) == 1)
-			break;
-	if (f)
-		fclose(f);
-	snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)pid);
-	f = fopen(path, "r");
-	if (f) {
-		n = fread(cmd, 1, sizeof(cmd) - 1, f);
-		fclose(f);
-	}
 	while (n > 0 && cmd[n - 1] == '\0')
 		n--;
 	cmd[n] = '\0';
@@ -122,6 +144,7 @@ static void lock_answer(struct zklfs *fs, struct node *n, fuse_req_t req, int er
 	fi.fh = FH_HOLDER;
 	fi.direct_io = 1;
 	fi.keep_cache = 0;
+	fi.noflush = 1;		/* close() owes us nothing: the lock ends at RELEASE */
 	if (fuse_reply_open(req, &fi) == -ENOENT)	/* the opener is gone */
 		node_drop_lock(fs, n);
 }
@@ -242,6 +265,7 @@ void zklfs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	}
 	fi->fh = FH_PLAIN;
 	fi->direct_io = 1;
+	fi->noflush = 1;
 	fuse_reply_open(req, fi);
 }
 

@@ -654,13 +654,6 @@ static void zklfs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	zop_started(op, zks_aget(&fs->zks, op->path, read_done, op));
 }
 
-static void zklfs_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
-{
-	/* every close() of every copy: the lock lives until RELEASE */
-	(void)ino, (void)fi;
-	fuse_reply_err(req, 0);
-}
-
 /* Data reaches ZooKeeper at write(); fsync only reports a lost lock. */
 static void zklfs_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
 			struct fuse_file_info *fi)
@@ -867,6 +860,9 @@ static void zklfs_init(void *userdata, struct fuse_conn_info *conn)
 	conn->congestion_threshold = 192;
 }
 
+/* No .flush: a lock ends at RELEASE, not at each close() of a copy.  Opens
+ * set noflush, and a kernel that sends FLUSH anyway gets ENOSYS from
+ * libfuse once and then stops (close() still returns 0). */
 const struct fuse_lowlevel_ops zklfs_ops = {
 	.init		= zklfs_init,
 	.lookup		= zklfs_lookup,
@@ -884,7 +880,6 @@ const struct fuse_lowlevel_ops zklfs_ops = {
 	.open		= zklfs_open,
 	.read		= zklfs_read,
 	.write		= zklfs_write,
-	.flush		= zklfs_flush,
 	.release	= zklfs_release,
 	.fsync		= zklfs_fsync,
 	.poll		= zklfs_poll,
