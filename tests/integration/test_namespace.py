@@ -6,6 +6,8 @@ import os
 import re
 import socket
 import stat
+import subprocess
+import sys
 import time
 
 import pytest
@@ -209,6 +211,34 @@ def test_entry_data_describes_holder(mount, zkc):
     zdata, zst = zkc.get_data(m.zkpath("L/" + h.entry))
     assert zdata == data
     assert zst.ephemeralOwner != 0
+
+
+def test_entry_of_a_thread_names_its_process(mount):
+    # FUSE tells the opening thread; the entry must name the process
+    d = lockdir(mount())
+    script = ("import os, sys, threading\n"
+              "def take():\n"
+              "    fd = os.open(os.path.join(sys.argv[1], 'job'), os.O_CREAT | os.O_WRONLY)\n"
+              "    ent = [e for e in os.listdir(sys.argv[1]) if e.startswith('job')][0]\n"
+              "    print(threading.get_native_id())\n"
+              "    print(open(os.path.join(sys.argv[1], ent)).read(), end='')\n"
+              "    os.close(fd)\n"
+              "t = threading.Thread(target=take)\n"
+              "t.start()\n"
+              "t.join()\n")
+    p = subprocess.Popen([sys.executable, "-c", script, d], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    try:
+        out, err = p.communicate(timeout=30)
+    finally:
+        p.kill()
+        p.wait()
+    assert p.returncode == 0, err
+    tid, data = out.split("\n", 1)
+    kv = parse_kv(data.encode())
+    assert int(tid) != p.pid
+    assert kv.get("pid") == str(p.pid), "entry of thread %s: %r" % (tid, data)
+    assert "threading" in kv.get("cmd", ""), kv
 
 
 def test_entry_read_through_another_mount(mount):
