@@ -413,13 +413,13 @@ static int64_t zk_wait_nkids(zhandle_t *zh, const char *path, long want, int64_t
 /*
  * zk_wait_nkids() that also notes when @path first had at least marks[i]
  * children, in at[i] (0 if never): how the cost of an enqueue changes as
- * the queue grows.
+ * the queue grows.  Gives up (0) once *@stop is set.
  */
 static int64_t zk_wait_nkids_marks(zhandle_t *zh, const char *path, long want,
 				   int64_t deadline, const long *marks, int64_t *at,
-				   int nmarks)
+				   int nmarks, atomic_int *stop)
 {
-	for (;;) {
+	while (!atomic_load(stop)) {
 		long n = zk_nkids(zh, path);
 		int64_t t = now_ns();
 
@@ -432,6 +432,29 @@ static int64_t zk_wait_nkids_marks(zhandle_t *zh, const char *path, long want,
 			return 0;
 		sleep_ms(1);
 	}
+	return 0;
+}
+
+/* zk_wait_nkids_marks() on a thread of its own, started before the
+ * waiters are issued, so the first marks are not all seen at once. */
+struct marks_watch {
+	zhandle_t *zh;
+	const char *path;
+	long want;
+	int64_t deadline;
+	long marks[3];
+	int64_t at[3];
+	int64_t done;
+	atomic_int stop;		/* the waiters could not all be issued */
+};
+
+static void *marks_watch_run(void *arg)
+{
+	struct marks_watch *mw = arg;
+
+	mw->done = zk_wait_nkids_marks(mw->zh, mw->path, mw->want, mw->deadline,
+				       mw->marks, mw->at, 3, &mw->stop);
+	return NULL;
 }
 
 /* One-shot gate a watcher opens. */
@@ -1331,8 +1354,10 @@ static int run_scale(const struct opts *o)
 {
 	struct pstat p0 = { 0 }, p1 = { 0 }, p2 = { 0 };
 	int64_t t_start = 0, t_issued = 0, t_enq = 0, t_parked = 0, t_d0 = 0, t_last = 0;
-	int64_t t_empty = 0, deadline, at[3] = { 0 };
-	long n = o->waiters, started = 0, granted_before = 0, marks[3];
+	int64_t t_empty = 0, deadline;
+	long n = o->waiters, started = 0, granted_before = 0;
+	struct marks_watch mw = { 0 };
+	pthread_t mwt;
 	struct zconn zcm, zcw;
 	zhandle_t *mon = NULL;
 	pthread_t *th = NULL;
@@ -1377,6 +1402,13 @@ static int run_scale(const struct opts *o)
 		goto out;
 	}
 	deadline = now_ns() + (int64_t)o->timeout * NS;
+	mw = (struct marks_watch){ .zh = mon, .path = S.lock, .want = n,
+				   .deadline = deadline,
+				   .marks = { n / 10, n / 2, n - n / 10 } };
+	if (pthread_create(&mwt, NULL, marks_watch_run, &mw) != 0) {
+		scale_error("cannot start the entry counter");
+		goto out;
+	}
 	t_start = now_ns();
 	if (o->fs) {
 		th = calloc((size_t)n, sizeof(*th));
@@ -1403,13 +1435,14 @@ static int run_scale(const struct opts *o)
 		}
 	}
 	t_issued = now_ns();
-	if (started < n)
+	if (started < n) {
+		atomic_store(&mw.stop, 1);
+		pthread_join(mwt, NULL);
 		goto drain;
+	}
 	/* every waiter's entry exists */
-	marks[0] = n / 10;
-	marks[1] = n / 2;
-	marks[2] = n - n / 10;
-	t_enq = zk_wait_nkids_marks(mon, S.lock, n, deadline, marks, at, 3);
+	pthread_join(mwt, NULL);
+	t_enq = mw.done;
 	if (!t_enq) {
 		scale_error("only %ld of %ld entries after %d s", zk_nkids(mon, S.lock), n,
 			    o->timeout);
@@ -1450,8 +1483,10 @@ out:
 	       t_empty > t_d0 ? (double)n / secs(t_d0, t_empty) : 0);
 	/* per enqueue, while the queue grows from 10% to 50%, and 50% to 90% */
 	printf("\"enqueue_us_early\":%.1f,\"enqueue_us_late\":%.1f,",
-	       at[0] && at[1] ? secs(at[0], at[1]) * 1e6 / (double)(marks[1] - marks[0]) : -1,
-	       at[1] && at[2] ? secs(at[1], at[2]) * 1e6 / (double)(marks[2] - marks[1]) : -1);
+	       mw.at[0] && mw.at[1] ? secs(mw.at[0], mw.at[1]) * 1e6 /
+				      (double)(mw.marks[1] - mw.marks[0]) : -1,
+	       mw.at[1] && mw.at[2] ? secs(mw.at[1], mw.at[2]) * 1e6 /
+				      (double)(mw.marks[2] - mw.marks[1]) : -1);
 	printf("\"granted_before_drain\":%ld,\"granted\":%d,\"violations\":%d,\"errors\":%d,",
 	       granted_before, atomic_load(&S.granted), atomic_load(&S.violations),
 	       atomic_load(&S.errors));
