@@ -16,9 +16,8 @@ int zklfs_nodes_init(struct zklfs *fs)
 {
 	fs->hsize = HSIZE;
 	fs->htab = calloc(fs->hsize, sizeof(*fs->htab));
-	fs->neg = calloc(ZKLFS_NEG_SLOTS, sizeof(*fs->neg));
 	fs->lsc = calloc(ZKLFS_LSC_SLOTS, sizeof(*fs->lsc));
-	if (!fs->htab || !fs->neg || !fs->lsc)
+	if (!fs->htab || !fs->lsc)
 		return -ENOMEM;
 	memset(&fs->root, 0, sizeof(fs->root));
 	fs->root.ino = FUSE_ROOT_ID;
@@ -70,9 +69,6 @@ void zklfs_nodes_free(struct zklfs *fs)
 		node_destroy(n);
 	}
 	free(fs->htab);
-	for (size_t i = 0; fs->neg && i < ZKLFS_NEG_SLOTS; i++)
-		free(fs->neg[i].path);
-	free(fs->neg);
 	for (size_t i = 0; fs->lsc && i < ZKLFS_LSC_SLOTS; i++) {
 		lsc_drop_names(&fs->lsc[i]);
 		free(fs->lsc[i].dir);
@@ -227,46 +223,6 @@ static uint64_t now_ms(void)
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
-bool neg_hit(struct zklfs *fs, const char *path)
-{
-	struct negent *e = &fs->neg[zkn_hash(path) % ZKLFS_NEG_SLOTS];
-	bool hit;
-
-	pthread_mutex_lock(&fs->lock);
-	hit = e->path && strcmp(e->path, path) == 0 && e->expires_ms > now_ms();
-	pthread_mutex_unlock(&fs->lock);
-	return hit;
-}
-
-void neg_add(struct zklfs *fs, const char *path)
-{
-	struct negent *e = &fs->neg[zkn_hash(path) % ZKLFS_NEG_SLOTS];
-	char *p = strdup(path), *old;
-
-	if (!p)
-		return;
-	pthread_mutex_lock(&fs->lock);
-	old = e->path;
-	e->path = p;
-	e->expires_ms = now_ms() + ZKLFS_NEG_TTL_MS;
-	pthread_mutex_unlock(&fs->lock);
-	free(old);
-}
-
-void neg_forget(struct zklfs *fs, const char *path)
-{
-	struct negent *e = &fs->neg[zkn_hash(path) % ZKLFS_NEG_SLOTS];
-	char *old = NULL;
-
-	pthread_mutex_lock(&fs->lock);
-	if (e->path && strcmp(e->path, path) == 0) {
-		old = e->path;
-		e->path = NULL;
-	}
-	pthread_mutex_unlock(&fs->lock);
-	free(old);
-}
-
 static void lsc_drop_names(struct lsc *l)
 {
 	for (size_t i = 0; i < l->n; i++)
@@ -301,7 +257,7 @@ void lsc_busy(struct zklfs *fs, const char *dir)
 	pthread_mutex_lock(&fs->lock);
 	l = lsc_slot_locked(fs, dir, true);
 	if (l)
-		l->busy_until_ms = now_ms() + ZKLFS_NEG_TTL_MS;
+		l->busy_until_ms = now_ms() + ZKLFS_LSC_TTL_MS;
 	pthread_mutex_unlock(&fs->lock);
 }
 
@@ -353,7 +309,7 @@ void lsc_fill(struct zklfs *fs, const char *dir, char *const *names, int count)
 		lsc_drop_names(l);
 		l->names = v;
 		l->n = n;
-		l->fresh_until_ms = now_ms() + ZKLFS_NEG_TTL_MS;
+		l->fresh_until_ms = now_ms() + ZKLFS_LSC_TTL_MS;
 		v = NULL;
 		n = 0;
 	}

@@ -116,12 +116,8 @@ static void lookup_done(int rc, const char *value, int len,
 	struct zop *op = (struct zop *)data;
 	struct node *n;
 
-	struct zkl_child c;
-
 	if (rc == ZBADARGUMENTS)
 		rc = ZNONODE;		/* a name ZooKeeper cannot hold: none such */
-	if (rc == ZNONODE && !zkn_parse(zkn_base(op->path), &c))
-		neg_add(op->fs, op->path);
 	if (rc != ZOK)
 		return zop_fail(op, rc);
 	pthread_mutex_lock(&op->fs->lock);
@@ -168,8 +164,6 @@ static void zklfs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	op = zop_new(req, p, zkn_join(p->path, name));
 	if (!op)
 		return (void)fuse_reply_err(req, ENOMEM);
-	if (neg_hit(fs, op->path))
-		return zop_fail(op, ZNONODE);
 	switch (zkn_parse(name, &c) ? LSC_UNKNOWN : lsc_lookup(fs, p->path, name)) {
 	case LSC_ABSENT:
 		return zop_fail(op, ZNONODE);
@@ -496,7 +490,6 @@ static void mkdir_done(int rc, const char *path, const struct Stat *zs,
 
 	(void)path;
 	/* made, found made (EEXIST), or unknown: what we remember is stale */
-	neg_forget(op->fs, op->path);
 	lsc_forget(op->fs, op->node->path);
 	if (rc == ZNOCHILDRENFOREPHEMERALS)
 		rc = ZNONODE;

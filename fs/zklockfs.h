@@ -81,7 +81,6 @@ struct zklfs {
 	size_t hsize;
 	struct node *locks[ZKLFS_TID_BUCKETS];	/* lock nodes with a live waiter,
 						   by n->tid (EDEADLK) */
-	struct negent *neg;		/* recent misses; fs->lock */
 	struct lsc *lsc;		/* listings of busy lock dirs; fs->lock */
 };
 
@@ -173,26 +172,8 @@ void node_forget(struct zklfs *fs, struct node *n, uint64_t nlookup);
 void node_drop_lock(struct zklfs *fs, struct node *n);
 
 /*
- * The negative cache: a path ZooKeeper said does not exist, remembered for
- * ZKLFS_NEG_TTL_MS so that the LOOKUP which precedes every open(O_CREAT) of
- * a lock name is answered from memory.  Only names that cannot be queue
- * entries are cached (entries come and go too fast); the staleness is the
- * one the kernel already has for directories (entry_timeout).  Direct-mapped,
- * ZKLFS_NEG_SLOTS slots; any thread, takes fs->lock.
- */
-#define ZKLFS_NEG_SLOTS	4096
-#define ZKLFS_NEG_TTL_MS 1000
-struct negent {
-	char *path;
-	uint64_t expires_ms;
-};
-bool neg_hit(struct zklfs *fs, const char *path);
-void neg_add(struct zklfs *fs, const char *path);
-void neg_forget(struct zklfs *fs, const char *path);
-
-/*
  * The listing cache.  In a directory where this mount queued a lock during
- * the last ZKLFS_NEG_TTL_MS (lsc_busy() at MKNOD), a name that cannot be a
+ * the last ZKLFS_LSC_TTL_MS (lsc_busy() at MKNOD), a name that cannot be a
  * queue entry is looked up in a listing of that directory at most as old:
  * the kernel serialises the LOOKUPs that precede open(O_CREAT) in one
  * directory, and a round trip for each new lock name would bound how fast
@@ -201,6 +182,7 @@ void neg_forget(struct zklfs *fs, const char *path);
  * thread, takes fs->lock.
  */
 #define ZKLFS_LSC_SLOTS 256
+#define ZKLFS_LSC_TTL_MS 1000
 struct lsc {
 	char *dir;
 	uint64_t busy_until_ms;		/* MKNOD seen here until then */

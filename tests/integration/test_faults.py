@@ -544,13 +544,20 @@ def test_server_restart_within_session_timeout_loses_nothing(zk_solo, mount,
 # 6. a create whose outcome is unknown; a wait interrupted during an outage
 # ---------------------------------------------------------------------------
 
-def prime(d, name):
-    """Look up the lock directory and the name about to be opened, so that
-    an open(O_CREAT) made within the next second needs no ZooKeeper round
-    trip before its create: the kernel keeps the directory's dentry for 1 s,
-    the daemon remembers a missing name for 1 s (ZKLFS_NEG_TTL_MS). Without
-    it an open during an outage waits in LOOKUP, not in the create."""
+def prime(d, name, zkc, m):
+    """Make d a busy lock directory of mount m whose listing is fresh, so
+    that an open(O_CREAT) of name made within the next second needs no
+    ZooKeeper round trip before its create: the kernel keeps the
+    directory's dentry for 1 s, and in a directory where the mount queued a
+    lock during the last second the daemon answers the LOOKUP of a lock
+    name from a listing at most 1 s old (ZKLFS_LSC_TTL_MS). Without it an
+    open during an outage waits in LOOKUP, not in the create."""
     os.stat(d)
+    try:
+        os.close(os.open(os.path.join(d, name), os.O_CREAT | os.O_WRONLY | os.O_NONBLOCK))
+    except BlockingIOError:
+        pass
+    wait_for(lambda: not named(zk_entries(zkc, m), name), 5, "the priming entry to go")
     with pytest.raises(FileNotFoundError):
         os.lstat(os.path.join(d, name))
 
@@ -591,7 +598,7 @@ def test_unknown_outcome_create_leaves_exactly_one_entry(proxy, mount, zk,
     poller = Poller(h, select.POLLPRI)
     assert zk_entries(zkc, A) == [h.entry]
 
-    prime(dA, "w")
+    prime(dA, "w", zkc, A)
     t0 = time.monotonic()
     gave_up = _outage_start(how, zk, px, A)
     try:
@@ -668,7 +675,7 @@ def test_wait_interrupted_during_outage_leaves_no_entry(proxy, mount, zk, zkc,
     dB = seen_dir(B)
     h = take(dB, "h", RDWR)
 
-    prime(dA, "w")
+    prime(dA, "w", zkc, A)
     acc0 = px.accepted
     px.blackhole(faultproxy.DOWN)   # requests reach ZooKeeper, replies don't
     try:

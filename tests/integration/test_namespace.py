@@ -88,6 +88,22 @@ def test_mkdir_is_seen_by_another_mount(mount):
              "rmdir on one mount to show on the other")
 
 
+def test_directory_made_on_another_mount_right_after_a_miss(mount):
+    # a miss is not remembered: no host is told ENOENT for a lock
+    # directory another host has made, however recently it looked
+    m1, m2 = mount(), mount()
+    d1, d2 = m1.p("fresh"), m2.p("fresh")
+    for _ in range(3):
+        with pytest.raises(FileNotFoundError):
+            os.stat(d2)
+        os.mkdir(d1)
+        fd = os.open(os.path.join(d2, "w"), os.O_CREAT | os.O_WRONLY | os.O_NONBLOCK)
+        os.close(fd)
+        wait_for(lambda: not os.listdir(d2), 5, "the entry to go")
+        os.rmdir(d1)
+        wait_for(lambda: not os.path.exists(d2), 5, "the directory to go on m2")
+
+
 def test_rmdir_with_subdirectory_is_enotempty(mount, zkc):
     m = mount()
     os.makedirs(m.p("a", "b"))
