@@ -214,6 +214,7 @@ out_nodes:
 	zks_close(&fs.zks);
 	if (fs.engine)
 		zkl_engine_free(fs.engine);
+	zklfs_dirlists_free(&fs);
 	zklfs_nodes_free(&fs);
 out_zk:
 	zks_close(&fs.zks);

@@ -308,6 +308,7 @@ struct dirlist {
 	size_t n;
 	size_t waiting;			/* type look-ups in flight */
 	pthread_mutex_t lock;
+	struct dirlist *next, *prev;	/* fs->dirlists once opened; fs->lock */
 };
 
 static void dirlist_free(struct dirlist *dl)
@@ -334,14 +335,51 @@ static int dirent_cmp(const void *a, const void *b)
 	return strcmp(x->name, y->name);
 }
 
+/* Opened directories are listed in fs->dirlists, to be freed at exit if
+ * the kernel goes before their RELEASEDIR arrives. */
+static void dirlist_link(struct zklfs *fs, struct dirlist *dl)
+{
+	pthread_mutex_lock(&fs->lock);
+	dl->next = fs->dirlists;
+	if (dl->next)
+		dl->next->prev = dl;
+	fs->dirlists = dl;
+	pthread_mutex_unlock(&fs->lock);
+}
+
+static void dirlist_unlink(struct zklfs *fs, struct dirlist *dl)
+{
+	pthread_mutex_lock(&fs->lock);
+	if (dl->prev)
+		dl->prev->next = dl->next;
+	else
+		fs->dirlists = dl->next;
+	if (dl->next)
+		dl->next->prev = dl->prev;
+	pthread_mutex_unlock(&fs->lock);
+}
+
+void zklfs_dirlists_free(struct zklfs *fs)
+{
+	while (fs->dirlists) {
+		struct dirlist *dl = fs->dirlists;
+
+		fs->dirlists = dl->next;
+		dirlist_free(dl);
+	}
+}
+
 static void opendir_finish(struct zop *op)
 {
 	struct dirlist *dl = op->dl;
 
 	qsort(dl->e, dl->n, sizeof(*dl->e), dirent_cmp);
 	op->fi.fh = (uint64_t)(uintptr_t)dl;
-	if (fuse_reply_open(op->req, &op->fi) != 0)
+	dirlist_link(op->fs, dl);	/* first: RELEASEDIR may come at once */
+	if (fuse_reply_open(op->req, &op->fi) != 0) {
+		dirlist_unlink(op->fs, dl);
 		dirlist_free(dl);
+	}
 	zop_free(op);
 }
 
@@ -476,6 +514,7 @@ static void zklfs_releasedir(fuse_req_t req, fuse_ino_t ino,
 			     struct fuse_file_info *fi)
 {
 	(void)ino;
+	dirlist_unlink(fs_of(req), (struct dirlist *)(uintptr_t)fi->fh);
 	dirlist_free((struct dirlist *)(uintptr_t)fi->fh);
 	fuse_reply_err(req, 0);
 }

@@ -82,6 +82,7 @@ struct zklfs {
 	struct node *locks[ZKLFS_TID_BUCKETS];	/* lock nodes with a live waiter,
 						   by n->tid (EDEADLK) */
 	struct lsc *lsc;		/* listings of busy lock dirs; fs->lock */
+	struct dirlist *dirlists;	/* opened directories; fs->lock */
 };
 
 extern const struct fuse_lowlevel_ops zklfs_ops;
@@ -106,6 +107,9 @@ void zklfs_pending_attr(struct zklfs *fs, struct stat *st, struct node *n);
 
 /* zklfs_hidden() - is @name under @dir not shown (/zookeeper at ROOT "/")? */
 bool zklfs_hidden(struct zklfs *fs, const char *dir, const char *name);
+
+/* zklfs_dirlists_free() - at exit: the listings of directories still open. */
+void zklfs_dirlists_free(struct zklfs *fs);
 
 /* fs/lockops.c: the handlers of taking and giving back a lock ----------- */
 
