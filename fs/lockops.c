@@ -215,8 +215,8 @@ static void lock_open(fuse_req_t req, struct node *n, struct fuse_file_info *fi)
 	n->fi = *fi;
 	n->req = req;
 	pthread_mutex_unlock(&fs->lock);
-	err = zkl_enqueue(fs->engine, n->dir, n->name, kind, flags, data, len,
-			  lock_done, n, &w);
+	err = zkl_enqueue(zklfs_engine(fs, n->dir), n->dir, n->name, kind, flags,
+			  data, len, lock_done, n, &w);
 	if (err) {
 		pthread_mutex_lock(&fs->lock);
 		n->req = NULL;
@@ -436,8 +436,11 @@ void zklfs_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
 	op->req = req;
 	op->size = size;
 	op->path = path;
-	/* the client copies the data before it returns */
-	rc = zks_aset(&fs->zks, path, n->wbuf, (int)n->wlen, write_done, op);
+	/*
+	 * On the lock's session: in order with its create and the release's
+	 * delete.  The client copies the data before it returns.
+	 */
+	rc = zks_aset(zklfs_session(fs, n->dir), path, n->wbuf, (int)n->wlen, write_done, op);
 	if (rc != ZOK)
 		write_done(rc, NULL, op);
 }

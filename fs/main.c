@@ -5,7 +5,7 @@
  * not survive it), block the termination signals before zookeeper_init so
  * its threads inherit the mask, connect, mount, and only then tell the
  * waiting parent that the mount is up.  Shutdown: answer pending opens,
- * close the session (the server drops every entry at once), unmount.
+ * close the sessions (the server drops every entry at once), unmount.
  */
 #include "fs/zklockfs.h"
 
@@ -80,8 +80,10 @@ static void usage(const char *prog)
 	       "zklockfs options:\n"
 	       "    -o session_timeout=MS  ZooKeeper session timeout (default %d)\n"
 	       "    -o naming=SCHEME       entry names: curator (default) or kazoo\n"
-	       "    -o auth_file=PATH      ZooKeeper digest credentials (user:password)\n\n",
-	       prog, ZKLFS_DEFAULT_SESSION_TIMEOUT);
+	       "    -o auth_file=PATH      ZooKeeper digest credentials (user:password)\n"
+	       "    -o sessions=N          ZooKeeper sessions, directories spread over them\n"
+	       "                           (1..%d, default %d)\n\n",
+	       prog, ZKLFS_DEFAULT_SESSION_TIMEOUT, ZKLFS_SESSIONS_MAX, ZKLFS_DEFAULT_SESSIONS);
 }
 
 /*
@@ -124,7 +126,6 @@ int main(int argc, char *argv[])
 	struct fuse_cmdline_opts opts = { 0 };
 	struct zklfs_conf conf;
 	struct zklfs fs;
-	struct zks_events ev;
 	sigset_t sigs, old;
 	int ret = 1, err;
 
@@ -172,22 +173,15 @@ int main(int argc, char *argv[])
 	sigaddset(&sigs, SIGTERM);
 	sigaddset(&sigs, SIGHUP);
 	pthread_sigmask(SIG_BLOCK, &sigs, &old);
-	err = zks_open(&fs.zks, conf.connect, conf.session_timeout_ms, conf.auth_file);
+	err = zklfs_pool_open(&fs);
 	if (err)
-		goto out_zk;
-	err = zks_ensure_path(&fs.zks, conf.root);
-	if (err)
-		goto out_zk;
-	fs.engine = zkl_engine_new(&fs.zks, conf.naming, zklfs_lock_lost);
-	if (!fs.engine || zklfs_nodes_init(&fs) != 0) {
+		goto out_nodes;
+	if (zklfs_nodes_init(&fs) != 0) {
 		zkl_log(LOG_ERR, "out of memory");
 		goto out_nodes;
 	}
-	ev = zkl_engine_events(fs.engine);
-	if (zks_start(&fs.zks, &ev) != 0) {
-		zkl_log(LOG_ERR, "cannot start the session supervisor");
+	if (zklfs_pool_start(&fs) != 0)
 		goto out_nodes;
-	}
 	fs.se = fuse_session_new(&args, &zklfs_ops, sizeof(zklfs_ops), &fs);
 	if (!fs.se)
 		goto out_nodes;
@@ -203,21 +197,18 @@ int main(int argc, char *argv[])
 
 	ret = loop_status(fuse_session_loop(fs.se));
 
-	zkl_engine_shutdown(fs.engine);		/* answer every waiting open */
-	zks_close(&fs.zks);			/* the server drops our entries */
+	zklfs_pool_shutdown(&fs);		/* answer every waiting open */
+	zklfs_pool_close(&fs);			/* the server drops our entries */
 	fuse_session_unmount(fs.se);
 out_signals:
 	fuse_remove_signal_handlers(fs.se);
 out_session:
 	fuse_session_destroy(fs.se);
 out_nodes:
-	zks_close(&fs.zks);
-	if (fs.engine)
-		zkl_engine_free(fs.engine);
+	zklfs_pool_close(&fs);
+	zklfs_pool_free(&fs);
 	zklfs_dirlists_free(&fs);
 	zklfs_nodes_free(&fs);
-out_zk:
-	zks_close(&fs.zks);
 	pthread_mutex_destroy(&fs.lock);
 	free(fs.mountpoint);
 out_args:

@@ -143,7 +143,8 @@ static void lookup_list_done(int rc, const struct String_vector *sv,
 	lsc_fill(op->fs, op->node->path, sv->data, sv->count);
 	for (int i = 0; i < sv->count; i++)
 		if (strcmp(sv->data[i], name) == 0)
-			return zop_started(op, zks_aget(&op->fs->zks, op->path, lookup_done, op));
+			return zop_started(op, zks_aget(zklfs_session(op->fs, op->node->path),
+						 op->path, lookup_done, op));
 	zop_fail(op, ZNONODE);
 }
 
@@ -168,11 +169,12 @@ static void zklfs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	case LSC_ABSENT:
 		return zop_fail(op, ZNONODE);
 	case LSC_STALE:
-		return zop_started(op, zks_achildren(&fs->zks, p->path, lookup_list_done, op));
+		return zop_started(op, zks_achildren(zklfs_session(fs, p->path), p->path,
+						     lookup_list_done, op));
 	default:
 		break;
 	}
-	rc = zks_aget(&fs->zks, op->path, lookup_done, op);
+	rc = zks_aget(zklfs_session(fs, p->path), op->path, lookup_done, op);
 	if (rc == ZBADARGUMENTS)
 		return zop_fail(op, ZNONODE);
 	zop_started(op, rc);
@@ -230,7 +232,8 @@ static void zklfs_getattr(fuse_req_t req, fuse_ino_t ino,
 	if (!op)
 		return (void)fuse_reply_err(req, ENOMEM);
 	op->type = n->type == NODE_DIR ? NODE_DIR : NODE_FILE;
-	zop_started(op, zks_aget(&fs->zks, op->path, getattr_done, op));
+	zop_started(op, zks_aget(zklfs_session_of(fs, op->path, n->type == NODE_DIR),
+				 op->path, getattr_done, op));
 }
 
 static void setsize_done(int rc, const struct Stat *zs, const void *data)
@@ -290,7 +293,8 @@ static void zklfs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 		return zop_free(op);
 	}
 	/* only the FUSE thread writes wbuf, and the client copies it now */
-	rc = zks_aset(&fs->zks, op->path, n->wbuf, (int)n->wlen, setsize_done, op);
+	rc = zks_aset(zklfs_session_of(fs, op->path, false), op->path, n->wbuf,
+		      (int)n->wlen, setsize_done, op);
 	zop_started(op, rc);
 }
 
@@ -408,6 +412,7 @@ static void type_done(int rc, const struct Stat *zs, const void *data)
 static void opendir_done(int rc, const struct String_vector *sv, const void *data)
 {
 	struct zop *op = (struct zop *)data;
+	struct zks *zs = zklfs_session(op->fs, op->path);
 	struct dirlist *dl;
 
 	if (rc != ZOK)
@@ -447,7 +452,7 @@ static void opendir_done(int rc, const struct String_vector *sv, const void *dat
 		pthread_mutex_lock(&dl->lock);
 		dl->waiting++;
 		pthread_mutex_unlock(&dl->lock);
-		if (!p || zks_aexists(&op->fs->zks, p, type_done, tq) != ZOK) {
+		if (!p || zks_aexists(zs, p, type_done, tq) != ZOK) {
 			pthread_mutex_lock(&dl->lock);
 			dl->waiting--;
 			pthread_mutex_unlock(&dl->lock);
@@ -472,7 +477,8 @@ static void zklfs_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info 
 	if (!op)
 		return (void)fuse_reply_err(req, ENOMEM);
 	op->fi = *fi;
-	zop_started(op, zks_achildren(&fs->zks, op->path, opendir_done, op));
+	zop_started(op, zks_achildren(zklfs_session(fs, op->path), op->path,
+				      opendir_done, op));
 }
 
 static void zklfs_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
@@ -530,6 +536,7 @@ static void mkdir_done(int rc, const char *path, const struct Stat *zs,
 	(void)path;
 	/* made, found made (EEXIST), or unknown: what we remember is stale */
 	lsc_forget(op->fs, op->node->path);
+	zklfs_ns_changed(op->fs, op->path);
 	if (rc == ZNOCHILDRENFOREPHEMERALS)
 		rc = ZNONODE;
 	if (rc != ZOK)
@@ -562,7 +569,8 @@ static void zklfs_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
 	op = zop_new(req, p, zkn_join(p->path, name));
 	if (!op)
 		return (void)fuse_reply_err(req, ENOMEM);
-	zop_started(op, zks_acreate(&fs->zks, op->path, NULL, -1, 0,
+	/* on the new directory's own session: its entries will be made there */
+	zop_started(op, zks_acreate(zklfs_session(fs, op->path), op->path, NULL, -1, 0,
 				    mkdir_done, op, NULL));
 }
 
@@ -580,6 +588,15 @@ static void delete_done(int rc, const void *data)
 	zop_free(op);
 }
 
+/* Removed, or unknown: the other sessions must see it before their next request. */
+static void rmdir_done(int rc, const void *data)
+{
+	const struct zop *op = data;
+
+	zklfs_ns_changed(op->fs, op->path);
+	delete_done(rc, data);
+}
+
 static void zklfs_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct zklfs *fs = fs_of(req);
@@ -588,7 +605,7 @@ static void zklfs_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 
 	if (!op)
 		return (void)fuse_reply_err(req, ENOMEM);
-	zop_started(op, zks_adelete(&fs->zks, op->path, delete_done, op));
+	zop_started(op, zks_adelete(zklfs_session(fs, op->path), op->path, rmdir_done, op));
 }
 
 /* The sticky-bit rule of /tmp: the entry's owner, the mount's owner, root. */
@@ -607,7 +624,7 @@ static void unlink_got(int rc, const char *value, int len, const struct Stat *zs
 		fuse_reply_err(op->req, EPERM);
 		return zop_free(op);
 	}
-	rc = zks_adelete(&op->fs->zks, op->path, delete_done, op);
+	rc = zks_adelete(zklfs_session(op->fs, op->node->path), op->path, delete_done, op);
 	zop_started(op, rc);
 }
 
@@ -619,7 +636,7 @@ static void zklfs_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 
 	if (!op)
 		return (void)fuse_reply_err(req, ENOMEM);
-	zop_started(op, zks_aget(&fs->zks, op->path, unlink_got, op));
+	zop_started(op, zks_aget(zklfs_session(fs, p->path), op->path, unlink_got, op));
 }
 
 static void zklfs_refuse(fuse_req_t req, const char *what)
@@ -683,7 +700,8 @@ static void zklfs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		return (void)fuse_reply_err(req, n->path ? ENOMEM : EIO);
 	op->size = size;
 	op->off = off;
-	zop_started(op, zks_aget(&fs->zks, op->path, read_done, op));
+	zop_started(op, zks_aget(zklfs_session_of(fs, op->path, false), op->path,
+				 read_done, op));
 }
 
 /* Data reaches ZooKeeper at write(); fsync only reports a lost lock. */
@@ -825,10 +843,11 @@ static void zklfs_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 		snprintf(val, sizeof(val), "%s", me.kind == ZKL_SHARED ? "shared" : "exclusive");
 		break;
 	case X_TOKEN:
-		return zop_started(op, zks_aexists(&fs->zks, op->path, token_done, op));
+		return zop_started(op, zks_aexists(zklfs_session_of(fs, op->path, false),
+						   op->path, token_done, op));
 	case X_HOLDERS:
-		return zop_started(op, zks_achildren(&fs->zks, op->path,
-							 xattr_children_done, op));
+		return zop_started(op, zks_achildren(zklfs_session(fs, op->path), op->path,
+						     xattr_children_done, op));
 	case X_STATE:
 		parent = strdup(op->path);
 		if (!parent) {
@@ -836,8 +855,8 @@ static void zklfs_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 			return zop_free(op);
 		}
 		*strrchr(parent, '/') = '\0';
-		rc = zks_achildren(&fs->zks, parent[0] ? parent : "/",
-				       xattr_children_done, op);
+		rc = zks_achildren(zklfs_session(fs, parent[0] ? parent : "/"),
+				   parent[0] ? parent : "/", xattr_children_done, op);
 		free(parent);
 		return zop_started(op, rc);
 	default:

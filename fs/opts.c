@@ -16,6 +16,7 @@ static const struct fuse_opt zklfs_opts[] = {
 	ZOPT("session_timeout=%d", session_timeout_ms),
 	ZOPT("naming=%s", naming_str),
 	ZOPT("auth_file=%s", auth_file),
+	ZOPT("sessions=%d", sessions),
 	FUSE_OPT_KEY("_netdev", KEY_DISCARD),
 	FUSE_OPT_KEY("nofail", KEY_DISCARD),
 	FUSE_OPT_KEY("noauto", KEY_DISCARD),
@@ -96,6 +97,7 @@ int zklfs_opts_parse(struct fuse_args *args, struct zklfs_conf *conf)
 
 	memset(conf, 0, sizeof(*conf));
 	conf->session_timeout_ms = ZKLFS_DEFAULT_SESSION_TIMEOUT;
+	conf->sessions = ZKLFS_DEFAULT_SESSIONS;
 	if (fuse_opt_parse(args, conf, zklfs_opts, opt_proc) == -1)
 		return -EINVAL;
 	if (conf->show_help || conf->show_version)
@@ -113,6 +115,11 @@ int zklfs_opts_parse(struct fuse_args *args, struct zklfs_conf *conf)
 	if (conf->session_timeout_ms < 100 || conf->session_timeout_ms > 3600000) {
 		fprintf(stderr, "zklockfs: session_timeout=%d out of range (100..3600000 ms)\n",
 			conf->session_timeout_ms);
+		return -EINVAL;
+	}
+	if (conf->sessions < 1 || conf->sessions > ZKLFS_SESSIONS_MAX) {
+		fprintf(stderr, "zklockfs: sessions=%d out of range (1..%d)\n",
+			conf->sessions, ZKLFS_SESSIONS_MAX);
 		return -EINVAL;
 	}
 	if (conf->naming_str && zkn_parse_scheme(conf->naming_str, &conf->naming)) {

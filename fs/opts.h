@@ -1,7 +1,7 @@
 /*
  * fs/opts.h - the command line: zklockfs [-f] [-d] [-o OPT,...] CONNECT[/ROOT] MNT
  *
- * Our own -o options (session_timeout=, naming=, auth_file=) are taken out
+ * Our own -o options (session_timeout=, naming=, auth_file=, sessions=) are taken out
  * of @args; the FUSE ones and the mount point are left for libfuse.
  * fstab-only options (_netdev, nofail, noauto, auto, user, users, defaults,
  * x-systemd.*, comment=) are accepted and dropped.  Main thread only.
@@ -21,10 +21,13 @@ struct zklfs_conf {
 	enum zkl_naming naming;
 	char *naming_str;
 	char *auth_file;
+	int sessions;		/* ZooKeeper sessions of the mount, 1..ZKLFS_SESSIONS_MAX */
 	int show_help, show_version;
 };
 
 #define ZKLFS_DEFAULT_SESSION_TIMEOUT 10000
+#define ZKLFS_DEFAULT_SESSIONS 1
+#define ZKLFS_SESSIONS_MAX 8
 
 /*
  * zklfs_parse_source() - split "h1:p1,h2:p2/a/b" into its connect string and

@@ -64,10 +64,31 @@ struct node {
 
 #define ZKLFS_TID_BUCKETS 256
 
+struct zklfs_pool;
+
+/* A sync sent on pool slot @slot (its completion's argument). */
+struct pool_sync {
+	struct zklfs_pool *pool;
+	int slot;
+};
+
+/* The mount's sessions; see fs/pool.c. */
+struct zklfs_pool {
+	int n;					/* conf->sessions, once opened */
+	struct zks zks[ZKLFS_SESSIONS_MAX];
+	struct zkl_engine *engines[ZKLFS_SESSIONS_MAX];	/* engine i on zks[i] */
+	pthread_mutex_t mu;			/* the fields below */
+	struct dirslot **dirs;			/* directory path -> slot */
+	size_t ndirs;
+	unsigned next;				/* round robin */
+	uint64_t ns_gen;			/* mkdir/rmdir done through us */
+	uint64_t synced[ZKLFS_SESSIONS_MAX];	/* ns_gen at slot's last sync */
+	struct pool_sync sync[ZKLFS_SESSIONS_MAX];
+};
+
 struct zklfs {
 	struct zklfs_conf *conf;
-	struct zks zks;
-	struct zkl_engine *engine;
+	struct zklfs_pool pool;
 	struct fuse_session *se;
 	char *mountpoint;
 	char host[256];
@@ -110,6 +131,40 @@ bool zklfs_hidden(struct zklfs *fs, const char *dir, const char *name);
 
 /* zklfs_dirlists_free() - at exit: the listings of directories still open. */
 void zklfs_dirlists_free(struct zklfs *fs);
+
+/* fs/pool.c: the mount's sessions ----------------------------------------- */
+
+/*
+ * Start-up, main thread: zklfs_pool_open() (every session, the root,
+ * every engine), zklfs_pool_start() (the supervisors).  Shutdown:
+ * zklfs_pool_shutdown() (every engine answers its waiters), then
+ * zklfs_pool_close() (the server drops our entries), zklfs_pool_free().
+ * Each may follow a failed or partial earlier step.  Return: 0 or -errno.
+ */
+int zklfs_pool_open(struct zklfs *fs);
+int zklfs_pool_start(struct zklfs *fs);
+void zklfs_pool_shutdown(struct zklfs *fs);
+void zklfs_pool_close(struct zklfs *fs);
+void zklfs_pool_free(struct zklfs *fs);
+
+/*
+ * zklfs_session() - the session every request about the directory @dir
+ * (or about a child of it) goes to; zklfs_engine() - its lock engine.
+ * Any thread.
+ */
+struct zks *zklfs_session(struct zklfs *fs, const char *dir);
+struct zkl_engine *zklfs_engine(struct zklfs *fs, const char *dir);
+
+/* zklfs_session_of() - the session of requests about the znode @path: a
+ * directory's (@is_dir) own, a file's its directory's. */
+struct zks *zklfs_session_of(struct zklfs *fs, const char *path, bool is_dir);
+
+/*
+ * zklfs_ns_changed() - a mkdir or rmdir of @dir through this mount is done
+ * (or its outcome unknown): the other sessions sync before their next
+ * request.  Call it before replying.
+ */
+void zklfs_ns_changed(struct zklfs *fs, const char *dir);
 
 /* fs/lockops.c: the handlers of taking and giving back a lock ----------- */
 

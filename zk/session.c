@@ -433,6 +433,12 @@ int zks_achildren(struct zks *s, const char *path, strings_completion_t done,
 	return zh_put(s, zoo_aget_children(zh_hold(s), path, 0, done, arg));
 }
 
+int zks_async_sync(struct zks *s, const char *path, string_completion_t done,
+		   const void *arg)
+{
+	return zh_put(s, zoo_async(zh_hold(s), path, done, arg));
+}
+
 int zks_aunwatch(struct zks *s, const char *path, watcher_fn watcher, void *wctx,
 		 void_completion_t done, const void *arg)
 {

@@ -117,6 +117,13 @@ int zks_aset(struct zks *s, const char *path, const char *data, int len,
 int zks_achildren(struct zks *s, const char *path, strings_completion_t done,
 		  const void *arg);
 /*
+ * zks_async_sync() - ZooKeeper's sync: the requests sent after it on this
+ * session see every change the ensemble had committed when it reached the
+ * leader (what another session of ours did, say).
+ */
+int zks_async_sync(struct zks *s, const char *path, string_completion_t done,
+		   const void *arg);
+/*
  * Remove our data watch (@watcher, @wctx) on @path at the server, so that
  * it never fires there.  It removes every data watch this session holds on
  * @path: the caller must hold no other.

@@ -670,6 +670,21 @@ def socket_inodes(pid):
     return inodes
 
 
+def tcp_peers(pid, remote_port):
+    """(local port, state, inode) of the TCP sockets process `pid` has open
+    to 127.0.0.1:remote_port."""
+    inodes = socket_inodes(pid)
+    out = set()
+    for parts in tcp_rows("/proc/%d" % pid):
+        if parts[9] not in inodes:
+            continue
+        lport = int(parts[1].rsplit(":", 1)[1], 16)
+        rport = int(parts[2].rsplit(":", 1)[1], 16)
+        if rport == remote_port:
+            out.add((lport, parts[3], parts[9]))
+    return out
+
+
 def pid_listens_on(pid, port):
     """True if process `pid` owns the listening socket on `port`."""
     listening = {p[9] for p in tcp_rows()

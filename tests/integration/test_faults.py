@@ -121,19 +121,7 @@ def round_trip(h, timeout, data=b"ping"):
         time.sleep(0.05)
 
 
-def tcp_peers(pid, remote_port):
-    """(local port, state, inode) of the TCP sockets process `pid` has open
-    to 127.0.0.1:remote_port."""
-    inodes = harness.socket_inodes(pid)
-    out = set()
-    for parts in harness.tcp_rows("/proc/%d" % pid):
-        if parts[9] not in inodes:
-            continue
-        lport = int(parts[1].rsplit(":", 1)[1], 16)
-        rport = int(parts[2].rsplit(":", 1)[1], 16)
-        if rport == remote_port:
-            out.add((lport, parts[3], parts[9]))
-    return out
+tcp_peers = harness.tcp_peers
 
 
 POLLER_SCRIPT = r'''

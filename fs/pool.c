@@ -1,0 +1,233 @@
+/*
+ * fs/pool.c - the mount's ZooKeeper sessions (-o sessions=N), and which one
+ * the requests about a directory go to.
+ *
+ * ZooKeeper reads one request of a connection at a time and does a
+ * session's requests in order, so one session bounds how many requests a
+ * mount gets done per second, whatever the number of locks.  With N
+ * sessions, each with its own lock engine and supervisor, each directory
+ * is given one session for good (round robin, at first use), and every
+ * request about it goes there: its listing, stat, mkdir and rmdir, and
+ * everything about its children (lookups, the engine's creates and
+ * deletes, reads, writes, unlinks).  So a directory's requests are still
+ * done in order: a listing or rmdir right after close() is sent after the
+ * release's delete, as with one session.
+ *
+ * What crosses directories is mkdir and rmdir: a directory made on its
+ * session must show in its parent's listing (another session), and its
+ * children may be made on a third.  In an ensemble the sessions may be
+ * connected to different servers, so after a mkdir or rmdir through this
+ * mount each other session sends a sync before its next request (in
+ * order on that session, so the request sees the change).
+ */
+#include "fs/zklockfs.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "zk/log.h"
+
+#define DIRS_BUCKETS 4096
+#define DIRS_MAX 65536		/* beyond: a hash of the path, no entry */
+
+struct dirslot {
+	struct dirslot *next;
+	int slot;
+	char path[];
+};
+
+int zklfs_pool_open(struct zklfs *fs)
+{
+	const struct zklfs_conf *conf = fs->conf;
+	struct zklfs_pool *p = &fs->pool;
+	int err;
+
+	pthread_mutex_init(&p->mu, NULL);
+	p->dirs = calloc(DIRS_BUCKETS, sizeof(*p->dirs));
+	if (!p->dirs)
+		return -ENOMEM;
+	while (p->n < conf->sessions) {
+		/* counted before: zks_close() of a failed one is a no-op */
+		err = zks_open(&p->zks[p->n++], conf->connect, conf->session_timeout_ms,
+			       conf->auth_file);
+		if (err)
+			return err;
+	}
+	err = zks_ensure_path(&p->zks[0], conf->root);
+	if (err)
+		return err;
+	p->ns_gen = 1;			/* the root was made on session 0 */
+	p->synced[0] = 1;
+	for (int i = 0; i < p->n; i++)
+		p->sync[i] = (struct pool_sync){ .pool = p, .slot = i };
+	for (int i = 0; i < p->n; i++) {
+		p->engines[i] = zkl_engine_new(&p->zks[i], conf->naming, zklfs_lock_lost);
+		if (!p->engines[i]) {
+			zkl_log(LOG_ERR, "out of memory");
+			return -ENOMEM;
+		}
+	}
+	return 0;
+}
+
+int zklfs_pool_start(struct zklfs *fs)
+{
+	struct zklfs_pool *p = &fs->pool;
+
+	for (int i = 0; i < p->n; i++) {
+		struct zks_events ev = zkl_engine_events(p->engines[i]);
+
+		if (zks_start(&p->zks[i], &ev) != 0) {
+			zkl_log(LOG_ERR, "cannot start the supervisor of session %d", i);
+			return -EAGAIN;
+		}
+	}
+	return 0;
+}
+
+void zklfs_pool_shutdown(struct zklfs *fs)
+{
+	for (int i = 0; i < fs->pool.n; i++)
+		if (fs->pool.engines[i])
+			zkl_engine_shutdown(fs->pool.engines[i]);
+}
+
+void zklfs_pool_close(struct zklfs *fs)
+{
+	for (int i = 0; i < fs->pool.n; i++)
+		zks_close(&fs->pool.zks[i]);
+}
+
+void zklfs_pool_free(struct zklfs *fs)
+{
+	struct zklfs_pool *p = &fs->pool;
+
+	for (int i = 0; i < p->n; i++) {
+		if (p->engines[i])
+			zkl_engine_free(p->engines[i]);
+		p->engines[i] = NULL;
+	}
+	for (size_t b = 0; p->dirs && b < DIRS_BUCKETS; b++)
+		while (p->dirs[b]) {
+			struct dirslot *d = p->dirs[b];
+
+			p->dirs[b] = d->next;
+			free(d);
+		}
+	free(p->dirs);
+	p->dirs = NULL;
+	pthread_mutex_destroy(&p->mu);
+}
+
+/*
+ * The session of @dir, and whether it must sync first (a mkdir or rmdir
+ * through this mount happened since its last request).  Under p->mu.
+ */
+static int slot_locked(struct zklfs_pool *p, const char *dir, bool *sync)
+{
+	uint64_t h = zkn_hash(dir);
+	struct dirslot **b = &p->dirs[h % DIRS_BUCKETS], *d;
+	size_t len = strlen(dir);
+	int slot;
+
+	for (d = *b; d; d = d->next)
+		if (strcmp(d->path, dir) == 0)
+			break;
+	if (d) {
+		slot = d->slot;
+	} else if (p->ndirs < DIRS_MAX && (d = malloc(sizeof(*d) + len + 1))) {
+		d->slot = slot = (int)(p->next++ % (unsigned)p->n);
+		memcpy(d->path, dir, len + 1);
+		d->next = *b;
+		*b = d;
+		p->ndirs++;
+	} else {
+		slot = (int)((h >> 32) % (uint64_t)p->n);	/* full: stateless */
+	}
+	*sync = p->synced[slot] < p->ns_gen;
+	p->synced[slot] = p->ns_gen;
+	return slot;
+}
+
+/* A sync that failed (connection lost, say): the next request syncs again. */
+static void sync_done(int rc, const char *value, const void *data)
+{
+	const struct pool_sync *ps = data;
+	struct zklfs_pool *p = ps->pool;
+
+	(void)value;
+	if (rc == ZOK)
+		return;
+	pthread_mutex_lock(&p->mu);
+	p->synced[ps->slot] = 0;
+	pthread_mutex_unlock(&p->mu);
+}
+
+/* The slot of @dir; sends the sync that slot owes first. */
+static int pool_slot(struct zklfs *fs, const char *dir)
+{
+	struct zklfs_pool *p = &fs->pool;
+	bool sync;
+	int slot;
+
+	if (p->n <= 1)
+		return 0;
+	pthread_mutex_lock(&p->mu);
+	slot = slot_locked(p, dir, &sync);
+	pthread_mutex_unlock(&p->mu);
+	/*
+	 * A request sent after a sync that fails fails with it (the client
+	 * fails its queue in order when the connection goes); the next one
+	 * syncs again.
+	 */
+	if (sync && zks_async_sync(&p->zks[slot], dir, sync_done, &p->sync[slot]) != ZOK)
+		sync_done(ZCONNECTIONLOSS, NULL, &p->sync[slot]);
+	return slot;
+}
+
+struct zks *zklfs_session(struct zklfs *fs, const char *dir)
+{
+	return &fs->pool.zks[pool_slot(fs, dir)];
+}
+
+struct zks *zklfs_session_of(struct zklfs *fs, const char *path, bool is_dir)
+{
+	const char *slash = strrchr(path, '/');
+	size_t len = slash && slash != path ? (size_t)(slash - path) : 1;
+	char buf[1024], *dir;
+	struct zks *s;
+
+	if (is_dir || fs->pool.n <= 1)
+		return zklfs_session(fs, path);
+	dir = len < sizeof(buf) ? buf : malloc(len + 1);
+	if (!dir)
+		return zklfs_session(fs, "/");	/* out of memory: order not kept */
+	memcpy(dir, path, len);
+	dir[len] = '\0';
+	s = zklfs_session(fs, dir);
+	if (dir != buf)
+		free(dir);
+	return s;
+}
+
+struct zkl_engine *zklfs_engine(struct zklfs *fs, const char *dir)
+{
+	return fs->pool.engines[pool_slot(fs, dir)];
+}
+
+void zklfs_ns_changed(struct zklfs *fs, const char *dir)
+{
+	struct zklfs_pool *p = &fs->pool;
+	bool sync;
+	int slot;
+
+	if (p->n <= 1)
+		return;
+	pthread_mutex_lock(&p->mu);
+	slot = slot_locked(p, dir, &sync);
+	p->ns_gen++;
+	if (!sync)			/* @dir's own session saw the change */
+		p->synced[slot] = p->ns_gen;
+	pthread_mutex_unlock(&p->mu);
+}
