@@ -17,11 +17,11 @@ LDLIBS   = $(FUSE_LIBS) -lzookeeper_mt -lpthread
 SAN      = -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 
 ZK_SRC   = zk/naming.c zk/grant.c zk/errno.c zk/log.c zk/session.c zk/lock.c
-FS_SRC   = fs/opts.c fs/node.c fs/attr.c fs/ops.c fs/lockops.c fs/pool.c fs/main.c
+FS_SRC   = fs/opts.c fs/node.c fs/attr.c fs/ops.c fs/lockops.c fs/slots.c fs/pool.c fs/main.c
 SRC      = $(ZK_SRC) $(FS_SRC)
 HDR      = $(wildcard zk/*.h fs/*.h)
 
-UNIT     = naming grant opts errno
+UNIT     = naming grant opts errno slots
 UNIT_BIN = $(UNIT:%=$(BUILD)/unit/test_%)
 
 .PHONY: all asan unit check check-unit check-integration check-asan run stop deps bench clean \
@@ -51,6 +51,7 @@ $(BUILD)/unit/test_naming: tests/unit/test_naming.c zk/naming.c
 $(BUILD)/unit/test_grant:  tests/unit/test_grant.c zk/grant.c zk/naming.c
 $(BUILD)/unit/test_opts:   tests/unit/test_opts.c fs/opts.c zk/naming.c
 $(BUILD)/unit/test_errno:  tests/unit/test_errno.c zk/errno.c
+$(BUILD)/unit/test_slots:  tests/unit/test_slots.c fs/slots.c zk/naming.c
 $(UNIT_BIN): $(HDR)
 	@mkdir -p $(@D)
 	$(CC) $(WARN) $(CPPFLAGS) -O1 -g $(SAN) -o $@ $(filter %.c,$^) -lcmocka $(LDLIBS)

@@ -28,14 +28,7 @@
 
 #include "zk/log.h"
 
-#define DIRS_BUCKETS 4096
-#define DIRS_MAX 65536		/* beyond: a hash of the path, no entry */
-
-struct dirslot {
-	struct dirslot *next;
-	int slot;
-	char path[];
-};
+#define DIRS_MAX 65536		/* beyond: a hash of the path, not stored */
 
 int zklfs_pool_open(struct zklfs *fs)
 {
@@ -44,8 +37,7 @@ int zklfs_pool_open(struct zklfs *fs)
 	int err;
 
 	pthread_mutex_init(&p->mu, NULL);
-	p->dirs = calloc(DIRS_BUCKETS, sizeof(*p->dirs));
-	if (!p->dirs)
+	if (zklfs_slots_init(&p->slots, conf->sessions, DIRS_MAX) != 0)
 		return -ENOMEM;
 	while (p->n < conf->sessions) {
 		/* counted before: zks_close() of a failed one is a no-op */
@@ -57,8 +49,6 @@ int zklfs_pool_open(struct zklfs *fs)
 	err = zks_ensure_path(&p->zks[0], conf->root);
 	if (err)
 		return err;
-	p->ns_gen = 1;			/* the root was made on session 0 */
-	p->synced[0] = 1;
 	for (int i = 0; i < p->n; i++)
 		p->sync[i] = (struct pool_sync){ .pool = p, .slot = i };
 	for (int i = 0; i < p->n; i++) {
@@ -108,46 +98,8 @@ void zklfs_pool_free(struct zklfs *fs)
 			zkl_engine_free(p->engines[i]);
 		p->engines[i] = NULL;
 	}
-	for (size_t b = 0; p->dirs && b < DIRS_BUCKETS; b++)
-		while (p->dirs[b]) {
-			struct dirslot *d = p->dirs[b];
-
-			p->dirs[b] = d->next;
-			free(d);
-		}
-	free(p->dirs);
-	p->dirs = NULL;
+	zklfs_slots_free(&p->slots);
 	pthread_mutex_destroy(&p->mu);
-}
-
-/*
- * The session of @dir, and whether it must sync first (a mkdir or rmdir
- * through this mount happened since its last request).  Under p->mu.
- */
-static int slot_locked(struct zklfs_pool *p, const char *dir, bool *sync)
-{
-	uint64_t h = zkn_hash(dir);
-	struct dirslot **b = &p->dirs[h % DIRS_BUCKETS], *d;
-	size_t len = strlen(dir);
-	int slot;
-
-	for (d = *b; d; d = d->next)
-		if (strcmp(d->path, dir) == 0)
-			break;
-	if (d) {
-		slot = d->slot;
-	} else if (p->ndirs < DIRS_MAX && (d = malloc(sizeof(*d) + len + 1))) {
-		d->slot = slot = (int)(p->next++ % (unsigned)p->n);
-		memcpy(d->path, dir, len + 1);
-		d->next = *b;
-		*b = d;
-		p->ndirs++;
-	} else {
-		slot = (int)((h >> 32) % (uint64_t)p->n);	/* full: stateless */
-	}
-	*sync = p->synced[slot] < p->ns_gen;
-	p->synced[slot] = p->ns_gen;
-	return slot;
 }
 
 /* A sync that failed (connection lost, say): the next request syncs again. */
@@ -160,7 +112,7 @@ static void sync_done(int rc, const char *value, const void *data)
 	if (rc == ZOK)
 		return;
 	pthread_mutex_lock(&p->mu);
-	p->synced[ps->slot] = 0;
+	zklfs_slot_unsynced(&p->slots, ps->slot);
 	pthread_mutex_unlock(&p->mu);
 }
 
@@ -173,16 +125,19 @@ static int pool_slot(struct zklfs *fs, const char *dir)
 
 	if (p->n <= 1)
 		return 0;
-	pthread_mutex_lock(&p->mu);
-	slot = slot_locked(p, dir, &sync);
-	pthread_mutex_unlock(&p->mu);
 	/*
-	 * A request sent after a sync that fails fails with it (the client
-	 * fails its queue in order when the connection goes); the next one
-	 * syncs again.
+	 * The sync is queued under p->mu, so that no request of another
+	 * thread that picks this slot next can leave before it.  (zoo_async()
+	 * only queues; our completions run on the client's completion thread
+	 * without its locks, so p->mu is always taken first.)  A request sent
+	 * after a sync that fails fails with it (the client fails its queue in
+	 * order when the connection goes); the next one syncs again.
 	 */
+	pthread_mutex_lock(&p->mu);
+	slot = zklfs_slot_pick(&p->slots, dir, &sync);
 	if (sync && zks_async_sync(&p->zks[slot], dir, sync_done, &p->sync[slot]) != ZOK)
-		sync_done(ZCONNECTIONLOSS, NULL, &p->sync[slot]);
+		zklfs_slot_unsynced(&p->slots, slot);
+	pthread_mutex_unlock(&p->mu);
 	return slot;
 }
 
@@ -219,15 +174,10 @@ struct zkl_engine *zklfs_engine(struct zklfs *fs, const char *dir)
 void zklfs_ns_changed(struct zklfs *fs, const char *dir)
 {
 	struct zklfs_pool *p = &fs->pool;
-	bool sync;
-	int slot;
 
 	if (p->n <= 1)
 		return;
 	pthread_mutex_lock(&p->mu);
-	slot = slot_locked(p, dir, &sync);
-	p->ns_gen++;
-	if (!sync)			/* @dir's own session saw the change */
-		p->synced[slot] = p->ns_gen;
+	zklfs_slots_changed(&p->slots, dir);
 	pthread_mutex_unlock(&p->mu);
 }

@@ -17,6 +17,7 @@
 #include <sys/types.h>
 
 #include "fs/opts.h"
+#include "fs/slots.h"
 #include "zk/lock.h"
 #include "zk/session.h"
 
@@ -77,12 +78,8 @@ struct zklfs_pool {
 	int n;					/* conf->sessions, once opened */
 	struct zks zks[ZKLFS_SESSIONS_MAX];
 	struct zkl_engine *engines[ZKLFS_SESSIONS_MAX];	/* engine i on zks[i] */
-	pthread_mutex_t mu;			/* the fields below */
-	struct dirslot **dirs;			/* directory path -> slot */
-	size_t ndirs;
-	unsigned next;				/* round robin */
-	uint64_t ns_gen;			/* mkdir/rmdir done through us */
-	uint64_t synced[ZKLFS_SESSIONS_MAX];	/* ns_gen at slot's last sync */
+	pthread_mutex_t mu;			/* slots */
+	struct zklfs_slots slots;
 	struct pool_sync sync[ZKLFS_SESSIONS_MAX];
 };
 

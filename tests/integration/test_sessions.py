@@ -36,8 +36,9 @@ def test_listing_and_rmdir_right_after_close(mount):
         d = m.p("d%d" % (i % DIRS))
         os.makedirs(d, exist_ok=True)
         os.close(os.open(os.path.join(d, "w"), os.O_CREAT | os.O_WRONLY))
-        if entries(d):
-            shown.append(entries(d))
+        left = entries(d)
+        if left:
+            shown.append(left)
         try:
             os.rmdir(d)
         except OSError as e:

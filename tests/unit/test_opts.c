@@ -70,6 +70,7 @@ static void test_defaults(void **state)
 	assert_int_equal(conf.session_timeout_ms, ZKLFS_DEFAULT_SESSION_TIMEOUT);
 	assert_int_equal(conf.naming, ZKN_CURATOR);
 	assert_null(conf.auth_file);
+	assert_int_equal(conf.sessions, ZKLFS_DEFAULT_SESSIONS);
 	/* the mount point stays for fuse_parse_cmdline */
 	assert_int_equal(args.argc, 2);
 	assert_string_equal(args.argv[1], "/mnt");
@@ -80,7 +81,7 @@ static void test_defaults(void **state)
 static void test_our_options_and_fstab_ones(void **state)
 {
 	const char *argv[] = { "zklockfs", "-o",
-		"session_timeout=4000,naming=kazoo,_netdev,allow_other,nofail,x-systemd.automount,auth_file=/etc/zk.auth",
+		"session_timeout=4000,naming=kazoo,_netdev,allow_other,nofail,x-systemd.automount,auth_file=/etc/zk.auth,sessions=4",
 		"zk:2181", "/mnt", "-f" };
 	struct fuse_args args;
 	struct zklfs_conf conf;
@@ -90,6 +91,7 @@ static void test_our_options_and_fstab_ones(void **state)
 	assert_int_equal(conf.session_timeout_ms, 4000);
 	assert_int_equal(conf.naming, ZKN_KAZOO);
 	assert_string_equal(conf.auth_file, "/etc/zk.auth");
+	assert_int_equal(conf.sessions, 4);
 	assert_string_equal(conf.root, "/");
 	/* only allow_other is left for libfuse, with -f and the mount point */
 	int seen_allow = 0;
@@ -98,6 +100,7 @@ static void test_our_options_and_fstab_ones(void **state)
 		assert_null(strstr(args.argv[i], "nofail"));
 		assert_null(strstr(args.argv[i], "x-systemd"));
 		assert_null(strstr(args.argv[i], "naming"));
+		assert_null(strstr(args.argv[i], "sessions"));
 		seen_allow |= strstr(args.argv[i], "allow_other") != NULL;
 	}
 	assert_true(seen_allow);
@@ -110,6 +113,10 @@ static void test_bad_options(void **state)
 	const char *naming[] = { "zklockfs", "-o", "naming=etcd", "zk:2181", "/mnt" };
 	const char *timeout[] = { "zklockfs", "-o", "session_timeout=5", "zk:2181", "/mnt" };
 	const char *nosource[] = { "zklockfs" };
+	const char *sessions[][5] = {
+		{ "zklockfs", "-o", "sessions=0", "zk:2181", "/mnt" },
+		{ "zklockfs", "-o", "sessions=9", "zk:2181", "/mnt" },
+	};
 	const char *badsrc[] = { "zklockfs", "zk:2181/a/../b", "/mnt" };
 	struct fuse_args args;
 	struct zklfs_conf conf;
@@ -127,6 +134,11 @@ static void test_bad_options(void **state)
 	assert_int_equal(parse(&conf, &args, 3, badsrc), -EINVAL);
 	zklfs_conf_free(&conf);
 	fuse_opt_free_args(&args);
+	for (size_t i = 0; i < sizeof(sessions) / sizeof(*sessions); i++) {
+		assert_int_equal(parse(&conf, &args, 5, sessions[i]), -EINVAL);
+		zklfs_conf_free(&conf);
+		fuse_opt_free_args(&args);
+	}
 }
 
 int main(void)
