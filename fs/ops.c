@@ -412,11 +412,12 @@ static void type_done(int rc, const struct Stat *zs, const void *data)
 static void opendir_done(int rc, const struct String_vector *sv, const void *data)
 {
 	struct zop *op = (struct zop *)data;
-	struct zks *zs = zklfs_session(op->fs, op->path);
 	struct dirlist *dl;
+	struct zks *zs;
 
 	if (rc != ZOK)
 		return zop_fail(op, rc);
+	zs = zklfs_session(op->fs, op->path);
 	dl = calloc(1, sizeof(*dl));
 	if (dl)
 		dl->e = calloc((size_t)sv->count + 1, sizeof(*dl->e));

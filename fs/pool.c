@@ -40,7 +40,7 @@ int zklfs_pool_open(struct zklfs *fs)
 	if (zklfs_slots_init(&p->slots, conf->sessions, DIRS_MAX) != 0)
 		return -ENOMEM;
 	while (p->n < conf->sessions) {
-		/* counted before: zks_close() of a failed one is a no-op */
+		/* counted first: zks_close() closes a half-opened one too */
 		err = zks_open(&p->zks[p->n++], conf->connect, conf->session_timeout_ms,
 			       conf->auth_file);
 		if (err)
@@ -49,8 +49,10 @@ int zklfs_pool_open(struct zklfs *fs)
 	err = zks_ensure_path(&p->zks[0], conf->root);
 	if (err)
 		return err;
-	for (int i = 0; i < p->n; i++)
+	for (int i = 0; i < p->n; i++) {
 		p->sync[i] = (struct pool_sync){ .pool = p, .slot = i };
+		p->links[i] = zks_links(&p->zks[i]);
+	}
 	for (int i = 0; i < p->n; i++) {
 		p->engines[i] = zkl_engine_new(&p->zks[i], conf->naming, zklfs_lock_lost);
 		if (!p->engines[i]) {
@@ -102,6 +104,22 @@ void zklfs_pool_free(struct zklfs *fs)
 	pthread_mutex_destroy(&p->mu);
 }
 
+/*
+ * A session whose connection went or came since we last looked may be on
+ * a server behind what the others did: it owes a sync.  Under p->mu.
+ */
+static void links_check_locked(struct zklfs_pool *p)
+{
+	for (int i = 0; i < p->n; i++) {
+		uint64_t l = zks_links(&p->zks[i]);
+
+		if (l != p->links[i]) {
+			p->links[i] = l;
+			zklfs_slot_unsynced(&p->slots, i);
+		}
+	}
+}
+
 /* A sync that failed (connection lost, say): the next request syncs again. */
 static void sync_done(int rc, const char *value, const void *data)
 {
@@ -134,6 +152,7 @@ static int pool_slot(struct zklfs *fs, const char *dir)
 	 * order when the connection goes); the next one syncs again.
 	 */
 	pthread_mutex_lock(&p->mu);
+	links_check_locked(p);
 	slot = zklfs_slot_pick(&p->slots, dir, &sync);
 	if (sync && zks_async_sync(&p->zks[slot], dir, sync_done, &p->sync[slot]) != ZOK)
 		zklfs_slot_unsynced(&p->slots, slot);
@@ -178,6 +197,7 @@ void zklfs_ns_changed(struct zklfs *fs, const char *dir)
 	if (p->n <= 1)
 		return;
 	pthread_mutex_lock(&p->mu);
+	links_check_locked(p);
 	zklfs_slots_changed(&p->slots, dir);
 	pthread_mutex_unlock(&p->mu);
 }

@@ -81,6 +81,7 @@ struct zklfs_pool {
 	pthread_mutex_t mu;			/* slots */
 	struct zklfs_slots slots;
 	struct pool_sync sync[ZKLFS_SESSIONS_MAX];
+	uint64_t links[ZKLFS_SESSIONS_MAX];	/* zks_links() at the last look */
 };
 
 struct zklfs {

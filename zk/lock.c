@@ -95,7 +95,6 @@ struct zkl_waiter {
 	bool lost;
 	bool own_armed;			/* the watch on our own entry is set */
 	bool own_inflight;		/* ... is being set: its reply is due */
-	bool delete_deferred;		/* released before that reply came */
 	bool pred_known;		/* a listing showed whom we must outlive */
 	bool pred_local;		/* ... and it was an entry of ours */
 	bool pred_first;		/* ... and the lowest: once it is gone, ours holds */
@@ -635,11 +634,6 @@ static void own_watch_done(int rc, const char *value, int len,
 			gone_self_locked(w);
 		else if (rc_stalls(rc) && w->answered && !w->lost && !w->released)
 			stall_locked(w, S_OWNWATCH);	/* a waiter's own path redoes it */
-	}
-	if (w->delete_deferred) {	/* released meanwhile: now in order */
-		w->delete_deferred = false;
-		unwatch_locked(w);
-		delete_locked(w);
 	}
 	put_locked(w);
 	unlock_fire(e);
@@ -1304,12 +1298,17 @@ void zkl_release(struct zkl_waiter *w)
 
 	pthread_mutex_lock(&e->lock);
 	w->released = true;
-	if (w->own_inflight && w->path && !w->deleting && !w->lost) {
-		w->delete_deferred = true;	/* own_watch_done() deletes */
-	} else {
-		unwatch_locked(w);
-		delete_locked(w);
-	}
+	/*
+	 * Delete now, even while the watch on our own entry is being set: the
+	 * delete goes behind it on the session, so whatever this mount sends
+	 * about the lock after close() (a listing, an rmdir) sees the entry
+	 * gone.  Waiting for that reply let a listing overtake the delete.
+	 * The watch, set first, then fires once on our own delete and is let
+	 * go (own_watcher(): a released waiter loses nothing).  Else the
+	 * watch is taken off first, so that the delete notifies nobody of ours.
+	 */
+	unwatch_locked(w);
+	delete_locked(w);
 	put_locked(w);
 	unlock_fire(e);
 }

@@ -50,6 +50,9 @@ static void zks_watcher(zhandle_t *zh, int type, int state, const char *path,
 		return;
 	}
 	s->state = state;
+	if (state == ZOO_CONNECTED_STATE || state == ZOO_CONNECTING_STATE ||
+	    state == ZOO_EXPIRED_SESSION_STATE)
+		atomic_fetch_add(&s->links, 1);
 	if (state == ZOO_CONNECTED_STATE) {
 		s->last_heard_ms = mono_ms();
 		if (s->was_disconnected)
@@ -431,6 +434,11 @@ int zks_achildren(struct zks *s, const char *path, strings_completion_t done,
 		  const void *arg)
 {
 	return zh_put(s, zoo_aget_children(zh_hold(s), path, 0, done, arg));
+}
+
+uint64_t zks_links(struct zks *s)
+{
+	return atomic_load(&s->links);
 }
 
 int zks_async_sync(struct zks *s, const char *path, string_completion_t done,

@@ -1,7 +1,7 @@
 /*
  * zk/session.h - the mount's ZooKeeper session, kept alive across faults.
  *
- * One session per mount.  zks_open() connects and waits (bounded by the
+ * A session of the mount (fs/pool.c keeps one or more).  zks_open() connects and waits (bounded by the
  * session timeout).  zks_start() then starts the supervisor, a thread of
  * ours that:
  *   - pings every timeout/10 and tracks when ZooKeeper was last heard,
@@ -26,6 +26,7 @@
 #define ZK_SESSION_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <zookeeper/zookeeper.h>
@@ -48,6 +49,7 @@ struct zks {
 	zhandle_t *dead;		/* expired, being replaced: ignored */
 	bool expired;			/* the handle is dead: replace it */
 	bool reconnected;		/* CONNECTED after a CONNECTING */
+	_Atomic uint64_t links;		/* connection changes seen: zks_links() */
 	bool was_disconnected;
 	bool silent;			/* ev->silent() called for this silence */
 	bool stop;
@@ -101,6 +103,12 @@ int zks_acreate(struct zks *s, const char *path, const char *data, int len,
  * expiry.  What was made with an older generation went with its session.
  */
 uint64_t zks_generation(struct zks *s);
+/*
+ * zks_links() - how many times the connection went or came (a new handle
+ * included).  Each may put this session on a server that is behind what
+ * another session of ours did.  Any thread, no lock.
+ */
+uint64_t zks_links(struct zks *s);
 int zks_adelete(struct zks *s, const char *path, void_completion_t done,
 		const void *arg);
 /* @ops are copied at once; @results must live until @done. */

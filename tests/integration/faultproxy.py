@@ -5,6 +5,7 @@
     p.blackhole()               # partition: nothing flows, nothing closes
     p.heal()                    # resume: what was held back flows on
     p.close_all()               # drop every current connection (FIN)
+    p.ops()                     # the ZooKeeper opcodes each connection sent
     p.stop()                    # at teardown
 
 A blackhole is a partition, not a reset: the proxy stops reading, in the
@@ -38,6 +39,9 @@ class _Pair:
         self.peer = peer                   # the client's (host, port)
         self.closed = threading.Event()
         self.threads = []
+        self.up = bytearray()              # requests not yet parsed
+        self.ops = []                      # opcodes of the requests sent
+        self.handshake = True              # the first packet is ConnectRequest
 
     def close(self):
         if self.closed.is_set():
@@ -83,9 +87,25 @@ class _Pair:
                     break
                 with self.proxy._lock:
                     self.proxy.bytes[direction] += len(data)
+                    if direction == UP:
+                        self._parse(data)
         finally:
             self.close()
             self.proxy._forget(self)
+
+
+    def _parse(self, data):
+        """Note the opcode of each whole request (length, xid, type)."""
+        self.up += data
+        while len(self.up) >= 4:
+            n = int.from_bytes(self.up[:4], "big")
+            if len(self.up) < 4 + n:
+                break
+            if self.handshake:
+                self.handshake = False
+            elif n >= 8:
+                self.ops.append(int.from_bytes(self.up[8:12], "big", signed=True))
+            del self.up[:4 + n]
 
 
 class FaultProxy:
@@ -175,6 +195,12 @@ class FaultProxy:
         """Client (host, port) of every open connection."""
         with self._lock:
             return [p.peer for p in self._pairs if not p.closed.is_set()]
+
+    def ops(self):
+        """The ZooKeeper opcodes (ZOO_SYNC_OP 9, ZOO_CREATE_OP 1, ...) each
+        open connection sent so far, in order: a list per connection."""
+        with self._lock:
+            return [list(p.ops) for p in self._pairs if not p.closed.is_set()]
 
     def wait_accepted(self, n, timeout):
         """Wait until `n` connections have been accepted in all; return the

@@ -677,3 +677,23 @@ def test_a_release_notifies_only_a_waiter_of_another_mount(mount, zk):
     y.release()
     wait_no_entries(d1)
     assert _deleted_watch_notifications(zk) == n0 + 1, "a release with nobody behind notified"
+
+
+def test_listing_right_after_close_never_shows_the_entry(mount):
+    """close() returns before the daemon deletes the entry, but what the
+    mount sends afterwards must come after that delete, even when the
+    release meets the watch on the holder's own entry being set (armed
+    every timeout/10: 100 ms here, so 600 cycles meet it a few times)."""
+    m = mount(session_timeout=1000)
+    d = lockdir(m)
+    shown = []
+    for i in range(600):
+        fd = os.open(os.path.join(d, "w"), os.O_CREAT | os.O_WRONLY)
+        if i % 3:
+            time.sleep(0.001 * (i % 3))
+        os.close(fd)
+        left = entries(d)
+        if left:
+            shown.append((i, left))
+    assert not shown, "%d listings right after close() showed the entry: %r" % (
+        len(shown), shown[:3])

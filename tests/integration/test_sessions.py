@@ -4,11 +4,16 @@ session did is seen in order by the requests that follow."""
 
 import os
 import signal
+import threading
 
 import pytest
+from kazoo.client import KazooClient
 
+import faultproxy
 from harness import (WRITE, entries, lockdir, seen_dir, start_waiter, take,
                      tcp_peers, wait_for)
+
+ZOO_SYNC_OP = 9
 
 N = 3
 DIRS = 7                # more directories than sessions: every session has some
@@ -85,3 +90,65 @@ def test_unmount_drops_the_entries_of_every_session(mount, zkc):
     assert m.proc.wait(15) == 0
     left = {i: zkc.get_children(m.zkpath("L%d" % i)) for i in range(DIRS)}
     assert not any(left.values()), left
+
+
+def test_mkdir_makes_every_other_session_sync_once(mount, zk):
+    # in an ensemble a session may be on a server that has not yet seen
+    # what another session did: after a mkdir, each other session sends a
+    # sync before its next request, once
+    px = faultproxy.FaultProxy(zk.host, zk.port).start()
+    try:
+        m = mount(opts=["sessions=%d" % N], connect=px.hostport)
+        dirs = [lockdir(m, "d%d" % i) for i in range(2 * N)]
+
+        def syncs():
+            return sum(ops.count(ZOO_SYNC_OP) for ops in px.ops())
+
+        def touch_every_session():
+            for d in dirs:
+                os.listdir(d)
+
+        touch_every_session()
+        before = syncs()
+        touch_every_session()
+        assert syncs() == before, "syncs with nothing changed"
+        os.mkdir(m.p("new"))
+        touch_every_session()
+        assert syncs() == before + N - 1, px.ops()
+        touch_every_session()
+        assert syncs() == before + N - 1, px.ops()
+    finally:
+        px.stop()
+
+
+def test_one_session_releases_in_close_order(mount, zk):
+    # the default: one session, so a process that closes an inner lock and
+    # then an outer one has them deleted in that order (with sessions=N the
+    # two directories may be on different sessions: not so, as documented)
+    m = mount()
+    inner, outer = lockdir(m, "I"), lockdir(m, "O")
+    kz = KazooClient(hosts=zk.hostport)
+    kz.start(timeout=10)
+    try:
+        for _ in range(20):
+            fi = os.open(os.path.join(inner, "h"), os.O_CREAT | os.O_WRONLY)
+            fo = os.open(os.path.join(outer, "h"), os.O_CREAT | os.O_WRONLY)
+            order, done = [], threading.Event()
+
+            def watcher(tag):
+                def fired(event):
+                    order.append(tag)
+                    if len(order) == 2:
+                        done.set()
+                return fired
+
+            for tag, d in (("inner", "I"), ("outer", "O")):
+                (e,) = kz.get_children(m.zkpath(d))
+                assert kz.exists(m.zkpath(d) + "/" + e, watch=watcher(tag))
+            os.close(fi)
+            os.close(fo)
+            assert done.wait(10), order
+            assert order == ["inner", "outer"]
+    finally:
+        kz.stop()
+        kz.close()
