@@ -850,14 +850,13 @@ static void zklfs_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 		return zop_started(op, zks_achildren(zklfs_session(fs, op->path), op->path,
 						     xattr_children_done, op));
 	case X_STATE:
-		parent = strdup(op->path);
+		parent = strndup(op->path, zkn_parent_len(op->path));
 		if (!parent) {
 			fuse_reply_err(req, ENOMEM);
 			return zop_free(op);
 		}
-		*strrchr(parent, '/') = '\0';
-		rc = zks_achildren(zklfs_session(fs, parent[0] ? parent : "/"),
-				   parent[0] ? parent : "/", xattr_children_done, op);
+		rc = zks_achildren(zklfs_session(fs, parent), parent,
+				   xattr_children_done, op);
 		free(parent);
 		return zop_started(op, rc);
 	default:

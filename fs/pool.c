@@ -167,8 +167,7 @@ struct zks *zklfs_session(struct zklfs *fs, const char *dir)
 
 struct zks *zklfs_session_of(struct zklfs *fs, const char *path, bool is_dir)
 {
-	const char *slash = strrchr(path, '/');
-	size_t len = slash && slash != path ? (size_t)(slash - path) : 1;
+	size_t len = zkn_parent_len(path);
 	char buf[1024], *dir;
 	struct zks *s;
 

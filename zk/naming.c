@@ -162,6 +162,13 @@ const char *zkn_base(const char *path)
 	return s ? s + 1 : path;
 }
 
+size_t zkn_parent_len(const char *path)
+{
+	const char *s = strrchr(path, '/');
+
+	return s && s != path ? (size_t)(s - path) : 1;
+}
+
 uint64_t zkn_hash(const char *path)
 {
 	uint64_t h = 14695981039346656037ULL;

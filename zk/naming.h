@@ -72,6 +72,10 @@ char *zkn_join(const char *dir, const char *name);
 /* zkn_base() - the last component of the znode path @path. */
 const char *zkn_base(const char *path);
 
+/* zkn_parent_len() - how long the parent's path is at the start of the
+ * absolute znode path @path: 1 for "/a" (the root "/"), 2 for "/a/b". */
+size_t zkn_parent_len(const char *path);
+
 /* zkn_hash() - a hash of @path (FNV-1a, 64 bits) for tables keyed by path. */
 uint64_t zkn_hash(const char *path);
 

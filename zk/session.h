@@ -1,9 +1,9 @@
 /*
  * zk/session.h - the mount's ZooKeeper session, kept alive across faults.
  *
- * A session of the mount (fs/pool.c keeps one or more).  zks_open() connects and waits (bounded by the
- * session timeout).  zks_start() then starts the supervisor, a thread of
- * ours that:
+ * A session of the mount (fs/pool.c keeps one or more).  zks_open()
+ * connects and waits (bounded by the session timeout).  zks_start() then
+ * starts the supervisor, a thread of ours that:
  *   - pings every timeout/10 and tracks when ZooKeeper was last heard,
  *     and calls ev->tick() after each ping (work that may wait that long);
  *   - calls ev->silent() once when nothing was heard for the whole session

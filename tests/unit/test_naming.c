@@ -146,6 +146,9 @@ static void test_paths(void **state)
 	free(p);
 	assert_string_equal(zkn_base("/"), "");
 	assert_string_equal(zkn_base("bare"), "bare");
+	assert_int_equal(zkn_parent_len("/locks"), 1);
+	assert_int_equal(zkn_parent_len("/locks/deploy"), 6);
+	assert_int_equal(zkn_parent_len("/locks/deploy/a-lock-0000000001"), 13);
 	/* FNV-1a 64 reference values */
 	assert_true(zkn_hash("") == 0xcbf29ce484222325ULL);
 	assert_true(zkn_hash("a") == 0xaf63dc4c8601ec8cULL);
