@@ -390,20 +390,27 @@ static ssize_t zkl_getxattr(int fd, const char *path, const char *xname,
 {
 	char *buf = NULL, *nbuf;
 	ssize_t len, got;
+	size_t cap;
 
 	for (;;) {
 		len = path ? getxattr(path, xname, NULL, 0) :
 			     fgetxattr(fd, xname, NULL, 0);
 		if (len < 0)
 			goto out_errno;
-		nbuf = realloc(buf, (size_t)len + 1);
+		/*
+		 * Never ask with size 0 a second time: that is a size query,
+		 * whose answer may have grown past the buffer (an empty
+		 * holders list of a lock someone just took, say).
+		 */
+		cap = (size_t)len + 1;
+		nbuf = realloc(buf, cap + 1);
 		if (!nbuf) {
 			free(buf);
 			return -ENOMEM;
 		}
 		buf = nbuf;
-		got = path ? getxattr(path, xname, buf, (size_t)len) :
-			     fgetxattr(fd, xname, buf, (size_t)len);
+		got = path ? getxattr(path, xname, buf, cap) :
+			     fgetxattr(fd, xname, buf, cap);
 		if (got >= 0)
 			break;
 		if (errno != ERANGE)	/* ERANGE: it grew meanwhile */

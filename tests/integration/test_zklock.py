@@ -12,6 +12,7 @@ import re
 import select
 import signal
 import subprocess
+import sys
 import tempfile
 import time
 import uuid
@@ -326,6 +327,42 @@ def test_not_a_zklockfs_directory(mount, zklock, scratch):
     assert zk(zklock, m.p("L", h.entry), "true")[0] == EX_NOINPUT
     assert zk(zklock, m.p("L", h.entry, "sub"), "true")[0] == EX_NOINPUT
     h.release()
+
+
+def test_holders_growing_between_size_and_read(mount, zklock):
+    """zklock reads an xattr in two calls, its size then its value. When the
+    lock directory's holders were empty at the first call and a holder came
+    before the second, that second call (size 0) was a size query again and
+    zklock wrote past its buffer (an ASan report in the plain suite's
+    sanitized run; CI caught it as a shared-lock test that hung). Another
+    process takes and gives back the lock without pause meanwhile."""
+    m = mount()
+    d = m.p("L")
+    os.mkdir(d)
+    flipper = spawn([sys.executable, "-c", FLIP, os.path.join(d, "f")],
+                    stdout=subprocess.PIPE)
+    try:
+        assert Lines(flipper.stdout).readline(GRANT_TIMEOUT) == "flipping"
+        busy, runs = 0, 60 if SLOW > 1 else 120
+        for _ in range(runs):
+            rc, _, err = zk(zklock, "-n", "-N", "z", d, "true")
+            assert rc in (0, 1), err          # 1: busy, as flock -n
+            busy += rc
+        assert flipper.poll() is None
+    finally:
+        flipper.kill()
+        flipper.wait()
+    print("figure: zklock -n against a lock taken and given back without "
+          "pause: %d of %d found it busy" % (busy, runs))
+    wait_no_entries(d)
+
+
+FLIP = """
+import os, sys
+print("flipping", flush=True)
+while True:
+    os.close(os.open(sys.argv[1], os.O_CREAT | os.O_WRONLY))
+"""
 
 
 # --- what the command sees ---------------------------------------------------------------
