@@ -64,6 +64,7 @@ static size_t proc_read(pid_t pid, const char *what, char *buf, size_t size)
 	ssize_t n;
 	int fd;
 
+	buf[0] = '\0';
 	snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, what);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
@@ -197,8 +198,14 @@ static void lock_open(fuse_req_t req, struct node *n, struct fuse_file_info *fi)
 	struct node *l, **head;
 	int len, err, result = 0;
 
+	/*
+	 * FUSE says pid 0 for a caller outside our pid namespace (we run in a
+	 * container, it does not): such callers cannot be told apart, so
+	 * none of them is refused.
+	 */
 	pthread_mutex_lock(&fs->lock);
-	for (l = fs->locks[(unsigned)ctx->pid % ZKLFS_TID_BUCKETS]; l; l = l->lnext)
+	l = ctx->pid ? fs->locks[(unsigned)ctx->pid % ZKLFS_TID_BUCKETS] : NULL;
+	for (; l; l = l->lnext)
 		if (l->tid == ctx->pid && strcmp(l->dir, n->dir) == 0)
 			break;
 	pthread_mutex_unlock(&fs->lock);

@@ -236,7 +236,8 @@ static int zkl_parse_code(const char *s, int *out)
 
 /*
  * Whether @name can be the NAME of an entry: what zklockfs would refuse for
- * any marker (empty, ".", "..", a '/', 10 trailing digits, too long).
+ * any marker (empty, ".", "..", a '/', 10 trailing digits, too long) or
+ * with the default one ("-read": its exclusive entry would read as shared).
  * The daemon checks the rest (UTF-8, characters ZooKeeper refuses).
  */
 static bool zkl_name_ok(const char *name)
@@ -247,6 +248,8 @@ static bool zkl_name_ok(const char *name)
 	    strchr(name, '/'))
 		return false;
 	if (len + ZKL_MARKER_MAX + ZKL_SEQ_MAX_LEN > ZKL_NAME_MAX)
+		return false;
+	if (len >= 5 && strcmp(name + len - 5, "-read") == 0)
 		return false;
 	while (digits < len && isdigit((unsigned char)name[len - 1 - digits]))
 		digits++;
@@ -435,20 +438,17 @@ out_errno:
 static int zkl_check_zklockfs(const char *dir)
 {
 	struct statfs sfs;
-	char *holders;
-	ssize_t len;
 
 	if (statfs(dir, &sfs) < 0)
 		return -errno;
 	if (sfs.f_type != FUSE_SUPER_MAGIC)
 		return -ENOTZKLOCKFS;
-	len = zkl_getxattr(-1, dir, XATTR_HOLDERS, &holders);
-	if (len == -ENODATA || len == -ENOTSUP || len == -EOPNOTSUPP)
+	/* its size is proof enough (the value may pass the kernel's 64 KiB) */
+	if (getxattr(dir, XATTR_HOLDERS, NULL, 0) >= 0)
+		return 0;
+	if (errno == ENODATA || errno == ENOTSUP || errno == EOPNOTSUPP)
 		return -ENOTZKLOCKFS;
-	if (len < 0)
-		return (int)len;
-	free(holders);
-	return 0;
+	return -errno;
 }
 
 /* Whether @path exists as a directory. Return: 0, -ENOTDIR or -errno. */
@@ -798,12 +798,13 @@ static int zkl_drain_signals(struct zkl_run *r)
 	return 0;
 }
 
-/* Milliseconds until @deadline for poll(), rounded up; 0 if past. */
+/* Milliseconds until @deadline for poll(), rounded up; 0 if past; at most
+ * INT_MAX (poll() is called again: --kill-after may be 1e9 s). */
 static int zkl_ms_until(double deadline)
 {
-	double left = deadline - zkl_now();
+	double left = (deadline - zkl_now()) * 1000;
 
-	return left <= 0 ? 0 : (int)(left * 1000) + 1;
+	return left <= 0 ? 0 : left >= INT_MAX - 1 ? INT_MAX : (int)left + 1;
 }
 
 /*

@@ -104,12 +104,14 @@ int zkn_check_name(const char *name)
 {
 	const unsigned char *s = (const unsigned char *)name;
 	size_t len = strlen(name);
+	struct zkl_child c;
 
 	if (len == 0 || strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
 		return -EINVAL;
 	if (len > ZKN_NAME_MAX)
 		return -ENAMETOOLONG;
-	if (trailing_digits(name, len) >= 10)
+	/* a child that reads as a sequence number would join the queue */
+	if (trailing_digits(name, len) >= 10 || zkn_parse(name, &c))
 		return -EINVAL;
 	for (size_t i = 0; i < len;) {
 		unsigned cp;
@@ -122,6 +124,17 @@ int zkn_check_name(const char *name)
 	return 0;
 }
 
+/* Does the entry @name@marker@seq parse back as @kind and @seq? */
+static bool reads_back(const char *name, const char *marker, int32_t seq,
+		       enum zkl_kind kind)
+{
+	char entry[ZKN_NAME_MAX + 32];
+	struct zkl_child c;
+
+	snprintf(entry, sizeof(entry), "%s%s%010d", name, marker, (int)seq);
+	return zkn_parse(entry, &c) && c.kind == kind && c.seq == seq;
+}
+
 int zkn_check_entry_name(const char *name, enum zkl_naming scheme,
 			 enum zkl_kind kind)
 {
@@ -132,6 +145,12 @@ int zkn_check_entry_name(const char *name, enum zkl_naming scheme,
 	/* the number takes at most 11 bytes ("-2147483648") */
 	if (strlen(name) + strlen(zkn_marker(scheme, kind)) + 11 > ZKN_NAME_MAX)
 		return -ENAMETOOLONG;
+	/* every client must read our entry back as what it is, of either kind */
+	for (int k = ZKL_EXCLUSIVE; k <= ZKL_SHARED; k++)
+		for (int i = 0; i < 2; i++)
+			if (!reads_back(name, zkn_marker(scheme, (enum zkl_kind)k),
+					i ? INT32_MIN : 0, (enum zkl_kind)k))
+				return -EINVAL;
 	return 0;
 }
 

@@ -54,14 +54,19 @@ const char *zkn_marker(enum zkl_naming scheme, enum zkl_kind kind);
 /*
  * zkn_check_name() - may @name become a znode we create (mkdir, or the NAME
  * of a lock request)?
- * Return: 0; -EINVAL for "", ".", "..", a name ending in ten digits, invalid
+ * Return: 0; -EINVAL for "", ".", "..", a name ending in ten digits or in
+ * "-" and nine (a negative sequence number: a directory "job-123456789"
+ * would join its parent's queue, ahead of every entry, for good), invalid
  * UTF-8 or a character ZooKeeper refuses; -ENAMETOOLONG past 255 bytes.
  */
 int zkn_check_name(const char *name);
 
 /*
  * zkn_check_entry_name() - zkn_check_name(), and the entry NAME+marker+number
- * must itself fit in 255 bytes.
+ * must itself fit in 255 bytes (-ENAMETOOLONG) and read back, for either
+ * kind, as that kind and number (-EINVAL): with the curator markers an
+ * exclusive "db-read" would make "db-read-lock-0000000042", which every
+ * client reads as shared.
  */
 int zkn_check_entry_name(const char *name, enum zkl_naming scheme,
 			 enum zkl_kind kind);

@@ -146,17 +146,18 @@ def mount(daemon_path, zk, request, logdir, test_root):
     request.node._zklockfs_mounts = mounts
 
     def factory(root=None, naming=None, session_timeout=4000, opts=(),
-                connect=None, server=None):
+                connect=None, server=None, wrap=()):
         # connect: the CONNECT part (host:port[,host:port...]) to use instead
         #          of the server's, e.g. a fault proxy's; ROOT is appended.
         # server:  another ZooKeeperServer/ZooKeeperEnsemble than `zk`.
+        # wrap:    a command to run the daemon under (argv prefix).
         root = test_root if root is None else root
         source = None
         if connect is not None:
             source = connect if root in ("", None) else connect + root
         m = harness.Mount(server or zk, root, logdir,
                           naming=naming, session_timeout=session_timeout,
-                          opts=opts, connect=source,
+                          opts=opts, connect=source, wrap=wrap,
                           label=harness.sanitize(request.node.name, 40))
         mounts.append(m)
         m.start()

@@ -1059,8 +1059,9 @@ class Mount:
     """One zklockfs daemon mounted on a fresh temp directory."""
 
     def __init__(self, zk, root, logdir, naming=None, session_timeout=4000,
-                 opts=(), connect=None, label="mount"):
+                 opts=(), connect=None, label="mount", wrap=()):
         self.zk = zk
+        self.wrap = list(wrap)     # a command the daemon runs under
         self.root = root
         self.naming = naming
         self.session_timeout = session_timeout
@@ -1090,7 +1091,8 @@ class Mount:
             source = self.zk.hostport
         else:
             source = self.zk.hostport + self.root
-        return [daemon_binary(), "-f", "-o", ",".join(opts), source, self.path]
+        return self.wrap + [daemon_binary(), "-f", "-o", ",".join(opts),
+                            source, self.path]
 
     def start(self, timeout=None):
         log = open(self.logpath, "ab")

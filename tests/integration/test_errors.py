@@ -34,6 +34,8 @@ def assert_nothing_left(m, zkc, d, rel="L", allowed=()):
 BAD_ENTRY_NAMES = [
     ("ends-in-10-digits", "x0123456789", errno.EINVAL),
     ("looks-like-an-entry", "job-lock-0000000007", errno.EINVAL),
+    # its exclusive entry "db-read-lock-N" would read as shared
+    ("reads-as-the-other-kind", "db-read", errno.EINVAL),
     ("control-char", "bad\x01name", errno.EINVAL),
     ("del-char", "bad\x7fname", errno.EINVAL),
     ("private-use-char", "bad\ue000name", errno.EINVAL),
@@ -54,6 +56,10 @@ def test_bad_entry_name(mount, zkc, name, err, flags):
 
 
 BAD_DIR_NAMES = [
+    ("ends-in-10-digits", "d0123456789", errno.EINVAL),
+    # "-123456789" is a negative sequence number: the directory would stand
+    # in its parent's queue, ahead of every entry, for good
+    ("negative-sequence", "job-123456789", errno.EINVAL),
     ("control-char", "bad\x01dir", errno.EINVAL),
     ("del-char", "bad\x7fdir", errno.EINVAL),
     ("private-use-char", "bad\ue000dir", errno.EINVAL),

@@ -325,6 +325,22 @@ def test_many_readers_hold_together(mount):
 
 # --- deadlock avoidance -------------------------------------------------------
 
+def test_callers_outside_the_daemons_pid_namespace_are_not_edeadlk(mount):
+    """A daemon in a container (here: its own pid namespace) is told pid 0
+    for every caller it cannot see. They all looked like one thread, so a
+    second caller's open in a held lock was EDEADLK instead of a wait."""
+    m = mount(wrap=["unshare", "--pid", "--fork", "--kill-child"])
+    d = lockdir(m)
+    h = take(d, "a")
+    assert parse_kv(read_file(os.path.join(d, h.entry)))["pid"] == "0"
+    w = start_waiter(d, "w")
+    w.assert_waiting()
+    h.release()
+    w.wait_granted()
+    w.release()
+    wait_no_entries(d)
+
+
 @pytest.mark.parametrize("first", [WRITE, SHARED], ids=["exclusive", "shared"])
 def test_same_thread_second_open_in_same_lock_is_edeadlk(mount, first):
     m = mount()

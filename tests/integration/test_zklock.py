@@ -7,6 +7,7 @@ Every zklock runs in its own session through harness.spawn(), so teardown
 kills it and its command by process group.
 """
 
+import errno
 import os
 import re
 import select
@@ -383,6 +384,23 @@ while True:
 """
 
 
+def test_holders_past_the_kernels_64_kib(mount, zklock, zkc):
+    """zklock proves a directory is zklockfs by its holders xattr. When the
+    list passes the kernel's 64 KiB limit for an xattr value, reading it
+    fails (E2BIG): zklock took that for an error and gave up (exit 66)."""
+    m = mount()
+    d = m.p("L")
+    os.mkdir(d)
+    name = m.zkpath("L") + "/" + "r" * 200 + "-read-lock-"   # another client's
+    for _ in range(330):                                     # shared holders
+        zkc.create(name, mode=zkclient.EPHEMERAL_SEQUENTIAL)
+    with pytest.raises(OSError) as ei:
+        os.getxattr(d, harness.XATTR_HOLDERS)
+    assert ei.value.errno == errno.E2BIG             # so it is past 64 KiB
+    rc, out, err = zk(zklock, "-s", "-N", "me", d, "echo", "in")
+    assert (rc, out) == (0, "in\n"), err
+
+
 # --- what the command sees ---------------------------------------------------------------
 
 def test_child_environment(mount, zklock):
@@ -697,6 +715,7 @@ def test_lost_lock_sigkill_after_grace(mount, zklock):
     ["-N", "", "{d}", "true"],
     ["-N", "..", "{d}", "true"],
     ["-N", "host1234567890", "{d}", "true"],
+    ["-N", "db-read", "{d}", "true"],                # would read as shared
     ["-N", "x" * 240, "{d}", "true"],
     ["-N", "ctl\x01char", "{d}", "true"],            # refused by zklockfs
     ["", "true"],

@@ -79,6 +79,9 @@ static void test_check_name(void **state)
 	assert_int_equal(zkn_check_name(""), -EINVAL);
 	assert_int_equal(zkn_check_name("job0123456789"), -EINVAL);
 	assert_int_equal(zkn_check_name("job123456789"), 0);	/* nine digits */
+	assert_int_equal(zkn_check_name("job-123456789"), -EINVAL);	/* seq -123456789 */
+	assert_int_equal(zkn_check_name("job_123456789"), 0);
+	assert_int_equal(zkn_check_name("-123456789"), -EINVAL);
 	assert_int_equal(zkn_check_name("a\x01z"), -EINVAL);
 	assert_int_equal(zkn_check_name("a\x7fz"), -EINVAL);
 	assert_int_equal(zkn_check_name("bad\xff"), -EINVAL);	/* not UTF-8 */
@@ -102,6 +105,20 @@ static void test_entry_name_fits_with_marker(void **state)
 	assert_int_equal(zkn_check_entry_name(name, ZKN_CURATOR, ZKL_SHARED), -ENAMETOOLONG);
 	assert_int_equal(zkn_check_entry_name("ok", ZKN_KAZOO, ZKL_SHARED), 0);
 	assert_int_equal(zkn_check_entry_name("..", ZKN_KAZOO, ZKL_SHARED), -EINVAL);
+}
+
+/* An entry must read back as its kind: "db-read" + "-lock-" reads shared. */
+static void test_entry_name_reads_back_as_its_kind(void **state)
+{
+	(void)state;
+	assert_int_equal(zkn_check_entry_name("db-read", ZKN_CURATOR, ZKL_EXCLUSIVE), -EINVAL);
+	assert_int_equal(zkn_check_entry_name("db-read", ZKN_CURATOR, ZKL_SHARED), -EINVAL);
+	assert_int_equal(zkn_check_entry_name("db-reader", ZKN_CURATOR, ZKL_EXCLUSIVE), 0);
+	assert_int_equal(zkn_check_entry_name("read", ZKN_CURATOR, ZKL_EXCLUSIVE), 0);
+	/* kazoo's exclusive marker cannot end in a shared one */
+	assert_int_equal(zkn_check_entry_name("db-read", ZKN_KAZOO, ZKL_EXCLUSIVE), 0);
+	assert_int_equal(zkn_check_entry_name("x__r", ZKN_KAZOO, ZKL_EXCLUSIVE), 0);
+	assert_int_equal(zkn_check_entry_name("x__READ_", ZKN_CURATOR, ZKL_EXCLUSIVE), 0);
 }
 
 static void test_markers_and_schemes(void **state)
@@ -165,6 +182,7 @@ int main(void)
 		cmocka_unit_test(test_children_outside_the_queue),
 		cmocka_unit_test(test_check_name),
 		cmocka_unit_test(test_entry_name_fits_with_marker),
+		cmocka_unit_test(test_entry_name_reads_back_as_its_kind),
 		cmocka_unit_test(test_markers_and_schemes),
 		cmocka_unit_test(test_serial_order_survives_wrap),
 		cmocka_unit_test(test_paths),
