@@ -153,13 +153,25 @@ static volatile sig_atomic_t zkl_got_signal;
 /* The -w timer expired (SIGALRM). */
 static volatile sig_atomic_t zkl_got_alarm;
 
-/* The signal handler while waiting: record, and let open() fail with EINTR. */
+/*
+ * The signal handler while waiting: record, and let open() fail with EINTR.
+ * A signal caught after the loop looked but before open() blocked would
+ * interrupt nothing: SIGALRM then comes every millisecond until it does.
+ */
 static void zkl_on_signal(int sig)
 {
-	if (sig == SIGALRM)
+	static const struct itimerval nudge = {
+		.it_value.tv_usec = 1000, .it_interval.tv_usec = 1000,
+	};
+	int saved = errno;
+
+	if (sig == SIGALRM) {
 		zkl_got_alarm = 1;
-	else
+	} else {
 		zkl_got_signal = sig;
+		setitimer(ITIMER_REAL, &nudge, NULL);
+	}
+	errno = saved;
 }
 
 /* Monotonic time in seconds, for deadlines and --verbose. */
@@ -630,7 +642,7 @@ static int zkl_take_lock(struct zkl_run *r, const char *path)
 		/* a stop signal (^Z) also ends the wait: queue again */
 		err = 0;
 	}
-	if (timed)
+	if (timed || zkl_got_signal)
 		zkl_disarm_timer();
 	return err;
 }
