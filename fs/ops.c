@@ -755,12 +755,14 @@ static void xattr_children_done(int rc, const struct String_vector *sv,
 	if (op->attr == X_HOLDERS) {
 		const struct zkl_child **h = malloc(sizeof(*h) * (n + 1));
 		size_t nh = h ? zkl_holders(kids, n, h, n) : 0;
-		FILE *f = open_memstream(&val, &len);
+		FILE *f = h ? open_memstream(&val, &len) : NULL;
 
 		for (size_t i = 0; f && i < nh; i++)
 			fprintf(f, "%s\n", h[i]->name);
-		if (f)
-			fclose(f);
+		if (f && fclose(f) != 0) {
+			free(val);
+			val = NULL;		/* ENOMEM below, not an empty list */
+		}
 		free(h);
 	} else {			/* X_STATE of an entry */
 		struct zkl_child me;
@@ -777,9 +779,7 @@ static void xattr_children_done(int rc, const struct String_vector *sv,
 		len = strlen(s);
 	}
 	free(kids);
-	if (!val && len == 0)
-		reply_xattr_value(op->req, op->size, "", 0);
-	else if (!val)
+	if (!val)
 		fuse_reply_err(op->req, ENOMEM);
 	else
 		reply_xattr_value(op->req, op->size, val, len);
