@@ -172,18 +172,34 @@ static void lock_done(struct zkl_waiter *w, int err, void *arg)
 		lock_answer(fs, n, req, err);
 }
 
-/* FUSE_INTERRUPT of a waiting OPEN: runs with the request's lock held. */
+/*
+ * FUSE_INTERRUPT of a waiting OPEN: runs with the request's lock held, which
+ * the reply does not take: the answer may come on a ZooKeeper thread at the
+ * same time, and its node_drop_lock() would let @w go while we use it.  So
+ * that drop waits (intr_busy) and is done here, after zkl_cancel().
+ */
 static void lock_interrupt(fuse_req_t req, void *arg)
 {
 	struct node *n = arg;
+	struct zklfs *fs = n->fs;
 	struct zkl_waiter *w;
+	bool drop;
 
 	(void)req;
-	pthread_mutex_lock(&n->fs->lock);
+	pthread_mutex_lock(&fs->lock);
 	w = n->w;
-	pthread_mutex_unlock(&n->fs->lock);
-	if (w)
-		zkl_cancel(w);		/* answers EINTR through lock_done */
+	n->intr_busy = w != NULL;
+	pthread_mutex_unlock(&fs->lock);
+	if (!w)
+		return;
+	zkl_cancel(w);			/* answers EINTR through lock_done */
+	pthread_mutex_lock(&fs->lock);
+	n->intr_busy = false;
+	drop = n->drop_deferred;
+	n->drop_deferred = false;
+	pthread_mutex_unlock(&fs->lock);
+	if (drop)
+		node_drop_lock(fs, n);
 }
 
 static void lock_open(fuse_req_t req, struct node *n, struct fuse_file_info *fi)
@@ -385,11 +401,13 @@ static void write_done(int rc, const struct Stat *zs, const void *data)
 		fuse_reply_write(op->req, op->size);
 	} else {
 		/*
-		 * On the holder's descriptor EIO means "lost"; a write that
-		 * met a connection loss (the lock may well be held) is EAGAIN.
+		 * On the holder's descriptor EIO means "lost" (the entry
+		 * gone before the watch on it told us); a write that met a
+		 * connection loss (the lock may well be held) is EAGAIN.
 		 */
 		zkl_log(LOG_WARNING, "write to %s: %s", op->path, zerror(rc));
-		fuse_reply_err(op->req, zk_rc_unknown(rc) || rc == ZINVALIDSTATE ?
+		fuse_reply_err(op->req, rc == ZNONODE ? EIO :
+			       zk_rc_unknown(rc) || rc == ZINVALIDSTATE ?
 			       EAGAIN : -zk_errno(rc));
 	}
 	free(op->path);

@@ -194,6 +194,11 @@ void node_drop_lock(struct zklfs *fs, struct node *n)
 	bool gone;
 
 	pthread_mutex_lock(&fs->lock);
+	if (n->intr_busy) {		/* lock_interrupt() drops it when done */
+		n->drop_deferred = true;
+		pthread_mutex_unlock(&fs->lock);
+		return;
+	}
 	w = n->w;
 	n->w = NULL;
 	if (w) {

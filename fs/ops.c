@@ -209,6 +209,12 @@ static void getattr_done(int rc, const char *value, int len,
 	if (rc != ZOK)
 		return zop_fail(op, rc);
 	zklfs_fill_attr(op->fs, &st, op->node->ino, op->type, zs, value, len);
+	if (op->node->type == NODE_PENDING) {
+		/* ours: its holder is known even once write() replaced uid= */
+		pthread_mutex_lock(&op->fs->lock);
+		st.st_uid = op->node->uid;
+		pthread_mutex_unlock(&op->fs->lock);
+	}
 	fuse_reply_attr(op->req, &st, op->type == NODE_DIR ? 1.0 : 0.0);
 	zop_free(op);
 }
@@ -676,6 +682,10 @@ static void read_done(int rc, const char *value, int len, const struct Stat *zs,
 	struct zop *op = (struct zop *)data;
 
 	(void)zs;
+	if (rc == ZNONODE && op->fi.fh == FH_HOLDER) {
+		fuse_reply_err(op->req, EIO);	/* lost: not noticed yet */
+		return zop_free(op);
+	}
 	if (rc != ZOK)
 		return zop_fail(op, rc);
 	if (op->off >= len || !value)
@@ -701,6 +711,7 @@ static void zklfs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		return (void)fuse_reply_err(req, n->path ? ENOMEM : EIO);
 	op->size = size;
 	op->off = off;
+	op->fi.fh = fi ? fi->fh : FH_PLAIN;
 	zop_started(op, zks_aget(zklfs_session_of(fs, op->path, false), op->path,
 				 read_done, op));
 }

@@ -50,6 +50,8 @@ struct node {
 	pid_t tid;			/* the thread that asked (EDEADLK) */
 	uid_t uid;
 	bool armed;			/* interrupt handler registered */
+	bool intr_busy;			/* lock_interrupt() is using w */
+	bool drop_deferred;		/* node_drop_lock() came meanwhile */
 	bool have_result;		/* answer arrived before armed */
 	int result;
 	bool opened;			/* an OPEN took this node */
@@ -224,7 +226,8 @@ void node_forget(struct zklfs *fs, struct node *n, uint64_t nlookup);
 /*
  * node_drop_lock() - give back @n's place in its queue (deleting the entry)
  * and free @n if the kernel has already forgotten it.  Any thread; without
- * fs->lock.
+ * fs->lock.  While an interrupt handler is using the waiter, the drop is
+ * left to it.
  */
 void node_drop_lock(struct zklfs *fs, struct node *n);
 

@@ -31,6 +31,21 @@ def test_unlink_by_another_host_breaks_the_lock(mount):
     assert getxattr_str(os.path.join(d1, w.entry), XATTR_STATE) == "held"
 
 
+def test_entry_deleted_before_the_watch_on_it_reads_as_lost(mount, zkc):
+    """The watch on a held entry is armed a tenth of the session timeout
+    after the grant. An entry deleted before that made read() and write()
+    on the holder's descriptor fail with ENOENT; the lock is lost: EIO."""
+    m = mount(session_timeout=30000)           # first watch after 1 s
+    d = lockdir(m)
+    h = take(d, "h", RDWR)
+    zkc.delete(m.zkpath("L/" + h.entry))
+    assert h.cmd("write " + b"x".hex()) == "error EIO"
+    assert h.cmd("read") == "error EIO"
+    wait_for(lambda: h.xattr(XATTR_STATE) == "lost", 5,
+             "the holder to notice the loss")
+    h.release()
+
+
 @pytest.mark.timeout(150)
 def test_session_expiry_loses_lock_short_disconnect_keeps_it(mount, zk):
     short = mount(session_timeout=2000)      # will expire
