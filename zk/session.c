@@ -54,6 +54,14 @@ static void zks_watcher(zhandle_t *zh, int type, int state, const char *path,
 	    state == ZOO_EXPIRED_SESSION_STATE)
 		atomic_fetch_add(&s->links, 1);
 	if (state == ZOO_CONNECTED_STATE) {
+		int t = zoo_recv_timeout(zh);
+
+		if (t > 0 && t != s->negotiated_ms) {
+			if (t != s->timeout_ms)
+				zkl_log(LOG_NOTICE, "ZooKeeper set the session timeout to %d ms (asked: %d)",
+					t, s->timeout_ms);
+			s->negotiated_ms = t;
+		}
 		s->last_heard_ms = mono_ms();
 		if (s->was_disconnected)
 			s->reconnected = true;
@@ -68,16 +76,37 @@ static void zks_watcher(zhandle_t *zh, int type, int state, const char *path,
 	pthread_mutex_unlock(&s->lock);
 }
 
+/* A ping of ours: the server had heard us when it read it, after @sent. */
+struct ping {
+	struct zks *s;
+	uint64_t sent;
+};
+
 static void ping_done(int rc, const struct Stat *st, const void *data)
 {
-	struct zks *s = (struct zks *)data;
+	struct ping *p = (struct ping *)data;
+	struct zks *s = p->s;
 
 	(void)st;
-	if (rc != ZOK && rc != ZNONODE)
+	if (rc == ZOK || rc == ZNONODE) {
+		pthread_mutex_lock(&s->lock);
+		if (p->sent > s->last_heard_ms)
+			s->last_heard_ms = p->sent;
+		pthread_mutex_unlock(&s->lock);
+	}
+	free(p);
+}
+
+static void send_ping(struct zks *s)
+{
+	struct ping *p = malloc(sizeof(*p));
+
+	if (!p)
 		return;
-	pthread_mutex_lock(&s->lock);
-	s->last_heard_ms = mono_ms();
-	pthread_mutex_unlock(&s->lock);
+	p->s = s;
+	p->sent = mono_ms();
+	if (zks_aexists(s, "/", ping_done, p) != ZOK)
+		free(p);
 }
 
 static zhandle_t *zks_init_handle(struct zks *s)
@@ -131,7 +160,7 @@ int zks_open(struct zks *s, const char *connect, int timeout_ms,
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&s->cond, &ca);
 	pthread_condattr_destroy(&ca);
-	s->timeout_ms = timeout_ms;
+	s->timeout_ms = s->negotiated_ms = timeout_ms;
 	s->connect = strdup(connect);
 	if (!s->connect)
 		return -ENOMEM;
@@ -213,28 +242,36 @@ static void *zks_supervise(void *arg)
 	while (!s->stop) {
 		struct timespec deadline;
 		bool ping, silent = false, renew = false, reconnected = false;
+		int timeout;
 
 		deadline_in(&deadline, period);
 		pthread_cond_timedwait(&s->cond, &s->lock, &deadline);
 		if (s->stop)
 			break;
 		ping = s->state == ZOO_CONNECTED_STATE;
-		if (!s->silent && mono_ms() - s->last_heard_ms >= (uint64_t)s->timeout_ms) {
+		/*
+		 * The server expires us a session timeout (its own: it clamps
+		 * ours) after it last heard us, at the earliest.  We look once
+		 * a period: a period early, so as never to be late.
+		 */
+		if (!s->silent && mono_ms() - s->last_heard_ms >=
+				  (uint64_t)(s->negotiated_ms - period)) {
 			s->silent = silent = true;
 		}
+		timeout = s->negotiated_ms;
 		renew = s->expired;
 		reconnected = s->reconnected;
 		s->reconnected = false;
 		pthread_mutex_unlock(&s->lock);
 
 		if (ping) {
-			zks_aexists(s, "/", ping_done, s);
+			send_ping(s);
 			if (s->ev.tick)
 				s->ev.tick(s->ev.arg);
 		}
 		if (silent) {
 			zkl_log(LOG_WARNING, "nothing heard from ZooKeeper for %d ms: held locks are lost",
-				s->timeout_ms);
+				timeout - period);
 			s->ev.silent(s->ev.arg);
 		}
 		if (renew) {

@@ -53,8 +53,10 @@ struct zks {
 	bool was_disconnected;
 	bool silent;			/* ev->silent() called for this silence */
 	bool stop;
-	uint64_t last_heard_ms;		/* CLOCK_MONOTONIC */
-	int timeout_ms;
+	uint64_t last_heard_ms;		/* CLOCK_MONOTONIC: the server had
+					   heard us by then (a ping's send) */
+	int timeout_ms;			/* asked for */
+	int negotiated_ms;		/* the server's (it clamps what we ask) */
 	char *connect;
 	char *auth;			/* "user:password" or NULL */
 	struct zks_events ev;

@@ -708,8 +708,9 @@ def zookeeper_classpath():
 
 
 class ZooKeeperServer:
-    def __init__(self, workdir):
+    def __init__(self, workdir, extra=""):
         self.workdir = workdir
+        self.extra = extra          # zoo.cfg lines that override ours
         self.host = "127.0.0.1"
         self.port = None
         self.proc = None
@@ -734,7 +735,7 @@ class ZooKeeperServer:
         os.makedirs(datadir, exist_ok=True)
         cfg = os.path.join(self.workdir, "zoo.cfg")
         with open(cfg, "w") as f:
-            f.write(zoo_cfg(datadir, port, sync_limit=5))
+            f.write(zoo_cfg(datadir, port, sync_limit=5, extra=self.extra))
         return cfg
 
     def _serves_sessions(self):

@@ -5,6 +5,8 @@ import time
 
 import pytest
 
+import harness
+
 from harness import (assert_lost, lockdir, seen_dir, RDWR, XATTR_SEQ, XATTR_STATE, XATTR_TOKEN, entries,
                      getxattr_str, seq_of, start_waiter, take, wait_for)
 
@@ -43,6 +45,44 @@ def test_entry_deleted_before_the_watch_on_it_reads_as_lost(mount, zkc):
     assert h.cmd("read") == "error EIO"
     wait_for(lambda: h.xattr(XATTR_STATE) == "lost", 5,
              "the holder to notice the loss")
+    h.release()
+
+
+@pytest.fixture
+def zk_clamping(tmp_path_factory):
+    """A standalone ZooKeeper whose maxSessionTimeout is 3 s."""
+    server = harness.ZooKeeperServer(str(tmp_path_factory.mktemp("zk-clamp")),
+                                     extra="maxSessionTimeout=3000\n")
+    try:
+        server.start()
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.mark.timeout(90)
+def test_lost_after_the_servers_session_timeout_not_the_one_asked(
+        zk_clamping, mount, request):
+    """The server clamps the session timeout a client asks for (here 20 s,
+    to its maximum of 3 s) and expires the session by its own. The mount
+    declared its locks lost only after the 20 s it had asked for: for 17 s
+    another host could be granted the lock while this one still held it."""
+    srv = zk_clamping
+    m = mount(server=srv, session_timeout=20000)
+    assert "set the session timeout to 3000 ms (asked: 20000)" in m.log_tail()
+    d = lockdir(m)
+    h = take(d, "h", RDWR)
+    srv.suspend()
+    try:
+        t0 = time.monotonic()
+        wait_for(lambda: h.xattr(XATTR_STATE) == "lost", 3.0 + 5.0,
+                 "the holder to declare the loss")
+        lost = time.monotonic() - t0
+    finally:
+        srv.resume()
+    print("figure: session timeout asked 20 s, server's 3 s: lock declared "
+          "lost %.2f s after the server stopped" % lost)
+    assert lost <= 3.0, "declared lost after the server's session timeout"
     h.release()
 
 
