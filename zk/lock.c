@@ -585,11 +585,23 @@ static void learn_pred_locked(struct zkl_waiter *w, const struct zkl_child *pred
 
 /* watches ---------------------------------------------------------------- */
 
+/*
+ * Was @w's entry made by a handle replaced since (its session expired, and
+ * the entry with it)?  Then on_expired() is about to start @w over: until
+ * it does, a request of @w's on the new session finds its entry missing.
+ */
+static bool stale_locked(struct zkl_waiter *w)
+{
+	return w->gen != zks_generation(w->e->zks);
+}
+
 /* Our own entry was deleted, not by us: a holder lost it, a waiter fails. */
 static void gone_self_locked(struct zkl_waiter *w)
 {
 	if (w->answered) {
 		lose_locked(w, "its entry was deleted by someone else");
+	} else if (w->path && !w->deleting && stale_locked(w)) {
+		stall_locked(w, S_CHECK);	/* on_expired() starts it over */
 	} else if (w->path && !w->deleting) {
 		zkl_log(LOG_WARNING, "%s was deleted while it waited", w->path);
 		fail_locked(w, -EIO);
@@ -632,7 +644,8 @@ static void own_watch_done(int rc, const char *value, int len,
 		w->refs--;		/* no watch was left */
 		if (rc == ZNONODE)
 			gone_self_locked(w);
-		else if (rc_stalls(rc) && w->answered && !w->lost && !w->released)
+		else if (rc_stalls(rc) && w->answered && w->result == 0 &&
+			 !w->lost && !w->released)
 			stall_locked(w, S_OWNWATCH);	/* a waiter's own path redoes it */
 	}
 	put_locked(w);
@@ -795,7 +808,9 @@ static void learn_locked(struct zkl_waiter *w, const struct String_vector *sv)
 	}
 	free(kids);
 
-	if (mine == ZKL_MISSING) {
+	if (mine == ZKL_MISSING && stale_locked(w)) {
+		stall_locked(w, S_CHECK);	/* on_expired() starts it over */
+	} else if (mine == ZKL_MISSING) {
 		zkl_log(LOG_WARNING, "%s was deleted while it waited", w->path);
 		fail_locked(w, -EIO);
 	} else if (mine == ZKL_WAIT && (w->flags & ZKL_NONBLOCK)) {
@@ -1114,10 +1129,11 @@ static void on_expired_step(struct zkl_waiter *w)
 	/*
 	 * The old session took every entry with it.  A waiter whose create
 	 * went out on the new handle (enqueued while it was being replaced)
-	 * belongs to the new session: leave it alone.
+	 * belongs to the new session: leave it alone, even if that create's
+	 * outcome is unknown (S_RESOLVE: the connected event finds it; a
+	 * create made afresh would leave it there for good).
 	 */
-	if (w->gen == zks_generation(w->e->zks) && w->stall != S_CREATE &&
-	    w->stall != S_RESOLVE)
+	if (w->gen == zks_generation(w->e->zks) && w->stall != S_CREATE)
 		return;
 	unstall_locked(w);
 	w->deleting = true;
@@ -1167,6 +1183,11 @@ static void on_tick(void *arg)
 {
 	struct zkl_engine *e = arg;
 
+	/*
+	 * A stall waits for a session event to be redone; one that met a
+	 * failure no event follows (ZSESSIONMOVED, say) is redone here.
+	 */
+	for_each_waiter(e, resume_locked);
 	pthread_mutex_lock(&e->lock);
 	for (struct zkl_waiter *w = e->all; w; w = w->next)
 		if ((w->state == W_HELD || w->state == W_WATCHING ||
