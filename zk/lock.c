@@ -1294,18 +1294,34 @@ static void unwatch_done(int rc, const void *data)
 }
 
 /*
+ * Does a waiter of ours watch @w's entry as another client's?  It can, if it
+ * began to before @w found that entry again after an unknown create.
+ */
+static bool watched_by_another_locked(struct zkl_waiter *w)
+{
+	for (struct zkl_waiter *x = w->q ? w->qnext : NULL; x; x = x->qnext)
+		if (x->state == W_WATCHING && x->pred_known && x->pred_seq == w->seq)
+			return true;
+	return false;
+}
+
+/*
  * Before we delete our own entry, take our watch off it, so that the delete
  * notifies nobody but a waiter of another client: at most one notification
  * per release.  No other watch of this session is on it (waiters of ours
- * wait for it locally; see also gone_locked()), so removing every one is
- * removing ours.  Requests of one session are done in order, so the removal
- * comes first.  The client knows a watch only once the reply that set it is
- * in, so a release that comes sooner waits for it (zkl_release(),
- * own_watch_done()).
+ * wait for it locally; see also gone_locked()) but in the case above, so
+ * removing every one is removing ours.  Requests of one session are done in
+ * order, so the removal comes first.  The client knows a watch only once
+ * the reply that set it is in, so a release that comes sooner waits for it
+ * (zkl_release(), own_watch_done()).
  */
 static void unwatch_locked(struct zkl_waiter *w)
 {
-	if (!w->own_armed || !w->path || w->deleting)
+	/*
+	 * Removing every watch on the path would take that waiter's too, and
+	 * with it the one event that gives its reference back: let both fire.
+	 */
+	if (!w->own_armed || !w->path || w->deleting || watched_by_another_locked(w))
 		return;
 	w->own_armed = false;
 	w->refs++;
