@@ -29,6 +29,10 @@ struct zop {
 	enum node_type type;
 	struct dirlist *dl;		/* opendir */
 	struct fuse_file_info fi;
+	/* a read, sent again while the session is away (zop_send()) */
+	int (*send)(struct zop *op);	/* (re)sends it on zks */
+	struct zks *zks;
+	uint64_t deadline_ms;		/* give up then: a session timeout */
 };
 
 static struct zklfs *fs_of(fuse_req_t req)
@@ -61,13 +65,18 @@ static void zop_free(struct zop *op)
 	free(op);
 }
 
+static bool zop_again(struct zop *op, int rc);
+
 /*
  * Answer @op with the errno of a failed ZooKeeper call and free it.  The
  * answers a filesystem gives every day (no such node, exists, not empty)
- * are not news; anything else gets its one log line.
+ * are not news; anything else gets its one log line.  A read that met a
+ * connection loss is sent again instead, for up to a session timeout.
  */
 static void zop_fail(struct zop *op, int rc)
 {
+	if (zop_again(op, rc))
+		return;
 	if (rc != ZNONODE && rc != ZNODEEXISTS && rc != ZNOTEMPTY)
 		zkl_log(LOG_WARNING, "%s: %s", op->path, zerror(rc));
 	fuse_reply_err(op->req, -zk_errno(rc));
@@ -80,6 +89,52 @@ static void zop_started(struct zop *op, int rc)
 	if (rc == ZOK)
 		return;
 	zop_fail(op, rc);
+}
+
+/*
+ * Send @op's read with @send on session @zks, and again (the same step) if
+ * it meets a connection loss or expiry: a short outage, or the server's
+ * restart, delays a stat or a listing instead of failing it.  Writes
+ * (mkdir, rmdir, unlink, write) are not sent twice: their outcome may be
+ * unknown.
+ */
+static void zop_send(struct zop *op, struct zks *zks, int (*send)(struct zop *op))
+{
+	op->zks = zks;
+	op->send = send;
+	zop_started(op, send(op));
+}
+
+static uint64_t mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static void zop_resend(void *arg, bool go)
+{
+	struct zop *op = arg;
+
+	if (!go) {
+		op->send = NULL;	/* the mount is going */
+		return zop_fail(op, ZCLOSING);
+	}
+	zop_started(op, op->send(op));
+}
+
+/* Whether @op will be sent again rather than failed with @rc. */
+static bool zop_again(struct zop *op, int rc)
+{
+	uint64_t now;
+
+	if (!op->send || !zk_rc_transient(rc))
+		return false;
+	now = mono_ms();
+	if (!op->deadline_ms)
+		op->deadline_ms = now + (uint64_t)zks_timeout_ms(op->zks);
+	return now < op->deadline_ms && zks_later(op->zks, zop_resend, op) == 0;
 }
 
 char *zklfs_node_path(struct zklfs *fs, struct node *n)
@@ -131,6 +186,13 @@ static void lookup_done(int rc, const char *value, int len,
 	zop_free(op);
 }
 
+static int lookup_send(struct zop *op)
+{
+	int rc = zks_aget(op->zks, op->path, lookup_done, op);
+
+	return rc == ZBADARGUMENTS ? ZNONODE : rc;	/* a name it cannot hold */
+}
+
 /* A busy lock directory's listing, to answer a LOOKUP (see lsc_lookup()). */
 static void lookup_list_done(int rc, const struct String_vector *sv,
 			     const void *data)
@@ -143,9 +205,13 @@ static void lookup_list_done(int rc, const struct String_vector *sv,
 	lsc_fill(op->fs, op->node->path, sv->data, sv->count);
 	for (int i = 0; i < sv->count; i++)
 		if (strcmp(sv->data[i], name) == 0)
-			return zop_started(op, zks_aget(zklfs_session(op->fs, op->node->path),
-						 op->path, lookup_done, op));
+			return zop_send(op, op->zks, lookup_send);
 	zop_fail(op, ZNONODE);
+}
+
+static int lookup_list_send(struct zop *op)
+{
+	return zks_achildren(op->zks, op->node->path, lookup_list_done, op);
 }
 
 static void zklfs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
@@ -154,7 +220,6 @@ static void zklfs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	struct node *p = node_of(fs, parent);
 	struct zkl_child c;
 	struct zop *op;
-	int rc;
 
 	if (strlen(name) > ZKN_NAME_MAX)
 		return (void)fuse_reply_err(req, ENAMETOOLONG);
@@ -169,15 +234,11 @@ static void zklfs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	case LSC_ABSENT:
 		return zop_fail(op, ZNONODE);
 	case LSC_STALE:
-		return zop_started(op, zks_achildren(zklfs_session(fs, p->path), p->path,
-						     lookup_list_done, op));
+		return zop_send(op, zklfs_session(fs, p->path), lookup_list_send);
 	default:
 		break;
 	}
-	rc = zks_aget(zklfs_session(fs, p->path), op->path, lookup_done, op);
-	if (rc == ZBADARGUMENTS)
-		return zop_fail(op, ZNONODE);
-	zop_started(op, rc);
+	zop_send(op, zklfs_session(fs, p->path), lookup_send);
 }
 
 static void zklfs_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
@@ -219,6 +280,11 @@ static void getattr_done(int rc, const char *value, int len,
 	zop_free(op);
 }
 
+static int getattr_send(struct zop *op)
+{
+	return zks_aget(op->zks, op->path, getattr_done, op);
+}
+
 static void zklfs_getattr(fuse_req_t req, fuse_ino_t ino,
 			  struct fuse_file_info *fi)
 {
@@ -238,8 +304,7 @@ static void zklfs_getattr(fuse_req_t req, fuse_ino_t ino,
 	if (!op)
 		return (void)fuse_reply_err(req, ENOMEM);
 	op->type = n->type == NODE_DIR ? NODE_DIR : NODE_FILE;
-	zop_started(op, zks_aget(zklfs_session_of(fs, op->path, n->type == NODE_DIR),
-				 op->path, getattr_done, op));
+	zop_send(op, zklfs_session_of(fs, op->path, n->type == NODE_DIR), getattr_send);
 }
 
 static void setsize_done(int rc, const struct Stat *zs, const void *data)
@@ -475,6 +540,11 @@ static void opendir_done(int rc, const struct String_vector *sv, const void *dat
 		opendir_finish(op);
 }
 
+static int opendir_send(struct zop *op)
+{
+	return zks_achildren(op->zks, op->path, opendir_done, op);
+}
+
 static void zklfs_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct zklfs *fs = fs_of(req);
@@ -484,8 +554,7 @@ static void zklfs_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info 
 	if (!op)
 		return (void)fuse_reply_err(req, ENOMEM);
 	op->fi = *fi;
-	zop_started(op, zks_achildren(zklfs_session(fs, op->path), op->path,
-				      opendir_done, op));
+	zop_send(op, zklfs_session(fs, op->path), opendir_send);
 }
 
 static void zklfs_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
@@ -697,6 +766,11 @@ static void read_done(int rc, const char *value, int len, const struct Stat *zs,
 	zop_free(op);
 }
 
+static int read_send(struct zop *op)
+{
+	return zks_aget(op->zks, op->path, read_done, op);
+}
+
 static void zklfs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		       struct fuse_file_info *fi)
 {
@@ -712,8 +786,7 @@ static void zklfs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	op->size = size;
 	op->off = off;
 	op->fi.fh = fi ? fi->fh : FH_PLAIN;
-	zop_started(op, zks_aget(zklfs_session_of(fs, op->path, false), op->path,
-				 read_done, op));
+	zop_send(op, zklfs_session_of(fs, op->path, false), read_send);
 }
 
 /* Data reaches ZooKeeper at write(); fsync only reports a lost lock. */
@@ -812,6 +885,26 @@ static void token_done(int rc, const struct Stat *zs, const void *data)
 	zop_free(op);
 }
 
+static int token_send(struct zop *op)
+{
+	return zks_aexists(op->zks, op->path, token_done, op);
+}
+
+/* The listing the xattr needs: the directory's (holders), the entry's
+ * directory's (state). */
+static int xattr_list_send(struct zop *op)
+{
+	char *dir = op->attr == X_HOLDERS ? strdup(op->path) :
+		    strndup(op->path, zkn_parent_len(op->path));
+	int rc;
+
+	if (!dir)
+		return ZSYSTEMERROR;
+	rc = zks_achildren(op->zks, dir, xattr_children_done, op);
+	free(dir);
+	return rc;
+}
+
 static void zklfs_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 			   size_t size)
 {
@@ -821,8 +914,7 @@ static void zklfs_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 	enum xattr x = X_NONE;
 	struct zop *op;
 	char *parent, val[64];
-	int rc;
-
+	struct zks *zks;
 	struct zkl_info own;
 
 	for (size_t i = 1; i < sizeof(xattr_names) / sizeof(*xattr_names); i++)
@@ -855,21 +947,18 @@ static void zklfs_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 		snprintf(val, sizeof(val), "%s", me.kind == ZKL_SHARED ? "shared" : "exclusive");
 		break;
 	case X_TOKEN:
-		return zop_started(op, zks_aexists(zklfs_session_of(fs, op->path, false),
-						   op->path, token_done, op));
+		return zop_send(op, zklfs_session_of(fs, op->path, false), token_send);
 	case X_HOLDERS:
-		return zop_started(op, zks_achildren(zklfs_session(fs, op->path), op->path,
-						     xattr_children_done, op));
+		return zop_send(op, zklfs_session(fs, op->path), xattr_list_send);
 	case X_STATE:
 		parent = strndup(op->path, zkn_parent_len(op->path));
 		if (!parent) {
 			fuse_reply_err(req, ENOMEM);
 			return zop_free(op);
 		}
-		rc = zks_achildren(zklfs_session(fs, parent), parent,
-				   xattr_children_done, op);
+		zks = zklfs_session(fs, parent);
 		free(parent);
-		return zop_started(op, rc);
+		return zop_send(op, zks, xattr_list_send);
 	default:
 		break;
 	}

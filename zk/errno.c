@@ -31,3 +31,10 @@ int zk_rc_unknown(int rc)
 {
 	return rc == ZCONNECTIONLOSS || rc == ZOPERATIONTIMEOUT;
 }
+
+int zk_rc_transient(int rc)
+{
+	return rc == ZCONNECTIONLOSS || rc == ZOPERATIONTIMEOUT ||
+	       rc == ZINVALIDSTATE || rc == ZSESSIONEXPIRED ||
+	       rc == ZSESSIONMOVED || rc == ZCLOSING;
+}

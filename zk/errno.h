@@ -12,4 +12,11 @@ int zk_errno(int rc);
 /* zk_rc_unknown() - true if an operation that got @rc may have happened. */
 int zk_rc_unknown(int rc);
 
+/*
+ * zk_rc_transient() - true if @rc says only that the connection or the
+ * session was away (lost, timed out, expired, moved, being replaced): a
+ * read may be sent again once the session is back.
+ */
+int zk_rc_transient(int rc);
+
 #endif

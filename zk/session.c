@@ -229,6 +229,58 @@ static void zks_renew(struct zks *s)
 	pthread_mutex_unlock(&s->lock);
 }
 
+struct zks_later {
+	struct zks_later *next;
+	void (*fn)(void *arg, bool go);
+	void *arg;
+};
+
+int zks_later(struct zks *s, void (*fn)(void *arg, bool go), void *arg)
+{
+	struct zks_later *l = malloc(sizeof(*l));
+
+	if (!l)
+		return -ENOMEM;
+	l->fn = fn;
+	l->arg = arg;
+	pthread_mutex_lock(&s->lock);
+	if (s->stop) {
+		pthread_mutex_unlock(&s->lock);
+		free(l);
+		return -ESHUTDOWN;
+	}
+	l->next = s->later;
+	s->later = l;
+	pthread_mutex_unlock(&s->lock);
+	return 0;
+}
+
+/* Run (@go) or give up every zks_later() queued so far. */
+static void run_later(struct zks *s, bool go)
+{
+	struct zks_later *l, *next;
+
+	pthread_mutex_lock(&s->lock);
+	l = s->later;
+	s->later = NULL;
+	pthread_mutex_unlock(&s->lock);
+	for (; l; l = next) {
+		next = l->next;
+		l->fn(l->arg, go);
+		free(l);
+	}
+}
+
+int zks_timeout_ms(struct zks *s)
+{
+	int t;
+
+	pthread_mutex_lock(&s->lock);
+	t = s->negotiated_ms;
+	pthread_mutex_unlock(&s->lock);
+	return t;
+}
+
 static void *zks_supervise(void *arg)
 {
 	struct zks *s = arg;
@@ -281,6 +333,7 @@ static void *zks_supervise(void *arg)
 			zkl_log(LOG_NOTICE, "reconnected to ZooKeeper");
 			s->ev.connected(s->ev.arg);
 		}
+		run_later(s, true);
 		pthread_mutex_lock(&s->lock);
 	}
 	pthread_mutex_unlock(&s->lock);
@@ -361,6 +414,10 @@ void zks_close(struct zks *s)
 		pthread_mutex_unlock(&s->lock);
 		pthread_join(s->supervisor, NULL);
 	}
+	pthread_mutex_lock(&s->lock);
+	s->stop = true;			/* no zks_later() from here on */
+	pthread_mutex_unlock(&s->lock);
+	run_later(s, false);
 	if (s->zh && zoo_state(s->zh) == ZOO_CONNECTED_STATE) {
 		struct Stat st;
 

@@ -39,6 +39,8 @@ struct zks_events {
 	void *arg;
 };
 
+struct zks_later;
+
 struct zks {
 	pthread_rwlock_t rw;		/* zh: read to use, write to replace */
 	zhandle_t *zh;
@@ -60,6 +62,7 @@ struct zks {
 	char *connect;
 	char *auth;			/* "user:password" or NULL */
 	struct zks_events ev;
+	struct zks_later *later;	/* lock: zks_later() calls to run */
 	pthread_t supervisor;
 	bool started;
 	bool inited;			/* zks_open() ran: zks_close() has work */
@@ -86,6 +89,18 @@ int zks_ensure_path(struct zks *s, const char *path);
 
 /* zks_session_id() - the current session's id (0 before connected). */
 int64_t zks_session_id(struct zks *s);
+
+/*
+ * zks_later() - run @fn(@arg, true) on the supervisor's thread at its next
+ * look (within a tenth of the session timeout, at most 1 s), to redo a
+ * request that met a connection loss; or @fn(@arg, false) from zks_close(),
+ * if the session closes first.  Any thread, never blocks.
+ * Return: 0; -ESHUTDOWN (closing) or -ENOMEM, and then @fn never runs.
+ */
+int zks_later(struct zks *s, void (*fn)(void *arg, bool go), void *arg);
+
+/* zks_timeout_ms() - the session timeout the server gave (else asked for). */
+int zks_timeout_ms(struct zks *s);
 
 /*
  * zks_close() - stop the supervisor and close the session: the server

@@ -374,6 +374,50 @@ def test_short_partition_keeps_locks_and_waiters(proxy, mount, zkc, request,
     assert not log_has(P, r"lost"), P.log_tail()
 
 
+def test_reads_in_flight_when_the_connection_breaks_are_sent_again(
+        proxy, mount, request):
+    """A stat, a listing and an xattr read whose replies were on their way
+    when the connection broke (a reset; the server restarting) failed with
+    EIO. They are sent again once the session is back (within a session
+    timeout), and answered."""
+    timeout_ms = 4000
+    px = proxy()
+    P = mount(connect=px.hostport, session_timeout=timeout_ms)
+    D = mount(session_timeout=timeout_ms)
+    os.mkdir(D.p("L"))              # made on the other host: P must ask
+    got = {}
+
+    def run(name, fn):
+        try:
+            got[name] = ("ok", fn())
+        except OSError as e:
+            got[name] = ("error", errno.errorcode.get(e.errno, e.errno))
+
+    def count(op):
+        return sum(c.count(op) for c in px.ops())
+
+    GETDATA, GETCHILDREN = 4, 8
+    n_get, n_list = count(GETDATA), count(GETCHILDREN)
+    px.blackhole(faultproxy.DOWN)   # requests reach the server, replies wait
+    threads = [threading.Thread(target=run, args=a, daemon=True) for a in (
+        ("stat", lambda: os.stat(P.p("L")).st_ino != 0),
+        ("listdir", lambda: os.listdir(P.path)),
+        ("holders", lambda: os.getxattr(P.path, harness.XATTR_HOLDERS)))]
+    for t in threads:
+        t.start()
+    wait_for(lambda: count(GETDATA) > n_get and count(GETCHILDREN) >= n_list + 2,
+             10, "the three requests sent (ops seen: %r)" % px.ops())
+    t0 = time.monotonic()
+    px.close_all()                  # their replies are lost with it
+    px.heal()
+    for t in threads:
+        t.join(timeout_ms / 1000.0 + 10)
+    fig(request, "stat, listdir, getxattr in flight at a connection reset -> "
+        "answered %.2f s after it" % (time.monotonic() - t0))
+    assert got == {"stat": ("ok", True), "listdir": ("ok", ["L"]),
+                   "holders": ("ok", b"")}, got
+
+
 # ---------------------------------------------------------------------------
 # 4. a long partition: the holder's lock is lost, the mount recovers alone
 # ---------------------------------------------------------------------------

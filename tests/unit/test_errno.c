@@ -36,6 +36,14 @@ static void test_unknown_outcome(void **state)
 	assert_false(zk_rc_unknown(ZOK));
 	assert_false(zk_rc_unknown(ZNONODE));
 	assert_false(zk_rc_unknown(ZSESSIONEXPIRED));
+	/* a read may be sent again: the session was away, nothing was said */
+	assert_true(zk_rc_transient(ZCONNECTIONLOSS));
+	assert_true(zk_rc_transient(ZSESSIONEXPIRED));
+	assert_true(zk_rc_transient(ZINVALIDSTATE));
+	assert_true(zk_rc_transient(ZCLOSING));
+	assert_false(zk_rc_transient(ZNONODE));
+	assert_false(zk_rc_transient(ZNOAUTH));
+	assert_false(zk_rc_transient(ZOK));
 }
 
 int main(void)
