@@ -220,7 +220,7 @@ void node_drop_lock(struct zklfs *fs, struct node *n)
 		node_free(n);
 }
 
-static uint64_t now_ms(void)
+uint64_t zklfs_now_ms(void)
 {
 	struct timespec ts;
 
@@ -262,7 +262,7 @@ void lsc_busy(struct zklfs *fs, const char *dir)
 	pthread_mutex_lock(&fs->lock);
 	l = lsc_slot_locked(fs, dir, true);
 	if (l)
-		l->busy_until_ms = now_ms() + ZKLFS_LSC_TTL_MS;
+		l->busy_until_ms = zklfs_now_ms() + ZKLFS_LSC_TTL_MS;
 	pthread_mutex_unlock(&fs->lock);
 }
 
@@ -274,7 +274,7 @@ static int cmp_str(const void *a, const void *b)
 enum lsc_answer lsc_lookup(struct zklfs *fs, const char *dir, const char *name)
 {
 	enum lsc_answer a = LSC_UNKNOWN;
-	uint64_t now = now_ms();
+	uint64_t now = zklfs_now_ms();
 	struct lsc *l;
 
 	pthread_mutex_lock(&fs->lock);
@@ -314,7 +314,7 @@ void lsc_fill(struct zklfs *fs, const char *dir, char *const *names, int count)
 		lsc_drop_names(l);
 		l->names = v;
 		l->n = n;
-		l->fresh_until_ms = now_ms() + ZKLFS_LSC_TTL_MS;
+		l->fresh_until_ms = zklfs_now_ms() + ZKLFS_LSC_TTL_MS;
 		v = NULL;
 		n = 0;
 	}

@@ -105,14 +105,6 @@ static void zop_send(struct zop *op, struct zks *zks, int (*send)(struct zop *op
 	zop_started(op, send(op));
 }
 
-static uint64_t mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
 static void zop_resend(void *arg, bool go)
 {
 	struct zop *op = arg;
@@ -131,7 +123,7 @@ static bool zop_again(struct zop *op, int rc)
 
 	if (!op->send || !zk_rc_transient(rc))
 		return false;
-	now = mono_ms();
+	now = zklfs_now_ms();
 	if (!op->deadline_ms)
 		op->deadline_ms = now + (uint64_t)zks_timeout_ms(op->zks);
 	return now < op->deadline_ms && zks_later(op->zks, zop_resend, op) == 0;
@@ -894,10 +886,12 @@ static int token_send(struct zop *op)
  * directory's (state). */
 static int xattr_list_send(struct zop *op)
 {
-	char *dir = op->attr == X_HOLDERS ? strdup(op->path) :
-		    strndup(op->path, zkn_parent_len(op->path));
+	char *dir;
 	int rc;
 
+	if (op->attr == X_HOLDERS)
+		return zks_achildren(op->zks, op->path, xattr_children_done, op);
+	dir = strndup(op->path, zkn_parent_len(op->path));
 	if (!dir)
 		return ZSYSTEMERROR;
 	rc = zks_achildren(op->zks, dir, xattr_children_done, op);
@@ -913,8 +907,7 @@ static void zklfs_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 	struct zkl_child me;
 	enum xattr x = X_NONE;
 	struct zop *op;
-	char *parent, val[64];
-	struct zks *zks;
+	char val[64];
 	struct zkl_info own;
 
 	for (size_t i = 1; i < sizeof(xattr_names) / sizeof(*xattr_names); i++)
@@ -950,15 +943,8 @@ static void zklfs_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 		return zop_send(op, zklfs_session_of(fs, op->path, false), token_send);
 	case X_HOLDERS:
 		return zop_send(op, zklfs_session(fs, op->path), xattr_list_send);
-	case X_STATE:
-		parent = strndup(op->path, zkn_parent_len(op->path));
-		if (!parent) {
-			fuse_reply_err(req, ENOMEM);
-			return zop_free(op);
-		}
-		zks = zklfs_session(fs, parent);
-		free(parent);
-		return zop_send(op, zks, xattr_list_send);
+	case X_STATE:			/* the entry's directory's session */
+		return zop_send(op, zklfs_session_of(fs, op->path, false), xattr_list_send);
 	default:
 		break;
 	}

@@ -199,6 +199,9 @@ char *zklfs_node_path(struct zklfs *fs, struct node *n);
 int zklfs_nodes_init(struct zklfs *fs);
 void zklfs_nodes_free(struct zklfs *fs);
 
+/* zklfs_now_ms() - CLOCK_MONOTONIC in milliseconds. */
+uint64_t zklfs_now_ms(void);
+
 /* node_of() - the node of an inode number the kernel gave us. */
 struct node *node_of(struct zklfs *fs, fuse_ino_t ino);
 

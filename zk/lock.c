@@ -1133,7 +1133,7 @@ static void on_expired_step(struct zkl_waiter *w)
 	 * outcome is unknown (S_RESOLVE: the connected event finds it; a
 	 * create made afresh would leave it there for good).
 	 */
-	if (w->gen == zks_generation(w->e->zks) && w->stall != S_CREATE)
+	if (!stale_locked(w) && w->stall != S_CREATE)
 		return;
 	unstall_locked(w);
 	w->deleting = true;

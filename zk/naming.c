@@ -138,6 +138,7 @@ static bool reads_back(const char *name, const char *marker, int32_t seq,
 int zkn_check_entry_name(const char *name, enum zkl_naming scheme,
 			 enum zkl_kind kind)
 {
+	static const int32_t seqs[] = { 0, INT32_MIN };	/* both number forms */
 	int err = zkn_check_name(name);
 
 	if (err)
@@ -147,9 +148,9 @@ int zkn_check_entry_name(const char *name, enum zkl_naming scheme,
 		return -ENAMETOOLONG;
 	/* every client must read our entry back as what it is, of either kind */
 	for (int k = ZKL_EXCLUSIVE; k <= ZKL_SHARED; k++)
-		for (int i = 0; i < 2; i++)
+		for (size_t i = 0; i < sizeof(seqs) / sizeof(*seqs); i++)
 			if (!reads_back(name, zkn_marker(scheme, (enum zkl_kind)k),
-					i ? INT32_MIN : 0, (enum zkl_kind)k))
+					seqs[i], (enum zkl_kind)k))
 				return -EINVAL;
 	return 0;
 }

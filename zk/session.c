@@ -407,16 +407,12 @@ void zks_close(struct zks *s)
 	if (!s->inited)
 		return;
 	s->inited = false;
-	if (s->started) {
-		pthread_mutex_lock(&s->lock);
-		s->stop = true;
-		pthread_cond_broadcast(&s->cond);
-		pthread_mutex_unlock(&s->lock);
-		pthread_join(s->supervisor, NULL);
-	}
 	pthread_mutex_lock(&s->lock);
-	s->stop = true;			/* no zks_later() from here on */
+	s->stop = true;			/* the supervisor ends; no zks_later() */
+	pthread_cond_broadcast(&s->cond);
 	pthread_mutex_unlock(&s->lock);
+	if (s->started)
+		pthread_join(s->supervisor, NULL);
 	run_later(s, false);
 	if (s->zh && zoo_state(s->zh) == ZOO_CONNECTED_STATE) {
 		struct Stat st;
