@@ -7,8 +7,10 @@ MOUNTDIR ?= /sbin
 UNITDIR ?= /etc/systemd/system
 BUILD   ?= build
 
-FUSE_CFLAGS := $(shell pkg-config --cflags fuse3 2>/dev/null)
-FUSE_LIBS   := $(shell pkg-config --libs fuse3 2>/dev/null || echo -lfuse3)
+# Asked when a recipe runs, not when this file is read: on a fresh machine
+# `make run` installs libfuse3-dev (deps) only after make has read it.
+FUSE_CFLAGS = $(shell pkg-config --cflags fuse3 2>/dev/null)
+FUSE_LIBS   = $(shell pkg-config --libs fuse3 2>/dev/null || echo -lfuse3)
 
 WARN     = -std=c11 -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes
 CPPFLAGS = -I. -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 -DTHREADED $(FUSE_CFLAGS)
@@ -17,7 +19,7 @@ LDLIBS   = $(FUSE_LIBS) -lzookeeper_mt -lpthread
 SAN      = -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 
 ZK_SRC   = zk/naming.c zk/grant.c zk/errno.c zk/log.c zk/session.c zk/lock.c
-FS_SRC   = fs/opts.c fs/node.c fs/attr.c fs/ops.c fs/lockops.c fs/slots.c fs/pool.c fs/main.c
+FS_SRC   = fs/opts.c fs/node.c fs/attr.c fs/ops.c fs/lockops.c fs/flock.c fs/slots.c fs/pool.c fs/main.c
 SRC      = $(ZK_SRC) $(FS_SRC)
 HDR      = $(wildcard zk/*.h fs/*.h)
 
@@ -79,7 +81,13 @@ check-asan: $(BUILD)/asan/zklockfs $(BUILD)/asan/zklock
 	  LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp:print_suppressions=0 \
 	  /usr/bin/python3 -m pytest tests/integration
 
-run: deps $(BUILD)/zklockfs
+# With `make run` or `make bench`, deps (which may install libfuse3-dev) goes
+# before any compile; a target's prerequisites alone are not ordered (make -j).
+ifneq ($(filter run bench,$(MAKECMDGOALS)),)
+$(BUILD)/zklockfs $(BUILD)/zklock $(BUILD)/zkbench: | deps
+endif
+
+run: deps $(BUILD)/zklockfs $(BUILD)/zklock
 	@tools/run start
 
 stop:
