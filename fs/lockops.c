@@ -2,10 +2,12 @@
  * fs/lockops.c - taking and giving back a lock.
  *
  * open(O_CREAT) of a new NAME reaches us as MKNOD, under the directory's
- * lock, then OPEN, outside it (we have no create op, see NOTES.md).  MKNOD
- * answers at once with a fresh lock node and touches no ZooKeeper, so
+ * lock, then OPEN, outside it (we have no create op, see docs/DESIGN.md).
+ * MKNOD answers at once with a fresh lock node and touches no ZooKeeper, so
  * mknod(2) alone leaves nothing behind; OPEN enqueues and is answered later,
- * from the engine's done callback, when the lock is granted or refused.
+ * from the engine's done callback, when the lock is granted or refused.  A
+ * flock(2)/fcntl(2) request on the holder's descriptor (fs/flock.c) that
+ * must enqueue anew is answered the same way.
  */
 #include "fs/zklockfs.h"
 
@@ -94,7 +96,7 @@ static pid_t thread_group(pid_t tid)
 	return t ? (pid_t)atoi(t + 6) : tid;
 }
 
-/* The holder lines of a new entry (SPEC: host, pid, uid, cmd, since, mount). */
+/* The holder lines of a new entry (docs/SPEC.md: host, pid, uid, cmd, since, mount). */
 static int holder_data(struct zklfs *fs, const struct fuse_ctx *ctx, char *buf,
 		       size_t size)
 {
@@ -117,8 +119,13 @@ static int holder_data(struct zklfs *fs, const struct fuse_ctx *ctx, char *buf,
 			fs->mountpoint);
 }
 
-/* Answer the OPEN of @n with @err, or with the holder's descriptor. */
-static void lock_answer(struct zklfs *fs, struct node *n, fuse_req_t req, int err)
+/*
+ * Answer the request waiting on @n with @err, or with the lock: its OPEN
+ * (the holder's descriptor), or with @lockreq a flock/fcntl request on that
+ * descriptor (0).  A refused request leaves @n holding nothing.
+ */
+static void lock_answer(struct zklfs *fs, struct node *n, fuse_req_t req,
+			bool lockreq, int err)
 {
 	struct fuse_file_info fi;
 	struct zkl_info info;
@@ -128,20 +135,24 @@ static void lock_answer(struct zklfs *fs, struct node *n, fuse_req_t req, int er
 		if (err != -EAGAIN && err != -EINTR)
 			zkl_log(LOG_WARNING, "lock '%s' in %s failed: %s", n->name,
 				n->dir, strerror(-err));
-		node_drop_lock(fs, n);
+		node_drop_lock(fs, n);		/* ends inflight */
 		fuse_reply_err(req, -err);
 		return;
 	}
 	zkl_info(n->w, &info, &path);
 	pthread_mutex_lock(&fs->lock);
+	n->inflight = false;
 	n->granted = true;
 	n->seq = info.seq;
 	n->czxid = info.czxid;
+	free(n->path);
 	n->path = path;
 	if (path)
 		node_hash_locked(fs, n);
 	fi = n->fi;
 	pthread_mutex_unlock(&fs->lock);
+	if (lockreq)
+		return (void)fuse_reply_err(req, 0);
 	fi.fh = FH_HOLDER;
 	fi.direct_io = 1;
 	fi.keep_cache = 0;
@@ -156,20 +167,22 @@ static void lock_done(struct zkl_waiter *w, int err, void *arg)
 	struct node *n = arg;
 	struct zklfs *fs = n->fs;
 	fuse_req_t req;
+	bool lockreq;
 
 	(void)w;
 	pthread_mutex_lock(&fs->lock);
-	if (!n->armed) {		/* the OPEN handler is still setting up */
+	if (!n->armed) {		/* the handler is still setting up */
 		n->have_result = true;
 		n->result = err;
 		pthread_mutex_unlock(&fs->lock);
 		return;
 	}
 	req = n->req;
+	lockreq = n->lockreq;
 	n->req = NULL;
 	pthread_mutex_unlock(&fs->lock);
 	if (req)
-		lock_answer(fs, n, req, err);
+		lock_answer(fs, n, req, lockreq, err);
 }
 
 /*
@@ -202,12 +215,16 @@ static void lock_interrupt(fuse_req_t req, void *arg)
 		node_drop_lock(fs, n);
 }
 
-static void lock_open(fuse_req_t req, struct node *n, struct fuse_file_info *fi)
+/*
+ * Enqueue @n's entry of @kind for @req (its OPEN, or with @lockreq a
+ * flock/fcntl request) and leave the answer to lock_done().  The thread
+ * that asks may not already hold or wait in that directory: EDEADLK.
+ */
+static void lock_enqueue(fuse_req_t req, struct node *n, enum zkl_kind kind,
+			 int flags, bool lockreq)
 {
 	struct zklfs *fs = n->fs;
 	const struct fuse_ctx *ctx = fuse_req_ctx(req);
-	enum zkl_kind kind = (fi->flags & O_ACCMODE) == O_RDONLY ? ZKL_SHARED : ZKL_EXCLUSIVE;
-	int flags = (fi->flags & O_NONBLOCK) ? ZKL_NONBLOCK : 0;
 	struct zkl_waiter *w = NULL;
 	char data[1024];
 	fuse_req_t late = NULL;
@@ -222,7 +239,7 @@ static void lock_open(fuse_req_t req, struct node *n, struct fuse_file_info *fi)
 	pthread_mutex_lock(&fs->lock);
 	l = ctx->pid ? fs->locks[(unsigned)ctx->pid % ZKLFS_TID_BUCKETS] : NULL;
 	for (; l; l = l->lnext)
-		if (l->tid == ctx->pid && strcmp(l->dir, n->dir) == 0)
+		if (l->tid == ctx->pid && l != n && strcmp(l->dir, n->dir) == 0)
 			break;
 	pthread_mutex_unlock(&fs->lock);
 	if (l) {
@@ -235,14 +252,19 @@ static void lock_open(fuse_req_t req, struct node *n, struct fuse_file_info *fi)
 		len = sizeof(data) - 1;
 	pthread_mutex_lock(&fs->lock);
 	n->tid = ctx->pid;
-	n->fi = *fi;
+	n->pid = thread_group(ctx->pid);
+	n->kind = kind;
 	n->req = req;
+	n->lockreq = lockreq;
+	n->inflight = true;
+	n->armed = n->have_result = false;
 	pthread_mutex_unlock(&fs->lock);
 	err = zkl_enqueue(zklfs_engine(fs, n->dir), n->dir, n->name, kind, flags,
 			  data, len, lock_done, n, &w);
 	if (err) {
 		pthread_mutex_lock(&fs->lock);
 		n->req = NULL;
+		n->inflight = false;
 		pthread_mutex_unlock(&fs->lock);
 		zkl_log(LOG_WARNING, "lock '%s' in %s: %s", n->name, n->dir, strerror(-err));
 		return (void)fuse_reply_err(req, -err);
@@ -251,6 +273,7 @@ static void lock_open(fuse_req_t req, struct node *n, struct fuse_file_info *fi)
 	n->w = w;
 	head = &fs->locks[(unsigned)n->tid % ZKLFS_TID_BUCKETS];
 	n->lnext = *head;
+	n->lprev = NULL;
 	if (*head)
 		(*head)->lprev = n;
 	*head = n;
@@ -265,7 +288,37 @@ static void lock_open(fuse_req_t req, struct node *n, struct fuse_file_info *fi)
 	}
 	pthread_mutex_unlock(&fs->lock);
 	if (late)
-		lock_answer(fs, n, late, result);
+		lock_answer(fs, n, late, lockreq, result);
+}
+
+static void lock_open(fuse_req_t req, struct node *n, struct fuse_file_info *fi)
+{
+	enum zkl_kind kind = (fi->flags & O_ACCMODE) == O_RDONLY ? ZKL_SHARED : ZKL_EXCLUSIVE;
+
+	pthread_mutex_lock(&n->fs->lock);
+	n->fi = *fi;
+	pthread_mutex_unlock(&n->fs->lock);
+	lock_enqueue(req, n, kind, (fi->flags & O_NONBLOCK) ? ZKL_NONBLOCK : 0, false);
+}
+
+void zklfs_lock_request(fuse_req_t req, struct node *n, enum zkl_kind kind,
+			int flags)
+{
+	lock_enqueue(req, n, kind, flags, true);
+}
+
+void zklfs_lock_giveback(struct zklfs *fs, struct node *n)
+{
+	pthread_mutex_lock(&fs->lock);
+	if (n->path && n->hashed)
+		node_unhash_path_locked(fs, n->path);
+	free(n->path);
+	n->path = NULL;
+	n->granted = n->lost = false;
+	n->seq = 0;
+	n->czxid = 0;
+	pthread_mutex_unlock(&fs->lock);
+	node_drop_lock(fs, n);
 }
 
 void zklfs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)

@@ -201,6 +201,7 @@ void node_drop_lock(struct zklfs *fs, struct node *n)
 	}
 	w = n->w;
 	n->w = NULL;
+	n->inflight = false;
 	if (w) {
 		if (n->lprev)
 			n->lprev->lnext = n->lnext;

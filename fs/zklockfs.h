@@ -46,8 +46,15 @@ struct node {
 	char *name;			/* the NAME asked for */
 	struct zkl_waiter *w;		/* our place in the queue, until RELEASE */
 	fuse_req_t req;			/* the OPEN waiting for the grant */
+	bool lockreq;			/* req is a flock/fcntl lock request
+					   on the holder's descriptor, not
+					   the OPEN */
+	bool inflight;			/* a request waits on w, until its
+					   answer has set the node's state */
 	struct fuse_file_info fi;	/* copied from that OPEN */
+	enum zkl_kind kind;		/* of w */
 	pid_t tid;			/* the thread that asked (EDEADLK) */
+	pid_t pid;			/* its process (F_GETLK) */
 	uid_t uid;
 	bool armed;			/* interrupt handler registered */
 	bool intr_busy;			/* lock_interrupt() is using w */
@@ -177,6 +184,22 @@ void zklfs_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
 void zklfs_poll(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 		struct fuse_pollhandle *ph);
 
+/*
+ * zklfs_lock_request() - a flock(2)/fcntl(2) lock request @req on the
+ * holder's descriptor of @n, which holds no waiter (zklfs_lock_giveback()
+ * first): enqueue an entry of @kind (@flags: ZKL_NONBLOCK) and answer @req
+ * later, 0 once it is granted or an errno.  FUSE thread.
+ */
+void zklfs_lock_request(fuse_req_t req, struct node *n, enum zkl_kind kind,
+			int flags);
+
+/*
+ * zklfs_lock_giveback() - the holder's descriptor of @n gives its lock back
+ * (LOCK_UN, or before a conversion) and stays open: its entry is deleted
+ * and forgotten, and it holds nothing.  FUSE thread, without fs->lock.
+ */
+void zklfs_lock_giveback(struct zklfs *fs, struct node *n);
+
 /* zklfs_lock_lost() - the engine's lost callback (see zkl_lost_fn). */
 void zklfs_lock_lost(struct zkl_waiter *w, void *arg);
 
@@ -192,6 +215,15 @@ bool zklfs_own_state(struct zklfs *fs, struct node *n, struct zkl_info *info);
 
 /* zklfs_node_path() - a malloc'ed copy of @n's znode path, or NULL. */
 char *zklfs_node_path(struct zklfs *fs, struct node *n);
+
+/* fs/flock.c: flock(2) and fcntl(2) record locks on entries ------------- */
+
+void zklfs_flock(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
+		 int op);
+void zklfs_getlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
+		 struct flock *lock);
+void zklfs_setlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
+		 struct flock *lock, int sleep);
 
 /* fs/node.c ------------------------------------------------------------- */
 

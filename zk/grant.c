@@ -57,6 +57,23 @@ size_t zkl_holders(const struct zkl_child *kids, size_t n,
 	return count;
 }
 
+const struct zkl_child *zkl_blocker(const struct zkl_child *kids, size_t n,
+				    enum zkl_kind kind, bool has_own,
+				    int32_t own)
+{
+	const struct zkl_child *first = NULL;
+
+	for (size_t i = 0; i < n; i++) {
+		if (has_own && kids[i].seq == own)
+			continue;
+		if (kind == ZKL_SHARED && kids[i].kind == ZKL_SHARED)
+			continue;
+		if (!first || zkn_seq_cmp(kids[i].seq, first->seq) < 0)
+			first = &kids[i];
+	}
+	return first;
+}
+
 const struct zkl_child *zkl_lowest(const struct zkl_child *kids, size_t n)
 {
 	const struct zkl_child *low = n ? &kids[0] : NULL;

@@ -53,6 +53,18 @@ struct zkl_child *zkl_parse_children(char *const *names, int count, size_t *n);
  */
 const struct zkl_child *zkl_lowest(const struct zkl_child *kids, size_t n);
 
+/*
+ * zkl_blocker() - F_GETLK's question: would an entry of @kind enqueued now
+ * (behind every one of @kids) have to wait?  The entry @own (if @has_own)
+ * is left out: it is the asker's own, which is given back before a
+ * conversion enqueues.  Return: NULL if it would be granted at once, else
+ * the first entry in queue order that it would wait for (for an exclusive
+ * entry, the lowest of all; for a shared one, the lowest exclusive one).
+ */
+const struct zkl_child *zkl_blocker(const struct zkl_child *kids, size_t n,
+				    enum zkl_kind kind, bool has_own,
+				    int32_t own);
+
 /* zkl_sort() - sort @kids in queue order (ascending serial order). */
 void zkl_sort(struct zkl_child *kids, size_t n);
 

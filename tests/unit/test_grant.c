@@ -208,6 +208,32 @@ static void test_walk_across_counter_wrap(void **state)
 	assert_int_equal(zkl_walk_decide(&wk, 5, ZKL_EXCLUSIVE, &watch), ZKL_MISSING);
 }
 
+/* F_GETLK: what a new entry would wait for, the asker's own left out */
+static void test_blocker_of_a_new_exclusive_is_the_first_entry(void **state)
+{
+	struct zkl_child kids[] = { SHARED(5), EXCL(7), SHARED(4) };
+
+	(void)state;
+	assert_int_equal(zkl_blocker(kids, 3, ZKL_EXCLUSIVE, false, 0)->seq, 4);
+	assert_int_equal(zkl_blocker(kids, 3, ZKL_EXCLUSIVE, true, 4)->seq, 5);
+	assert_null(zkl_blocker(kids, 1, ZKL_EXCLUSIVE, true, 5));
+	assert_null(zkl_blocker(kids, 0, ZKL_EXCLUSIVE, false, 0));
+}
+
+static void test_blocker_of_a_new_shared_is_the_first_exclusive(void **state)
+{
+	struct zkl_child kids[] = { SHARED(1), EXCL(3), SHARED(2), EXCL(-2147483647 - 1),
+				    EXCL(2147483647) };
+
+	(void)state;
+	assert_null(zkl_blocker(kids, 1, ZKL_SHARED, false, 0));
+	assert_int_equal(zkl_blocker(kids, 3, ZKL_SHARED, false, 0)->seq, 3);
+	/* its own exclusive entry converting to shared blocks nothing */
+	assert_null(zkl_blocker(kids, 3, ZKL_SHARED, true, 3));
+	/* across the wrap, 2147483647 comes before -2147483648 */
+	assert_int_equal(zkl_blocker(kids + 3, 2, ZKL_SHARED, false, 0)->seq, 2147483647);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -225,6 +251,8 @@ int main(void)
 		cmocka_unit_test(test_walk_agrees_with_decide),
 		cmocka_unit_test(test_lowest),
 		cmocka_unit_test(test_walk_across_counter_wrap),
+		cmocka_unit_test(test_blocker_of_a_new_exclusive_is_the_first_entry),
+		cmocka_unit_test(test_blocker_of_a_new_shared_is_the_first_exclusive),
 	};
 
 	return cmocka_run_group_tests_name("grant", tests, NULL, NULL);

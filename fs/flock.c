@@ -1,0 +1,262 @@
+/*
+ * fs/flock.c - flock(2) and fcntl(2) record locks on entries.
+ *
+ * The kernel keeps such locks to itself unless the filesystem takes them
+ * (FUSE_SETLK, FUSE_SETLKW, FUSE_GETLK): then a lock that only this host
+ * sees could be handed out, as util-linux flock(1) got, opening its file
+ * O_RDONLY|O_CREAT (a shared entry) and then asking for LOCK_EX.  So a
+ * whole-file lock on the holder's descriptor of an entry acts on that
+ * entry, the lock every host and client sees:
+ *
+ *   held kind asked for      nothing to do: 0 at once
+ *   the other kind           give the entry back, enqueue one of that kind
+ *                            (not atomic, as flock(2) allows), answer on
+ *                            the grant; LOCK_NB/F_SETLK: EAGAIN if it is
+ *                            not granted at once, the descriptor then
+ *                            holding nothing
+ *   LOCK_UN/F_UNLCK          give the entry back; the descriptor stays
+ *                            open, holding nothing, and a later request
+ *                            enqueues anew
+ *
+ * A lock belongs to the open file description, whichever call took it
+ * (as flock(2) and F_OFD_SETLK locks do): fcntl(2) locks are neither
+ * dropped at the close() of one copy nor kept apart between processes
+ * that share the descriptor.  A record lock on part of the file is EINVAL;
+ * a descriptor that did not take its entry (opened without O_CREAT) can
+ * carry no lock: ENOLCK.  F_GETLK answers from a listing of the directory.
+ *
+ * Directories: the kernel never asks a FUSE filesystem about locks on a
+ * directory, so flock(2) on a lock directory stays local to this host.
+ *
+ * Threads: the handlers run on the FUSE thread; a lock request is answered
+ * by fs/lockops.c from the engine's done callback, F_GETLK from ZooKeeper
+ * completions.
+ */
+#include "fs/zklockfs.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+
+#include "zk/errno.h"
+#include "zk/grant.h"
+#include "zk/log.h"
+
+/* The kernel's largest pid (PID_MAX_LIMIT). */
+#define ZKLFS_PID_MAX (4 * 1024 * 1024)
+
+/* libfuse gives a whole-file lock as l_start 0, l_len 0 (to the end). */
+static bool whole_file(const struct flock *lk)
+{
+	return lk->l_start == 0 && lk->l_len == 0;
+}
+
+/* Is @fi the descriptor that took @n's entry (and so may lock it)? */
+static bool holder_fd(struct node *n, const struct fuse_file_info *fi)
+{
+	return n->type == NODE_PENDING && fi && fi->fh == FH_HOLDER;
+}
+
+/*
+ * LOCK_SH, LOCK_EX or LOCK_UN on the holder's descriptor of @n; with @nb
+ * fail rather than wait.
+ */
+static void lock_op(fuse_req_t req, struct node *n, int op, bool nb)
+{
+	struct zklfs *fs = n->fs;
+	enum zkl_kind want = op == LOCK_EX ? ZKL_EXCLUSIVE : ZKL_SHARED;
+	bool busy, has, holds;
+
+	pthread_mutex_lock(&fs->lock);
+	busy = n->inflight;
+	has = n->w != NULL;
+	holds = has && n->granted && !n->lost && n->kind == want;
+	pthread_mutex_unlock(&fs->lock);
+	if (busy) {
+		/*
+		 * Another process sharing this descriptor waits for its lock
+		 * right now: one request at a time per descriptor.
+		 */
+		zkl_log(LOG_NOTICE, "lock request on a descriptor that already waits: %s",
+			nb ? "EAGAIN" : "EDEADLK");
+		return (void)fuse_reply_err(req, nb ? EAGAIN : EDEADLK);
+	}
+	if (op != LOCK_UN && holds)
+		return (void)fuse_reply_err(req, 0);
+	if (has)
+		zklfs_lock_giveback(fs, n);
+	if (op == LOCK_UN)
+		return (void)fuse_reply_err(req, 0);
+	zklfs_lock_request(req, n, want, nb ? ZKL_NONBLOCK : 0);
+}
+
+/* A lock asked for on a descriptor that cannot carry one. */
+static void refuse(fuse_req_t req, int err, const char *why)
+{
+	zkl_log(LOG_NOTICE, "lock refused: %s", why);
+	fuse_reply_err(req, err);
+}
+
+void zklfs_flock(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
+		 int op)
+{
+	struct zklfs *fs = fuse_req_userdata(req);
+	struct node *n = node_of(fs, ino);
+
+	if (!holder_fd(n, fi))
+		return refuse(req, ENOLCK, "only the descriptor that took an entry locks it");
+	lock_op(req, n, op & (LOCK_SH | LOCK_EX | LOCK_UN), op & LOCK_NB);
+}
+
+void zklfs_setlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
+		 struct flock *lock, int sleep)
+{
+	struct zklfs *fs = fuse_req_userdata(req);
+	struct node *n = node_of(fs, ino);
+	int op = lock->l_type == F_WRLCK ? LOCK_EX :
+		 lock->l_type == F_RDLCK ? LOCK_SH : LOCK_UN;
+
+	if (!whole_file(lock))
+		return refuse(req, EINVAL, "a record lock on part of an entry");
+	if (!holder_fd(n, fi))
+		return refuse(req, ENOLCK, "only the descriptor that took an entry locks it");
+	lock_op(req, n, op, !sleep);
+}
+
+/* F_GETLK: a listing of the lock's directory, then maybe its blocker's data. */
+struct getlk {
+	struct zklfs *fs;
+	fuse_req_t req;
+	struct zks *zks;
+	char *dir;
+	enum zkl_kind kind;
+	bool has_own;			/* leave out the asker's own entry */
+	int32_t own;
+	struct flock lk;		/* the answer */
+};
+
+static void getlk_reply(struct getlk *op, int rc)
+{
+	if (rc == ZOK)
+		fuse_reply_lock(op->req, &op->lk);
+	else
+		fuse_reply_err(op->req, -zk_errno(rc));
+	free(op->dir);
+	free(op);
+}
+
+/* Copy the value of the line "@key..." of @data (@len bytes) to @out. */
+static bool data_line(const char *data, int len, const char *key, char *out,
+		      size_t size)
+{
+	size_t klen = strlen(key);
+
+	for (int i = 0; data && i < len;) {
+		const char *nl = memchr(data + i, '\n', (size_t)(len - i));
+		int end = nl ? (int)(nl - data) : len;
+
+		if ((size_t)(end - i) >= klen && memcmp(data + i, key, klen) == 0) {
+			snprintf(out, size, "%.*s", end - i - (int)klen, data + i + klen);
+			return true;
+		}
+		i = end + 1;
+	}
+	return false;
+}
+
+/*
+ * The blocker's data: its pid counts only if its host is ours.  The lines
+ * are information its holder wrote, never authority; a pid from another
+ * host would name some unrelated process here.
+ */
+static void getlk_data_done(int rc, const char *value, int len,
+			    const struct Stat *zs, const void *data)
+{
+	struct getlk *op = (struct getlk *)data;
+	char host[256], num[16], *end;
+	long pid;
+
+	(void)zs;
+	if (rc == ZNONODE)		/* it went meanwhile: report it anyway */
+		return getlk_reply(op, ZOK);
+	if (rc != ZOK)
+		return getlk_reply(op, rc);
+	if (data_line(value, len, "host=", host, sizeof(host)) &&
+	    strcmp(host, op->fs->host) == 0 &&
+	    data_line(value, len, "pid=", num, sizeof(num))) {
+		pid = strtol(num, &end, 10);
+		if (*num && !*end && pid > 0 && pid <= ZKLFS_PID_MAX)
+			op->lk.l_pid = (pid_t)pid;
+	}
+	getlk_reply(op, ZOK);
+}
+
+static void getlk_children_done(int rc, const struct String_vector *sv,
+				const void *data)
+{
+	struct getlk *op = (struct getlk *)data;
+	const struct zkl_child *b;
+	struct zkl_child *kids;
+	char *path;
+	size_t n;
+
+	if (rc != ZOK)
+		return getlk_reply(op, rc);
+	kids = zkl_parse_children(sv->data, sv->count, &n);
+	if (!kids)
+		return getlk_reply(op, ZSYSTEMERROR);
+	b = zkl_blocker(kids, n, op->kind, op->has_own, op->own);
+	memset(&op->lk, 0, sizeof(op->lk));
+	op->lk.l_whence = SEEK_SET;
+	op->lk.l_type = F_UNLCK;
+	if (!b) {
+		free(kids);
+		return getlk_reply(op, ZOK);
+	}
+	op->lk.l_type = b->kind == ZKL_SHARED ? F_RDLCK : F_WRLCK;
+	path = zkn_join(op->dir, b->name);
+	free(kids);
+	rc = path ? zks_aget(op->zks, path, getlk_data_done, op) : ZSYSTEMERROR;
+	free(path);
+	if (rc != ZOK)
+		getlk_reply(op, rc);
+}
+
+void zklfs_getlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
+		 struct flock *lock)
+{
+	struct zklfs *fs = fuse_req_userdata(req);
+	struct node *n = node_of(fs, ino);
+	struct getlk *op;
+	char *dir;
+	int rc;
+
+	if (!whole_file(lock))
+		return refuse(req, EINVAL, "a record lock on part of an entry");
+	if (n->type == NODE_DIR)
+		return refuse(req, ENOLCK, "a directory holds no lock entry");
+	op = calloc(1, sizeof(*op));
+	pthread_mutex_lock(&fs->lock);
+	dir = n->dir ? strdup(n->dir) : n->path ?
+	      strndup(n->path, zkn_parent_len(n->path)) : NULL;
+	if (op) {
+		op->has_own = holder_fd(n, fi) && n->w && n->granted;
+		op->own = n->seq;
+	}
+	pthread_mutex_unlock(&fs->lock);
+	if (!op || !dir) {
+		free(op);
+		free(dir);
+		return (void)fuse_reply_err(req, ENOMEM);
+	}
+	op->fs = fs;
+	op->req = req;
+	op->dir = dir;
+	op->kind = lock->l_type == F_WRLCK ? ZKL_EXCLUSIVE : ZKL_SHARED;
+	op->zks = zklfs_session(fs, dir);
+	rc = zks_achildren(op->zks, dir, getlk_children_done, op);
+	if (rc != ZOK)
+		getlk_reply(op, rc);
+}

@@ -1,0 +1,385 @@
+"""flock(2), fcntl(2) record locks and util-linux flock(1) on the mount
+(docs/SPEC.md, "flock(2), fcntl(2) and flock(1)").
+
+A whole-file lock on the holder's descriptor of an entry acts on that entry,
+the lock every host sees; never a lock that only this host's kernel keeps.
+Two mounts of one root stand in for two hosts.  Critical sections append
+"S <pid>" and "E <pid>" lines to one local log file (O_APPEND: one total
+order, no clocks); two sections overlap iff an S follows an S.
+"""
+
+import errno
+import fcntl
+import os
+import shutil
+import struct
+import subprocess
+
+import pytest
+
+import harness
+import zkclient
+from harness import GRANT_TIMEOUT, PY, entries, spawn, wait_for
+
+FLOCK = shutil.which("flock") or "/usr/bin/flock"
+INTEROP = os.path.join(harness.REPO, "tests", "interop")
+
+
+def sections(log, expect):
+    """The critical sections in `log`; fails if two overlapped or if not
+    `expect` of them completed."""
+    with open(log) as f:
+        lines = [ln.split() for ln in f if ln.strip()]
+    inside = None
+    done = 0
+    for what, who in lines:
+        if what == "S":
+            assert inside is None, "%s entered while %s held the lock:\n%s" % (
+                who, inside, "".join(" ".join(ln) + "\n" for ln in lines))
+            inside = who
+        else:
+            assert inside == who, "E %s without its S: %r" % (who, lines)
+            inside = None
+            done += 1
+    assert inside is None and done == expect, (done, expect, lines)
+    return done
+
+
+def finish(procs, timeout):
+    """Wait for every process; their exit statuses."""
+    codes = []
+    for p in procs:
+        try:
+            codes.append(p.wait(timeout))
+        except subprocess.TimeoutExpired:
+            pytest.fail("pid %d still running after %.0fs" % (p.pid, timeout))
+    return codes
+
+
+CRITICAL = 'echo "S $$" >> {log}; sleep 0.2; echo "E $$" >> {log}'
+
+
+@pytest.mark.timeout(120)
+def test_flock_command_excludes_across_mounts(mount, scratch):
+    """util-linux `flock FILE cmd` opens O_RDONLY|O_CREAT (a shared entry)
+    and asks LOCK_EX: three on each of two mounts never overlap (before
+    the fix the kernel granted LOCK_EX on each host by itself)."""
+    m1, m2 = mount(), mount()
+    os.mkdir(os.path.join(m1.path, "job"))
+    log = os.path.join(scratch, "log")
+    procs = [spawn([FLOCK, os.path.join(m.path, "job", "f"), "sh", "-c",
+                    CRITICAL.format(log=log)])
+             for m in (m1, m2, m1, m2, m1, m2)]
+    assert finish(procs, 60 * harness.SLOW) == [0] * 6
+    sections(log, 6)
+    wait_for(lambda: entries(os.path.join(m1.path, "job")) == [], GRANT_TIMEOUT,
+             "every entry gone")
+
+
+@pytest.mark.timeout(60)
+def test_flock_shared_and_nonblocking(mount, scratch):
+    """`flock -s` on two mounts hold together; `flock -n -x` beside a shared
+    holder fails at once with status 1 and leaves no entry behind."""
+    m1, m2 = mount(), mount()
+    d1 = os.path.join(m1.path, "job")
+    os.mkdir(d1)
+    held = harness.take(d1, "r", harness.SHARED)
+    marker = os.path.join(scratch, "ran")
+    r = subprocess.run([FLOCK, "-s", "-n", os.path.join(m2.path, "job", "f"),
+                        "touch", marker], timeout=GRANT_TIMEOUT)
+    assert r.returncode == 0 and os.path.exists(marker)
+    os.unlink(marker)
+    r = subprocess.run([FLOCK, "-n", os.path.join(m2.path, "job", "f"),
+                        "touch", marker], timeout=GRANT_TIMEOUT)
+    assert r.returncode == 1 and not os.path.exists(marker)
+    wait_for(lambda: entries(d1) == [held.entry], GRANT_TIMEOUT,
+             "flock's refused entry gone")
+    held.release()
+
+
+@pytest.mark.timeout(60)
+def test_flock_n_waits_in_open_behind_an_exclusive_holder(mount, scratch):
+    """What `flock -n FILE` does when its open must wait (docs/SPEC.md,
+    README): the open is a shared request and waits while an exclusive
+    entry is before it; then LOCK_EX|LOCK_NB is decided at once."""
+    m1, m2 = mount(), mount()
+    d1 = os.path.join(m1.path, "job")
+    os.mkdir(d1)
+    held = harness.take(d1, "w", harness.WRITE)
+    marker = os.path.join(scratch, "ran")
+    p = spawn([FLOCK, "-n", os.path.join(m2.path, "job", "f"), "touch", marker])
+    wait_for(lambda: len(entries(d1)) == 2, GRANT_TIMEOUT, "flock's entry")
+    waiting = [e for e in entries(d1) if e != held.entry][0]
+    assert "-read-lock-" in waiting
+    assert harness.getxattr_str(os.path.join(d1, waiting),
+                                harness.XATTR_STATE) == "waiting"
+    assert p.poll() is None
+    held.release()
+    assert finish([p], GRANT_TIMEOUT) == [0]
+    assert os.path.exists(marker)
+
+
+@pytest.mark.timeout(60)
+def test_flock_w_ends_a_conversion_that_waits(mount):
+    """`flock -w 1` behind a shared holder: its LOCK_EX waits and the timer's
+    signal interrupts it (FUSE_INTERRUPT): status 1, no entry left."""
+    m1, m2 = mount(), mount()
+    d1 = os.path.join(m1.path, "job")
+    os.mkdir(d1)
+    held = harness.take(d1, "r", harness.SHARED)
+    p = spawn([FLOCK, "-w", "1", os.path.join(m2.path, "job", "f"), "true"])
+    assert finish([p], GRANT_TIMEOUT + 1) == [1]
+    wait_for(lambda: entries(d1) == [held.entry], GRANT_TIMEOUT,
+             "flock's interrupted entry gone")
+    held.release()
+
+
+# A child that drives one descriptor with flock/lockf and reports.
+DRIVER = r'''
+import fcntl, json, os, sys, time
+cfg = json.loads(sys.argv[1])
+def log(what):
+    with open(cfg["log"], "a") as f:
+        f.write("%s %d\n" % (what, os.getpid()))
+fd = os.open(cfg["path"], cfg["flags"], 0o644)
+if cfg["how"] == "lockf":
+    fcntl.lockf(fd, fcntl.LOCK_UN)          # give back what open() took
+for i in range(cfg["n"]):
+    if cfg["how"] == "flock":
+        fcntl.flock(fd, fcntl.LOCK_EX)
+    else:
+        fcntl.lockf(fd, fcntl.LOCK_EX)
+    log("S")
+    time.sleep(0.1)
+    log("E")
+    if cfg["how"] == "flock":
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        fcntl.flock(fd, fcntl.LOCK_SH)      # and back to a shared entry
+    else:
+        fcntl.lockf(fd, fcntl.LOCK_UN)
+os.close(fd)
+'''
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("how,flags", [("flock", os.O_CREAT | os.O_RDONLY),
+                                       ("lockf", os.O_CREAT | os.O_RDWR)])
+def test_python_fcntl_excludes_across_mounts(mount, scratch, how, flags):
+    """Python's fcntl.flock (converting a shared entry) and fcntl.lockf
+    (F_SETLKW after F_UNLCK gave the open's entry back), four times in each
+    of two processes per mount: no two sections overlap."""
+    import json
+    m1, m2 = mount(), mount()
+    os.mkdir(os.path.join(m1.path, "job"))
+    log = os.path.join(scratch, "log")
+    procs = [spawn([PY, "-c", DRIVER, json.dumps(
+        {"path": os.path.join(m.path, "job", "p"), "flags": flags,
+         "how": how, "n": 4, "log": log})], stderr=subprocess.PIPE)
+        for m in (m1, m2, m1, m2)]
+    codes = finish(procs, 90 * harness.SLOW)
+    assert codes == [0] * 4, [p.stderr.read() for p in procs]
+    sections(log, 16)
+
+
+def open_nb_ok(path, flags):
+    return os.open(path, flags | os.O_NONBLOCK)
+
+
+def kinds(d):
+    return [harness.parse_entry(e)[1] for e in entries(d)]
+
+
+def test_flock_converts_gives_back_and_enqueues_anew(mount):
+    """On one descriptor: LOCK_EX converts its shared entry, LOCK_SH converts
+    back, the kind held is 0 at once, LOCK_UN deletes the entry while the
+    descriptor stays open, and a later LOCK_EX enqueues anew."""
+    m = mount()
+    d = os.path.join(m.path, "job")
+    os.mkdir(d)
+    fd = os.open(os.path.join(d, "p"), os.O_CREAT | os.O_RDONLY)
+    try:
+        assert kinds(d) == ["-read-lock-"]
+        first = harness.seq_of(entries(d)[0])
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        assert kinds(d) == ["-lock-"]
+        assert os.getxattr(fd, harness.XATTR_STATE) == b"held"
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)      # held: at once
+        assert kinds(d) == ["-lock-"]
+        fcntl.flock(fd, fcntl.LOCK_SH)
+        assert kinds(d) == ["-read-lock-"]
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        assert entries(d) == []
+        fcntl.flock(fd, fcntl.LOCK_UN)                      # nothing: fine
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        assert kinds(d) == ["-lock-"]
+        assert harness.seq_of(entries(d)[0]) > first
+        token = os.getxattr(fd, harness.XATTR_TOKEN).split()
+        assert int(token[1]) == harness.seq_of(entries(d)[0])
+    finally:
+        os.close(fd)
+    wait_for(lambda: entries(d) == [], GRANT_TIMEOUT, "entry gone at close")
+
+
+def test_nonblocking_requests_fail_and_hold_nothing(mount):
+    """LOCK_EX|LOCK_NB (flock) and F_SETLK (lockf) beside a holder on another
+    mount: EWOULDBLOCK/EAGAIN at once, and the descriptor then holds
+    nothing (its entry is gone); a shared F_SETLK beside it is granted."""
+    m1, m2 = mount(), mount()
+    d1 = os.path.join(m1.path, "job")
+    os.mkdir(d1)
+    d2 = os.path.join(m2.path, "job")
+    rw = os.open(os.path.join(d2, "w"), os.O_CREAT | os.O_RDWR)
+    fcntl.lockf(rw, fcntl.LOCK_UN)
+    wait_for(lambda: entries(d1) == [], GRANT_TIMEOUT, "F_UNLCK's delete")
+    other = harness.take(d1, "r", harness.SHARED)
+    ro = os.open(os.path.join(d2, "p"), os.O_CREAT | os.O_RDONLY)
+    try:
+        assert len(entries(d1)) == 2
+        # the refused entry's delete follows the answer, on m2's session:
+        # m1's listing may come a moment before it
+        alone = (lambda: entries(d1) == [other.entry])
+        with pytest.raises(BlockingIOError):
+            fcntl.flock(ro, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        wait_for(alone, GRANT_TIMEOUT, "the refused entry gone")
+        with pytest.raises(BlockingIOError):
+            fcntl.lockf(rw, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        wait_for(alone, GRANT_TIMEOUT, "the refused entry gone")
+        fcntl.lockf(rw, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        assert kinds(d1) == ["-read-lock-", "-read-lock-"]
+    finally:
+        os.close(ro)
+        os.close(rw)
+    other.release()
+    wait_for(lambda: entries(d1) == [], GRANT_TIMEOUT, "every entry gone")
+
+
+def test_record_lock_on_part_of_an_entry_is_einval(mount):
+    m = mount()
+    d = os.path.join(m.path, "job")
+    os.mkdir(d)
+    fd = os.open(os.path.join(d, "p"), os.O_CREAT | os.O_RDWR)
+    try:
+        for length, start in ((10, 0), (0, 5), (1, 1)):
+            with pytest.raises(OSError) as e:
+                fcntl.lockf(fd, fcntl.LOCK_SH, length, start)
+            assert e.value.errno == errno.EINVAL
+            with pytest.raises(OSError) as e:
+                getlk(fd, fcntl.F_WRLCK, start, length)
+            assert e.value.errno == errno.EINVAL
+        assert kinds(d) == ["-lock-"]               # still held
+        assert getlk(fd, fcntl.F_WRLCK)[0] == fcntl.F_UNLCK
+    finally:
+        os.close(fd)
+
+
+def test_lock_on_a_descriptor_that_took_no_entry_is_enolck(mount):
+    """An entry opened by its name without O_CREAT (cat) carries no lock:
+    flock and F_SETLK on it are ENOLCK, never a host-local lock."""
+    m = mount()
+    d = os.path.join(m.path, "job")
+    os.mkdir(d)
+    held = harness.take(d, "w", harness.WRITE)
+    fd = os.open(os.path.join(d, held.entry), os.O_RDONLY)
+    try:
+        for call in (lambda: fcntl.flock(fd, fcntl.LOCK_SH),
+                     lambda: fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB),
+                     lambda: fcntl.lockf(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)):
+            with pytest.raises(OSError) as e:
+                call()
+            assert e.value.errno == errno.ENOLCK
+        assert entries(d) == [held.entry]
+    finally:
+        os.close(fd)
+    held.release()
+
+
+FLOCK_FMT = "hhqqi4x"           # struct flock on x86_64 / aarch64
+
+
+def getlk(fd, ltype, start=0, length=0):
+    """F_GETLK: (l_type, l_pid)."""
+    arg = struct.pack(FLOCK_FMT, ltype, os.SEEK_SET, start, length, 0)
+    t, _, _, _, pid = struct.unpack(FLOCK_FMT, fcntl.fcntl(fd, fcntl.F_GETLK, arg))
+    return t, pid
+
+
+def test_getlk_names_the_blocker_and_its_pid_on_this_host(mount, zkc):
+    """F_GETLK: F_UNLCK when the lock could be taken now; else the kind of
+    the first entry it would wait for and, when that holder is on this
+    host (another mount here too), its pid; 0 for another client's."""
+    m1, m2 = mount(), mount()
+    d1 = os.path.join(m1.path, "job")
+    os.mkdir(d1)
+    d2 = os.path.join(m2.path, "job")
+    reader = harness.take(d1, "r", harness.SHARED)
+    fd = os.open(os.path.join(d2, "p"), os.O_CREAT | os.O_RDONLY)
+    try:
+        assert getlk(fd, fcntl.F_RDLCK) == (fcntl.F_UNLCK, 0)
+        assert getlk(fd, fcntl.F_WRLCK) == (fcntl.F_RDLCK, reader.pid)
+        plain = os.open(os.path.join(d1, reader.entry), os.O_RDONLY)
+        try:
+            assert getlk(plain, fcntl.F_WRLCK)[0] == fcntl.F_RDLCK
+        finally:
+            os.close(plain)
+        reader.release()
+        wait_for(lambda: len(entries(d1)) == 1, GRANT_TIMEOUT, "reader gone")
+        assert getlk(fd, fcntl.F_WRLCK) == (fcntl.F_UNLCK, 0)   # only its own
+        zkc.create(m1.zkpath("job/foreign-lock-"), b"host=elsewhere\npid=1\n",
+                   mode=zkclient.EPHEMERAL_SEQUENTIAL)
+        assert getlk(fd, fcntl.F_WRLCK) == (fcntl.F_WRLCK, 0)
+    finally:
+        os.close(fd)
+
+
+@pytest.fixture(scope="session")
+def channel_lock_cp(tmp_path_factory):
+    """tests/interop/ChannelLock.java, compiled once per session."""
+    javac = shutil.which("javac")
+    java = harness.JAVA if os.access(harness.JAVA, os.X_OK) else shutil.which("java")
+    if not javac or not java:
+        pytest.skip("no JDK (javac/java not found); install default-jdk-headless")
+    out = str(tmp_path_factory.mktemp("channel-lock"))
+    r = subprocess.run([javac, "-nowarn", "-d", out,
+                        os.path.join(INTEROP, "ChannelLock.java")],
+                       capture_output=True, timeout=120)
+    assert r.returncode == 0, r.stderr.decode("utf-8", "replace")
+    return java, out
+
+
+@pytest.mark.timeout(180)
+def test_java_filechannel_lock_excludes_across_mounts(mount, scratch,
+                                                      channel_lock_cp):
+    """Java's FileChannel.lock()/release() (fcntl F_SETLKW/F_UNLCK, whole
+    file), three sections in each of two JVMs per mount: none overlap."""
+    java, cp = channel_lock_cp
+    m1, m2 = mount(), mount()
+    os.mkdir(os.path.join(m1.path, "job"))
+    log = os.path.join(scratch, "log")
+    procs = [spawn([java, "-Xshare:auto", "-XX:TieredStopAtLevel=1", "-cp", cp,
+                    "ChannelLock", os.path.join(m.path, "job", "j"), "3", log],
+                   stdin=subprocess.DEVNULL, stderr=subprocess.PIPE)
+             for m in (m1, m2, m1, m2)]
+    codes = finish(procs, 150 * harness.SLOW)
+    assert codes == [0] * 4, [p.stderr.read() for p in procs]
+    sections(log, 12)
+
+
+@pytest.mark.timeout(90)
+def test_java_release_gives_the_lock_back_while_the_channel_is_open(
+        mount, scratch, channel_lock_cp):
+    """FileLock.release() is F_UNLCK: another host takes the lock while the
+    JVM still has the channel open (before, the lock lasted until close)."""
+    java, cp = channel_lock_cp
+    m1, m2 = mount(), mount()
+    d1 = os.path.join(m1.path, "job")
+    os.mkdir(d1)
+    p = spawn([java, "-cp", cp, "ChannelLock", os.path.join(d1, "j"), "1",
+               os.path.join(scratch, "log")],
+              stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    line = harness.Lines(p.stdout).readline(60 * harness.SLOW)
+    assert line == "released", (line, p.stderr.read() if p.poll() is not None else "")
+    other = harness.take(os.path.join(m2.path, "job"), "w", harness.WRITE)
+    assert p.poll() is None
+    p.stdin.close()
+    assert finish([p], GRANT_TIMEOUT) == [0]
+    other.release()
