@@ -317,6 +317,7 @@ void zklfs_lock_giveback(struct zklfs *fs, struct node *n)
 	n->granted = n->lost = false;
 	n->seq = 0;
 	n->czxid = 0;
+	n->wlen = 0;			/* a new entry starts with new data */
 	pthread_mutex_unlock(&fs->lock);
 	node_drop_lock(fs, n);
 }
@@ -392,6 +393,18 @@ bool zklfs_holder_lost(struct zklfs *fs, struct node *n, struct fuse_file_info *
 	lost = n->lost;
 	pthread_mutex_unlock(&fs->lock);
 	return lost;
+}
+
+bool zklfs_holder_idle(struct zklfs *fs, struct node *n, struct fuse_file_info *fi)
+{
+	bool idle;
+
+	if (!fi || fi->fh != FH_HOLDER)
+		return false;
+	pthread_mutex_lock(&fs->lock);
+	idle = !n->granted || !n->path;
+	pthread_mutex_unlock(&fs->lock);
+	return idle;
 }
 
 bool zklfs_own_state(struct zklfs *fs, struct node *n, struct zkl_info *info)
@@ -486,6 +499,8 @@ void zklfs_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
 		return (void)fuse_reply_err(req, EACCES);
 	if (zklfs_holder_lost(fs, n, fi))
 		return (void)fuse_reply_err(req, EIO);
+	if (zklfs_holder_idle(fs, n, fi))
+		return (void)fuse_reply_err(req, ENOLCK);
 	if (off < 0 || end > ZKLFS_DATA_MAX) {
 		zkl_log(LOG_NOTICE, "write of %zu bytes at %lld refused: entries hold at most %d bytes",
 			size, (long long)off, ZKLFS_DATA_MAX);

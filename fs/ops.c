@@ -336,6 +336,8 @@ static void zklfs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 	}
 	if (zklfs_holder_lost(fs, n, fi))
 		return (void)fuse_reply_err(req, EIO);
+	if (zklfs_holder_idle(fs, n, fi))
+		return (void)fuse_reply_err(req, ENOLCK);
 	if (attr->st_size > ZKLFS_DATA_MAX)
 		return (void)fuse_reply_err(req, EFBIG);
 	op = zop_new(req, n, zklfs_node_path(fs, n));
@@ -772,6 +774,8 @@ static void zklfs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 
 	if (zklfs_holder_lost(fs, n, fi))
 		return (void)fuse_reply_err(req, EIO);
+	if (zklfs_holder_idle(fs, n, fi))
+		return (void)fuse_reply_err(req, ENOLCK);
 	op = zop_new(req, n, zklfs_node_path(fs, n));
 	if (!op)
 		return (void)fuse_reply_err(req, n->path ? ENOMEM : EIO);

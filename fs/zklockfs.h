@@ -207,6 +207,13 @@ void zklfs_lock_lost(struct zkl_waiter *w, void *arg);
 bool zklfs_holder_lost(struct zklfs *fs, struct node *n, struct fuse_file_info *fi);
 
 /*
+ * zklfs_holder_idle() - is @fi the holder's descriptor of @n while it holds
+ * no entry (given back with LOCK_UN or F_UNLCK, or a conversion under
+ * way)?  Its read, write and truncate are ENOLCK.
+ */
+bool zklfs_holder_idle(struct zklfs *fs, struct node *n, struct fuse_file_info *fi);
+
+/*
  * zklfs_own_state() - for a lock we hold through @n: its state, seq and
  * czxid, from memory (even while ZooKeeper is away).  Return: false if @n
  * is not a lock held (or lost) through this mount.

@@ -11,6 +11,7 @@ order, no clocks); two sections overlap iff an S follows an S.
 import errno
 import fcntl
 import os
+import select
 import shutil
 import struct
 import subprocess
@@ -220,6 +221,29 @@ def test_flock_converts_gives_back_and_enqueues_anew(mount):
     wait_for(lambda: entries(d) == [], GRANT_TIMEOUT, "entry gone at close")
 
 
+def test_a_lost_lock_is_never_held_again_by_asking(mount):
+    """After its entry is deleted by another host, LOCK_EX on the holder's
+    descriptor is no longer "the kind it holds": it enqueues anew."""
+    m1, m2 = mount(), mount()
+    d1 = os.path.join(m1.path, "job")
+    os.mkdir(d1)
+    fd = os.open(os.path.join(d1, "p"), os.O_CREAT | os.O_RDWR)
+    try:
+        (mine,) = entries(d1)
+        os.unlink(os.path.join(m2.path, "job", mine))
+        p = select.poll()
+        p.register(fd, 0)
+        assert p.poll(GRANT_TIMEOUT * 1000)[0][1] & select.POLLERR
+        assert os.getxattr(fd, harness.XATTR_STATE) == b"lost"
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        (again,) = entries(d1)
+        assert harness.seq_of(again) > harness.seq_of(mine)
+        assert os.getxattr(fd, harness.XATTR_STATE) == b"held"
+        assert os.write(fd, b"x") == 1
+    finally:
+        os.close(fd)
+
+
 def test_nonblocking_requests_fail_and_hold_nothing(mount):
     """LOCK_EX|LOCK_NB (flock) and F_SETLK (lockf) beside a holder on another
     mount: EWOULDBLOCK/EAGAIN at once, and the descriptor then holds
@@ -231,6 +255,11 @@ def test_nonblocking_requests_fail_and_hold_nothing(mount):
     rw = os.open(os.path.join(d2, "w"), os.O_CREAT | os.O_RDWR)
     fcntl.lockf(rw, fcntl.LOCK_UN)
     wait_for(lambda: entries(d1) == [], GRANT_TIMEOUT, "F_UNLCK's delete")
+    for call in (lambda: os.write(rw, b"x"), lambda: os.pread(rw, 10, 0),
+                 lambda: os.ftruncate(rw, 0)):
+        with pytest.raises(OSError) as e:          # it holds nothing
+            call()
+        assert e.value.errno == errno.ENOLCK
     other = harness.take(d1, "r", harness.SHARED)
     ro = os.open(os.path.join(d2, "p"), os.O_CREAT | os.O_RDONLY)
     try:
@@ -246,6 +275,8 @@ def test_nonblocking_requests_fail_and_hold_nothing(mount):
         wait_for(alone, GRANT_TIMEOUT, "the refused entry gone")
         fcntl.lockf(rw, fcntl.LOCK_SH | fcntl.LOCK_NB)
         assert kinds(d1) == ["-read-lock-", "-read-lock-"]
+        assert os.write(rw, b"addr=1\n") == 7           # holds again
+        assert os.pread(rw, 100, 0) == b"addr=1\n"
     finally:
         os.close(ro)
         os.close(rw)
