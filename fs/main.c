@@ -1,7 +1,7 @@
 /*
  * fs/main.c - zklockfs [-f] [-d] [-o OPT,...] CONNECT[/ROOT] MOUNTPOINT
  *
- * Start-up order matters (NOTES.md): fork first (ZooKeeper's threads would
+ * Start-up order matters (docs/DESIGN.md): fork first (ZooKeeper's threads would
  * not survive it), block the termination signals before zookeeper_init so
  * its threads inherit the mask, connect, mount, and only then tell the
  * waiting parent that the mount is up.  Shutdown: answer pending opens,

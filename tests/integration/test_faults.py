@@ -7,7 +7,7 @@ that are the thing under test (a partition, an outage) are real waits; the
 rest waits for events with deadlines. Measured times are recorded with
 harness.record_figure and printed at the end of the run ("figure: ...").
 
-What SPEC.md promises and these tests hold the daemon to:
+What docs/SPEC.md promises and these tests hold the daemon to:
   * a holder's lock is lost when its entry is deleted by someone else or its
     session expires; then poll() gives POLLERR|POLLHUP (waking a process
     already blocked in poll()), read/write/fsync give EIO, and
@@ -743,7 +743,7 @@ def test_wait_interrupted_during_outage_leaves_no_entry(proxy, mount, zk, zkc,
     wait_zk_entries(zkc, A, [])
 
 
-# Regression test (SPEC, "Errors": every failure is a clear errno and, in the
+# Regression test (docs/SPEC.md, "Errors": every failure is a clear errno and, in the
 # daemon's log, one line saying why; fixed in 29d321f): up to 9b0b120
 # requests failing because ZooKeeper was unreachable were answered silently
 # (fs/lockops.c write_done(), fs/ops.c zop_fail() after lookup_done() etc.):
