@@ -22,19 +22,30 @@
  *   deadline, so a SIGALRM landing just before open() blocks is not lost.
  * - While waiting, SIGINT, SIGTERM and SIGHUP end the wait the same way;
  *   zklock then exits 128+N without running the command.
- * - The command runs in zklock's own process group (as with flock(1)).
- *   zklock waits for it in a poll() loop on a signalfd (SIGCHLD and the
- *   forwarded signals) and on the lock descriptor with events 0, which
- *   zklockfs wakes with POLLERR|POLLHUP when the lock is lost. On loss the
- *   command (its pid, not a group) gets SIGTERM, and SIGKILL after
- *   --kill-after seconds (default 10); zklock then exits 75 (EX_TEMPFAIL).
- * - SIGINT, SIGTERM and SIGHUP that zklock receives while the command runs
- *   are forwarded to it, except those the kernel sends to the whole process
- *   group (a terminal's ^C, si_code SI_KERNEL): the command got those
- *   already. Signals that were ignored when zklock started stay ignored,
- *   in zklock and in the command.
+ * - Nothing started under the lock outlives it. The command runs in
+ *   zklock's own process group (as with flock(1): the terminal's foreground
+ *   group, see "The command's process tree" below), and zklock is the child
+ *   subreaper of its tree (PR_SET_CHILD_SUBREAPER): whatever the tree
+ *   orphans (double forks, setsid() daemons) becomes zklock's child. The
+ *   tree is zklock's descendants, read from /proc, each signalled through a
+ *   pidfd; it is gone when waitpid(-1) says ECHILD, and only then does
+ *   zklock give the lock back and exit.
+ * - zklock waits in a poll() loop on a signalfd (SIGCHLD and the forwarded
+ *   signals) and on the lock descriptor with events 0, which zklockfs wakes
+ *   with POLLERR|POLLHUP when the lock is lost. On loss every process of
+ *   the tree gets SIGTERM (and SIGCONT), whatever is left SIGKILL after
+ *   --kill-after seconds (default 10); zklock exits 75 (EX_TEMPFAIL) once
+ *   none is left.
+ * - When the command exits and leaves processes behind, they are ended the
+ *   same way (SIGTERM, SIGKILL after --kill-after) before the lock is given
+ *   back; zklock exits with the command's status.
+ * - SIGINT, SIGTERM and SIGHUP that zklock receives while the tree runs are
+ *   passed on to every process of it, except those the kernel sends to the
+ *   whole process group (a terminal's ^C, si_code SI_KERNEL): the processes
+ *   in the group got those already. Signals that were ignored when zklock
+ *   started stay ignored, in zklock and in the command.
  * - The command gets PR_SET_PDEATHSIG SIGTERM: if zklock dies (kill -9), its
- *   lock goes at once and the command is told.
+ *   lock goes at once and the command is told (its descendants are not).
  *
  * Exit status: the command's; 128+N if it died of signal N; the conflict code
  * (-E, default 1) for -n/-w; 64 usage; 66 LOCKDIR missing, not on zklockfs or
@@ -63,6 +74,7 @@
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/time.h>
 #include <sys/types.h>
 #include <sys/utsname.h>
@@ -137,6 +149,8 @@ struct zkl_run {
 	pid_t child;		/* the command; 0 before it runs */
 	sigset_t orig_mask;	/* zklock's mask at start, the command's mask */
 	bool lost;		/* the lock was lost while the command ran */
+	bool blind;		/* /proc unreadable: the command alone is seen */
+	bool kill_failed;	/* a kill failed and was reported (once) */
 };
 
 /*
@@ -203,8 +217,9 @@ static void __attribute__((noreturn)) zkl_usage(FILE *f, int status)
 "  -E, --conflict-exit-code N exit status for -n/-w failures (default 1)\n"
 "  -c, --command CMD          run CMD with $SHELL -c (default /bin/sh)\n"
 "  -N, --name NAME            entry name (default: the host name)\n"
-"  -k, --kill-after SECS      after a lost lock, SIGKILL the command SECS\n"
-"                             after SIGTERM (default 10)\n"
+"  -k, --kill-after SECS      SIGKILL what is left of the command's processes\n"
+"                             SECS after SIGTERM (lost lock, or left behind\n"
+"                             by the command; default 10)\n"
 "  -o, --close                accepted for flock(1) compatibility (always so)\n"
 "      --verbose              say how long getting the lock took\n"
 "      --list                 print LOCKDIR's queue\n"
@@ -778,19 +793,272 @@ static int zkl_spawn(struct zkl_run *r)
 	return 0;
 }
 
-/* Send @sig to the command, unless it is already reaped. */
-static void zkl_signal_child(struct zkl_run *r, int sig)
+/* The command's process tree ------------------------------------------------ */
+
+/*
+ * Why /proc and a subreaper, and not a process group of its own: the
+ * command stays in zklock's process group, as with flock(1), so that it is
+ * in the terminal's foreground group whenever zklock is: it reads the
+ * terminal, ^C and ^Z reach it from the kernel, and a job-control shell
+ * stops and continues zklock and the command as one job. A group of its own
+ * would need zklock to hand the terminal over (tcsetpgrp()) and to relay
+ * stops, as a shell does (timeout(1) takes a group of its own and breaks
+ * reading the terminal for that reason); and killpg() would still miss what
+ * left the group (setsid(), a job-control shell's jobs), while it would hit
+ * zklock itself and whatever shares its group (the rest of a pipeline).
+ *
+ * So zklock is the command's child subreaper: whatever the tree orphans
+ * (a double fork, a daemon that setsid()s) becomes zklock's child instead
+ * of init's. Every descendant thus stays below zklock, found by walking
+ * /proc from zklock's pid, and when waitpid() says ECHILD there is none.
+ */
+
+/* One process as /proc showed it. */
+struct zkl_proc {
+	pid_t pid, ppid;
+	unsigned long long start;	/* start time: pid + start = one process */
+	char state;			/* 'Z': ended, not reaped yet */
+	bool ours;			/* a descendant of zklock */
+};
+
+/* Read /proc/@pid/stat into @p. Return: 0; -ENOENT (gone); -errno. */
+static int zkl_read_stat(pid_t pid, struct zkl_proc *p)
 {
-	if (r->child > 0 && kill(r->child, sig) < 0 && errno != ESRCH)
-		warn("kill %d", (int)r->child);
+	char path[32], buf[1024], *rp;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ESRCH ? -ENOENT : -errno;
+	n = read(fd, buf, sizeof(buf) - 1);
+	if (n < 0) {
+		n = errno == ESRCH ? -ENOENT : -errno;
+		close(fd);
+		return (int)n;
+	}
+	close(fd);
+	buf[n] = '\0';
+	/* "pid (comm) state ppid" ... field 22 "starttime"; comm may hold
+	 * anything, ')' too: the fields start after the last ')' */
+	rp = strrchr(buf, ')');
+	if (!rp || sscanf(rp + 1, " %c %d %*s"
+			  " %*s %*s %*s %*s %*s %*s %*s %*s"
+			  " %*s %*s %*s %*s %*s %*s %*s %*s %llu",
+			  &p->state, &p->ppid, &p->start) != 3)
+		return -EPROTO;
+	p->pid = pid;
+	p->ours = false;
+	return 0;
+}
+
+static int zkl_proc_cmp(const void *a, const void *b)
+{
+	pid_t x = ((const struct zkl_proc *)a)->pid;
+	pid_t y = ((const struct zkl_proc *)b)->pid;
+
+	return (x > y) - (x < y);
 }
 
 /*
- * Read what the signalfd has and forward SIGINT/SIGTERM/SIGHUP to the
- * command, except those the kernel sent to our whole process group (a
- * terminal's ^C, or SIGHUP when the session ends: si_code SI_KERNEL), which
- * the command got too. A session leader gets the terminal's hangup alone,
- * so it forwards everything. SIGCHLD needs nothing: the caller reaps.
+ * Every process in /proc, sorted by pid, with zklock's descendants marked
+ * ours. Return: their number, with *@out (to free); or a negative errno.
+ */
+static ssize_t zkl_list_procs(struct zkl_proc **out)
+{
+	struct zkl_proc *procs = NULL, *np, key, *parent;
+	size_t n = 0, cap = 0;
+	pid_t self = getpid();
+	struct dirent *de;
+	bool more;
+	int err = 0;
+	DIR *d;
+
+	d = opendir("/proc");
+	if (!d)
+		return -errno;
+	while ((errno = 0, de = readdir(d))) {
+		char *end;
+		long pid = strtol(de->d_name, &end, 10);
+
+		if (!isdigit((unsigned char)de->d_name[0]) || *end ||
+		    pid <= 0 || pid > INT_MAX)
+			continue;
+		if (n == cap) {
+			cap = cap ? 2 * cap : 256;
+			np = reallocarray(procs, cap, sizeof(*procs));
+			if (!np) {
+				err = -ENOMEM;
+				break;
+			}
+			procs = np;
+		}
+		err = zkl_read_stat((pid_t)pid, &procs[n]);
+		if (err == -ENOMEM || err == -EMFILE || err == -ENFILE)
+			break;
+		/* gone meanwhile; hidden (hidepid=1: not one of ours) */
+		if (!err)
+			n++;
+		err = 0;
+	}
+	if (!err && errno)
+		err = -errno;
+	closedir(d);
+	if (err) {
+		free(procs);
+		return err;
+	}
+	if (n)
+		qsort(procs, n, sizeof(*procs), zkl_proc_cmp);
+	/* mark the children of zklock, then theirs, ... until none is new */
+	do {
+		more = false;
+		for (size_t i = 0; i < n; i++) {
+			if (procs[i].ours || procs[i].pid == self)
+				continue;
+			key.pid = procs[i].ppid;
+			parent = procs[i].ppid == self ? NULL :
+				 bsearch(&key, procs, n, sizeof(*procs), zkl_proc_cmp);
+			if (procs[i].ppid == self || (parent && parent->ours)) {
+				procs[i].ours = true;
+				more = true;
+			}
+		}
+	} while (more);
+	*out = procs;
+	return (ssize_t)n;
+}
+
+/*
+ * Send @sig to @p, the process /proc showed: through a pidfd, and only if
+ * the process behind it still has @p's start time (its pid may have been
+ * reaped and taken by another process since). Return: 0 or -errno.
+ */
+static int zkl_signal_proc(const struct zkl_proc *p, int sig)
+{
+#if defined(SYS_pidfd_open) && defined(SYS_pidfd_send_signal)
+	struct zkl_proc now;
+	int fd, err = 0;
+
+	fd = (int)syscall(SYS_pidfd_open, p->pid, 0);
+	if (fd < 0 && errno == ESRCH)
+		return 0;
+	if (fd >= 0) {
+		/* the pid is pinned to the pidfd's process while it lives:
+		 * if it is still @p, so was the pidfd's */
+		if (zkl_read_stat(p->pid, &now) == 0 && now.start == p->start &&
+		    syscall(SYS_pidfd_send_signal, fd, sig, NULL, 0) < 0 &&
+		    errno != ESRCH)
+			err = -errno;
+		close(fd);
+		return err;
+	}
+	if (errno != ENOSYS)
+		return -errno;
+#endif
+	/* a kernel before 5.3: kill(), with the race pidfds close */
+	return kill(p->pid, sig) < 0 && errno != ESRCH ? -errno : 0;
+}
+
+enum {
+	ZKL_TREE_CONT = 1,	/* follow with SIGCONT: a stopped process acts */
+};
+
+/*
+ * Send @sig to every live process of the command's tree (zklock's
+ * descendants, the command included). If /proc cannot be read, only the
+ * command gets it (once; r->blind says so from then on).
+ * Return: how many processes got it.
+ */
+static int zkl_signal_tree(struct zkl_run *r, int sig, int flags)
+{
+	struct zkl_proc *procs = NULL;
+	ssize_t n = r->blind ? -ENOENT : zkl_list_procs(&procs);
+	int count = 0, err;
+
+	if (n < 0) {
+		if (!r->blind)
+			warnx("cannot list the processes of %s (/proc: %s): "
+			      "signalling it alone", r->argv[0], strerror((int)-n));
+		r->blind = true;
+		if (r->child > 0 && kill(r->child, sig) == 0) {
+			if (flags & ZKL_TREE_CONT)
+				kill(r->child, SIGCONT);
+			count = 1;
+		}
+		return count;
+	}
+	for (ssize_t i = 0; i < n; i++) {
+		if (!procs[i].ours || procs[i].state == 'Z')
+			continue;
+		err = zkl_signal_proc(&procs[i], sig);
+		if (!err && (flags & ZKL_TREE_CONT))
+			err = zkl_signal_proc(&procs[i], SIGCONT);
+		if (!err)
+			count++;
+		else if (!r->kill_failed)	/* not every round of SIGKILL */
+			warnx("kill %d: %s (waiting for it to end)",
+			      (int)procs[i].pid, strerror(-err));
+		r->kill_failed |= err != 0;
+	}
+	free(procs);
+	return count;
+}
+
+/*
+ * Reap every child that ended: the command (its wait status in *@status,
+ * then r->child is 0) and what the tree orphaned (reparented to us).
+ * Return: 0 while a child is left; -ECHILD when none is, which for a
+ * subreaper means the whole tree is gone; another negative errno.
+ */
+static int zkl_reap(struct zkl_run *r, int *status)
+{
+	pid_t pid;
+	int st;
+
+	for (;;) {
+		pid = waitpid(-1, &st, WNOHANG);
+		if (pid > 0 && pid == r->child) {
+			*status = st;
+			r->child = 0;
+		}
+		if (pid > 0)
+			continue;
+		if (pid == 0)
+			return 0;
+		if (errno != EINTR)
+			return -errno;
+	}
+}
+
+/*
+ * The last resort when supervising failed: SIGKILL the tree and reap it.
+ * Blind (no /proc), wait for the command alone.
+ */
+static void zkl_kill_tree(struct zkl_run *r)
+{
+	pid_t pid;
+
+	for (;;) {
+		zkl_signal_tree(r, SIGKILL, 0);
+		if (r->blind && !r->child)
+			return;
+		pid = waitpid(r->blind ? r->child : -1, NULL, 0);
+		if (pid > 0 && pid == r->child)
+			r->child = 0;
+		if (pid < 0 && errno != EINTR)
+			return;
+	}
+}
+
+/*
+ * Read what the signalfd has and pass SIGINT/SIGTERM/SIGHUP on to the
+ * command's tree, except those the kernel sent to our whole process group
+ * (a terminal's ^C, or SIGHUP when the session ends: si_code SI_KERNEL):
+ * the processes in our group got those too, and those that left it did so
+ * not to get them. A session leader gets the terminal's hangup alone, so it
+ * passes everything on. SIGCHLD needs nothing: the caller reaps.
  * Return: 0 or a negative errno.
  */
 static int zkl_drain_signals(struct zkl_run *r)
@@ -803,7 +1071,7 @@ static int zkl_drain_signals(struct zkl_run *r)
 		if (si.ssi_signo == SIGCHLD ||
 		    (si.ssi_code == SI_KERNEL && !leader))
 			continue;
-		zkl_signal_child(r, (int)si.ssi_signo);
+		zkl_signal_tree(r, (int)si.ssi_signo, 0);
 	}
 	if (n < 0 && errno != EAGAIN && errno != EINTR)
 		return -errno;
@@ -819,10 +1087,18 @@ static int zkl_ms_until(double deadline)
 	return left <= 0 ? 0 : left >= INT_MAX - 1 ? INT_MAX : (int)left + 1;
 }
 
+/* How often the tree is looked at again while it is being SIGKILLed:
+ * soon, then less and less often (what cannot be killed, say EPERM). */
+#define ZKL_KILL_ROUND_MS	10
+#define ZKL_KILL_ROUND_MAX_MS	500
+
 /*
- * Wait for the command, watching the lock. On loss: SIGTERM, then SIGKILL
- * after --kill-after seconds; r->lost. Return: 0 with the command's wait
- * status in *@status, or a negative errno.
+ * Wait for the command and everything it started, watching the lock.
+ * The tree is ended (SIGTERM, SIGCONT; SIGKILL to whatever is left after
+ * --kill-after seconds, again until nothing is) when the lock is lost
+ * (r->lost), and when the command exits leaving processes behind: nothing
+ * started under the lock outlives it. Return: 0 once no process of the tree
+ * is left, with the command's wait status in *@status; or a negative errno.
  */
 static int zkl_supervise(struct zkl_run *r, int *status)
 {
@@ -830,37 +1106,58 @@ static int zkl_supervise(struct zkl_run *r, int *status)
 		{ .fd = r->sigfd, .events = POLLIN },
 		{ .fd = r->lockfd, .events = 0 },	/* POLLERR|POLLHUP: lost */
 	};
+	enum { RUNNING, TERMINATING, KILLING } phase = RUNNING;
 	double kill_at = 0;
-	bool killed = false;
-	pid_t pid;
-	int err;
+	int err, timeout, n, round_ms = ZKL_KILL_ROUND_MS;
 
 	for (;;) {
-		pid = waitpid(r->child, status, WNOHANG);
-		if (pid == r->child) {
-			r->child = 0;
-			return 0;
+		err = zkl_reap(r, status);
+		if (err == -ECHILD || (!err && r->blind && !r->child))
+			return 0;		/* the tree is gone */
+		if (err)
+			return err;
+		if (phase == RUNNING && !r->child) {
+			n = zkl_signal_tree(r, SIGTERM, ZKL_TREE_CONT);
+			if (n > 0)
+				warnx("%s exited and left %d process%s running: "
+				      "sent SIGTERM", r->argv[0], n, n > 1 ? "es" : "");
+			phase = TERMINATING;
+			kill_at = zkl_now() + r->o->kill_after;
 		}
-		if (pid < 0 && errno != EINTR)
-			return -errno;
-		if (r->lost && !killed && zkl_now() >= kill_at) {
-			warnx("%s still running %gs after SIGTERM: sending SIGKILL",
-			      r->argv[0], r->o->kill_after);
-			zkl_signal_child(r, SIGKILL);
-			killed = true;
+		if (phase == TERMINATING && zkl_now() >= kill_at) {
+			n = zkl_signal_tree(r, SIGKILL, 0);
+			if (n > 0)
+				warnx("%d process%s still running %gs after SIGTERM: "
+				      "sent SIGKILL", n, n > 1 ? "es" : "",
+				      r->o->kill_after);
+			phase = KILLING;
+		} else if (phase == KILLING) {
+			/* what forked meanwhile, or was not seen the last time */
+			zkl_signal_tree(r, SIGKILL, 0);
 		}
-		if (poll(pfd, 2, r->lost && !killed ? zkl_ms_until(kill_at) : -1) < 0) {
+		timeout = phase == RUNNING ? -1 :
+			  phase == TERMINATING ? zkl_ms_until(kill_at) : round_ms;
+		if (phase == KILLING && round_ms < ZKL_KILL_ROUND_MAX_MS)
+			round_ms *= 2;
+		if (poll(pfd, 2, timeout) < 0) {
 			if (errno == EINTR)
 				continue;
 			return -errno;
 		}
 		if (pfd[1].revents) {
-			warnx("lock lost (%s): sending SIGTERM to %s (pid %d)",
-			      r->entry, r->argv[0], (int)r->child);
 			r->lost = true;
-			zkl_signal_child(r, SIGTERM);
-			kill_at = zkl_now() + r->o->kill_after;
 			pfd[1].fd = -1;		/* told once is enough */
+			if (phase == RUNNING) {
+				n = zkl_signal_tree(r, SIGTERM, ZKL_TREE_CONT);
+				warnx("lock lost (%s): sent SIGTERM to the %d "
+				      "process%s of %s (pid %d)", r->entry, n,
+				      n == 1 ? "" : "es", r->argv[0], (int)r->child);
+				phase = TERMINATING;
+				kill_at = zkl_now() + r->o->kill_after;
+			} else {
+				warnx("lock lost (%s) while ending what %s left",
+				      r->entry, r->argv[0]);
+			}
 		}
 		if (pfd[0].revents) {
 			err = zkl_drain_signals(r);
@@ -1018,6 +1315,10 @@ static int zkl_run_command(struct zkl_run *r)
 	if (r->o->verbose)
 		fprintf(stderr, "%s: executing %s\n", program_invocation_short_name,
 			r->o->shell_cmd ? r->o->shell_cmd : r->argv[0]);
+	/* what the command's tree orphans becomes ours, not init's */
+	if (prctl(PR_SET_CHILD_SUBREAPER, 1) < 0)
+		warn("prctl(PR_SET_CHILD_SUBREAPER): processes that %s's tree "
+		     "orphans are not followed", r->argv[0]);
 	err = zkl_spawn(r);
 	if (err) {
 		warnx("fork: %s", strerror(-err));
@@ -1026,7 +1327,7 @@ static int zkl_run_command(struct zkl_run *r)
 	err = zkl_supervise(r, &status);
 	if (err) {
 		warnx("waiting for %s: %s", r->argv[0], strerror(-err));
-		zkl_signal_child(r, SIGTERM);
+		zkl_kill_tree(r);	/* nothing outlives the lock */
 		return ZKL_EXIT_OSERR;
 	}
 	if (!r->lost && zkl_lock_lost_now(r->lockfd)) {

@@ -164,11 +164,49 @@ _CHILDREN = []          # subprocess.Popen objects started by tests
 _CHILDREN_LOCK = threading.Lock()
 
 
+# How `make check` was started must not matter. Started with `&` from a
+# script, SIGINT and SIGQUIT are ignored; by nohup, SIGHUP; a launcher may
+# block signals. An ignored or blocked signal is inherited by every child,
+# so the tests that send a child a signal (or check its signal state) give
+# their children the defaults; and the per-test timeout (SIGALRM, in this
+# process) must not stay blocked.
+_RESET_SIGNALS = sorted(set(signal.valid_signals()) -
+                        {signal.SIGKILL, signal.SIGSTOP})
+signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGALRM])
+
+
+def default_signals():
+    """A preexec_fn: every signal's default disposition, an empty mask."""
+    for sig in _RESET_SIGNALS:
+        try:
+            signal.signal(sig, signal.SIG_DFL)
+        except (OSError, ValueError):
+            pass
+    signal.pthread_sigmask(signal.SIG_SETMASK, [])
+
+
+def signals_preexec(setup=None):
+    """The preexec_fn for a child: default_signals() if this thread would
+    pass on an ignored or a blocked signal (a handler is reset by exec;
+    Popen resets SIGPIPE and SIGXFSZ itself), then `setup`. None if there
+    is nothing to do, so that Popen keeps its fast path (vfork)."""
+    if not signal.pthread_sigmask(signal.SIG_BLOCK, []) and not any(
+            signal.getsignal(sig) == signal.SIG_IGN for sig in _RESET_SIGNALS
+            if sig not in (signal.SIGPIPE, signal.SIGXFSZ)):
+        return setup
+    if setup is None:
+        return default_signals
+    return lambda: (default_signals(), setup())
+
+
 def spawn(argv, **kw):
     """Popen in a new session (so its own descendants can be killed through
-    its process group, whose id is its pid) and register it."""
+    its process group, whose id is its pid) and register it. The child
+    starts with the default signal dispositions and mask (then its own
+    preexec_fn, if given), whatever this process inherited."""
     kw.setdefault("start_new_session", True)
     kw.setdefault("cwd", "/")
+    kw["preexec_fn"] = signals_preexec(kw.get("preexec_fn"))
     p = subprocess.Popen(argv, **kw)
     with _CHILDREN_LOCK:
         _CHILDREN.append(p)
@@ -1099,7 +1137,8 @@ class Mount:
         log = open(self.logpath, "ab")
         self.proc = subprocess.Popen(self.argv(), stdin=subprocess.DEVNULL,
                                      stdout=log, stderr=subprocess.STDOUT,
-                                     cwd="/", start_new_session=True)
+                                     cwd="/", start_new_session=True,
+                                     preexec_fn=signals_preexec())
         log.close()
         with _DAEMONS_LOCK:
             _DAEMONS.append(self)

@@ -4,7 +4,9 @@ environment and descriptors, --verbose, --list, lost locks, bad input.
 The tool is $ZKLOCK, else the `zklock` next to the daemon ($ZKLOCKFS, so
 build/asan/zklock goes with build/asan/zklockfs), else <repo>/build/zklock.
 Every zklock runs in its own session through harness.spawn(), so teardown
-kills it and its command by process group.
+kills it and its command by process group; a process the command started
+that a test watches is held through a pidfd (Descendant) and killed through
+it at teardown, wherever it went (setsid).
 """
 
 import errno
@@ -54,6 +56,42 @@ def no_sanitizer_report(err):
 
 
 _RUNS = []        # this test's Run objects
+_DESCENDANTS = []  # this test's Descendant objects
+
+
+class Descendant:
+    """A process that a command started under zklock, by the pid it printed,
+    held through a pidfd: the test sees it end, and teardown kills it if it
+    outlived zklock, never a process that got its pid later."""
+
+    def __init__(self, pid):
+        self.pid = pid
+        self.fd = os.pidfd_open(pid)
+        _DESCENDANTS.append(self)
+
+    def gone(self):
+        """Whether it has ended (a pidfd polls readable then)."""
+        return bool(select.select([self.fd], [], [], 0)[0])
+
+    def kill(self):
+        if self.fd >= 0:
+            try:
+                signal.pidfd_send_signal(self.fd, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            os.close(self.fd)
+            self.fd = -1
+
+
+@pytest.fixture(autouse=True)
+def kill_descendants():
+    """Kill what a test's command left running: it may be in another
+    session (setsid), where killing zklock's process group misses it."""
+    del _DESCENDANTS[:]
+    yield
+    for g in _DESCENDANTS:
+        g.kill()
+    del _DESCENDANTS[:]
 
 
 @pytest.fixture(autouse=True)
@@ -511,8 +549,9 @@ def test_command_gets_the_signal_state_zklock_got(mount, zklock):
     # started with SIGINT ignored (as `cmd &` in a script does): stays so
     r = subprocess.run([zklock, d, "cat", "/proc/self/status"],
                        capture_output=True, timeout=RUN_TIMEOUT,
-                       preexec_fn=lambda: signal.signal(signal.SIGINT,
-                                                        signal.SIG_IGN))
+                       preexec_fn=lambda: (harness.default_signals(),
+                                           signal.signal(signal.SIGINT,
+                                                         signal.SIG_IGN)))
     assert r.returncode == 0, r.stderr
     out = r.stdout.decode()
     assert _sigmask(out, "SigBlk") == 0
@@ -690,6 +729,125 @@ def test_lost_lock_sigkill_after_grace(mount, zklock):
     assert 0.9 <= took <= 1 + 5 * SLOW, "took %.2fs" % took
     assert "SIGKILL" in r.err
     assert not os.path.exists("/proc/%d" % child)
+    wait_no_entries(d)
+
+
+# --- the command's process tree: nothing started under the lock outlives it ---------------
+
+def break_lock(m2, d, name):
+    """Delete the entry of `name` in d (on mount 1) through mount 2: the lock
+    is lost."""
+    e = wait_entry_of(d, name)
+    d2 = m2.p(os.path.basename(d))
+    wait_for(lambda: e in os.listdir(d2), 5, "the entry on mount 2")
+    os.unlink(os.path.join(d2, e))
+
+
+def test_lost_lock_ends_a_background_grandchild(mount, zklock):
+    """consul lock's bug (hashicorp/consul#2022): when the lock was lost,
+    zklock sent SIGTERM to the command (its pid) and exited 75 at once; what
+    the command had started in the background ran on without the lock."""
+    m1, m2 = mount(), mount()
+    d = m1.p("L")
+    r = Run(zklock, "-N", "bg", d, "sh", "-c", 'sleep 300 & echo $!; wait')
+    g = Descendant(int(r.expect_line()))
+    break_lock(m2, d, "bg")
+    assert r.finish() == EX_LOST, r.err
+    assert g.gone(), "the background sleep outlived the lock"
+    assert "SIGKILL" not in r.err        # it got SIGTERM, not the grace's end
+    wait_no_entries(d)
+
+
+def test_lost_lock_sigkills_a_grandchild_that_ignores_sigterm(mount, zklock):
+    """The command dies of the SIGTERM; its child, which ignores SIGTERM,
+    gets SIGKILL after --kill-after, and only then does zklock exit."""
+    m1, m2 = mount(), mount()
+    d = m1.p("L")
+    r = Run(zklock, "--kill-after", "1", "-N", "deaf", d, "sh", "-c",
+            '(trap "" TERM; exec sleep 300) & echo $!; wait')
+    g = Descendant(int(r.expect_line()))
+    break_lock(m2, d, "deaf")
+    t0 = time.monotonic()
+    assert r.finish() == EX_LOST, r.err
+    took = time.monotonic() - t0
+    assert g.gone(), "the grandchild that ignores SIGTERM outlived the lock"
+    assert 0.9 <= took <= 1 + 5 * SLOW, "took %.2fs" % took
+    assert "SIGKILL" in r.err
+    wait_no_entries(d)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP],
+                         ids=["SIGTERM", "SIGINT", "SIGHUP"])
+def test_signal_to_zklock_ends_the_whole_tree(mount, zklock, sig):
+    """zklock passes SIGTERM/SIGINT/SIGHUP on to every process of the tree
+    (it sent them to the command alone) and exits once all are gone. A
+    background job of sh ignores SIGINT: it is ended when the shell has
+    exited, as a leftover."""
+    m = mount()
+    d = m.p("L")
+    r = Run(zklock, "-N", "sig", d, "sh", "-c", 'sleep 300 & echo $!; wait')
+    g = Descendant(int(r.expect_line()))
+    os.kill(r.pid, sig)
+    assert r.finish() == 128 + sig, r.err
+    assert g.gone(), "the background sleep outlived zklock"
+    wait_no_entries(d)
+
+
+def test_what_the_command_leaves_behind_ends_before_the_lock_goes(mount,
+                                                                  zklock,
+                                                                  scratch):
+    """A command that exits leaving a daemon (double fork, setsid, SIGTERM
+    ignored): zklock, the daemon's subreaper, sends it SIGTERM, SIGKILL after
+    --kill-after, and only then gives the lock back and exits with the
+    command's status. The next holder finds the daemon gone."""
+    m = mount()
+    d = m.p("L")
+    go = os.path.join(scratch, "go")
+    os.mkfifo(go)
+    # $(...) returns once the daemon has said its pid and let go of the
+    # pipe; the command exits when the test has the daemon's pidfd
+    r = Run(zklock, "--kill-after", "1", "-N", "left", d, "sh", "-c",
+            'pid=$( ( (trap "" TERM; exec setsid sh -c '
+            '\'echo $$; exec sleep 300 >/dev/null\') & ) ); '
+            'echo "$pid"; read go <"$1"; exit 7', "sh", go)
+    g = Descendant(int(r.expect_line()))
+    nxt = Run(zklock, "-N", "next", d, "echo", "granted")
+    wait_entry_of(d, "next")
+    with open(go, "w") as f:             # the command is reading it
+        f.write("go\n")
+    assert nxt.expect_line() == "granted"
+    assert g.gone(), "the next holder got the lock while the daemon ran"
+    assert r.finish() == 7, r.err
+    assert r.elapsed >= 0.9, "took %.2fs" % r.elapsed
+    assert "left 1 process" in r.err and "SIGKILL" in r.err, r.err
+    assert nxt.finish() == 0
+    wait_no_entries(d)
+
+
+def test_command_reads_the_terminal(mount, zklock):
+    """The command stays in zklock's process group, the terminal's
+    foreground group: it reads the terminal (in a group of its own it would
+    be stopped by SIGTTIN)."""
+    import fcntl
+    import termios
+    m = mount()
+    d = m.p("L")
+    master, slave = os.openpty()
+    try:
+        p = spawn(["sh", "-c", '"$0" "$@"; echo "rc=$?"', zklock, d,
+                   "sh", "-c", 'echo ready; read x; echo "got $x"'],
+                  stdin=slave, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                  preexec_fn=lambda: fcntl.ioctl(0, termios.TIOCSCTTY, 0))
+        out = Lines(p.stdout)
+        assert out.readline(GRANT_TIMEOUT) == "ready"
+        os.write(master, b"hello\n")
+        assert out.readline(RUN_TIMEOUT) == "got hello"
+        assert out.readline(RUN_TIMEOUT) == "rc=0"
+        assert p.wait(RUN_TIMEOUT) == 0
+        no_sanitizer_report(p.stderr.read().decode("utf-8", "replace"))
+    finally:
+        os.close(master)
+        os.close(slave)
     wait_no_entries(d)
 
 
