@@ -1302,7 +1302,7 @@ def seen_dir(m, name="L", timeout=5):
 
 
 def assert_lost(h):
-    """@h (a Locker holding a lock) sees its lock lost, every way SPEC says:
+    """@h (a Locker holding a lock) sees its lock lost, every way docs/SPEC.md says:
     state "lost", EIO from read/write/fsync, POLLERR|POLLHUP from poll."""
     assert h.xattr(XATTR_STATE) == "lost"
     assert h.cmd("read") == "error EIO"
