@@ -39,12 +39,14 @@ $(BUILD)/asan/zklockfs: $(SRC) $(HDR)
 	$(CC) $(WARN) $(CPPFLAGS) -O1 -g $(SAN) -o $@ $(SRC) $(LDLIBS)
 
 # the tool speaks only to the mount: libc alone
-$(BUILD)/zklock: tools/zklock.c | $(BUILD)
-	$(CC) $(WARN) -I. -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 $(CFLAGS) -o $@ $<
+ZKLOCK_SRC = tools/zklock/main.c tools/zklock/opts.c tools/zklock/lockdir.c \
+	     tools/zklock/entry.c tools/zklock/signals.c tools/zklock/tree.c tools/zklock/list.c
+$(BUILD)/zklock: $(ZKLOCK_SRC) $(wildcard tools/zklock/*.h) | $(BUILD)
+	$(CC) $(WARN) -I. -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 $(CFLAGS) -o $@ $(ZKLOCK_SRC)
 
-$(BUILD)/asan/zklock: tools/zklock.c
+$(BUILD)/asan/zklock: $(ZKLOCK_SRC) $(wildcard tools/zklock/*.h)
 	@mkdir -p $(@D)
-	$(CC) $(WARN) -I. -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 -O1 -g $(SAN) -o $@ $<
+	$(CC) $(WARN) -I. -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 -O1 -g $(SAN) -o $@ $(ZKLOCK_SRC)
 
 asan: $(BUILD)/asan/zklockfs $(BUILD)/asan/zklock
 

@@ -9,7 +9,9 @@ that a test watches is held through a pidfd (Descendant) and killed through
 it at teardown, wherever it went (setsid).
 """
 
+import contextlib
 import errno
+import fcntl
 import os
 import re
 import select
@@ -17,6 +19,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import termios
 import time
 import uuid
 
@@ -592,33 +595,42 @@ sys.exit(len(seen))
 """
 
 
-def test_terminal_ctrl_c_reaches_the_command_once(mount, zklock):
-    """^C on a terminal signals the whole foreground process group: zklock
-    must not send the command a second SIGINT of its own."""
-    import fcntl
-    import termios
-    m = mount()
-    d = m.p("L")
+@contextlib.contextmanager
+def on_a_terminal(argv):
+    """Run argv (a shell that runs zklock) as the leader of a new session
+    whose controlling terminal, a new pseudo-terminal, is its stdin. Yields
+    (master, out): the terminal's other end, to type into, and the Lines of
+    argv's stdout. Leaving the block normally, argv must exit 0 with no
+    sanitizer report on its stderr; both ends of the terminal are closed
+    however the block is left."""
     master, slave = os.openpty()
     try:
-        # a non-interactive shell owns the terminal; zklock and the command
-        # are in its (foreground) process group, as in a script run from it
-        p = spawn(["sh", "-c", 'trap : INT; "$0" "$@"; echo "rc=$?"',
-                   zklock, d, harness.PY, "-c", SIGINT_WATCHER],
-                  stdin=slave, stdout=subprocess.PIPE,
+        p = spawn(argv, stdin=slave, stdout=subprocess.PIPE,
                   stderr=subprocess.PIPE,
                   preexec_fn=lambda: fcntl.ioctl(0, termios.TIOCSCTTY, 0))
-        out = Lines(p.stdout)
-        assert out.readline(GRANT_TIMEOUT) == "ready"
-        os.write(master, b"\x03")
-        seen = out.readline(RUN_TIMEOUT)
-        assert seen == "seen [(128, 0)]", seen      # SI_KERNEL, from the tty
-        assert out.readline(RUN_TIMEOUT) == "rc=1"
+        yield master, Lines(p.stdout)
         assert p.wait(RUN_TIMEOUT) == 0
         no_sanitizer_report(p.stderr.read().decode("utf-8", "replace"))
     finally:
         os.close(master)
         os.close(slave)
+
+
+def test_terminal_ctrl_c_reaches_the_command_once(mount, zklock):
+    """^C on a terminal signals the whole foreground process group: zklock
+    must not send the command a second SIGINT of its own."""
+    m = mount()
+    d = m.p("L")
+    # a non-interactive shell owns the terminal; zklock and the command
+    # are in its (foreground) process group, as in a script run from it
+    shell = ["sh", "-c", 'trap : INT; "$0" "$@"; echo "rc=$?"',
+             zklock, d, harness.PY, "-c", SIGINT_WATCHER]
+    with on_a_terminal(shell) as (master, out):
+        assert out.readline(GRANT_TIMEOUT) == "ready"
+        os.write(master, b"\x03")
+        seen = out.readline(RUN_TIMEOUT)
+        assert seen == "seen [(128, 0)]", seen      # SI_KERNEL, from the tty
+        assert out.readline(RUN_TIMEOUT) == "rc=1"
     wait_no_entries(d)
 
 
@@ -828,26 +840,15 @@ def test_command_reads_the_terminal(mount, zklock):
     """The command stays in zklock's process group, the terminal's
     foreground group: it reads the terminal (in a group of its own it would
     be stopped by SIGTTIN)."""
-    import fcntl
-    import termios
     m = mount()
     d = m.p("L")
-    master, slave = os.openpty()
-    try:
-        p = spawn(["sh", "-c", '"$0" "$@"; echo "rc=$?"', zklock, d,
-                   "sh", "-c", 'echo ready; read x; echo "got $x"'],
-                  stdin=slave, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                  preexec_fn=lambda: fcntl.ioctl(0, termios.TIOCSCTTY, 0))
-        out = Lines(p.stdout)
+    shell = ["sh", "-c", '"$0" "$@"; echo "rc=$?"', zklock, d,
+             "sh", "-c", 'echo ready; read x; echo "got $x"']
+    with on_a_terminal(shell) as (master, out):
         assert out.readline(GRANT_TIMEOUT) == "ready"
         os.write(master, b"hello\n")
         assert out.readline(RUN_TIMEOUT) == "got hello"
         assert out.readline(RUN_TIMEOUT) == "rc=0"
-        assert p.wait(RUN_TIMEOUT) == 0
-        no_sanitizer_report(p.stderr.read().decode("utf-8", "replace"))
-    finally:
-        os.close(master)
-        os.close(slave)
     wait_no_entries(d)
 
 

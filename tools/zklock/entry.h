@@ -1,0 +1,53 @@
+// SPDX-License-Identifier: MIT
+/*
+ * tools/zklock/entry.h - our entry in the lock directory's queue: its NAME,
+ * the open() that takes the lock, its full name once granted, and what the
+ * command is told about it.
+ *
+ * The lock is open(LOCKDIR/NAME, O_CREAT|O_EXCL|O_CLOEXEC and O_WRONLY
+ * (exclusive) or O_RDONLY (shared)); zklockfs queues an entry NAME + marker
+ * + sequence number for it. The descriptor is close-on-exec: the command
+ * never inherits it, so the lock lives exactly as long as zklock holds it.
+ * Called from main.c, in this order.
+ */
+#ifndef TOOLS_ZKLOCK_ENTRY_H
+#define TOOLS_ZKLOCK_ENTRY_H
+
+#include "tools/zklock/zklock.h"
+
+/*
+ * zkl_entry_default_name() - the NAME when -N gives none: the host name if
+ * it is a usable (zkl_opts_name_ok()), printable one, else "zklock".
+ * Return: 0 and *@out (to free), or -ENOMEM.
+ */
+int zkl_entry_default_name(char **out);
+
+/*
+ * zkl_entry_take() - open() the lock at @path (r->dir/r->name), waiting as
+ * long as r->o allows: -n adds O_NONBLOCK; -w arms the timer of signals.h,
+ * whose SIGALRM interrupts the open() with EINTR, which removes the entry.
+ * A SIGINT/SIGTERM/SIGHUP ends the wait the same way; a stop signal (^Z)
+ * does too, and the entry is queued again. zkl_sig_install() must have run.
+ * Return: 0 with r->lockfd; -EAGAIN (busy, -n); -ETIMEDOUT (-w expired);
+ * -EINTR (a signal, see zkl_sig_caught()); another negative errno.
+ */
+int zkl_entry_take(struct zkl_run *r, const char *path);
+
+/*
+ * zkl_entry_find() - find our entry: the child of r->dir named NAME + a
+ * marker of our kind (either naming= of the mount) + the "%010d" of our
+ * sequence number (read from the lock descriptor's xattr).
+ * Return: 0 with r->entry set (absolute, to free); -ENOENT if not listed
+ * (the lock may be lost already); another negative errno.
+ */
+int zkl_entry_find(struct zkl_run *r);
+
+/*
+ * zkl_entry_export_env() - tell the command where its lock is: set
+ * ZKLOCK_DIR, ZKLOCK_ENTRY, ZKLOCK_TOKEN (the fencing token, kept in
+ * r->token) and ZKLOCK_MODE in zklock's environment, which the command
+ * inherits. After zkl_entry_find(). Return: 0 or a negative errno.
+ */
+int zkl_entry_export_env(struct zkl_run *r);
+
+#endif

@@ -1,0 +1,270 @@
+// SPDX-License-Identifier: MIT
+/*
+ * tools/zklock/list.c - zklock --list: print a lock directory's queue as a
+ * table, one row per entry, from the entries' xattrs and holder data.
+ */
+#include "tools/zklock/list.h"
+
+#include <dirent.h>
+#include <err.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "tools/zklock/lockdir.h"
+#include "tools/zklock/zklock.h"
+
+/* One row of the --list table; every field allocated. */
+struct zkl_row {
+	char *state, *kind, *entry, *host, *pid, *age;
+};
+
+/* Read all of @fd into *@out (to free, NUL-terminated). Return: length or -errno. */
+static ssize_t zkl_read_all(int fd, char **out)
+{
+	size_t len = 0, cap = 0;
+	char *buf = NULL, *nbuf;
+	ssize_t n;
+
+	for (;;) {
+		if (cap - len < 4096) {
+			cap = cap ? 2 * cap : 4096;
+			nbuf = realloc(buf, cap + 1);
+			if (!nbuf) {
+				free(buf);
+				return -ENOMEM;
+			}
+			buf = nbuf;
+		}
+		n = read(fd, buf + len, cap - len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			n = -errno;
+			free(buf);
+			return n;
+		}
+		if (n == 0)
+			break;
+		len += (size_t)n;
+	}
+	buf[len] = '\0';
+	*out = buf;
+	return (ssize_t)len;
+}
+
+/*
+ * The value of "@key=" in entry data @data (@len bytes, maybe binary), made
+ * printable; "-" if absent. Return: an allocated string, or NULL (ENOMEM).
+ */
+static char *zkl_kv(const char *data, size_t len, const char *key)
+{
+	size_t klen = strlen(key);
+	const char *p = data, *end = data + len;
+
+	while (p && p < end) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		const char *eol = nl ? nl : end;
+
+		if ((size_t)(eol - p) > klen && !memcmp(p, key, klen) &&
+		    p[klen] == '=') {
+			char *v = strndup(p + klen + 1, (size_t)(eol - p) - klen - 1);
+
+			for (char *c = v; v && *c; c++)
+				if ((unsigned char)*c < ' ' || *c == 0x7f)
+					*c = '?';
+			if (v && !*v) {
+				free(v);
+				return strdup("-");
+			}
+			return v;
+		}
+		p = nl ? nl + 1 : NULL;
+	}
+	return strdup("-");
+}
+
+/* @secs as 42s, 3m12s, 2h5m or 3d4h, into @buf. */
+static void zkl_format_age(long long secs, char *buf, size_t size)
+{
+	if (secs < 0)
+		secs = 0;
+	if (secs < 60)
+		snprintf(buf, size, "%llds", secs);
+	else if (secs < 3600)
+		snprintf(buf, size, "%lldm%llds", secs / 60, secs % 60);
+	else if (secs < 86400)
+		snprintf(buf, size, "%lldh%lldm", secs / 3600, secs % 3600 / 60);
+	else
+		snprintf(buf, size, "%lldd%lldh", secs / 86400, secs % 86400 / 3600);
+}
+
+/* Free the fields of @row. */
+static void zkl_row_free(struct zkl_row *row)
+{
+	free(row->state);
+	free(row->kind);
+	free(row->entry);
+	free(row->host);
+	free(row->pid);
+	free(row->age);
+}
+
+/*
+ * Fill @row for child @name of @dir. Return: 0; -ENOENT if it is not a
+ * queue entry (a subdirectory, no sequence number, gone meanwhile);
+ * another negative errno.
+ */
+static int zkl_row_fill(const char *dir, const char *name, time_t now,
+			struct zkl_row *row)
+{
+	char *path, *seq, *data = NULL, age[32];
+	ssize_t len;
+	struct stat st;
+	int fd, err;
+
+	*row = (struct zkl_row){ 0 };
+	if (asprintf(&path, "%s/%s", dir, name) < 0)
+		return -ENOMEM;
+	err = lstat(path, &st) < 0 ? -errno : S_ISREG(st.st_mode) ? 0 : -ENOENT;
+	if (err)
+		goto out_free_path;
+	len = zkl_lockdir_xattr(-1, path, XATTR_SEQ, &seq);
+	if (len < 0) {
+		err = len == -ENODATA ? -ENOENT : (int)len;
+		goto out_free_path;
+	}
+	free(seq);
+	len = zkl_lockdir_xattr(-1, path, XATTR_STATE, &row->state);
+	if (len >= 0 && strcmp(row->state, "gone") == 0)
+		len = -ENOENT;
+	if (len >= 0)
+		len = zkl_lockdir_xattr(-1, path, XATTR_KIND, &row->kind);
+	if (len < 0) {
+		err = len == -ENODATA ? -ENOENT : (int)len;
+		goto out_free_row;
+	}
+	/* holder data: no O_CREAT, so this reads and takes no lock */
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY);
+	len = fd < 0 ? -errno : zkl_read_all(fd, &data);
+	if (fd >= 0)
+		close(fd);
+	if (len == -ENOENT) {
+		err = -ENOENT;
+		goto out_free_row;
+	}
+	row->host = zkl_kv(data ? data : "", len > 0 ? (size_t)len : 0, "host");
+	row->pid = zkl_kv(data ? data : "", len > 0 ? (size_t)len : 0, "pid");
+	free(data);
+	zkl_format_age((long long)(now - st.st_ctime), age, sizeof(age));
+	row->age = strdup(age);
+	row->entry = strdup(name);
+	if (!row->host || !row->pid || !row->age || !row->entry) {
+		err = -ENOMEM;
+		goto out_free_row;
+	}
+	free(path);
+	return 0;
+
+out_free_row:
+	zkl_row_free(row);
+out_free_path:
+	free(path);
+	return err;
+}
+
+/* Print @rows as the aligned --list table, with its header. */
+static void zkl_print_table(const struct zkl_row *rows, size_t n)
+{
+	static const char *const head[] = {
+		"POS", "STATE", "KIND", "ENTRY", "HOST", "PID", "AGE"
+	};
+	int w[7];
+	char pos[24];
+
+	for (int c = 0; c < 7; c++)
+		w[c] = (int)strlen(head[c]);
+	for (size_t i = 0; i < n; i++) {
+		const char *f[] = { rows[i].state, rows[i].kind, rows[i].entry,
+				    rows[i].host, rows[i].pid };
+		int pl = snprintf(pos, sizeof(pos), "%zu", i + 1);
+
+		if (pl > w[0])
+			w[0] = pl;
+		for (int c = 0; c < 5; c++)
+			if ((int)strlen(f[c]) > w[c + 1])
+				w[c + 1] = (int)strlen(f[c]);
+	}
+	printf("%*s  %-*s  %-*s  %-*s  %-*s  %*s  %s\n", w[0], head[0],
+	       w[1], head[1], w[2], head[2], w[3], head[3], w[4], head[4],
+	       w[5], head[5], head[6]);
+	for (size_t i = 0; i < n; i++)
+		printf("%*zu  %-*s  %-*s  %-*s  %-*s  %*s  %s\n", w[0], i + 1,
+		       w[1], rows[i].state, w[2], rows[i].kind, w[3], rows[i].entry,
+		       w[4], rows[i].host, w[5], rows[i].pid, rows[i].age);
+}
+
+/* See list.h. */
+int zkl_list(const char *dir)
+{
+	struct zkl_row *rows = NULL, *nrows;
+	size_t n = 0, cap = 0;
+	time_t now = time(NULL);
+	struct dirent *de;
+	int err, status = 0;
+	DIR *d;
+
+	err = zkl_lockdir_is_dir(dir);
+	if (!err)
+		err = zkl_lockdir_check(dir);
+	if (err)
+		return zkl_lockdir_failed(dir, err);
+	d = opendir(dir);
+	if (!d)
+		return zkl_lockdir_failed(dir, -errno);
+	while ((errno = 0, de = readdir(d))) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		if (n == cap) {
+			cap = cap ? 2 * cap : 16;
+			nrows = reallocarray(rows, cap, sizeof(*rows));
+			if (!nrows) {
+				err = -ENOMEM;
+				break;
+			}
+			rows = nrows;
+		}
+		err = zkl_row_fill(dir, de->d_name, now, &rows[n]);
+		if (err == -ENOENT) {
+			err = 0;
+			continue;
+		}
+		if (err) {
+			warnx("%s/%s: %s", dir, de->d_name, strerror(-err));
+			status = ZKL_EXIT_OSERR;	/* show the rest anyway */
+			err = 0;
+			continue;
+		}
+		n++;
+	}
+	if (!err && errno)
+		err = -errno;
+	closedir(d);
+	if (err) {
+		warnx("%s: %s", dir, strerror(-err));
+		status = ZKL_EXIT_OSERR;
+	} else {
+		zkl_print_table(rows, n);
+		if (fflush(stdout) == EOF)
+			status = ZKL_EXIT_OSERR;
+	}
+	for (size_t i = 0; i < n; i++)
+		zkl_row_free(&rows[i]);
+	free(rows);
+	return status;
+}

@@ -1,0 +1,159 @@
+// SPDX-License-Identifier: MIT
+/*
+ * tools/zklock/lockdir.c - the lock directory: prove it is on zklockfs,
+ * create it there, read the xattrs zklockfs answers.
+ */
+#include "tools/zklock/lockdir.h"
+
+#include <err.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/vfs.h>
+#include <sys/xattr.h>
+
+#include "tools/zklock/zklock.h"
+
+#define FUSE_SUPER_MAGIC	0x65735546
+
+/* See lockdir.h. */
+ssize_t zkl_lockdir_xattr(int fd, const char *path, const char *xname,
+			  char **out)
+{
+	char *buf = NULL, *nbuf;
+	ssize_t len, got;
+	size_t cap;
+
+	for (;;) {
+		len = path ? getxattr(path, xname, NULL, 0) :
+			     fgetxattr(fd, xname, NULL, 0);
+		if (len < 0)
+			goto out_errno;
+		/*
+		 * Never ask with size 0 a second time: that is a size query,
+		 * whose answer may have grown past the buffer (an empty
+		 * holders list of a lock someone just took, say).
+		 */
+		cap = (size_t)len + 1;
+		nbuf = realloc(buf, cap + 1);
+		if (!nbuf) {
+			free(buf);
+			return -ENOMEM;
+		}
+		buf = nbuf;
+		got = path ? getxattr(path, xname, buf, cap) :
+			     fgetxattr(fd, xname, buf, cap);
+		if (got >= 0)
+			break;
+		if (errno != ERANGE)	/* ERANGE: it grew meanwhile */
+			goto out_errno;
+	}
+	buf[got] = '\0';
+	*out = buf;
+	return got;
+
+out_errno:
+	got = -errno;
+	free(buf);
+	return got;
+}
+
+/* See lockdir.h. */
+int zkl_lockdir_check(const char *dir)
+{
+	struct statfs sfs;
+
+	if (statfs(dir, &sfs) < 0)
+		return -errno;
+	if (sfs.f_type != FUSE_SUPER_MAGIC)
+		return -ENOTZKLOCKFS;
+	/* its size is proof enough (the value may pass the kernel's 64 KiB) */
+	if (getxattr(dir, XATTR_HOLDERS, NULL, 0) >= 0)
+		return 0;
+	if (errno == ENODATA || errno == ENOTSUP || errno == EOPNOTSUPP)
+		return -ENOTZKLOCKFS;
+	return -errno;
+}
+
+/* See lockdir.h. */
+int zkl_lockdir_is_dir(const char *path)
+{
+	struct stat st;
+
+	if (stat(path, &st) < 0)
+		return -errno;
+	return S_ISDIR(st.st_mode) ? 0 : -ENOTDIR;
+}
+
+/*
+ * The length of the first @len bytes of @p without their last component and
+ * the slashes before it: "a/b" -> "a", "/a" -> "/", "a" -> "" (0).
+ */
+static size_t zkl_parent_len(const char *p, size_t len)
+{
+	while (len > 0 && p[len - 1] != '/')
+		len--;
+	while (len > 1 && p[len - 1] == '/')
+		len--;
+	return len;
+}
+
+/* See lockdir.h. */
+int zkl_lockdir_make(const char *dir)
+{
+	char *p = strdup(dir), save;
+	size_t len, have;
+	int err;
+
+	if (!p)
+		return -ENOMEM;
+	len = strlen(p);
+	while (len > 1 && p[len - 1] == '/')	/* "a/b/" is "a/b" */
+		p[--len] = '\0';
+	err = zkl_lockdir_is_dir(p);
+	if (err != -ENOENT) {
+		if (!err)
+			err = zkl_lockdir_check(p);
+		goto out_free;
+	}
+	/* walk up to the first ancestor that exists: it must be ours */
+	have = len;
+	do {
+		have = zkl_parent_len(p, have);
+		save = p[have];
+		p[have] = '\0';
+		err = zkl_lockdir_is_dir(have ? p : ".");
+		if (!err)
+			err = zkl_lockdir_check(have ? p : ".");
+		p[have] = save;
+	} while (err == -ENOENT && have > 0);
+	if (err)
+		goto out_free;
+	/* create what is missing, one component at a time */
+	for (size_t i = have + 1; i <= len; i++) {
+		if ((i < len && p[i] != '/') || p[i - 1] == '/')
+			continue;
+		save = p[i];
+		p[i] = '\0';
+		if (mkdir(p, 0777) < 0 && errno != EEXIST)
+			err = -errno;
+		p[i] = save;
+		if (err)
+			goto out_free;
+	}
+	err = zkl_lockdir_is_dir(p);
+out_free:
+	free(p);
+	return err;
+}
+
+/* See lockdir.h. */
+int zkl_lockdir_failed(const char *dir, int err)
+{
+	if (err == -ENOTZKLOCKFS)
+		warnx("%s: not a directory on a zklockfs mount", dir);
+	else
+		warnx("%s: %s", dir, strerror(-err));
+	return ZKL_EXIT_NODIR;
+}

@@ -1,0 +1,68 @@
+// SPDX-License-Identifier: MIT
+/*
+ * tools/zklock/lockdir.h - the lock directory: proving that it is on a
+ * zklockfs mount, creating it there (and nowhere else), reading the
+ * user.zklockfs.* xattrs of it and of its entries.
+ *
+ * zklock speaks only to the mount, never to ZooKeeper: the xattrs below are
+ * all it learns about a lock beyond its open descriptor. Errors are negative
+ * errnos; zkl_lockdir_failed() alone turns one into a message and an exit
+ * status.
+ */
+#ifndef TOOLS_ZKLOCK_LOCKDIR_H
+#define TOOLS_ZKLOCK_LOCKDIR_H
+
+#include <errno.h>
+#include <sys/types.h>
+
+/* The xattrs zklockfs answers (see zklockfs(8)). */
+#define XATTR_SEQ	"user.zklockfs.seq"	/* of an entry */
+#define XATTR_KIND	"user.zklockfs.kind"	/* of an entry */
+#define XATTR_STATE	"user.zklockfs.state"	/* of an entry */
+#define XATTR_TOKEN	"user.zklockfs.token"	/* of an entry */
+#define XATTR_HOLDERS	"user.zklockfs.holders"	/* of a lock directory */
+
+/* "Not a zklockfs directory", as an errno that nothing else here returns. */
+#define ENOTZKLOCKFS	EMEDIUMTYPE
+
+/*
+ * zkl_lockdir_xattr() - the value of xattr @xname of @fd (if @path is NULL)
+ * or of @path, NUL-terminated, in *@out (to free). A value that grows
+ * between the size query and the read is asked for again.
+ * Return: its length, or a negative errno (-ENODATA: no such xattr).
+ */
+ssize_t zkl_lockdir_xattr(int fd, const char *path, const char *xname,
+			  char **out);
+
+/*
+ * zkl_lockdir_check() - whether the existing directory @dir is on a
+ * zklockfs mount: a FUSE file system whose directory answers
+ * user.zklockfs.holders (a local file system answers ENODATA or ENOTSUP;
+ * that xattr copied onto one is no proof).
+ * Return: 0; -ENOTZKLOCKFS; another negative errno (cannot tell).
+ */
+int zkl_lockdir_check(const char *dir);
+
+/*
+ * zkl_lockdir_is_dir() - whether @path exists as a directory.
+ * Return: 0, -ENOTDIR or another negative errno (-ENOENT: missing).
+ */
+int zkl_lockdir_is_dir(const char *path);
+
+/*
+ * zkl_lockdir_make() - mkdir -p @dir on zklockfs: find the deepest existing
+ * ancestor, insist that it is a zklockfs directory, then create the rest
+ * (EEXIST from a racing zklock is fine). Nothing is created on any other
+ * file system. An existing @dir is only checked.
+ * Return: 0, -ENOTZKLOCKFS or another negative errno.
+ */
+int zkl_lockdir_make(const char *dir);
+
+/*
+ * zkl_lockdir_failed() - say on stderr why @dir cannot be used (@err, a
+ * negative errno from the functions above or from the caller's own use of
+ * @dir). Return: the exit status for it, ZKL_EXIT_NODIR (66).
+ */
+int zkl_lockdir_failed(const char *dir, int err);
+
+#endif

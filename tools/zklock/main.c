@@ -1,0 +1,274 @@
+// SPDX-License-Identifier: MIT
+/*
+ * tools/zklock/main.c - flock(1) over zklockfs: run a command while holding
+ * a lock. This file is the flow, from the command line to the exit status;
+ * the parts are opts.c, lockdir.c, entry.c, signals.c, tree.c and list.c.
+ *
+ *	zklock [-s|-x] [-n] [-w SECONDS] [-E CODE] [OPTIONS] LOCKDIR COMMAND [ARG...]
+ *	zklock [-s|-x] [-n] [-w SECONDS] [-E CODE] [OPTIONS] LOCKDIR -c 'SHELL COMMAND'
+ *	zklock --list LOCKDIR
+ *
+ * The contract (docs/zklock.1 is the user's version of it):
+ *
+ * - zklock speaks only to the mount, never to ZooKeeper. LOCKDIR must be on a
+ *   zklockfs mount (a FUSE file system whose directories answer the
+ *   user.zklockfs.holders xattr); missing components are created (mkdir -p),
+ *   but only below a directory that is already on zklockfs.
+ * - The lock is taken with open(LOCKDIR/NAME, O_CREAT|O_EXCL|O_CLOEXEC and
+ *   O_WRONLY (exclusive) or O_RDONLY (shared)). The descriptor is close-on-
+ *   exec: the command never inherits it, so the lock lives exactly as long as
+ *   zklock holds it, and zklock alone watches it for loss.
+ * - -n adds O_NONBLOCK (EAGAIN: conflict); -w arms ITIMER_REAL, whose SIGALRM
+ *   handler (installed without SA_RESTART) interrupts the waiting open with
+ *   EINTR, which removes the entry. The timer re-fires every 50 ms after the
+ *   deadline, so a SIGALRM landing just before open() blocks is not lost.
+ * - While waiting, SIGINT, SIGTERM and SIGHUP end the wait the same way;
+ *   zklock then exits 128+N without running the command.
+ * - Nothing started under the lock outlives it. The command runs in
+ *   zklock's own process group (as with flock(1): the terminal's foreground
+ *   group, see "The command's process tree" below), and zklock is the child
+ *   subreaper of its tree (PR_SET_CHILD_SUBREAPER): whatever the tree
+ *   orphans (double forks, setsid() daemons) becomes zklock's child. The
+ *   tree is zklock's descendants, read from /proc, each signalled through a
+ *   pidfd; it is gone when waitpid(-1) says ECHILD, and only then does
+ *   zklock give the lock back and exit.
+ * - zklock waits in a poll() loop on a signalfd (SIGCHLD and the forwarded
+ *   signals) and on the lock descriptor with events 0, which zklockfs wakes
+ *   with POLLERR|POLLHUP when the lock is lost. On loss every process of
+ *   the tree gets SIGTERM (and SIGCONT), whatever is left SIGKILL after
+ *   --kill-after seconds (default 10); zklock exits 75 (EX_TEMPFAIL) once
+ *   none is left.
+ * - When the command exits and leaves processes behind, they are ended the
+ *   same way (SIGTERM, SIGKILL after --kill-after) before the lock is given
+ *   back; zklock exits with the command's status.
+ * - SIGINT, SIGTERM and SIGHUP that zklock receives while the tree runs are
+ *   passed on to every process of it, except those the kernel sends to the
+ *   whole process group (a terminal's ^C, si_code SI_KERNEL): the processes
+ *   in the group got those already. Signals that were ignored when zklock
+ *   started stay ignored, in zklock and in the command.
+ * - The command gets PR_SET_PDEATHSIG SIGTERM: if zklock dies (kill -9), its
+ *   lock goes at once and the command is told (its descendants are not).
+ *
+ * Exit status: the command's; 128+N if it died of signal N; the conflict code
+ * (-E, default 1) for -n/-w; 64 usage; 66 LOCKDIR missing, not on zklockfs or
+ * not creatable; 71 other system errors; 75 lock lost; 126/127 command not
+ * executable/not found.
+ *
+ * Errors travel as negative errno (kernel style); main() turns them into an
+ * exit status and the one line on stderr that says why.
+ */
+#include <err.h>
+#include <errno.h>
+#include <poll.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "tools/zklock/entry.h"
+#include "tools/zklock/list.h"
+#include "tools/zklock/lockdir.h"
+#include "tools/zklock/opts.h"
+#include "tools/zklock/signals.h"
+#include "tools/zklock/tree.h"
+#include "tools/zklock/zklock.h"
+
+/* Whether the lock was lost by now (a last look, after the command). */
+static bool zkl_lock_lost_now(int lockfd)
+{
+	struct pollfd pfd = { .fd = lockfd, .events = 0 };
+
+	return poll(&pfd, 1, 0) > 0 && (pfd.revents & (POLLERR | POLLHUP));
+}
+
+/* The exit status zklock passes on for a command's wait @status. */
+static int zkl_exit_of(int status)
+{
+	if (WIFEXITED(status))
+		return WEXITSTATUS(status);
+	if (WIFSIGNALED(status))
+		return 128 + WTERMSIG(status);
+	return ZKL_EXIT_OSERR;
+}
+
+/*
+ * Prepare r: the lock directory (created, checked, made absolute), the
+ * entry NAME and the command's argv. Return: 0 or an exit status.
+ */
+static int zkl_prepare(struct zkl_run *r)
+{
+	const struct zkl_opts *o = r->o;
+	int err;
+
+	err = zkl_lockdir_make(o->lockdir);
+	if (err)
+		return zkl_lockdir_failed(o->lockdir, err);
+	r->dir = realpath(o->lockdir, NULL);
+	if (!r->dir)
+		return zkl_lockdir_failed(o->lockdir, -errno);
+	if (o->name) {
+		r->name = strdup(o->name);
+		err = r->name ? 0 : -ENOMEM;
+	} else {
+		err = zkl_entry_default_name(&r->name);
+	}
+	if (err) {
+		warnx("%s", strerror(-err));
+		return ZKL_EXIT_OSERR;
+	}
+	if (o->shell_cmd) {
+		const char *sh = getenv("SHELL");
+
+		r->sh_argv[0] = (char *)(sh && *sh ? sh : "/bin/sh");
+		r->sh_argv[1] = (char *)"-c";
+		r->sh_argv[2] = (char *)o->shell_cmd;
+		r->sh_argv[3] = NULL;
+		r->argv = r->sh_argv;
+	} else {
+		r->argv = o->argv;
+	}
+	return 0;
+}
+
+/*
+ * Take the lock, with --verbose's report. Return: 0 with r->lockfd, or the
+ * exit status to leave with (r->lockfd stays -1: -E may make that 0).
+ */
+static int zkl_acquire(struct zkl_run *r)
+{
+	const struct zkl_opts *o = r->o;
+	double t0 = zkl_now(), took;
+	char *path;
+	int err;
+
+	if (asprintf(&path, "%s/%s", r->dir, r->name) < 0) {
+		warnx("%s", strerror(ENOMEM));
+		return ZKL_EXIT_OSERR;
+	}
+	err = zkl_entry_take(r, path);
+	took = zkl_now() - t0;
+	switch (err) {
+	case 0:
+		if (o->verbose)
+			fprintf(stderr, "%s: getting lock took %.6f seconds\n",
+				program_invocation_short_name, took);
+		break;
+	case -EAGAIN:
+		if (o->verbose)
+			warnx("failed to get lock");
+		err = o->conflict_code;
+		break;
+	case -ETIMEDOUT:
+		if (o->verbose)
+			warnx("timeout while waiting to get lock");
+		err = o->conflict_code;
+		break;
+	case -EINTR:
+		if (o->verbose)
+			warnx("interrupted by signal %d while waiting",
+			      zkl_sig_caught());
+		err = 128 + zkl_sig_caught();
+		break;
+	case -EINVAL:
+	case -ENAMETOOLONG:
+		warnx("%s: invalid entry name: %s", path, strerror(-err));
+		err = ZKL_EXIT_USAGE;
+		break;
+	default:
+		warnx("%s: %s", path, strerror(-err));
+		err = ZKL_EXIT_OSERR;
+		break;
+	}
+	free(path);
+	return err;
+}
+
+/*
+ * Run the command under the lock held in r->lockfd until it ends.
+ * Return: zklock's exit status.
+ */
+static int zkl_run_command(struct zkl_run *r)
+{
+	int status, err;
+
+	err = zkl_sig_open_fd(&r->sigfd);
+	if (err) {
+		warnx("signalfd: %s", strerror(-err));
+		return ZKL_EXIT_OSERR;
+	}
+	if (zkl_sig_caught())		/* came after the grant, before the block */
+		return 128 + zkl_sig_caught();
+	err = zkl_entry_find(r);
+	if (err == -ENOENT && zkl_lock_lost_now(r->lockfd)) {
+		warnx("lock in %s lost before %s started", r->dir, r->argv[0]);
+		return ZKL_EXIT_LOST;
+	}
+	if (!err)
+		err = zkl_entry_export_env(r);
+	if (err) {
+		warnx("%s: cannot find our entry: %s", r->dir, strerror(-err));
+		return ZKL_EXIT_OSERR;
+	}
+	if (r->o->verbose)
+		fprintf(stderr, "%s: executing %s\n", program_invocation_short_name,
+			r->o->shell_cmd ? r->o->shell_cmd : r->argv[0]);
+	err = zkl_tree_spawn(r);
+	if (err) {
+		warnx("fork: %s", strerror(-err));
+		return ZKL_EXIT_OSERR;
+	}
+	err = zkl_tree_supervise(r, &status);
+	if (err) {
+		warnx("waiting for %s: %s", r->argv[0], strerror(-err));
+		zkl_tree_kill(r);	/* nothing outlives the lock */
+		return ZKL_EXIT_OSERR;
+	}
+	if (!r->lost && zkl_lock_lost_now(r->lockfd)) {
+		warnx("lock lost (%s) while %s ran", r->entry, r->argv[0]);
+		r->lost = true;
+	}
+	return r->lost ? ZKL_EXIT_LOST : zkl_exit_of(status);
+}
+
+/* Free what @r holds and give the lock back. */
+static void zkl_run_free(struct zkl_run *r)
+{
+	if (r->sigfd >= 0)
+		close(r->sigfd);
+	if (r->lockfd >= 0 && close(r->lockfd) < 0 && errno != EIO)
+		warn("close");
+	free(r->dir);
+	free(r->name);
+	free(r->entry);
+	free(r->token);
+}
+
+int main(int argc, char **argv)
+{
+	struct zkl_opts o;
+	struct zkl_run r = { .o = &o, .lockfd = -1, .sigfd = -1 };
+	int status;
+
+	if (zkl_opts_parse(argc, argv, &o))
+		return ZKL_EXIT_USAGE;
+	if (o.done)
+		return fflush(stdout) == EOF ? ZKL_EXIT_OSERR : 0;
+	if (o.list)
+		return zkl_list(o.lockdir);
+
+	/* the command gets our mask as we got it; -w needs SIGALRM */
+	status = zkl_sig_install(&r.orig_mask);
+	if (status) {
+		warnx("signals: %s", strerror(-status));
+		return ZKL_EXIT_OSERR;
+	}
+	status = zkl_prepare(&r);
+	if (!status)
+		status = zkl_acquire(&r);
+	if (r.lockfd >= 0)		/* not "-E 0" after a conflict */
+		status = zkl_run_command(&r);
+	zkl_run_free(&r);
+	return status;
+}

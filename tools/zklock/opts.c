@@ -1,0 +1,232 @@
+// SPDX-License-Identifier: MIT
+/*
+ * tools/zklock/opts.c - zklock's command line: parse it into struct
+ * zkl_opts, answer --help and --version, refuse what cannot work.
+ */
+#include "tools/zklock/opts.h"
+
+#include <ctype.h>
+#include <err.h>
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifndef ZKLOCK_VERSION
+#define ZKLOCK_VERSION "0.1"
+#endif
+
+/* An entry name: NAME + marker + sequence number ("-2147483648" at most). */
+#define ZKL_NAME_MAX	255
+#define ZKL_SEQ_MAX_LEN	11
+#define ZKL_MARKER_MAX	(sizeof("-read-lock-") - 1)
+
+#define ZKL_SECONDS_MAX		1e9	/* any -w/--kill-after must fit a time_t */
+
+/* --help text on @f; exits with @status. */
+static void __attribute__((noreturn)) zkl_usage(FILE *f, int status)
+{
+	fprintf(f,
+"Usage:\n"
+"  zklock [options] LOCKDIR COMMAND [ARG...]\n"
+"  zklock [options] LOCKDIR -c 'SHELL COMMAND'\n"
+"  zklock --list LOCKDIR\n"
+"\n"
+"Run a command while holding a zklockfs (ZooKeeper) lock. LOCKDIR is a\n"
+"directory on a zklockfs mount, created if missing.\n"
+"\n"
+"Options:\n"
+"  -x, -e, --exclusive        exclusive lock (the default)\n"
+"  -s, --shared               shared lock\n"
+"  -n, --nonblock, --nb       fail at once if the lock is not free\n"
+"  -w, --timeout, --wait SECS give up after SECS (fractions allowed)\n"
+"  -E, --conflict-exit-code N exit status for -n/-w failures (default 1)\n"
+"  -c, --command CMD          run CMD with $SHELL -c (default /bin/sh)\n"
+"  -N, --name NAME            entry name (default: the host name)\n"
+"  -k, --kill-after SECS      SIGKILL what is left of the command's processes\n"
+"                             SECS after SIGTERM (lost lock, or left behind\n"
+"                             by the command; default 10)\n"
+"  -o, --close                accepted for flock(1) compatibility (always so)\n"
+"      --verbose              say how long getting the lock took\n"
+"      --list                 print LOCKDIR's queue\n"
+"  -h, --help                 this text\n"
+"  -V, --version              version\n"
+"\n"
+"Exit status: the command's; 128+N if it died of signal N; 1 (-E) if the\n"
+"lock was busy; 64 usage; 66 bad LOCKDIR; 71 system error; 75 lock lost;\n"
+"126/127 command not executable/not found. See zklock(1).\n");
+	exit(status);
+}
+
+/* Parse a non-negative number of seconds into *@out. Return: 0 or -EINVAL. */
+static int zkl_parse_seconds(const char *s, double *out)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno || end == s || *end || !isfinite(v) || v < 0 ||
+	    v >= ZKL_SECONDS_MAX)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+/* Parse an exit status (0..255) into *@out. Return: 0 or -EINVAL. */
+static int zkl_parse_code(const char *s, int *out)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (errno || end == s || *end || v < 0 || v > 255)
+		return -EINVAL;
+	*out = (int)v;
+	return 0;
+}
+
+/* See opts.h. A NAME leaves room for the longest marker and number. */
+bool zkl_opts_name_ok(const char *name)
+{
+	size_t len = strlen(name), digits = 0;
+
+	if (len == 0 || strcmp(name, ".") == 0 || strcmp(name, "..") == 0 ||
+	    strchr(name, '/'))
+		return false;
+	if (len + ZKL_MARKER_MAX + ZKL_SEQ_MAX_LEN > ZKL_NAME_MAX)
+		return false;
+	if (len >= 5 && strcmp(name + len - 5, "-read") == 0)
+		return false;
+	while (digits < len && isdigit((unsigned char)name[len - 1 - digits]))
+		digits++;
+	return digits < 10;
+}
+
+/*
+ * Report a usage error (@fmt may be NULL: getopt has said what) and point
+ * to --help. Return: -EINVAL.
+ */
+static int __attribute__((format(printf, 1, 2))) zkl_bad_usage(const char *fmt, ...)
+{
+	va_list ap;
+
+	if (fmt) {
+		va_start(ap, fmt);
+		vwarnx(fmt, ap);
+		va_end(ap);
+	}
+	fprintf(stderr, "Try '%s --help' for more information.\n",
+		program_invocation_short_name);
+	return -EINVAL;
+}
+
+/* See opts.h. */
+int zkl_opts_parse(int argc, char **argv, struct zkl_opts *o)
+{
+	enum { OPT_VERBOSE = 256, OPT_LIST };
+	static const struct option longopts[] = {
+		{ "shared",		no_argument,		NULL, 's' },
+		{ "exclusive",		no_argument,		NULL, 'x' },
+		{ "nonblock",		no_argument,		NULL, 'n' },
+		{ "nb",			no_argument,		NULL, 'n' },
+		{ "timeout",		required_argument,	NULL, 'w' },
+		{ "wait",		required_argument,	NULL, 'w' },
+		{ "conflict-exit-code",	required_argument,	NULL, 'E' },
+		{ "command",		required_argument,	NULL, 'c' },
+		{ "name",		required_argument,	NULL, 'N' },
+		{ "kill-after",		required_argument,	NULL, 'k' },
+		{ "close",		no_argument,		NULL, 'o' },
+		{ "verbose",		no_argument,		NULL, OPT_VERBOSE },
+		{ "list",		no_argument,		NULL, OPT_LIST },
+		{ "help",		no_argument,		NULL, 'h' },
+		{ "version",		no_argument,		NULL, 'V' },
+		{ NULL, 0, NULL, 0 }
+	};
+	int c, rest;
+
+	*o = (struct zkl_opts){ .timeout = -1, .kill_after = 10,
+				.conflict_code = ZKL_EXIT_CONFLICT };
+	while ((c = getopt_long(argc, argv, "+sxenw:E:c:N:k:ohV", longopts,
+				NULL)) != -1) {
+		switch (c) {
+		case 's':
+			o->shared = true;
+			break;
+		case 'x':
+		case 'e':
+			o->shared = false;
+			break;
+		case 'n':
+			o->nonblock = true;
+			break;
+		case 'w':
+			if (zkl_parse_seconds(optarg, &o->timeout))
+				return zkl_bad_usage("invalid timeout: '%s'", optarg);
+			break;
+		case 'E':
+			if (zkl_parse_code(optarg, &o->conflict_code))
+				return zkl_bad_usage("invalid exit code: '%s'", optarg);
+			break;
+		case 'c':
+			o->shell_cmd = optarg;
+			break;
+		case 'N':
+			if (!zkl_opts_name_ok(optarg))
+				return zkl_bad_usage("invalid entry name: '%s'", optarg);
+			o->name = optarg;
+			break;
+		case 'k':
+			if (zkl_parse_seconds(optarg, &o->kill_after))
+				return zkl_bad_usage("invalid --kill-after: '%s'", optarg);
+			break;
+		case 'o':
+			break;
+		case OPT_VERBOSE:
+			o->verbose = true;
+			break;
+		case OPT_LIST:
+			o->list = true;
+			break;
+		case 'h':
+			zkl_usage(stdout, 0);
+		case 'V':
+			printf("zklock from zklockfs %s\n", ZKLOCK_VERSION);
+			o->done = true;
+			return 0;
+		default:
+			return zkl_bad_usage(NULL);
+		}
+	}
+	if (optind >= argc)
+		return zkl_bad_usage("no LOCKDIR given");
+	o->lockdir = argv[optind++];
+	if (!*o->lockdir)
+		return zkl_bad_usage("empty LOCKDIR");
+	rest = argc - optind;
+	if (o->list) {
+		if (rest || o->shell_cmd)
+			return zkl_bad_usage("--list takes only LOCKDIR");
+		return 0;
+	}
+	if (rest && (strcmp(argv[optind], "-c") == 0 ||
+		     strcmp(argv[optind], "--command") == 0)) {
+		if (rest != 2 || o->shell_cmd)
+			return zkl_bad_usage("%s requires exactly one command argument",
+					     argv[optind]);
+		o->shell_cmd = argv[optind + 1];
+		rest = 0;
+	}
+	if (o->shell_cmd && rest)
+		return zkl_bad_usage("-c takes one command: no more arguments");
+	if (!o->shell_cmd && !rest)
+		return zkl_bad_usage("no command given");
+	o->argv = rest ? argv + optind : NULL;
+	if (o->timeout == 0)
+		o->nonblock = true;
+	return 0;
+}

@@ -1,0 +1,76 @@
+// SPDX-License-Identifier: MIT
+/*
+ * tools/zklock/zklock.h - what every part of zklock shares: its exit
+ * statuses, the options, the state of one run, the clock.
+ *
+ * zklock is one thread; nothing here is locked. What the tool promises its
+ * user is at the top of tools/zklock/main.c (and in docs/zklock.1).
+ */
+#ifndef TOOLS_ZKLOCK_ZKLOCK_H
+#define TOOLS_ZKLOCK_ZKLOCK_H
+
+#include <signal.h>
+#include <stdbool.h>
+#include <sys/types.h>
+#include <sysexits.h>
+#include <time.h>
+
+/* The exit statuses of our own (the command's pass through otherwise). */
+enum {
+	ZKL_EXIT_CONFLICT = 1,		/* default of -E */
+	ZKL_EXIT_USAGE = EX_USAGE,	/* 64 */
+	ZKL_EXIT_NODIR = EX_NOINPUT,	/* 66: LOCKDIR unusable */
+	ZKL_EXIT_OSERR = EX_OSERR,	/* 71 */
+	ZKL_EXIT_LOST = EX_TEMPFAIL,	/* 75: the lock was lost */
+	ZKL_EXIT_NOEXEC = 126,
+	ZKL_EXIT_NOTFOUND = 127,
+};
+
+/* What the command line asked for. Filled once by zkl_opts_parse(). */
+struct zkl_opts {
+	bool shared;		/* -s: O_RDONLY; else exclusive, O_WRONLY */
+	bool nonblock;		/* -n, or -w 0 */
+	double timeout;		/* -w SECONDS; < 0: wait as long as it takes */
+	int conflict_code;	/* -E CODE */
+	bool verbose;		/* --verbose */
+	bool list;		/* --list */
+	bool done;		/* --help/--version answered: exit 0 */
+	double kill_after;	/* --kill-after SECONDS, after a loss */
+	const char *name;	/* -N NAME; NULL: from the host name */
+	const char *shell_cmd;	/* -c 'SHELL COMMAND' */
+	const char *lockdir;
+	char **argv;		/* COMMAND [ARG...]; NULL with -c */
+};
+
+/*
+ * One running zklock: the lock it holds and the command it watches.
+ * main.c owns it (fills it, frees it); entry.c sets lockfd, entry and
+ * token; tree.c sets child, lost, blind and kill_failed.
+ */
+struct zkl_run {
+	const struct zkl_opts *o;
+	char *dir;		/* LOCKDIR, absolute */
+	char *name;		/* NAME of our entry */
+	char *entry;		/* absolute path of our entry, once known */
+	char *token;		/* the fencing token, once known */
+	char **argv;		/* what we execute */
+	char *sh_argv[4];	/* argv storage for -c */
+	int lockfd;		/* holds the lock; -1 when not held */
+	int sigfd;		/* signalfd: SIGCHLD, forwarded signals; or -1 */
+	pid_t child;		/* the command; 0 before it runs */
+	sigset_t orig_mask;	/* zklock's mask at start, the command's mask */
+	bool lost;		/* the lock was lost while the command ran */
+	bool blind;		/* /proc unreadable: the command alone is seen */
+	bool kill_failed;	/* a kill failed and was reported (once) */
+};
+
+/* zkl_now() - monotonic time in seconds, for deadlines and --verbose. */
+static inline double zkl_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+#endif
