@@ -97,21 +97,25 @@ static pid_t thread_group(pid_t tid)
 }
 
 /* The holder lines of a new entry (docs/SPEC.md: host, pid, uid, cmd, since, mount). */
-static int holder_data(struct zklfs *fs, const struct fuse_ctx *ctx, char *buf,
-		       size_t size)
+static int holder_data(struct zklfs *fs, const struct fuse_ctx *ctx, pid_t pid,
+		       char *buf, size_t size)
 {
-	char cmd[256], since[32];
-	pid_t pid = thread_group(ctx->pid);
+	char cmd[64], since[32];
 	time_t now = time(NULL);
 	struct tm tm;
-	size_t n = proc_read(pid, "cmdline", cmd, sizeof(cmd));
+	size_t n = proc_read(pid, "comm", cmd, sizeof(cmd));
 
-	while (n > 0 && cmd[n - 1] == '\0')
+	/*
+	 * The process's name only: its arguments may hold secrets, and every
+	 * user and ZooKeeper client reads this.  A name is whatever the
+	 * process set (prctl): no control character may break the lines.
+	 */
+	while (n > 0 && cmd[n - 1] == '\n')
 		n--;
 	cmd[n] = '\0';
 	for (size_t i = 0; i < n; i++)
-		if (cmd[i] == '\0' || cmd[i] == '\n')
-			cmd[i] = ' ';
+		if ((unsigned char)cmd[i] < 0x20 || cmd[i] == 0x7f)
+			cmd[i] = '?';
 	gmtime_r(&now, &tm);
 	strftime(since, sizeof(since), "%Y-%m-%dT%H:%M:%SZ", &tm);
 	return snprintf(buf, size, "host=%s\npid=%d\nuid=%u\ncmd=%s\nsince=%s\nmount=%s\n",
@@ -230,6 +234,7 @@ static void lock_enqueue(fuse_req_t req, struct node *n, enum zkl_kind kind,
 	fuse_req_t late = NULL;
 	struct node *l, **head;
 	int len, err, result = 0;
+	pid_t pid;
 
 	/*
 	 * FUSE says pid 0 for a caller outside our pid namespace (we run in a
@@ -247,12 +252,13 @@ static void lock_enqueue(fuse_req_t req, struct node *n, enum zkl_kind kind,
 			(int)ctx->pid, n->dir);
 		return (void)fuse_reply_err(req, EDEADLK);
 	}
-	len = holder_data(fs, ctx, data, sizeof(data));
+	pid = thread_group(ctx->pid);
+	len = holder_data(fs, ctx, pid, data, sizeof(data));
 	if (len >= (int)sizeof(data))
 		len = sizeof(data) - 1;
 	pthread_mutex_lock(&fs->lock);
 	n->tid = ctx->pid;
-	n->pid = thread_group(ctx->pid);
+	n->pid = pid;
 	n->kind = kind;
 	n->req = req;
 	n->lockreq = lockreq;
