@@ -77,14 +77,21 @@ static void lock_op(fuse_req_t req, struct node *n, int op, bool nb)
 	if (busy) {
 		/*
 		 * Another process sharing this descriptor waits for its lock
-		 * right now: one request at a time per descriptor.
+		 * right now: one request at a time per descriptor.  An unlock
+		 * has nothing to give back meanwhile (as with a local flock,
+		 * the waiting request goes on).
 		 */
+		if (op == LOCK_UN)
+			return (void)fuse_reply_err(req, 0);
 		zkl_log(LOG_NOTICE, "lock request on a descriptor that already waits: %s",
 			nb ? "EAGAIN" : "EDEADLK");
 		return (void)fuse_reply_err(req, nb ? EAGAIN : EDEADLK);
 	}
 	if (op != LOCK_UN && holds)
 		return (void)fuse_reply_err(req, 0);
+	/* refused before the entry is given back, not after */
+	if (op != LOCK_UN && zklfs_lock_deadlocks(req, n))
+		return (void)fuse_reply_err(req, EDEADLK);
 	if (has)
 		zklfs_lock_giveback(fs, n);
 	if (op == LOCK_UN)
@@ -135,10 +142,41 @@ struct getlk {
 	bool has_own;			/* leave out the asker's own entry */
 	int32_t own;
 	struct flock lk;		/* the answer */
+	uint64_t deadline_ms;		/* retries end then (0: none yet) */
 };
 
+static void getlk_send(struct getlk *op);
+
+/* Sent again from the top, by the session's supervisor (zks_later()). */
+static void getlk_resend(void *arg, bool go)
+{
+	struct getlk *op = arg;
+
+	if (!go) {			/* the mount is going */
+		fuse_reply_err(op->req, ESHUTDOWN);
+		free(op->dir);
+		free(op);
+		return;
+	}
+	getlk_send(op);
+}
+
+/*
+ * Answer @op with the lock found (@rc ZOK) or an errno, and free it.  A
+ * connection loss or a session being replaced sends the question again
+ * when the session is back, for up to a session timeout, as every read
+ * of the namespace is.
+ */
 static void getlk_reply(struct getlk *op, int rc)
 {
+	uint64_t now = zklfs_now_ms();
+
+	if (zk_rc_transient(rc)) {
+		if (!op->deadline_ms)
+			op->deadline_ms = now + (uint64_t)zks_timeout_ms(op->zks);
+		if (now < op->deadline_ms && zks_later(op->zks, getlk_resend, op) == 0)
+			return;
+	}
 	if (rc == ZOK)
 		fuse_reply_lock(op->req, &op->lk);
 	else
@@ -224,19 +262,29 @@ static void getlk_children_done(int rc, const struct String_vector *sv,
 		getlk_reply(op, rc);
 }
 
+static void getlk_send(struct getlk *op)
+{
+	int rc = zks_achildren(op->zks, op->dir, getlk_children_done, op);
+
+	if (rc != ZOK)
+		getlk_reply(op, rc);
+}
+
 void zklfs_getlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 		 struct flock *lock)
 {
 	struct zklfs *fs = fuse_req_userdata(req);
 	struct node *n = node_of(fs, ino);
 	struct getlk *op;
+	enum zkl_kind kind;
+	bool held;
 	char *dir;
-	int rc;
 
 	if (!whole_file(lock))
 		return refuse(req, EINVAL, "a record lock on part of an entry");
 	if (n->type == NODE_DIR)
 		return refuse(req, ENOLCK, "a directory holds no lock entry");
+	kind = lock->l_type == F_WRLCK ? ZKL_EXCLUSIVE : ZKL_SHARED;
 	op = calloc(1, sizeof(*op));
 	pthread_mutex_lock(&fs->lock);
 	dir = n->dir ? strdup(n->dir) : n->path ?
@@ -245,7 +293,16 @@ void zklfs_getlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 		op->has_own = holder_fd(n, fi) && n->w && n->granted;
 		op->own = n->seq;
 	}
+	held = op && op->has_own && !n->lost && n->kind == kind;
 	pthread_mutex_unlock(&fs->lock);
+	if (held) {			/* F_SETLK would be 0 at once */
+		free(op);
+		free(dir);
+		memset(lock, 0, sizeof(*lock));
+		lock->l_type = F_UNLCK;
+		lock->l_whence = SEEK_SET;
+		return (void)fuse_reply_lock(req, lock);
+	}
 	if (!op || !dir) {
 		free(op);
 		free(dir);
@@ -254,9 +311,7 @@ void zklfs_getlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 	op->fs = fs;
 	op->req = req;
 	op->dir = dir;
-	op->kind = lock->l_type == F_WRLCK ? ZKL_EXCLUSIVE : ZKL_SHARED;
+	op->kind = kind;
 	op->zks = zklfs_session(fs, dir);
-	rc = zks_achildren(op->zks, dir, getlk_children_done, op);
-	if (rc != ZOK)
-		getlk_reply(op, rc);
+	getlk_send(op);
 }

@@ -147,6 +147,8 @@ static void lock_answer(struct zklfs *fs, struct node *n, fuse_req_t req,
 	pthread_mutex_lock(&fs->lock);
 	n->inflight = false;
 	n->granted = true;
+	if (info.lost)			/* lost before n->w was set: not heard */
+		n->lost = true;
 	n->seq = info.seq;
 	n->czxid = info.czxid;
 	free(n->path);
@@ -219,6 +221,30 @@ static void lock_interrupt(fuse_req_t req, void *arg)
 		node_drop_lock(fs, n);
 }
 
+bool zklfs_lock_deadlocks(fuse_req_t req, struct node *n)
+{
+	struct zklfs *fs = n->fs;
+	pid_t tid = fuse_req_ctx(req)->pid;
+	struct node *l;
+
+	/*
+	 * FUSE says pid 0 for a caller outside our pid namespace (we run in a
+	 * container, it does not): such callers cannot be told apart, so
+	 * none of them is refused.
+	 */
+	if (!tid)
+		return false;
+	pthread_mutex_lock(&fs->lock);
+	for (l = fs->locks[(unsigned)tid % ZKLFS_TID_BUCKETS]; l; l = l->lnext)
+		if (l->tid == tid && l != n && strcmp(l->dir, n->dir) == 0)
+			break;
+	pthread_mutex_unlock(&fs->lock);
+	if (l)
+		zkl_log(LOG_NOTICE, "thread %d already holds or waits for %s: EDEADLK",
+			(int)tid, n->dir);
+	return l != NULL;
+}
+
 /*
  * Enqueue @n's entry of @kind for @req (its OPEN, or with @lockreq a
  * flock/fcntl request) and leave the answer to lock_done().  The thread
@@ -232,33 +258,18 @@ static void lock_enqueue(fuse_req_t req, struct node *n, enum zkl_kind kind,
 	struct zkl_waiter *w = NULL;
 	char data[1024];
 	fuse_req_t late = NULL;
-	struct node *l, **head;
+	struct node **head;
 	int len, err, result = 0;
 	pid_t pid;
 
-	/*
-	 * FUSE says pid 0 for a caller outside our pid namespace (we run in a
-	 * container, it does not): such callers cannot be told apart, so
-	 * none of them is refused.
-	 */
-	pthread_mutex_lock(&fs->lock);
-	l = ctx->pid ? fs->locks[(unsigned)ctx->pid % ZKLFS_TID_BUCKETS] : NULL;
-	for (; l; l = l->lnext)
-		if (l->tid == ctx->pid && l != n && strcmp(l->dir, n->dir) == 0)
-			break;
-	pthread_mutex_unlock(&fs->lock);
-	if (l) {
-		zkl_log(LOG_NOTICE, "thread %d already holds or waits for %s: EDEADLK",
-			(int)ctx->pid, n->dir);
+	if (zklfs_lock_deadlocks(req, n))
 		return (void)fuse_reply_err(req, EDEADLK);
-	}
 	pid = thread_group(ctx->pid);
 	len = holder_data(fs, ctx, pid, data, sizeof(data));
 	if (len >= (int)sizeof(data))
 		len = sizeof(data) - 1;
 	pthread_mutex_lock(&fs->lock);
 	n->tid = ctx->pid;
-	n->pid = pid;
 	n->kind = kind;
 	n->req = req;
 	n->lockreq = lockreq;
@@ -315,6 +326,11 @@ void zklfs_lock_request(fuse_req_t req, struct node *n, enum zkl_kind kind,
 
 void zklfs_lock_giveback(struct zklfs *fs, struct node *n)
 {
+	/*
+	 * The waiter first: from then on a loss of the old entry is not
+	 * this descriptor's (zklfs_lock_lost() checks n->w).
+	 */
+	node_drop_lock(fs, n);
 	pthread_mutex_lock(&fs->lock);
 	if (n->path && n->hashed)
 		node_unhash_path_locked(fs, n->path);
@@ -325,7 +341,6 @@ void zklfs_lock_giveback(struct zklfs *fs, struct node *n)
 	n->czxid = 0;
 	n->wlen = 0;			/* a new entry starts with new data */
 	pthread_mutex_unlock(&fs->lock);
-	node_drop_lock(fs, n);
 }
 
 void zklfs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
@@ -377,8 +392,11 @@ void zklfs_lock_lost(struct zkl_waiter *w, void *arg)
 	struct zklfs *fs = n->fs;
 	struct fuse_pollhandle *ph;
 
-	(void)w;
 	pthread_mutex_lock(&fs->lock);
+	if (n->w != w) {		/* given back, or not yet taken in */
+		pthread_mutex_unlock(&fs->lock);
+		return;
+	}
 	n->lost = true;
 	ph = n->ph;
 	n->ph = NULL;
@@ -399,6 +417,16 @@ bool zklfs_holder_lost(struct zklfs *fs, struct node *n, struct fuse_file_info *
 	lost = n->lost;
 	pthread_mutex_unlock(&fs->lock);
 	return lost;
+}
+
+bool zklfs_lock_waiting(struct zklfs *fs, struct node *n)
+{
+	bool waiting;
+
+	pthread_mutex_lock(&fs->lock);
+	waiting = n->inflight;
+	pthread_mutex_unlock(&fs->lock);
+	return waiting;
 }
 
 bool zklfs_holder_idle(struct zklfs *fs, struct node *n, struct fuse_file_info *fi)

@@ -927,8 +927,11 @@ static void zklfs_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 		return reply_xattr_value(req, size, val, strlen(val));
 	}
 	op = zop_new(req, n, zklfs_node_path(fs, n));
-	if (!op)			/* a lock request not yet in ZooKeeper */
-		return (void)fuse_reply_err(req, x == X_NONE ? ENODATA : EAGAIN);
+	if (!op) {			/* a lock node holding no entry */
+		if (x == X_STATE && zklfs_lock_waiting(fs, n))
+			return reply_xattr_value(req, size, "waiting", strlen("waiting"));
+		return (void)fuse_reply_err(req, ENODATA);
+	}
 	op->size = size;
 	op->attr = x;
 	if (n->type == NODE_DIR ? x != X_HOLDERS :

@@ -45,7 +45,8 @@ struct node {
 	char *dir;			/* the lock's znode */
 	char *name;			/* the NAME asked for */
 	struct zkl_waiter *w;		/* our place in the queue, until RELEASE */
-	fuse_req_t req;			/* the OPEN waiting for the grant */
+	fuse_req_t req;			/* the request waiting for the grant:
+					   the OPEN, or a lock request */
 	bool lockreq;			/* req is a flock/fcntl lock request
 					   on the holder's descriptor, not
 					   the OPEN */
@@ -54,7 +55,6 @@ struct node {
 	struct fuse_file_info fi;	/* copied from that OPEN */
 	enum zkl_kind kind;		/* of w */
 	pid_t tid;			/* the thread that asked (EDEADLK) */
-	pid_t pid;			/* its process (F_GETLK) */
 	uid_t uid;
 	bool armed;			/* interrupt handler registered */
 	bool intr_busy;			/* lock_interrupt() is using w */
@@ -194,6 +194,13 @@ void zklfs_lock_request(fuse_req_t req, struct node *n, enum zkl_kind kind,
 			int flags);
 
 /*
+ * zklfs_lock_deadlocks() - would @req's thread wait on itself: does it
+ * already hold or wait for another entry in @n's directory?  Logs why.
+ * FUSE thread.
+ */
+bool zklfs_lock_deadlocks(fuse_req_t req, struct node *n);
+
+/*
  * zklfs_lock_giveback() - the holder's descriptor of @n gives its lock back
  * (LOCK_UN, or before a conversion) and stays open: its entry is deleted
  * and forgotten, and it holds nothing.  FUSE thread, without fs->lock.
@@ -205,6 +212,9 @@ void zklfs_lock_lost(struct zkl_waiter *w, void *arg);
 
 /* zklfs_holder_lost() - is @fi the holder's descriptor of a lost lock? */
 bool zklfs_holder_lost(struct zklfs *fs, struct node *n, struct fuse_file_info *fi);
+
+/* zklfs_lock_waiting() - does a request (OPEN or lock) wait on @n's entry? */
+bool zklfs_lock_waiting(struct zklfs *fs, struct node *n);
 
 /*
  * zklfs_holder_idle() - is @fi the holder's descriptor of @n while it holds

@@ -14,7 +14,9 @@ import os
 import select
 import shutil
 import struct
+import signal
 import subprocess
+import time
 
 import pytest
 
@@ -244,6 +246,34 @@ def test_a_lost_lock_is_never_held_again_by_asking(mount):
         os.close(fd)
 
 
+def test_edeadlk_of_a_conversion_leaves_its_entry_held(mount):
+    """A thread that holds an entry in a directory and converts another
+    descriptor's entry there gets EDEADLK before anything is given back:
+    the other entry stays held (it was deleted first)."""
+    import threading
+    m = mount()
+    d = os.path.join(m.path, "job")
+    os.mkdir(d)
+    a = os.open(os.path.join(d, "a"), os.O_CREAT | os.O_RDONLY)
+    got = []
+    t = threading.Thread(target=lambda: got.append(
+        os.open(os.path.join(d, "b"), os.O_CREAT | os.O_RDONLY)))
+    t.start()
+    t.join(GRANT_TIMEOUT)
+    (b,) = got
+    try:
+        before = entries(d)
+        assert kinds(d) == ["-read-lock-", "-read-lock-"]
+        with pytest.raises(OSError) as e:
+            fcntl.flock(b, fcntl.LOCK_EX)
+        assert e.value.errno == errno.EDEADLK
+        assert entries(d) == before
+        assert os.getxattr(b, harness.XATTR_STATE) == b"held"
+    finally:
+        os.close(a)
+        os.close(b)
+
+
 def test_nonblocking_requests_fail_and_hold_nothing(mount):
     """LOCK_EX|LOCK_NB (flock) and F_SETLK (lockf) beside a holder on another
     mount: EWOULDBLOCK/EAGAIN at once, and the descriptor then holds
@@ -414,3 +444,214 @@ def test_java_release_gives_the_lock_back_while_the_channel_is_open(
     p.stdin.close()
     assert finish([p], GRANT_TIMEOUT) == [0]
     other.release()
+
+
+def test_getlk_on_the_holder_of_that_kind_is_unlck(mount):
+    """The holder's descriptor asking F_GETLK for the kind it holds:
+    F_UNLCK (F_SETLK would be 0 at once), not the waiter behind it."""
+    m = mount()
+    d = os.path.join(m.path, "job")
+    os.mkdir(d)
+    fd = os.open(os.path.join(d, "x"), os.O_CREAT | os.O_RDWR)
+    waiter = harness.start_waiter(d, "y", harness.WRITE)
+    try:
+        wait_for(lambda: len(entries(d)) == 2, GRANT_TIMEOUT, "the waiter's entry")
+        fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)     # held: 0 at once
+        assert getlk(fd, fcntl.F_WRLCK) == (fcntl.F_UNLCK, 0)
+    finally:
+        os.close(fd)
+        waiter.release()
+
+
+@pytest.mark.timeout(90)
+def test_loss_of_the_given_back_entry_does_not_taint_the_new_one(mount, zk, scratch):
+    """The loss of the entry a conversion gives back is not the new
+    entry's: the descriptor must not read lost (state, EIO, POLLERR) once
+    the new entry is granted.  (It was: the loss could land between the
+    giveback and the old waiter's release.)  gdb widens that window: it
+    stops the FUSE thread on entry to zkl_release(), deletes the old entry
+    from another mount, and lets the ZooKeeper thread run for 1.5 s; on a
+    correct daemon nothing depends on how long."""
+    gdb = shutil.which("gdb")
+    if not gdb:
+        pytest.skip("needs gdb")
+    m1, m2 = mount(), mount()
+    d1 = os.path.join(m1.path, "job")
+    os.mkdir(d1)
+    fd = os.open(os.path.join(d1, "g"), os.O_CREAT | os.O_RDWR)
+    try:
+        (old,) = entries(d1)
+        zold = m1.zkpath("job/" + old)
+        wait_for(lambda: zold in zk.four("wchc"), GRANT_TIMEOUT,
+                 "the daemon's watch on its entry")
+        ready = os.path.join(scratch, "ready")
+        cmds = os.path.join(scratch, "gdb")
+        with open(cmds, "w") as f:
+            f.write("set pagination off\nset confirm off\n"
+                    "tbreak zkl_release\ncommands\n"
+                    "  shell rm -f %s\n"
+                    "  call (int)usleep(1500000)\n"
+                    "  detach\n  quit\nend\n"
+                    "shell touch %s\ncontinue\n"
+                    % (os.path.join(m2.path, "job", old), ready))
+        g = subprocess.Popen([gdb, "-q", "-batch", "-p", str(m1.pid), "-x", cmds],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        wait_for(lambda: os.path.exists(ready), 30, "gdb attached")
+        fcntl.flock(fd, fcntl.LOCK_SH)     # conversion: returns 0
+        g.wait(30)
+        (new,) = entries(d1)
+        assert new != old and "-read-lock-" in new     # a fresh, valid entry
+        assert os.getxattr(fd, harness.XATTR_STATE) == b"held"
+        os.pread(fd, 10, 0)
+        p = select.poll()
+        p.register(fd, 0)
+        assert p.poll(0) == []
+    finally:
+        os.close(fd)
+
+
+def test_second_request_while_one_waits_is_edeadlk(mount):
+    """README: one lock request at a time per descriptor; a second one
+    (another process sharing it) is EDEADLK, EAGAIN with LOCK_NB; LOCK_UN
+    is 0 and gives nothing back, as with a local flock.  The waiting
+    conversion is not disturbed and is granted once the other host lets
+    go; no entry is left behind."""
+    m1, m2 = mount(), mount()
+    d1 = os.path.join(m1.path, "job")
+    os.mkdir(d1)
+    other = harness.take(os.path.join(m2.path, "job"), "o", harness.SHARED)
+    fd = os.open(os.path.join(d1, "p"), os.O_CREAT | os.O_RDONLY)
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:                            # shares the open file description
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)  # waits behind `other`
+            os.write(w, b"0")
+        except OSError as e:
+            os.write(w, str(e.errno).encode())
+        os._exit(0)
+    try:
+        wait_for(lambda: len([e for e in entries(d1) if "-read-lock-" not in e]) == 1,
+                 GRANT_TIMEOUT, "the conversion's exclusive entry")
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        for op, want in ((fcntl.LOCK_SH, errno.EDEADLK),
+                         (fcntl.LOCK_EX | fcntl.LOCK_NB, errno.EAGAIN)):
+            with pytest.raises(OSError) as e:
+                fcntl.flock(fd, op)
+            assert e.value.errno == want
+        assert len([e for e in entries(d1) if "-read-lock-" not in e]) == 1
+        other.release()
+        assert select.select([r], [], [], GRANT_TIMEOUT)[0]
+        assert os.read(r, 16) == b"0"
+        assert os.getxattr(fd, harness.XATTR_STATE) == b"held"
+    finally:
+        os.waitpid(pid, 0)
+        os.close(fd)
+    wait_for(lambda: entries(d1) == [], GRANT_TIMEOUT, "every entry gone")
+
+
+# flock() through libc: a signal makes it return -1/EINTR where Python's
+# fcntl.flock would retry (PEP 475); SA_RESTART makes the kernel restart it.
+SIGNALED = r'''
+import ctypes, os, signal, sys, time
+libc = ctypes.CDLL(None, use_errno=True)
+restart = sys.argv[2] == "restart"
+signal.signal(signal.SIGUSR1, lambda *a: None)
+signal.siginterrupt(signal.SIGUSR1, not restart)
+fd = os.open(sys.argv[1], os.O_CREAT | os.O_RDONLY)
+print("open", flush=True)
+rc = libc.flock(fd, 2)                   # LOCK_EX
+print("flock %d %d" % (rc, ctypes.get_errno() if rc else 0), flush=True)
+sys.stdin.readline()
+'''
+
+
+@pytest.mark.parametrize("mode", ["restart", "eintr"])
+def test_signal_during_a_conversion_is_eintr_never_erestartsys(mount, mode):
+    """A signal while LOCK_EX waits: without SA_RESTART flock(2) returns
+    EINTR (4), never ERESTARTSYS (512); with SA_RESTART the kernel asks
+    again and the lock is granted once the other host lets go.  (Each
+    restart is a new entry at the end of the queue, as for a waiting
+    open.)"""
+    m1, m2 = mount(), mount()
+    d1 = os.path.join(m1.path, "job")
+    os.mkdir(d1)
+    other = harness.take(os.path.join(m2.path, "job"), "o", harness.SHARED)
+    p = spawn([PY, "-c", SIGNALED, os.path.join(d1, "p"), mode],
+              stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    out = harness.Lines(p.stdout)
+    try:
+        assert out.readline(GRANT_TIMEOUT) == "open"
+        wait_for(lambda: any("-read-lock-" not in e for e in entries(d1)),
+                 GRANT_TIMEOUT, "the conversion waits")
+        for _ in range(5):
+            os.kill(p.pid, signal.SIGUSR1)
+            time.sleep(0.1)
+        if mode == "eintr":
+            assert out.readline(GRANT_TIMEOUT) == "flock -1 %d" % errno.EINTR
+            wait_for(lambda: entries(d1) == [other.entry], GRANT_TIMEOUT,
+                     "the interrupted entry gone")
+            other.release()
+        else:
+            other.release()
+            assert out.readline(GRANT_TIMEOUT) == "flock 0 0"
+            (mine,) = entries(d1)
+            assert "-read-lock-" not in mine
+    finally:
+        p.stdin.close()
+        p.wait(GRANT_TIMEOUT)
+
+
+def test_shutdown_answers_a_waiting_conversion_eshutdown(mount):
+    """README: SIGTERM/umount answer every waiting request with ESHUTDOWN;
+    a flock(2) conversion waiting is one of them."""
+    m1, m2 = mount(), mount()
+    d2 = os.path.join(m2.path, "job")
+    os.mkdir(d2)
+    other = harness.take(d2, "o", harness.SHARED)
+    p = spawn([PY, "-c", SIGNALED, os.path.join(m1.path, "job", "p"), "restart"],
+              stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    out = harness.Lines(p.stdout)
+    try:
+        assert out.readline(GRANT_TIMEOUT) == "open"
+        wait_for(lambda: any("-read-lock-" not in e for e in entries(d2)),
+                 GRANT_TIMEOUT, "the conversion waits")
+        os.kill(m1.pid, signal.SIGTERM)
+        assert out.readline(GRANT_TIMEOUT) == "flock -1 %d" % errno.ESHUTDOWN
+        wait_for(lambda: entries(d2) == [other.entry], GRANT_TIMEOUT,
+                 "m1's entries gone with its session")
+    finally:
+        p.stdin.close()
+        p.wait(GRANT_TIMEOUT)
+        other.release()
+
+
+@pytest.mark.timeout(90)
+def test_a_conversion_waiting_through_an_expiry_goes_on_waiting(mount, zk):
+    """README: after an expiry, waiters are enqueued again and go on
+    waiting; a flock(2) conversion is a waiter like an open.  The shared
+    holder of the other mount loses its lock with the expiry, so the
+    conversion is granted, and its descriptor holds a live entry."""
+    m1, m2 = mount(), mount()
+    d1 = os.path.join(m1.path, "job")
+    os.mkdir(d1)
+    other = harness.take(os.path.join(m2.path, "job"), "o", harness.SHARED)
+    p = spawn([PY, "-c", SIGNALED, os.path.join(d1, "p"), "restart"],
+              stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    out = harness.Lines(p.stdout)
+    try:
+        assert out.readline(GRANT_TIMEOUT) == "open"
+        wait_for(lambda: any("-read-lock-" not in e for e in entries(d1)),
+                 GRANT_TIMEOUT, "the conversion waits")
+        zk.suspend()
+        try:
+            time.sleep(m1.session_timeout / 1000.0 * 2.2)
+        finally:
+            zk.resume()
+        assert out.readline(3 * GRANT_TIMEOUT) == "flock 0 0"
+        (mine,) = entries(d1)
+        assert mine.startswith("p-lock-")
+    finally:
+        p.stdin.close()
+        p.wait(GRANT_TIMEOUT)
+        other.release()
