@@ -426,17 +426,19 @@ class Locker:
             return ""
 
     def _readline(self, timeout):
-        """Next line from the child, None on EOF; raises TimeoutError."""
+        """Next line from the child, None on EOF; raises TimeoutError.
+        The pipe is always looked at, at least once: with timeout 0 what
+        the child has already said is read, only then is it a timeout."""
         deadline = time.monotonic() + timeout
         fd = self.proc.stdout.fileno()
         while b"\n" not in self._buf:
             if self._eof:
                 return None
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise TimeoutError()
+            left = max(0.0, deadline - time.monotonic())
             r, _, _ = select.select([fd], [], [], left)
             if not r:
+                if time.monotonic() >= deadline:
+                    raise TimeoutError()
                 continue
             chunk = os.read(fd, 4096)
             if not chunk:
@@ -508,7 +510,10 @@ class Locker:
 
     def wait_entry(self, dirpath, before, timeout=GRANT_TIMEOUT):
         """Find this locker's entry as the one new entry in dirpath since the
-        listing `before` (set of names). Sets and returns self.entry."""
+        listing `before` (set of names). Sets and returns self.entry.
+        A listing cannot be waited on, so it is taken again every 20 ms;
+        between two, the child's pipe is waited on, so that a failed open()
+        (or the child's death) is reported as soon as the child says so."""
         base = os.path.basename(self.path)
         deadline = time.monotonic() + timeout
         while True:
@@ -520,14 +525,18 @@ class Locker:
             if len(mine) > 1:
                 raise LockerError("several new entries for %s: %r"
                                   % (base, mine))
-            s = self.poll_status(0)
-            if s is not None and s != "granted":
-                raise LockerError("open(%s) failed: %s" % (self.path, s))
-            if time.monotonic() >= deadline:
+            left = deadline - time.monotonic()
+            if left <= 0:
                 raise LockerError(
-                    "no entry for %s appeared in %s within %.1fs (listing: %r)"
-                    % (base, dirpath, timeout, os.listdir(dirpath)))
-            time.sleep(0.02)
+                    "no entry for %s appeared in %s within %.1fs (listing: %r;"
+                    " the child said %r)" % (base, dirpath, timeout,
+                                             os.listdir(dirpath), self.history))
+            s = self.poll_status(min(0.02, left))
+            if s is not None and s != "granted":
+                raise LockerError("open(%s) failed: %s (no entry seen in %s)"
+                                  % (self.path, s, dirpath))
+            if s == "granted":
+                time.sleep(min(0.02, max(0.0, left)))
 
     # -- commands while holding ------------------------------------------------
     def cmd(self, line, timeout=GRANT_TIMEOUT):
@@ -613,9 +622,8 @@ class Lines:
                     line, self.buf = self.buf, b""
                     return line.decode("utf-8", "replace")
                 return None
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise TimeoutError()
+            # look at the pipe at least once, even with timeout 0
+            left = max(0.0, deadline - time.monotonic())
             r, _, _ = select.select([self.fd], [], [], left)
             if r:
                 chunk = os.read(self.fd, 4096)
@@ -623,6 +631,8 @@ class Lines:
                     self.buf += chunk
                 else:
                     self.eof = True
+            elif time.monotonic() >= deadline:
+                raise TimeoutError()
         line, self.buf = self.buf.split(b"\n", 1)
         return line.decode("utf-8", "replace")
 
