@@ -6,11 +6,16 @@ directory stands for: each excludes a zklockfs holder and is excluded by it,
 in both orders; each lists the other's entries in its own queue
 (getParticipantNodes(), contenders()); `ls` on the mount shows theirs in
 queue order. Then all three kinds of client at once, under contention.
+go-zookeeper's zk.Lock (Go, golang-github-samuel-go-zookeeper-dev) waits
+behind a zklockfs entry (exclusive or shared), watching it, and keeps a
+zklockfs opener waiting, in both orders.
 
 The foreign clients are child processes driven over stdin/stdout lines:
-tests/interop/CuratorLock.java (compiled once per session with javac) and
-tests/interop/kazoo_lock.py (run by /usr/bin/python3). When kazoo, a JDK or
-the Curator jars are missing the tests say SKIPPED with the reason.
+tests/interop/CuratorLock.java (compiled once per session with javac),
+tests/interop/kazoo_lock.py (run by /usr/bin/python3) and
+tests/interop/go_lock.go (built once per session, offline, in GOPATH mode
+with Debian's golang-go). When kazoo, a JDK, the Curator jars, Go or the Go
+client are missing the tests say SKIPPED with the reason.
 """
 
 import json
@@ -32,6 +37,9 @@ from harness import (lockdir, GRANT_TIMEOUT, NOT_GRANTED_WAIT, PY, SHARED, SLOW,
 INTEROP = os.path.join(harness.REPO, "tests", "interop")
 JAVA_SRC = os.path.join(INTEROP, "CuratorLock.java")
 KAZOO_HELPER = os.path.join(INTEROP, "kazoo_lock.py")
+GO_SRC = os.path.join(INTEROP, "go_lock.go")
+GOPATH = os.environ.get("ZKLOCKFS_GOPATH", "/usr/share/gocode")
+GO_ZK_PKG = "github.com/samuel/go-zookeeper/zk"
 JARDIR = os.environ.get("ZKLOCKFS_JAVA_JARS", "/usr/share/java")
 # the manifests' Class-Path of these brings the rest (netty, jackson, ...)
 CURATOR_JARS = ("curator-recipes.jar", "curator-framework.jar",
@@ -47,6 +55,8 @@ WAIT_LONG_S = 60                  # a foreign acquire that must be granted
 
 CURATOR_NODE = re.compile(r"^_c_[0-9a-f-]{36}-lock-\d{10}$")
 KAZOO_NODE = re.compile(r"^[0-9a-f]{32}__lock__\d{10}$")
+# zk.Lock: CreateProtectedEphemeralSequential(LOCKPATH + "/lock-")
+GO_NODE = re.compile(r"^_c_[0-9a-f]{32}-lock-\d{10}$")
 
 pytestmark = pytest.mark.timeout(45)
 
@@ -99,6 +109,39 @@ def kazoo_ok():
         pytest.skip("kazoo interop: kazoo not importable by %s (%s); install "
                     "python3-kazoo" % (PY, last))
     return r.stdout.decode().strip()
+
+
+@pytest.fixture(scope="session")
+def go_lock_bin(tmp_path_factory):
+    """Build go_lock.go once per session (GOPATH mode, offline, Debian's
+    packaged go-zookeeper); the binary's path."""
+    go = shutil.which("go") or ("/usr/lib/go/bin/go"
+                                if os.access("/usr/lib/go/bin/go", os.X_OK)
+                                else None)
+    if not go:
+        pytest.skip("Go interop: no Go toolchain (go not found); install "
+                    "golang-go")
+    if not os.path.isfile(os.path.join(GOPATH, "src", GO_ZK_PKG, "lock.go")):
+        pytest.skip("Go interop: %s not in GOPATH %s; install "
+                    "golang-github-samuel-go-zookeeper-dev"
+                    % (GO_ZK_PKG, GOPATH))
+    out = str(tmp_path_factory.mktemp("go-interop"))
+    env = dict(os.environ, GO111MODULE="off", GOPATH=GOPATH, GOFLAGS="",
+               GOCACHE=os.path.join(out, "cache"), CGO_ENABLED="0",
+               GOPROXY="off")
+    exe = os.path.join(out, "go_lock")
+    try:
+        r = subprocess.run([go, "build", "-o", exe, GO_SRC], env=env,
+                           cwd=out, capture_output=True,
+                           timeout=180 * SLOW)
+    except subprocess.TimeoutExpired:
+        pytest.fail("go build %s took over %.0f s" % (GO_SRC, 180 * SLOW),
+                    pytrace=False)
+    if r.returncode != 0:
+        pytest.fail("go build %s failed:\n%s"
+                    % (GO_SRC, r.stderr.decode("utf-8", "replace")),
+                    pytrace=False)
+    return exe
 
 
 # --- the foreign contenders ------------------------------------------------------
@@ -255,6 +298,27 @@ class Kazoo(Contender):
     def node(self):
         self.send("node")
         return self.expect("node")
+
+    def release(self):
+        self.send("release")
+        self.expect("released")
+
+
+class GoLock(Contender):
+    """go-zookeeper zk.Lock on a lock znode; .session is its session id."""
+
+    def __init__(self, exe, connect, zpath):
+        super().__init__([exe, connect, zpath], "go-zookeeper zk.Lock")
+        self.session = None
+
+    def wait_ready(self, timeout=START_TIMEOUT):
+        if not self.ready:
+            self.session = int(self.expect("ready", timeout), 16)
+            self.ready = True
+        return self
+
+    def acquire(self):
+        self.send("acquire")
 
     def release(self):
         self.send("release")
@@ -496,6 +560,87 @@ def test_kazoo_rw_locks_and_zklockfs_shared_lock(mount, zk, kazoo_ok):
     r3.release()
     kr.quit()
     kw.quit()
+    wait_no_entries(d)
+
+
+# --- go-zookeeper zk.Lock vs zklockfs (naming=curator) --------------------------------
+
+def session_watches(zk, session):
+    """The paths ZooKeeper session `session` watches (the wchc 4lw: a line
+    0x<session id>, then its paths, one a line, tab-indented)."""
+    paths, cur = set(), None
+    for line in zk.four("wchc").splitlines():
+        if line.startswith("0x"):
+            cur = int(line.strip(), 16)
+        elif line.strip().startswith("/") and cur == session:
+            paths.add(line.strip())
+    return paths
+
+
+@pytest.mark.parametrize("flags", [WRITE, SHARED], ids=["exclusive", "shared"])
+def test_go_waits_for_zklockfs_holder(mount, zk, go_lock_bin, flags):
+    """zk.Lock reads a zklockfs entry, NAME-lock-N or NAME-read-lock-N, as a
+    contender: it queues behind it, watches it, and gets the lock when the
+    zklockfs holder closes."""
+    g = GoLock(go_lock_bin, zk.hostport, zpath_of(mount))
+    m = mount()
+    d = lockdir(m)
+    h = take(d, "fs", flags)
+    assert parse_entry(h.entry)[:2] == (
+        "fs", "-lock-" if flags == WRITE else "-read-lock-")
+    g.wait_ready()
+    g.acquire()
+    gname = new_entry(d, {h.entry}, GO_NODE)
+    assert_queue(d, [h.entry, gname])
+    hpath = m.zkpath("L/" + h.entry)
+    wait_for(lambda: hpath in session_watches(zk, g.session), GRANT_TIMEOUT,
+             "zk.Lock (session 0x%x) to watch the zklockfs entry %s (wchc: %r)"
+             % (g.session, hpath, zk.four("wchc")))
+    assert getxattr_str(os.path.join(d, gname), XATTR_STATE) == "waiting"
+    g.still_waiting()
+
+    h.release()
+    g.expect("acquired")
+    wait_gone(d, h.entry)
+    assert getxattr_str(d, XATTR_HOLDERS).split() == [gname]
+    g.release()
+    g.quit()
+    wait_no_entries(d)
+
+
+def test_zklockfs_waits_for_go_holder(mount, zk, go_lock_bin):
+    """A zk.Lock holder keeps zklockfs openers out (O_NONBLOCK: EAGAIN; else
+    the open waits) until its Unlock(); then zklockfs keeps zk.Lock out."""
+    g = GoLock(go_lock_bin, zk.hostport, zpath_of(mount))
+    m = mount()
+    d = lockdir(m)
+    g.wait_ready()
+    g.acquire()
+    g.expect("acquired")
+    gname = new_entry(d, set(), GO_NODE)
+    assert_queue(d, [gname])
+    assert getxattr_str(os.path.join(d, gname), XATTR_STATE) == "held"
+
+    nonblocking_open_fails(os.path.join(d, "nb"))
+    wait_for(lambda: entries(d) == [gname], GRANT_TIMEOUT,
+             "the O_NONBLOCK entry to go (now %r)" % os.listdir(d))
+    w = start_waiter(d, "fs")
+    w.assert_waiting()
+    assert_queue(d, [gname, w.entry])
+
+    # zk.Lock's Unlock() hands the lock to the zklockfs waiter
+    g.release()
+    w.wait_granted()
+    wait_gone(d, gname)
+    # ... and now zk.Lock is the one kept out
+    g.acquire()
+    g2 = new_entry(d, {w.entry}, GO_NODE)
+    assert_queue(d, [w.entry, g2])
+    g.still_waiting()
+    w.release()
+    g.expect("acquired")
+    g.release()
+    g.quit()
     wait_no_entries(d)
 
 
