@@ -117,12 +117,14 @@ def answered(lockers, timeout):
 
 
 @pytest.mark.timeout(120)
-def test_one_release_wakes_one_waiter_across_mounts(mount, zk):
+def test_each_release_grants_only_the_next_waiter_across_mounts(mount, zk):
     """3 mounts x 5 exclusive waiters, queued round-robin over the mounts
     behind one holder. At each of the 16 releases, exactly the next waiter
     in queue order is granted, no other open() returns, and ZooKeeper sends
     at most one watch notification (a herd, every mount watching the lock
-    znode or the holder's entry, would send up to three)."""
+    znode or the holder's entry, would send up to three). End to end, from
+    the openers' side: test_locking.py's test_one_release_wakes_one_waiter_
+    across_mounts looks at the watches themselves."""
     nmounts, per_mount = 3, 5
     ms = [mount() for _ in range(nmounts)]
     dirs = [lockdir(ms[0])] + [seen_dir(m) for m in ms[1:]]
