@@ -7,11 +7,17 @@ import pytest
 
 import harness
 
-from harness import (assert_lost, lockdir, seen_dir, RDWR, XATTR_SEQ, XATTR_STATE, XATTR_TOKEN, entries,
-                     getxattr_str, seq_of, start_waiter, take, wait_for)
+from harness import (assert_lost, lockdir, seen_dir, RDWR, SLOW, XATTR_SEQ, XATTR_STATE, XATTR_TOKEN,
+                     entries, getxattr_str, seq_of, start_waiter, take, wait_for)
 
-
-
+# docs/SPEC.md, "When the lock is lost": once the mount has heard nothing
+# from ZooKeeper for the whole session timeout T, it declares its held locks
+# lost. The silence begins at the latest when the server stops, so the loss
+# is declared at most T after that, plus NOTICE: the time a loaded 2-core
+# machine may take to run the daemon's look (once a tenth of T, at most 1 s,
+# counted within T) and to answer the test's question; doubled under
+# sanitizers.
+NOTICE = 1.5 * SLOW
 
 
 def test_unlink_by_another_host_breaks_the_lock(mount):
@@ -68,21 +74,26 @@ def test_lost_after_the_servers_session_timeout_not_the_one_asked(
     declared its locks lost only after the 20 s it had asked for: for 17 s
     another host could be granted the lock while this one still held it."""
     srv = zk_clamping
-    m = mount(server=srv, session_timeout=20000)
+    asked, tmo = 20.0, 3.0
+    m = mount(server=srv, session_timeout=int(asked * 1000))
     assert "set the session timeout to 3000 ms (asked: 20000)" in m.log_tail()
     d = lockdir(m)
     h = take(d, "h", RDWR)
+    bound = tmo + NOTICE
+    assert bound < asked - 5.0, "the bound would not tell 3 s from 20 s"
+    t0 = time.monotonic()
     srv.suspend()
     try:
-        t0 = time.monotonic()
-        wait_for(lambda: h.xattr(XATTR_STATE) == "lost", 3.0 + 5.0,
-                 "the holder to declare the loss")
+        wait_for(lambda: h.xattr(XATTR_STATE) == "lost", bound + 5.0,
+                 "the holder to declare the loss (bound %.1f s)" % bound)
         lost = time.monotonic() - t0
     finally:
         srv.resume()
     print("figure: session timeout asked 20 s, server's 3 s: lock declared "
           "lost %.2f s after the server stopped" % lost)
-    assert lost <= 3.0, "declared lost after the server's session timeout"
+    assert lost <= bound, "declared lost %.2f s after the server stopped, " \
+        "bound %.2f s (the server's session timeout %.0f s + %.1f s to " \
+        "notice; asked %.0f s)" % (lost, bound, tmo, NOTICE, asked)
     h.release()
 
 
@@ -111,12 +122,14 @@ def test_session_expiry_loses_lock_short_disconnect_keeps_it(mount, zk):
             if not seen or seen[-1][1] != ans:
                 seen.append((round(time.monotonic() - t0, 2), ans))
             return ans == "lost"
+        bound = 2.0 + NOTICE
         try:
-            wait_for(lost, 2.0 + 3.0, "lost")
+            wait_for(lost, bound, "lost")
         except AssertionError:
-            raise AssertionError("the holder was not declared lost within 5 s "
-                                 "of stopping ZooKeeper; state over time: %r"
-                                 % seen)
+            raise AssertionError("the holder was not declared lost within "
+                                 "%.1f s of stopping ZooKeeper (session "
+                                 "timeout 2 s + %.1f s to notice); state "
+                                 "over time: %r" % (bound, NOTICE, seen))
         assert time.monotonic() - t0 >= 1.0, "declared lost too early"
         time.sleep(max(0.0, 5.0 - (time.monotonic() - t0)))   # the outage
         assert k.xattr(XATTR_STATE) == "held", \
