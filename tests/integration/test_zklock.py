@@ -13,6 +13,7 @@ import contextlib
 import errno
 import fcntl
 import os
+import platform
 import re
 import select
 import signal
@@ -28,11 +29,48 @@ import pytest
 import harness
 import zkclient
 from harness import (SLOW, GRANT_TIMEOUT, Lines, entries, getxattr_str, lockdir,
-                     parse_entry, parse_kv, read_file, spawn, take, wait_for,
-                     wait_no_entries)
+                     parse_entry, parse_kv, read_file, seq_of, spawn,
+                     start_waiter, take, wait_for, wait_no_entries)
 
 EX_USAGE, EX_NOINPUT, EX_LOST = 64, 66, 75
 RUN_TIMEOUT = 20 * SLOW          # bound on any zklock that should finish
+# zklock(1) -w: after SECONDS of waiting it gives up; the interrupted open's
+# answer and zklock's exit may take this much more on a loaded 2-core
+# machine (doubled under sanitizers)
+GIVE_UP = 1.0 * SLOW
+
+# open(2), openat(2), openat2(2): the numbers /proc/PID/syscall shows while
+# a process is in them, by architecture
+OPEN_SYSCALLS = {"x86_64": {2, 257, 437}, "aarch64": {56, 437},
+                 "riscv64": {56, 437}, "i686": {5, 295, 437},
+                 "armv7l": {5, 322, 437}, "ppc64le": {5, 286, 437},
+                 "s390x": {5, 288, 437}}.get(platform.machine())
+
+
+def proc_state(pid):
+    """The state letter of /proc/PID/stat (R, S, D, T, Z, ...)."""
+    with open("/proc/%d/stat" % pid) as f:
+        return f.read().rsplit(")", 1)[1].split()[0]
+
+
+def waiting_in_open(pid):
+    """Whether process pid is asleep in an open() (its lock request: the
+    FUSE request the daemon answers once the lock is granted)."""
+    try:
+        with open("/proc/%d/syscall" % pid) as f:
+            sc = f.read().split()
+        state = proc_state(pid)
+    except (OSError, IndexError):
+        return False
+    if not sc or not sc[0].isdigit() or state != "S":
+        return False
+    return OPEN_SYSCALLS is None or int(sc[0]) in OPEN_SYSCALLS
+
+
+def wait_waiting_in_open(r):
+    wait_for(lambda: waiting_in_open(r.pid) or not r.running(), GRANT_TIMEOUT,
+             "zklock %d asleep in open() (/proc/PID/syscall, stat)" % r.pid)
+    assert r.running(), "zklock exited: %s" % r._stderr_now()
 
 
 def zklock_binary():
@@ -271,19 +309,29 @@ def test_nonblock_conflict_exit_codes(mount, zklock):
 
 
 def test_timeout_gives_up_and_leaves_no_entry(mount, zklock):
+    """-w SECONDS: zklock gives up after SECONDS of waiting, not before
+    (counted from before it started, so its start-up only adds), and within
+    GIVE_UP after (counted from when its entry was seen: its wait had begun
+    by then)."""
     m = mount()
     d = lockdir(m)
     h = take(d, "holder")
-    r = Run(zklock, "-w", "1", "-N", "late", d, "echo", "ran")
-    assert r.finish() == 1
-    assert 0.8 <= r.elapsed <= 3 * SLOW, "took %.2fs" % r.elapsed
-    assert r.out == ""
-    assert entries(d) == [h.entry]
-    # fractions, long form, own conflict code
-    r = Run(zklock, "--timeout", "0.5", "-E", "42", d, "true")
-    assert r.finish() == 42
-    assert 0.3 <= r.elapsed <= 3 * SLOW, "took %.2fs" % r.elapsed
-    assert entries(d) == [h.entry]
+    # then fractions, long form, own conflict code
+    for opts, w, name, rc in ((["-w", "1"], 1.0, "late", 1),
+                              (["--timeout", "0.5", "-E", "42"], 0.5,
+                               "later", 42)):
+        r = Run(zklock, *opts, "-N", name, d, "echo", "ran")
+        wait_entry_of(d, name)
+        waiting_since = time.monotonic()
+        assert r.finish() == rc
+        ended = r.t0 + r.elapsed
+        assert r.elapsed >= w - 0.01, "-w %s gave up %.2f s after zklock " \
+            "started" % (w, r.elapsed)
+        assert ended - waiting_since <= w + GIVE_UP, "-w %s: still waiting " \
+            "%.2f s after its entry was seen (bound %.2f s)" \
+            % (w, ended - waiting_since, w + GIVE_UP)
+        assert r.out == ""
+        assert entries(d) == [h.entry]
     h.release()
     wait_no_entries(d)
 
@@ -295,8 +343,7 @@ def test_timeout_holder_releases_in_time(mount, zklock):
     r = Run(zklock, "-w", str(10 * SLOW), "-N", "patient", d, "echo", "ran")
     e = wait_entry_of(d, "patient")
     assert getxattr_str(os.path.join(d, e), harness.XATTR_STATE) == "waiting"
-    time.sleep(0.5)
-    assert r.running()
+    wait_waiting_in_open(r)
     h.release()
     assert r.finish() == 0
     assert r.out == "ran\n"
@@ -343,8 +390,7 @@ def test_shared_holders_run_together_exclusive_waits(mount, zklock, scratch):
             env=env)
     e = wait_entry_of(d, "wx")
     assert getxattr_str(os.path.join(d, e), harness.XATTR_STATE) == "waiting"
-    time.sleep(0.5)
-    assert x.running()
+    wait_waiting_in_open(x)
     open(os.path.join(scratch, "go"), "w").close()   # the readers leave
     assert a.finish() == 0
     assert b.finish() == 0
@@ -562,19 +608,30 @@ def test_command_gets_the_signal_state_zklock_got(mount, zklock):
 
 
 def test_stop_and_continue_while_waiting(mount, zklock):
+    """zklock(1): a stop signal (Ctrl-Z) interrupts the wait (its entry
+    goes); after SIGCONT zklock queues again, at the back, and runs the
+    command once granted."""
     m = mount()
     d = lockdir(m)
     h = take(d, "holder")
     r = Run(zklock, "-N", "stopped", d, "echo", "ran")
-    wait_entry_of(d, "stopped")
+    e1 = wait_entry_of(d, "stopped")
+    wait_waiting_in_open(r)
     os.kill(r.pid, signal.SIGSTOP)
-    time.sleep(0.3)
+    wait_for(lambda: proc_state(r.pid) == "T", GRANT_TIMEOUT,
+             "zklock to stop (state T in /proc/%d/stat)" % r.pid)
+    harness.wait_gone(d, e1)        # the interrupted wait left no entry
+    other = start_waiter(d, "other")   # comes while zklock is stopped
+    assert proc_state(r.pid) == "T" and entries(d) == [h.entry, other.entry]
     os.kill(r.pid, signal.SIGCONT)
-    time.sleep(0.3)
-    assert r.running()
-    wait_for(lambda: len(entries(d)) == 2, GRANT_TIMEOUT,
-             "one entry for the holder, one for zklock: %r" % entries(d))
+    e2 = wait_entry_of(d, "stopped")
+    assert seq_of(e2) > seq_of(other.entry), \
+        "queued again, but not at the back: %r" % entries(d)
+    wait_waiting_in_open(r)
     h.release()
+    other.wait_granted()
+    assert getxattr_str(os.path.join(d, e2), harness.XATTR_STATE) == "waiting"
+    other.release()
     assert r.finish() == 0 and r.out == "ran\n"
     wait_no_entries(d)
 
