@@ -213,8 +213,11 @@ static void zklfs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	struct zkl_child c;
 	struct zop *op;
 
-	if (strlen(name) > ZKN_NAME_MAX)
+	if (strlen(name) > ZKN_NAME_MAX) {
+		zkl_log(LOG_NOTICE, "name of %zu bytes refused: at most %d",
+			strlen(name), ZKN_NAME_MAX);
 		return (void)fuse_reply_err(req, ENAMETOOLONG);
+	}
 	if (p->type != NODE_DIR)
 		return (void)fuse_reply_err(req, ENOTDIR);
 	if (zklfs_hidden(fs, p->path, name))

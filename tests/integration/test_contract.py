@@ -6,8 +6,10 @@
     write the daemon takes (ZKLFS_DATA_MAX) works and reads back the same
     everywhere; one byte more is EFBIG;
   * "Every failure is a clear errno and, in the daemon's log, one line
-    saying why": EINVAL, ENAMETOOLONG, EISDIR, EPERM, EACCES and EFBIG,
-    each provoked through the mount, each looked for in the daemon's log;
+    saying why": EINVAL, ENAMETOOLONG, EPERM, EACCES and EFBIG, each
+    provoked through the mount, each looked for in the daemon's log (EISDIR,
+    for O_CREAT of a directory, the kernel answers itself: no request
+    reaches the daemon, and the README says so);
   * "ZooKeeper refusing an operation is EACCES", for a read: stat, ls and
     cat of a znode whose ACL does not let the mount read it.
 
@@ -249,10 +251,6 @@ def _enametoolong_with_marker(t):
     return _locker_error(os.path.join(t.d, "n" * 250), SHARED)
 
 
-def _eisdir(t):
-    return _locker_error(os.path.join(t.d, "sub"), WRITE)
-
-
 def _eperm_rename(t):
     return _os_error(os.rename, os.path.join(t.d, t.h.entry),
                      os.path.join(t.d, "moved"))
@@ -298,8 +296,6 @@ LOG_CASES = [
      _enametoolong_mkdir_256, r"too long|refused"),
     ("ENAMETOOLONG-entry-name-with-its-marker", "ENAMETOOLONG",
      _enametoolong_with_marker, r"too long|refused"),
-    ("EISDIR-open-creat-of-a-directory", "EISDIR", _eisdir,
-     r"directory|refused"),
     ("EPERM-rename", "EPERM", _eperm_rename, r"refused|not permitted"),
     ("EPERM-link", "EPERM", _eperm_link, r"refused|not permitted"),
     ("EPERM-symlink", "EPERM", _eperm_symlink, r"refused|not permitted"),
@@ -312,26 +308,7 @@ LOG_CASES = [
      r"at most|too large|too big|refused"),
 ]
 
-# Failures the daemon never sees or does not log today (issue 11: reported,
-# not fixed here; fs/ belongs to another change). strict: the day one is
-# logged, the xfail fails and must go.
-NOT_LOGGED = {
-    "ENAMETOOLONG-256-byte-entry-name":
-        "a name over 255 bytes is refused by LOOKUP (fs/ops.c zklfs_lookup) "
-        "before MKNOD, with no log line",
-    "ENAMETOOLONG-256-byte-directory-name":
-        "a name over 255 bytes is refused by LOOKUP (fs/ops.c zklfs_lookup) "
-        "before MKDIR, with no log line",
-    "EISDIR-open-creat-of-a-directory":
-        "the kernel (VFS do_open) answers O_CREAT of an existing directory "
-        "with EISDIR itself: no request reaches the daemon, so it logs nothing",
-}
-
-
-LOG_PARAMS = [pytest.param(err, fn, why, id=cid,
-                           marks=[pytest.mark.xfail(strict=True,
-                                                    reason=NOT_LOGGED[cid])]
-                           if cid in NOT_LOGGED else [])
+LOG_PARAMS = [pytest.param(err, fn, why, id=cid)
               for cid, err, fn, why in LOG_CASES]
 
 
