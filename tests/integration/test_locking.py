@@ -839,9 +839,11 @@ def test_one_release_wakes_one_waiter_across_mounts(mount, zk, zkc):
     holder.release()
     record_figure("%d releases, %d exclusive waiters on %d mounts: %d watch "
                   "notifications %r" % (nw, nw, nm, sum(fired), fired))
-    # a release may also fire the watch its own mount was just setting on
-    # the entry (docs/DESIGN.md: RELEASE does not wait for it): about one
-    if max(fired) > 2 or sum(fired) > nw + 2:
+    # a release may also fire, once, the watch its own mount was setting on
+    # the entry at that moment (docs/DESIGN.md: RELEASE does not wait for
+    # it; seen about once in 20 releases under ASan): so at most 2 each, and
+    # about one on average; a herd sends one per mount with waiters
+    if max(fired) > 2 or sum(fired) > nw + nw // 4:
         problems.append("%d releases sent %d notifications (%r): not one each"
                         % (nw, sum(fired), fired))
     assert not problems, "herd effect:\n  %s\nwchc:\n%s" % (
