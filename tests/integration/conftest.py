@@ -106,15 +106,10 @@ def logdir(tmp_path_factory):
 def zk(tmp_path_factory):
     """A standalone ZooKeeper; .hostport, .host, .port, .pid, .four(word),
     .client(), .suspend()/.resume() (SIGSTOP/SIGCONT), .log."""
-    workdir = str(tmp_path_factory.mktemp("zookeeper"))
-    server = harness.ZooKeeperServer(workdir)
-    try:
-        server.start()
+    with harness.zookeeper(tmp_path_factory) as server:
         with server.client() as c:
             c.ensure_path("/t")
         yield server
-    finally:
-        server.stop()
 
 
 @pytest.fixture

@@ -28,7 +28,7 @@ import select
 import pytest
 
 import zkclient
-from harness import (GRANT_TIMEOUT, NOT_GRANTED_WAIT, SHARED, SLOW, WRITE,
+from harness import (session_watches, GRANT_TIMEOUT, NOT_GRANTED_WAIT, SHARED, SLOW, WRITE,
                      Locker, entries, errname, lockdir, read_file, seen_dir,
                      start_waiter, take, tcp_peers, wait_for, wait_gone,
                      wait_no_entries)
@@ -81,18 +81,6 @@ def mount_session(zk, m):
     assert len(sids) == 1, "mount pid %d: sessions %r (ports %r)\n%s" % (
         m.pid, sids, ports, zk.four("cons"))
     return sids.pop()
-
-
-def session_watches(zk, session):
-    """The paths ZooKeeper session `session` watches (wchc: a line
-    0x<session id>, then its paths, one a line, tab-indented)."""
-    paths, cur = set(), None
-    for line in zk.four("wchc").splitlines():
-        if line.startswith("0x"):
-            cur = int(line.strip(), 16)
-        elif line.strip().startswith("/") and cur == session:
-            paths.add(line.strip())
-    return paths
 
 
 def answered(lockers, timeout):

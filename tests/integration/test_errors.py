@@ -12,7 +12,7 @@ import pytest
 import zkclient
 from harness import (lockdir, seen_dir, RDWR, SHARED, SLOW, WRITE, Locker, entries,
                      errname, free_port, mount_entry, read_file, spawn, take,
-                     wait_for, FUSERMOUNT)
+                     wait_for, fusermount)
 
 
 
@@ -253,7 +253,7 @@ def _run_daemon_expect_failure(daemon_path, source, mp, session_ms=2000):
         pytest.fail("zklockfs %s %s did not exit" % (source, mp))
     finally:
         if mount_entry(mp) is not None:
-            subprocess.run([FUSERMOUNT, "-u", "-z", mp], capture_output=True)
+            fusermount(mp, lazy=True)
     return p.returncode, out, err, time.monotonic() - t0
 
 

@@ -23,7 +23,6 @@ What docs/SPEC.md promises and these tests hold the daemon to:
 
 import errno
 import os
-import platform
 import re
 import select
 import shutil
@@ -37,8 +36,9 @@ import pytest
 
 import faultproxy
 import harness
-from harness import (assert_lost, lockdir, seen_dir, FUSERMOUNT, GRANT_TIMEOUT, PY, RDWR, SLOW, WRITE,
-                     XATTR_SEQ, XATTR_STATE, Lines, Locker, parse_entry,
+from harness import (POLL_SYSCALLS, asleep_in, fusermount, lock_state, proc_file, signal_proc,
+                     assert_lost, lockdir, seen_dir, GRANT_TIMEOUT, PY, RDWR, SLOW, WRITE,
+                     XATTR_SEQ, Lines, Locker, parse_entry,
                      record_figure, seq_of, spawn, start_waiter, take,
                      wait_for)
 from sections import Sections
@@ -113,14 +113,6 @@ def waiting(lk):
     return lk.poll_status(0.02) is None
 
 
-def state_of(h):
-    """user.zklockfs.state of a holder's descriptor, or "error X"."""
-    ans = h.cmd("getxattr " + XATTR_STATE)
-    if ans.startswith("ok "):
-        return bytes.fromhex(ans[3:]).decode().strip("\x00").strip()
-    return ans
-
-
 def round_trip(h, timeout, data=b"ping"):
     """write() on the holder's descriptor (a ZooKeeper round trip) until it
     succeeds; return (seconds taken, [errors seen on the way]). A write sent
@@ -142,32 +134,15 @@ def round_trip(h, timeout, data=b"ping"):
 tcp_peers = harness.tcp_peers
 
 
-# poll(2), ppoll(2): the numbers /proc/PID/syscall shows while a process is
-# in them, by architecture
-POLL_SYSCALLS = {"x86_64": {7, 271}, "aarch64": {73}, "armv7l": {168, 336},
-                 "i686": {168, 309}, "riscv64": {73}, "ppc64le": {167, 281},
-                 "s390x": {168, 302}}.get(platform.machine())
-
-
 def blocked_in_poll(pid):
     """Whether process pid is asleep in poll()/ppoll() waiting for events:
     /proc/PID/syscall names the syscall, /proc/PID/stat says S (asleep), and
     /proc/PID/wchan (where the kernel names it) is poll's own wait, not the
     FUSE POLL request that poll() sends the daemon first (the answer of
     which the process also sleeps for)."""
-    try:
-        with open("/proc/%d/syscall" % pid) as f:
-            sc = f.read().split()
-        with open("/proc/%d/stat" % pid) as f:
-            state = f.read().rsplit(")", 1)[1].split()[0]
-        with open("/proc/%d/wchan" % pid) as f:
-            wchan = f.read().strip()
-    except (OSError, IndexError):
+    if not asleep_in(pid, POLL_SYSCALLS):
         return False
-    if not sc or not sc[0].lstrip("-").isdigit() or state != "S":
-        return False
-    if POLL_SYSCALLS is not None and int(sc[0]) not in POLL_SYSCALLS:
-        return False
+    wchan = proc_file(pid, "wchan")
     if wchan in ("", "0"):          # not named: the syscall must do
         return POLL_SYSCALLS is not None
     return wchan.startswith(("poll_schedule_timeout", "do_poll",
@@ -271,11 +246,8 @@ class Poller:
             "blocked: the lock is not lost)" % r[0]
 
     def stop(self):
-        if self.proc.poll() is None:
-            try:
-                os.kill(self.proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+        self.proc.poll()
+        signal_proc(self.proc, signal.SIGKILL)
         self.proc.wait(10)
         self.proc.stdout.close()
 
@@ -302,25 +274,15 @@ def proxy(zk):
 @pytest.fixture
 def zk_solo(tmp_path_factory):
     """A standalone ZooKeeper of this test's own (to kill and restart)."""
-    server = harness.ZooKeeperServer(str(tmp_path_factory.mktemp("zk-solo")))
-    try:
-        server.start()
+    with harness.zookeeper(tmp_path_factory, "zk-solo") as server:
         yield server
-    finally:
-        server.stop()
 
 
 @pytest.fixture
 def ensemble(tmp_path_factory):
     """Three ZooKeeper servers on 127.0.0.1 forming one ensemble."""
-    e = harness.ZooKeeperEnsemble(str(tmp_path_factory.mktemp("ensemble")), 3)
-    t0 = time.monotonic()
-    try:
-        e.start()
-        e.started_in = time.monotonic() - t0
+    with harness.zookeeper(tmp_path_factory, "ensemble", n=3) as e:
         yield e
-    finally:
-        e.stop()
 
 
 # ---------------------------------------------------------------------------
@@ -338,7 +300,7 @@ def test_operator_delete_wakes_blocked_poll_and_grants_next(mount, zkc,
     # two processes already blocked in poll() on the holder's descriptor:
     # one asking for nothing (events=0), one for POLLPRI
     pollers = [Poller(h, 0), Poller(h, select.POLLPRI)]
-    assert h.xattr(XATTR_STATE) == "held"
+    assert lock_state(h) == "held"
 
     t0 = time.monotonic()
     zkc.delete(m1.zkpath("L/" + h.entry))      # an operator breaks the lock
@@ -358,7 +320,7 @@ def test_operator_delete_wakes_blocked_poll_and_grants_next(mount, zkc,
         p.stop()
     h.release()
     wait_zk_entries(zkc, m1, [w.entry])
-    assert w.xattr(XATTR_STATE) == "held"
+    assert lock_state(w) == "held"
     w.release()
     wait_zk_entries(zkc, m1, [])
 
@@ -390,7 +352,7 @@ def test_short_partition_keeps_locks_and_waiters(proxy, mount, zkc, request,
     partition = timeout_ms / 2000.0
     states = set()
     while time.monotonic() - t0 < partition:
-        states.add(state_of(h))     # answered from memory
+        states.add(lock_state(h))     # answered from memory
         assert waiting(wP), "waiter granted during a partition"
         poller.assert_quiet()
         time.sleep(0.1)
@@ -400,7 +362,7 @@ def test_short_partition_keeps_locks_and_waiters(proxy, mount, zkc, request,
 
     # after the heal: the same session, the same entries, nothing lost
     back, errs = round_trip(h, 10 * SLOW)
-    assert h.xattr(XATTR_STATE) == "held"
+    assert lock_state(h) == "held"
     poller.assert_quiet()
     if how == "reset+blackhole":
         assert px.accepted > acc0, "the client never reconnected"
@@ -448,7 +410,7 @@ def test_reads_in_flight_when_the_connection_breaks_are_sent_again(
         try:
             got[name] = ("ok", fn())
         except OSError as e:
-            got[name] = ("error", errno.errorcode.get(e.errno, e.errno))
+            got[name] = ("error", harness.errname(e.errno))
 
     def count(op):
         return sum(c.count(op) for c in px.ops())
@@ -501,7 +463,7 @@ def test_long_partition_loses_lock_then_mount_recovers(proxy, mount, zkc,
     seen = []
     deadline = t0 + tmo + NOTICE + 2.0
     while poller.quiet() and time.monotonic() < deadline:
-        s = state_of(h)
+        s = lock_state(h)
         if not seen or seen[-1][1] != s:
             seen.append((round(time.monotonic() - t0, 2), s))
         time.sleep(0.05)
@@ -558,7 +520,7 @@ def test_long_partition_loses_lock_then_mount_recovers(proxy, mount, zkc,
     wP.wait_granted()
     fig(request, "after heal: release on direct mount -> re-enqueued waiter "
         "granted: %.3f s" % (time.monotonic() - t_rel))
-    assert wP.xattr(XATTR_STATE) == "held"
+    assert lock_state(wP) == "held"
     wait_zk_entries(zkc, P, [named(zk_entries(zkc, P), "wp")[0]])
     assert seq_of(zk_entries(zkc, P)[0]) == int(wP.xattr(XATTR_SEQ))
 
@@ -610,7 +572,7 @@ def test_server_restart_within_session_timeout_loses_nothing(zk_solo, mount,
         "%.2f s after the kill (session timeout %d s)%s"
         % (back, timeout_ms // 1000,
            "; writes meanwhile: %s" % errs if errs else ""))
-    assert h.xattr(XATTR_STATE) == "held"
+    assert lock_state(h) == "held"
     poller.assert_quiet()
     assert waiting(w)
     with srv.client() as c:
@@ -623,7 +585,7 @@ def test_server_restart_within_session_timeout_loses_nothing(zk_solo, mount,
     wait_for(lambda: log_has(A, r"reconnected to ZooKeeper"), GRANT_TIMEOUT,
              "the daemon's reconnected line")
     round_trip(h, GRANT_TIMEOUT)
-    assert h.xattr(XATTR_STATE) == "held"
+    assert lock_state(h) == "held"
     poller.assert_quiet()
     # and the lock is handed over normally
     poller.stop()
@@ -743,7 +705,7 @@ def test_unknown_outcome_create_leaves_exactly_one_entry(proxy, mount, zk,
     assert re.search(rb"(?m)^zkl=[0-9a-f]{16}$", data), data
     assert waiting(w), "granted while h holds"
     # nothing lost on the holder's side (the server was away < its timeout)
-    assert h.xattr(XATTR_STATE) == "held"
+    assert lock_state(h) == "held"
     poller.assert_quiet()
     poller.stop()
     h.release()
@@ -872,7 +834,7 @@ def test_write_failing_during_outage_is_logged(mount, zk, zkc, request):
     fig(request, "write() on a held lock's descriptor during a ~4 s outage "
         "(session timeout %d s): %s, %s; new log lines: %r"
         % (timeout_ms // 1000, wans, what, new_lines()))
-    assert h.xattr(XATTR_STATE) == "held"      # the lock was never lost
+    assert lock_state(h) == "held"      # the lock was never lost
     # the next write goes through, whatever the outage did to the last one
     round_trip(h, GRANT_TIMEOUT, b"after")
     wait_for(lambda: zkc.get_data(znode)[0] == b"after", GRANT_TIMEOUT,
@@ -919,8 +881,7 @@ def test_daemon_killed_its_lock_goes_to_another_mount(mount, zkc, request):
     # the process that held the lock there dies; then the mount is cleaned
     h.kill()
     assert h.wait_exit(10) is not None
-    r = subprocess.run([FUSERMOUNT, "-u", A.path], capture_output=True,
-                       timeout=20)
+    r = fusermount(A.path)
     assert r.returncode == 0, r.stderr
     assert not A.mounted()
     wait_zk_entries(zkc, B, [w.entry])
@@ -952,19 +913,17 @@ def test_unmount_answers_pending_open_and_releases_at_once(mount, zkc,
 
     if how == "fusermount-lazy":
         # an unmount of a mount with open files is refused, as anywhere
-        r = subprocess.run([FUSERMOUNT, "-u", A.path], capture_output=True,
-                           timeout=20)
+        r = fusermount(A.path)
         assert r.returncode != 0 and b"busy" in r.stderr, r
         assert A.mounted() and A.proc.poll() is None
-        r = subprocess.run([FUSERMOUNT, "-u", "-z", A.path],
-                           capture_output=True, timeout=20)
+        r = fusermount(A.path, lazy=True)
         assert r.returncode == 0, r
         assert not A.mounted()
         # the kernel keeps the detached mount alive while files are open on
         # it and tells the daemon nothing: the lock stays held, the open
         # stays pending (the files are still served)
         assert wa.poll_status(0.5) is None
-        assert h.xattr(XATTR_STATE) == "held"
+        assert lock_state(h) == "held"
         assert A.proc.poll() is None
         # the pending open's process gives up; when the holder closes the
         # last file, the daemon exits
@@ -1072,7 +1031,7 @@ def test_ensemble_member_killed_holder_keeps_lock(ensemble, mount, scratch,
     back = None
     deadline = t0 + timeout_ms / 1000.0 + 5
     while back is None:
-        states.add(state_of(h))
+        states.add(lock_state(h))
         poller.assert_quiet()
         ans = h.cmd("write " + b"ping".hex(),
                     timeout=max(0.1, deadline - time.monotonic()))
@@ -1091,7 +1050,7 @@ def test_ensemble_member_killed_holder_keeps_lock(ensemble, mount, scratch,
            "; writes meanwhile: %s" % errs if errs else ""))
     del quorum
     assert states == {"held"}, states
-    assert h.xattr(XATTR_STATE) == "held"
+    assert lock_state(h) == "held"
     poller.assert_quiet()
     assert waiting(wb)
 

@@ -114,8 +114,7 @@ def test_flock_n_waits_in_open_behind_an_exclusive_holder(mount, scratch):
     wait_for(lambda: len(entries(d1)) == 2, GRANT_TIMEOUT, "flock's entry")
     waiting = [e for e in entries(d1) if e != held.entry][0]
     assert "-read-lock-" in waiting
-    assert harness.getxattr_str(os.path.join(d1, waiting),
-                                harness.XATTR_STATE) == "waiting"
+    assert harness.lock_state(os.path.join(d1, waiting)) == "waiting"
     assert p.poll() is None
     held.release()
     assert finish([p], GRANT_TIMEOUT) == [0]
@@ -205,7 +204,7 @@ def test_flock_converts_gives_back_and_enqueues_anew(mount):
         first = harness.seq_of(entries(d)[0])
         fcntl.flock(fd, fcntl.LOCK_EX)
         assert kinds(d) == ["-lock-"]
-        assert os.getxattr(fd, harness.XATTR_STATE) == b"held"
+        assert harness.lock_state(fd) == "held"
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)      # held: at once
         assert kinds(d) == ["-lock-"]
         fcntl.flock(fd, fcntl.LOCK_SH)
@@ -236,11 +235,11 @@ def test_a_lost_lock_is_never_held_again_by_asking(mount):
         p = select.poll()
         p.register(fd, 0)
         assert p.poll(GRANT_TIMEOUT * 1000)[0][1] & select.POLLERR
-        assert os.getxattr(fd, harness.XATTR_STATE) == b"lost"
+        assert harness.lock_state(fd) == "lost"
         fcntl.flock(fd, fcntl.LOCK_EX)
         (again,) = entries(d1)
         assert harness.seq_of(again) > harness.seq_of(mine)
-        assert os.getxattr(fd, harness.XATTR_STATE) == b"held"
+        assert harness.lock_state(fd) == "held"
         assert os.write(fd, b"x") == 1
     finally:
         os.close(fd)
@@ -268,7 +267,7 @@ def test_edeadlk_of_a_conversion_leaves_its_entry_held(mount):
             fcntl.flock(b, fcntl.LOCK_EX)
         assert e.value.errno == errno.EDEADLK
         assert entries(d) == before
-        assert os.getxattr(b, harness.XATTR_STATE) == b"held"
+        assert harness.lock_state(b) == "held"
     finally:
         os.close(a)
         os.close(b)
@@ -396,7 +395,7 @@ def test_getlk_names_the_blocker_and_its_pid_on_this_host(mount, zkc):
 def channel_lock_cp(tmp_path_factory):
     """tests/interop/ChannelLock.java, compiled once per session."""
     javac = shutil.which("javac")
-    java = harness.JAVA if os.access(harness.JAVA, os.X_OK) else shutil.which("java")
+    java = harness.java_binary()
     if not javac or not java:
         pytest.skip("no JDK (javac/java not found); install default-jdk-headless")
     out = str(tmp_path_factory.mktemp("channel-lock"))
@@ -501,7 +500,7 @@ def test_loss_of_the_given_back_entry_does_not_taint_the_new_one(mount, zk, scra
         g.wait(30)
         (new,) = entries(d1)
         assert new != old and "-read-lock-" in new     # a fresh, valid entry
-        assert os.getxattr(fd, harness.XATTR_STATE) == b"held"
+        assert harness.lock_state(fd) == "held"
         os.pread(fd, 10, 0)
         p = select.poll()
         p.register(fd, 0)
@@ -543,7 +542,7 @@ def test_second_request_while_one_waits_is_edeadlk(mount):
         other.release()
         assert select.select([r], [], [], GRANT_TIMEOUT)[0]
         assert os.read(r, 16) == b"0"
-        assert os.getxattr(fd, harness.XATTR_STATE) == b"held"
+        assert harness.lock_state(fd) == "held"
     finally:
         os.waitpid(pid, 0)
         os.close(fd)

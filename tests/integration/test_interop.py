@@ -29,8 +29,8 @@ import time
 import pytest
 
 import harness
-from harness import (lockdir, GRANT_TIMEOUT, NOT_GRANTED_WAIT, PY, SHARED, SLOW, WRITE,
-                     XATTR_HOLDERS, XATTR_STATE, Locker, entries,
+from harness import (session_watches, lock_state, lockdir, GRANT_TIMEOUT, NOT_GRANTED_WAIT, PY, SHARED, SLOW, WRITE,
+                     XATTR_HOLDERS, Locker, entries,
                      getxattr_str, parse_entry, read_file, seq_of,
                      start_waiter, take, wait_for, wait_gone, wait_no_entries)
 
@@ -382,8 +382,8 @@ def test_curator_waits_for_zklockfs_holder(mount, zk, curator_cp):
     cname = new_entry(d, {h.entry}, CURATOR_NODE)
     assert_queue(d, [h.entry, cname])
     assert c.participants() == [h.entry, cname]
-    assert getxattr_str(os.path.join(d, cname), XATTR_STATE) == "waiting"
-    assert getxattr_str(os.path.join(d, h.entry), XATTR_STATE) == "held"
+    assert lock_state(os.path.join(d, cname)) == "waiting"
+    assert lock_state(os.path.join(d, h.entry)) == "held"
     c.still_waiting()
 
     # the zklockfs holder's close() hands the lock to Curator
@@ -391,7 +391,7 @@ def test_curator_waits_for_zklockfs_holder(mount, zk, curator_cp):
     c.expect("acquired")
     wait_gone(d, h.entry)
     assert getxattr_str(d, XATTR_HOLDERS).split() == [cname]
-    assert getxattr_str(os.path.join(d, cname), XATTR_STATE) == "held"
+    assert lock_state(os.path.join(d, cname)) == "held"
     c.release()
     c.quit()
     wait_no_entries(d)
@@ -406,7 +406,7 @@ def test_zklockfs_waits_for_curator_holder(mount, zk, curator_cp):
     c.expect("acquired")
     cname = new_entry(d, set(), CURATOR_NODE)
     assert_queue(d, [cname])
-    assert getxattr_str(os.path.join(d, cname), XATTR_STATE) == "held"
+    assert lock_state(os.path.join(d, cname)) == "held"
 
     # zklockfs is excluded by the Curator holder
     nonblocking_open_fails(os.path.join(d, "nb"))
@@ -485,7 +485,7 @@ def test_kazoo_waits_for_zklockfs_holder(mount, zk, kazoo_ok):
     assert "pid=%d" % h.pid in cont[0].splitlines(), cont
     assert cont[0] == zklockfs_data(d, h.entry)
     assert cont[1] == k.ident
-    assert getxattr_str(os.path.join(d, kname), XATTR_STATE) == "waiting"
+    assert lock_state(os.path.join(d, kname)) == "waiting"
     k.still_waiting()
 
     h.release()
@@ -506,7 +506,7 @@ def test_zklockfs_waits_for_kazoo_holder(mount, zk, kazoo_ok):
     k.expect("acquired")
     kname = new_entry(d, set(), KAZOO_NODE)
     assert_queue(d, [kname])
-    assert getxattr_str(os.path.join(d, kname), XATTR_STATE) == "held"
+    assert lock_state(os.path.join(d, kname)) == "held"
 
     nonblocking_open_fails(os.path.join(d, "nb"))
     wait_for(lambda: entries(d) == [kname], GRANT_TIMEOUT,
@@ -565,18 +565,6 @@ def test_kazoo_rw_locks_and_zklockfs_shared_lock(mount, zk, kazoo_ok):
 
 # --- go-zookeeper zk.Lock vs zklockfs (naming=curator) --------------------------------
 
-def session_watches(zk, session):
-    """The paths ZooKeeper session `session` watches (the wchc 4lw: a line
-    0x<session id>, then its paths, one a line, tab-indented)."""
-    paths, cur = set(), None
-    for line in zk.four("wchc").splitlines():
-        if line.startswith("0x"):
-            cur = int(line.strip(), 16)
-        elif line.strip().startswith("/") and cur == session:
-            paths.add(line.strip())
-    return paths
-
-
 @pytest.mark.parametrize("flags", [WRITE, SHARED], ids=["exclusive", "shared"])
 def test_go_waits_for_zklockfs_holder(mount, zk, go_lock_bin, flags):
     """zk.Lock reads a zklockfs entry, NAME-lock-N or NAME-read-lock-N, as a
@@ -596,7 +584,7 @@ def test_go_waits_for_zklockfs_holder(mount, zk, go_lock_bin, flags):
     wait_for(lambda: hpath in session_watches(zk, g.session), GRANT_TIMEOUT,
              "zk.Lock (session 0x%x) to watch the zklockfs entry %s (wchc: %r)"
              % (g.session, hpath, zk.four("wchc")))
-    assert getxattr_str(os.path.join(d, gname), XATTR_STATE) == "waiting"
+    assert lock_state(os.path.join(d, gname)) == "waiting"
     g.still_waiting()
 
     h.release()
@@ -619,7 +607,7 @@ def test_zklockfs_waits_for_go_holder(mount, zk, go_lock_bin):
     g.expect("acquired")
     gname = new_entry(d, set(), GO_NODE)
     assert_queue(d, [gname])
-    assert getxattr_str(os.path.join(d, gname), XATTR_STATE) == "held"
+    assert lock_state(os.path.join(d, gname)) == "held"
 
     nonblocking_open_fails(os.path.join(d, "nb"))
     wait_for(lambda: entries(d) == [gname], GRANT_TIMEOUT,

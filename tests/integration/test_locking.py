@@ -10,8 +10,8 @@ import time
 import pytest
 
 import zkclient
-from harness import (lockdir, seen_dir, SHARED, SLOW, WRITE, RDWR, XATTR_KIND,
-                     XATTR_STATE, GRANT_TIMEOUT, Lines, Locker, entries,
+from harness import (watches_by_session, assert_queued, lock_state, lockdir, seen_dir, SHARED, SLOW, WRITE, RDWR, XATTR_KIND,
+                     GRANT_TIMEOUT, Lines, Locker, entries,
                      getxattr_str, parse_kv, read_file, record_figure,
                      seq_of, spawn,
                      start_waiter, take, wait_for, wait_gone, wait_no_entries)
@@ -19,47 +19,6 @@ from harness import (lockdir, seen_dir, SHARED, SLOW, WRITE, RDWR, XATTR_KIND,
 
 def zk_children(zkc, m, rel="L"):
     return sorted(zkc.get_children(m.zkpath(rel)))
-
-
-def _proc(pid, what):
-    try:
-        with open("/proc/%d/%s" % (pid, what)) as f:
-            return f.read().strip()
-    except OSError as e:
-        return "(%s)" % e.strerror
-
-
-# open and openat, as /proc/PID/syscall numbers them
-OPEN_SYSCALLS = {"x86_64": ("2", "257"), "aarch64": ("56",)}
-
-
-def assert_queued(lk, d):
-    """@lk, whose entry is in @d, waits: shown by events, not by a pause.
-    Its entry's user.zklockfs.state reads "waiting" (the daemon answers
-    "held" for an entry it has granted; else it lists the queue through
-    the mount's session, so the mount has first acted on all ZooKeeper
-    told it before: read twice, to cover a decision that takes a round trip
-    of its own); then the child still sleeps in the FUSE request of its
-    open() (/proc/PID/wchan), and has not said "granted" (the pipe is read:
-    a zero timeout still looks)."""
-    p = os.path.join(d, lk.entry)
-    for _ in range(2):
-        state = getxattr_str(p, XATTR_STATE)
-        assert state == "waiting", "%s (pid %d): state %r where it must wait" % (
-            lk.entry, lk.pid, state)
-    wchan = _proc(lk.pid, "wchan")
-    syscall = _proc(lk.pid, "syscall").split(" ", 1)[0]
-    if wchan in ("", "0"):              # a kernel that hides it: the syscall
-        asleep = syscall in OPEN_SYSCALLS.get(os.uname().machine, (syscall,)) \
-            and syscall != "running"
-    else:
-        asleep = wchan == "request_wait_answer" or "fuse" in wchan
-    assert asleep, (
-        "pid %d (%s) is not asleep in its open(): wchan %r, syscall %s, it "
-        "said %r" % (lk.pid, lk.entry, wchan, syscall, lk.history))
-    status = lk.poll_status(0)
-    assert status is None, "open(%s) by pid %d returned (%s) but must wait" % (
-        lk.path, lk.pid, status)
 
 
 # --- exclusive ----------------------------------------------------------------
@@ -164,7 +123,7 @@ def test_signal_interrupts_waiting_open_with_eintr(mount, zkc, how):
     wait_gone(d, w.entry)
     wait_for(lambda: zk_children(zkc, m) == [h.entry], 5,
              "the interrupted waiter's znode to be removed")
-    assert getxattr_str(os.path.join(d, h.entry), XATTR_STATE) == "held"
+    assert lock_state(os.path.join(d, h.entry)) == "held"
     # the queue still works
     n = start_waiter(d, "n")
     n.assert_waiting(0.5)
@@ -189,7 +148,7 @@ def test_same_mount_successor_waits_when_its_waiting_predecessor_gives_up(mount)
     assert w1.wait_error(5) == "EINTR"
     wait_gone(d, w1.entry)
     w2.assert_waiting(0.5)
-    assert getxattr_str(os.path.join(d, h.entry), XATTR_STATE) == "held"
+    assert lock_state(os.path.join(d, h.entry)) == "held"
     h.release()
     w2.wait_granted()
     w3 = start_waiter(d, "w3", SHARED)
@@ -290,7 +249,7 @@ def test_fork_keeps_lock_until_last_close(mount):
     h.ok("close")                 # the parent closes its copy
     w.assert_waiting(1.5)
     assert h.entry in os.listdir(d)
-    assert getxattr_str(os.path.join(d, h.entry), XATTR_STATE) == "held"
+    assert lock_state(os.path.join(d, h.entry)) == "held"
     h.ok("unfork")                # the child exits: last close
     w.wait_granted()
     wait_gone(d, h.entry)
@@ -380,7 +339,7 @@ def test_many_readers_hold_together(mount):
     d = lockdir(m)
     rs = [take(d, "r%d" % i, SHARED) for i in range(4)]
     for r in rs:
-        assert getxattr_str(os.path.join(d, r.entry), XATTR_STATE) == "held"
+        assert lock_state(os.path.join(d, r.entry)) == "held"
     w = start_waiter(d, "w", RDWR)
     w.assert_waiting()
     for r in rs:
@@ -416,7 +375,7 @@ def test_same_thread_second_open_in_same_lock_is_edeadlk(mount, first):
     assert ans == "error EDEADLK"
     wait_for(lambda: entries(d) == [h.entry], 5,
              "the refused entry to be removed")
-    assert getxattr_str(os.path.join(d, h.entry), XATTR_STATE) == "held"
+    assert lock_state(os.path.join(d, h.entry)) == "held"
     # another lock is fine for the same thread
     ans = h.cmd("open %d %s" % (WRITE, os.path.join(other, "c").encode().hex()))
     assert ans.startswith("ok"), ans
@@ -474,7 +433,7 @@ def test_foreign_recipe_entries_take_part_in_the_queue(mount, zkc):
     kname = k.rsplit("/", 1)[1]
     wait_for(lambda: kname in os.listdir(d), 5, "the foreign entry to show")
     assert getxattr_str(os.path.join(d, kname), XATTR_KIND) == "exclusive"
-    assert getxattr_str(os.path.join(d, kname), XATTR_STATE) == "held"
+    assert lock_state(os.path.join(d, kname)) == "held"
     # a child without a sequence number is shown but takes no part
     zkc.create(zdir + "/plain-node", b"", zkclient.EPHEMERAL)
     wait_for(lambda: "plain-node" in os.listdir(d), 5, "plain node to show")
@@ -488,7 +447,7 @@ def test_foreign_recipe_entries_take_part_in_the_queue(mount, zkc):
     c = zkc.create(zdir + "/_c_x-lock-", b"", zkclient.EPHEMERAL_SEQUENTIAL)
     cname = c.rsplit("/", 1)[1]
     wait_for(lambda: cname in os.listdir(d), 5, "the curator entry to show")
-    assert getxattr_str(os.path.join(d, cname), XATTR_STATE) == "waiting"
+    assert lock_state(os.path.join(d, cname)) == "waiting"
     assert entries(d)[-1] == cname
     w.release()
     wait_gone(d, w.entry)
@@ -534,7 +493,7 @@ def test_waiter_behind_another_clients_waiter_that_gives_up_keeps_waiting(mount,
     w.assert_waiting(0.3)
     zkc.delete(f)
     w.assert_waiting(0.5)
-    assert getxattr_str(os.path.join(d1, h.entry), XATTR_STATE) == "held"
+    assert lock_state(os.path.join(d1, h.entry)) == "held"
     h.release()
     w.wait_granted()
     w.release()
@@ -683,27 +642,10 @@ def test_foreign_shared_entries_share_with_ours(mount, zkc, marker):
 
 # --- no herd effect -----------------------------------------------------------
 
-def _watches_by_session(zk):
-    """{session id: set of paths it has a data watch on} from the wchc 4lw
-    (session id lines "0x...", then one tab-indented path a line). Like
-    wchp and wchs, wchc lists data watches only (exists, get): ZooKeeper
-    3.8 reports no child watch there; see _child_watches()."""
-    out = zk.four("wchc")
-    sessions = {}
-    cur = None
-    for line in out.splitlines():
-        if line.startswith("0x"):
-            cur = int(line.strip(), 16)
-            sessions.setdefault(cur, set())
-        elif line.strip().startswith("/") and cur is not None:
-            sessions[cur].add(line.strip())
-    return sessions
-
-
 def _watches_by_path(zk):
     """{path: number of distinct sessions with a data watch on it} (wchc)."""
     paths = {}
-    for sid, ps in _watches_by_session(zk).items():
+    for sid, ps in watches_by_session(zk).items():
         for p in ps:
             paths.setdefault(p, set()).add(sid)
     return {p: len(s) for p, s in paths.items()}
@@ -785,7 +727,7 @@ def test_one_release_wakes_one_waiter_across_mounts(mount, zk, zkc):
         first.setdefault(mount_of[i], i)
 
     def settled():
-        by_s = _watches_by_session(zk)
+        by_s = watches_by_session(zk)
         return (all(any(p.startswith(zl + "/") and owner.get(p) != sid[k]
                         for p in by_s.get(sid[k], ())) for k in first) or
                 _child_watches(zk) >= len(first)) and by_s

@@ -7,8 +7,8 @@ import pytest
 
 import harness
 
-from harness import (assert_lost, lockdir, seen_dir, RDWR, SLOW, XATTR_SEQ, XATTR_STATE, XATTR_TOKEN,
-                     entries, getxattr_str, seq_of, start_waiter, take, wait_for)
+from harness import (lock_state, assert_lost, lockdir, seen_dir, RDWR, SLOW, XATTR_SEQ, XATTR_TOKEN,
+                     entries, seq_of, start_waiter, take, wait_for)
 
 # docs/SPEC.md, "When the lock is lost": once the mount has heard nothing
 # from ZooKeeper for the whole session timeout T, it declares its held locks
@@ -30,13 +30,13 @@ def test_unlink_by_another_host_breaks_the_lock(mount):
     wait_for(lambda: h.entry in os.listdir(d2), 5, "entry on mount 2")
     os.unlink(os.path.join(d2, h.entry))      # break a "stale" lock
     w.wait_granted()
-    wait_for(lambda: h.xattr(XATTR_STATE) == "lost", 5,
+    wait_for(lambda: lock_state(h) == "lost", 5,
              "the holder to notice the loss")
     assert_lost(h)
     # closing a lost descriptor is fine and touches nobody else's lock
     h.release()
     assert entries(d1) == [w.entry]
-    assert getxattr_str(os.path.join(d1, w.entry), XATTR_STATE) == "held"
+    assert lock_state(os.path.join(d1, w.entry)) == "held"
 
 
 def test_entry_deleted_before_the_watch_on_it_reads_as_lost(mount, zkc):
@@ -49,7 +49,7 @@ def test_entry_deleted_before_the_watch_on_it_reads_as_lost(mount, zkc):
     zkc.delete(m.zkpath("L/" + h.entry))
     assert h.cmd("write " + b"x".hex()) == "error EIO"
     assert h.cmd("read") == "error EIO"
-    wait_for(lambda: h.xattr(XATTR_STATE) == "lost", 5,
+    wait_for(lambda: lock_state(h) == "lost", 5,
              "the holder to notice the loss")
     h.release()
 
@@ -57,13 +57,9 @@ def test_entry_deleted_before_the_watch_on_it_reads_as_lost(mount, zkc):
 @pytest.fixture
 def zk_clamping(tmp_path_factory):
     """A standalone ZooKeeper whose maxSessionTimeout is 3 s."""
-    server = harness.ZooKeeperServer(str(tmp_path_factory.mktemp("zk-clamp")),
-                                     extra="maxSessionTimeout=3000\n")
-    try:
-        server.start()
+    with harness.zookeeper(tmp_path_factory, "zk-clamp",
+                           extra="maxSessionTimeout=3000\n") as server:
         yield server
-    finally:
-        server.stop()
 
 
 @pytest.mark.timeout(90)
@@ -84,7 +80,7 @@ def test_lost_after_the_servers_session_timeout_not_the_one_asked(
     t0 = time.monotonic()
     srv.suspend()
     try:
-        wait_for(lambda: h.xattr(XATTR_STATE) == "lost", bound + 5.0,
+        wait_for(lambda: lock_state(h) == "lost", bound + 5.0,
                  "the holder to declare the loss (bound %.1f s)" % bound)
         lost = time.monotonic() - t0
     finally:
@@ -116,9 +112,7 @@ def test_session_expiry_loses_lock_short_disconnect_keeps_it(mount, zk):
         seen = []
 
         def lost():
-            ans = h.cmd("getxattr " + XATTR_STATE)
-            if ans.startswith("ok "):
-                ans = bytes.fromhex(ans[3:]).decode().strip("\x00").strip()
+            ans = lock_state(h)
             if not seen or seen[-1][1] != ans:
                 seen.append((round(time.monotonic() - t0, 2), ans))
             return ans == "lost"
@@ -132,7 +126,7 @@ def test_session_expiry_loses_lock_short_disconnect_keeps_it(mount, zk):
                                  "over time: %r" % (bound, NOTICE, seen))
         assert time.monotonic() - t0 >= 1.0, "declared lost too early"
         time.sleep(max(0.0, 5.0 - (time.monotonic() - t0)))   # the outage
-        assert k.xattr(XATTR_STATE) == "held", \
+        assert lock_state(k) == "held", \
             "a 5 s outage lost a lock with a 30 s session"
     finally:
         zk.resume()
@@ -148,9 +142,9 @@ def test_session_expiry_loses_lock_short_disconnect_keeps_it(mount, zk):
         return len(es) == 1 and seq_of(es[0]) == wseq
     wait_for(only_w, 10, "the re-enqueued waiter's entry to be the only one "
              "(now %r)" % entries(d))
-    assert w.xattr(XATTR_STATE) == "held"
+    assert lock_state(w) == "held"
     # the long-session mount still holds, with the same token
-    assert k.xattr(XATTR_STATE) == "held"
+    assert lock_state(k) == "held"
     assert k.xattr(XATTR_TOKEN) == tok
     assert k.ok("write " + b"still-here".hex()) == "10"
     # and the expired mount works again

@@ -57,7 +57,7 @@ def mountpoint(daemon_path):
     d = tempfile.mkdtemp(prefix="zklockfs-mnt-helper-")
     yield d
     if harness.mount_entry(d):
-        subprocess.run(["fusermount3", "-uz", d], capture_output=True)
+        harness.fusermount(d, lazy=True)
     for pid in daemon_pids(d):
         try:
             os.kill(pid, signal.SIGKILL)

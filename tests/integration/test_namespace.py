@@ -14,12 +14,11 @@ import time
 import pytest
 
 import zkclient
-from harness import (lockdir, seen_dir, GRANT_TIMEOUT, SHARED, SLOW, WRITE,
+from harness import (assert_queued, lock_state, lockdir, seen_dir, GRANT_TIMEOUT, SHARED, SLOW, WRITE,
                      XATTR_HOLDERS, XATTR_KIND, XATTR_SEQ, XATTR_STATE,
                      XATTR_TOKEN, Locker, entries, getxattr_str, parse_kv,
                      read_file, seq_of, start_waiter, take, wait_for,
                      wait_gone, wait_no_entries)
-from test_locking import assert_queued
 
 
 
@@ -409,10 +408,10 @@ def test_entry_xattrs(mount):
         names = set(os.listxattr(p))
         assert {XATTR_SEQ, XATTR_KIND, XATTR_STATE} <= names, names
         assert getxattr_str(p, XATTR_KIND) == kind, lk.entry
-        assert getxattr_str(p, XATTR_STATE) == state, lk.entry
+        assert lock_state(p) == state, lk.entry
         assert int(getxattr_str(p, XATTR_SEQ)) == seq_of(lk.entry)
     # through the holder's own descriptor too
-    assert h.xattr(XATTR_STATE) == "held"
+    assert lock_state(h) == "held"
     assert int(h.xattr(XATTR_SEQ)) == seq_of(h.entry)
     # a missing attribute
     with pytest.raises(OSError) as ei:
@@ -422,9 +421,9 @@ def test_entry_xattrs(mount):
     h.release()
     w.wait_granted()
     pw = os.path.join(d, w.entry)
-    wait_for(lambda: getxattr_str(pw, XATTR_STATE) == "held", 5,
+    wait_for(lambda: lock_state(pw) == "held", 5,
              "state of the new holder to read held")
-    assert getxattr_str(os.path.join(d, r.entry), XATTR_STATE) == "waiting"
+    assert lock_state(os.path.join(d, r.entry)) == "waiting"
 
 
 def test_directory_holders_xattr(mount):
@@ -522,11 +521,11 @@ def test_two_mounts_show_the_same_queue(mount):
     wait_for(lambda: entries(d1) == want, 5, "queue on mount 1")
     wait_for(lambda: entries(d2) == want, 5, "queue on mount 2")
     p = os.path.join(d1, w.entry)
-    assert getxattr_str(p, XATTR_STATE) == "waiting"
+    assert lock_state(p) == "waiting"
     h.release()
     w.wait_granted()
     wait_for(lambda: entries(d1) == [w.entry], 5, "mount 1 to drop the entry")
-    wait_for(lambda: getxattr_str(p, XATTR_STATE) == "held", 5,
+    wait_for(lambda: lock_state(p) == "held", 5,
              "mount 1 to see the other mount's entry as held")
 
 

@@ -13,7 +13,6 @@ import contextlib
 import errno
 import fcntl
 import os
-import platform
 import re
 import select
 import signal
@@ -28,7 +27,7 @@ import pytest
 
 import harness
 import zkclient
-from harness import (SLOW, GRANT_TIMEOUT, Lines, entries, getxattr_str, lockdir,
+from harness import (lock_state, SLOW, GRANT_TIMEOUT, Lines, entries, getxattr_str, lockdir,
                      parse_entry, parse_kv, read_file, seq_of, spawn,
                      start_waiter, take, wait_for, wait_no_entries)
 
@@ -39,32 +38,10 @@ RUN_TIMEOUT = 20 * SLOW          # bound on any zklock that should finish
 # machine (doubled under sanitizers)
 GIVE_UP = 1.0 * SLOW
 
-# open(2), openat(2), openat2(2): the numbers /proc/PID/syscall shows while
-# a process is in them, by architecture
-OPEN_SYSCALLS = {"x86_64": {2, 257, 437}, "aarch64": {56, 437},
-                 "riscv64": {56, 437}, "i686": {5, 295, 437},
-                 "armv7l": {5, 322, 437}, "ppc64le": {5, 286, 437},
-                 "s390x": {5, 288, 437}}.get(platform.machine())
-
-
-def proc_state(pid):
-    """The state letter of /proc/PID/stat (R, S, D, T, Z, ...)."""
-    with open("/proc/%d/stat" % pid) as f:
-        return f.read().rsplit(")", 1)[1].split()[0]
-
-
 def waiting_in_open(pid):
     """Whether process pid is asleep in an open() (its lock request: the
     FUSE request the daemon answers once the lock is granted)."""
-    try:
-        with open("/proc/%d/syscall" % pid) as f:
-            sc = f.read().split()
-        state = proc_state(pid)
-    except (OSError, IndexError):
-        return False
-    if not sc or not sc[0].isdigit() or state != "S":
-        return False
-    return OPEN_SYSCALLS is None or int(sc[0]) in OPEN_SYSCALLS
+    return harness.asleep_in(pid, harness.OPEN_SYSCALLS)
 
 
 def wait_waiting_in_open(r):
@@ -188,26 +165,13 @@ class Run:
 
     def finish(self, timeout=RUN_TIMEOUT):
         """Wait for exit; collect output; return the exit status."""
-        deadline = time.monotonic() + timeout
-        chunks = [self.lines.buf]          # what expect_line() left unread
-        fd = self.proc.stdout.fileno()
-        # until zklock exits, then what is in the pipe (a grandchild that
-        # outlives it may keep the pipe open: no waiting for EOF)
-        while not self.lines.eof:
-            exited = self.proc.poll() is not None
-            if not exited and time.monotonic() >= deadline:
-                raise AssertionError("zklock %r still running after %.0fs"
-                                     % (self.argv, timeout))
-            if select.select([fd], [], [], 0 if exited else 0.02)[0]:
-                chunk = os.read(fd, 65536)
-                if not chunk:
-                    break
-                chunks.append(chunk)
-            elif exited:
-                break
+        try:
+            self.out = self.lines.rest(self.proc, timeout)
+        except TimeoutError:
+            raise AssertionError("zklock %r still running after %.0fs"
+                                 % (self.argv, timeout))
         self.rc = self.proc.wait()
         self.elapsed = time.monotonic() - self.t0
-        self.out = b"".join(chunks).decode("utf-8", "replace")
         self.err = self._stderr_now()
         self._err.close()
         no_sanitizer_report(self.err)
@@ -276,7 +240,7 @@ def test_lock_is_released_when_zklock_ends(mount, zklock, scratch):
             'sleep 0.05; i=$((i+1)); done', "sh", go)
     assert r.expect_line() == "in"
     e = wait_entry_of(d, "me")
-    assert getxattr_str(os.path.join(d, e), harness.XATTR_STATE) == "held"
+    assert lock_state(os.path.join(d, e)) == "held"
     assert getxattr_str(d, harness.XATTR_HOLDERS) == e
     # holder data: the daemon names zklock itself as the holder
     kv = parse_kv(read_file(os.path.join(d, e)))
@@ -342,7 +306,7 @@ def test_timeout_holder_releases_in_time(mount, zklock):
     h = take(d, "holder")
     r = Run(zklock, "-w", str(10 * SLOW), "-N", "patient", d, "echo", "ran")
     e = wait_entry_of(d, "patient")
-    assert getxattr_str(os.path.join(d, e), harness.XATTR_STATE) == "waiting"
+    assert lock_state(os.path.join(d, e)) == "waiting"
     wait_waiting_in_open(r)
     h.release()
     assert r.finish() == 0
@@ -389,7 +353,7 @@ def test_shared_holders_run_together_exclusive_waits(mount, zklock, scratch):
             'ls "$S"/in.* >/dev/null 2>&1 && echo readers-left; echo exclusive',
             env=env)
     e = wait_entry_of(d, "wx")
-    assert getxattr_str(os.path.join(d, e), harness.XATTR_STATE) == "waiting"
+    assert lock_state(os.path.join(d, e)) == "waiting"
     wait_waiting_in_open(x)
     open(os.path.join(scratch, "go"), "w").close()   # the readers leave
     assert a.finish() == 0
@@ -618,11 +582,11 @@ def test_stop_and_continue_while_waiting(mount, zklock):
     e1 = wait_entry_of(d, "stopped")
     wait_waiting_in_open(r)
     os.kill(r.pid, signal.SIGSTOP)
-    wait_for(lambda: proc_state(r.pid) == "T", GRANT_TIMEOUT,
+    wait_for(lambda: harness.proc_state(r.pid) == "T", GRANT_TIMEOUT,
              "zklock to stop (state T in /proc/%d/stat)" % r.pid)
     harness.wait_gone(d, e1)        # the interrupted wait left no entry
     other = start_waiter(d, "other")   # comes while zklock is stopped
-    assert proc_state(r.pid) == "T" and entries(d) == [h.entry, other.entry]
+    assert harness.proc_state(r.pid) == "T" and entries(d) == [h.entry, other.entry]
     os.kill(r.pid, signal.SIGCONT)
     e2 = wait_entry_of(d, "stopped")
     assert seq_of(e2) > seq_of(other.entry), \
@@ -630,7 +594,7 @@ def test_stop_and_continue_while_waiting(mount, zklock):
     wait_waiting_in_open(r)
     h.release()
     other.wait_granted()
-    assert getxattr_str(os.path.join(d, e2), harness.XATTR_STATE) == "waiting"
+    assert lock_state(os.path.join(d, e2)) == "waiting"
     other.release()
     assert r.finish() == 0 and r.out == "ran\n"
     wait_no_entries(d)

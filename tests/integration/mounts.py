@@ -1,0 +1,259 @@
+"""zklockfs mounts for the integration tests.
+
+  * Mount     - one zklockfs daemon ("one host") mounted on a temp dir;
+                registered for the watchdog (emergency_stop).
+  * fusermount() - the one `fusermount3 -u [-z]`.
+  * mount_entry(), mountinfo(), sanitizer_report(), lockdir(), seen_dir().
+"""
+
+import os
+import re
+import shutil
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+
+from procs import REPO, kill_children, signal_proc, signals_preexec, wait_for
+
+FUSERMOUNT = shutil.which("fusermount3") or "/usr/bin/fusermount3"
+
+
+def fusermount(path, lazy=False, timeout=20):
+    """fusermount3 -u [-z] PATH; the CompletedProcess (output captured)."""
+    return subprocess.run([FUSERMOUNT, "-u"] + (["-z"] if lazy else []) +
+                          [path], capture_output=True, timeout=timeout)
+
+
+def daemon_binary():
+    return os.environ.get("ZKLOCKFS") or os.path.join(REPO, "build", "zklockfs")
+
+
+
+def _unescape_mountinfo(s):
+    return re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), s)
+
+
+def mountinfo():
+    """List of (mountpoint, fstype, major:minor) from /proc/self/mountinfo."""
+    out = []
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            left, _, right = line.rstrip("\n").partition(" - ")
+            fields = left.split(" ")
+            if len(fields) < 5:
+                continue
+            out.append((_unescape_mountinfo(fields[4]),
+                        right.split(" ")[0], fields[2]))
+    return out
+
+
+def mount_entry(path):
+    found = None
+    for mp, fstype, dev in mountinfo():
+        if mp == path:
+            found = (fstype, dev)          # the last one is on top
+    return found
+
+
+SANITIZER_MARKERS = ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer",
+                     "runtime error:", "WARNING: ThreadSanitizer",
+                     "ERROR: UndefinedBehaviorSanitizer")
+
+
+def sanitizer_report(logpath, context=40):
+    """The first sanitizer report in a daemon log, or None."""
+    try:
+        with open(logpath, "rb") as f:
+            lines = f.read().decode("utf-8", "replace").splitlines()
+    except OSError:
+        return None
+    for i, line in enumerate(lines):
+        if any(mk in line for mk in SANITIZER_MARKERS):
+            return "\n".join(lines[i:i + context])
+    return None
+
+
+_DAEMONS = []           # live Mount objects, for the watchdog
+_DAEMONS_LOCK = threading.Lock()
+
+
+class Mount:
+    """One zklockfs daemon mounted on a fresh temp directory."""
+
+    def __init__(self, zk, root, logdir, naming=None, session_timeout=4000,
+                 opts=(), connect=None, label="mount", wrap=()):
+        self.zk = zk
+        self.wrap = list(wrap)     # a command the daemon runs under
+        self.root = root
+        self.naming = naming
+        self.session_timeout = session_timeout
+        self.opts = list(opts)
+        self.connect = connect
+        self.path = os.path.realpath(tempfile.mkdtemp(prefix="zklockfs-mnt-"))
+        fd, self.logpath = tempfile.mkstemp(prefix=label + "-", suffix=".log",
+                                           dir=logdir)
+        os.close(fd)
+        self.proc = None
+        self.fstype = None
+        self.dev = None
+        self.returncode = None
+
+    @property
+    def pid(self):
+        return self.proc.pid
+
+    def argv(self):
+        opts = ["session_timeout=%d" % self.session_timeout]
+        if self.naming:
+            opts.append("naming=" + self.naming)
+        opts += self.opts
+        if self.connect is not None:
+            source = self.connect
+        elif self.root in ("", None):
+            source = self.zk.hostport
+        else:
+            source = self.zk.hostport + self.root
+        return self.wrap + [daemon_binary(), "-f", "-o", ",".join(opts),
+                            source, self.path]
+
+    def start(self, timeout=None):
+        log = open(self.logpath, "ab")
+        self.proc = subprocess.Popen(self.argv(), stdin=subprocess.DEVNULL,
+                                     stdout=log, stderr=subprocess.STDOUT,
+                                     cwd="/", start_new_session=True,
+                                     preexec_fn=signals_preexec())
+        log.close()
+        with _DAEMONS_LOCK:
+            _DAEMONS.append(self)
+        if timeout is None:
+            timeout = self.session_timeout / 1000.0 + 15
+        deadline = time.monotonic() + timeout
+        while True:
+            e = mount_entry(self.path)
+            if e and e[0].startswith("fuse"):
+                self.fstype, self.dev = e
+                return self
+            if self.proc.poll() is not None:
+                raise AssertionError(
+                    "zklockfs exited with %r before mounting %s\n%s"
+                    % (self.proc.returncode, self.path, self.log_tail()))
+            if time.monotonic() >= deadline:
+                raise AssertionError("zklockfs did not mount %s within %.0fs\n%s"
+                                     % (self.path, timeout, self.log_tail()))
+            time.sleep(0.02)
+
+    def log_tail(self, n=60):
+        try:
+            with open(self.logpath, "rb") as f:
+                lines = f.read().decode("utf-8", "replace").splitlines()
+        except OSError:
+            return ""
+        return "\n".join(lines[-n:])
+
+    def p(self, *parts):
+        return os.path.join(self.path, *parts)
+
+    def zkpath(self, rel=""):
+        base = "" if self.root in ("", "/", None) else self.root.rstrip("/")
+        rel = rel.strip("/")
+        return (base + "/" + rel) if rel else (base or "/")
+
+    def mounted(self):
+        return mount_entry(self.path) is not None
+
+    def umount(self, timeout=15):
+        """fusermount3 -u; wait for the daemon; return its exit status."""
+        r = fusermount(self.path, timeout=timeout)
+        if r.returncode != 0:
+            raise AssertionError("fusermount3 -u %s failed: %s"
+                                 % (self.path, r.stderr.decode().strip()))
+        try:
+            self.returncode = self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            raise AssertionError("zklockfs pid %d still running %ds after "
+                                 "unmount" % (self.proc.pid, timeout))
+        return self.returncode
+
+    def kill(self, sig=signal.SIGKILL):
+        signal_proc(self.proc, sig)
+
+    def abort_connection(self):
+        """Abort the FUSE connection (if fusectl is mounted): unblocks every
+        process waiting in a request of this mount."""
+        if not self.dev:
+            return
+        minor = self.dev.split(":")[1]
+        try:
+            with open("/sys/fs/fuse/connections/%s/abort" % minor, "w") as f:
+                f.write("1")
+        except OSError:
+            pass
+
+    def cleanup(self):
+        """Unmount (lazily if busy), stop the daemon by pid, remove the dir."""
+        if self.mounted():
+            for _ in range(3):
+                r = fusermount(self.path)
+                if r.returncode == 0 or not self.mounted():
+                    break
+                time.sleep(0.3)
+        if self.proc is not None and self.proc.returncode is None:
+            try:
+                self.returncode = self.proc.wait(5 if not self.mounted() else 0.1)
+            except subprocess.TimeoutExpired:
+                self.abort_connection()
+                self.kill(signal.SIGTERM)
+                try:
+                    self.returncode = self.proc.wait(5)
+                except subprocess.TimeoutExpired:
+                    self.kill(signal.SIGKILL)
+                    try:
+                        self.returncode = self.proc.wait(10)
+                    except subprocess.TimeoutExpired:
+                        pass
+        if self.mounted():
+            fusermount(self.path, lazy=True)
+        with _DAEMONS_LOCK:
+            if self in _DAEMONS:
+                _DAEMONS.remove(self)
+        if not self.mounted():
+            try:
+                os.rmdir(self.path)
+            except OSError:
+                pass
+
+
+def emergency_stop(reason):
+    """Called by the watchdog thread when a test overruns: free everything a
+    test process could be stuck on (by pid), so normal teardown can run."""
+    import sys
+    sys.stderr.write("\nzklockfs tests: watchdog: %s; killing daemons and "
+                     "children by pid\n" % reason)
+    with _DAEMONS_LOCK:
+        mounts = list(_DAEMONS)
+    for m in mounts:
+        m.abort_connection()
+        m.kill(signal.SIGKILL)
+    kill_children(wait=1.0)
+    for m in mounts:
+        if m.mounted():
+            fusermount(m.path, lazy=True)
+
+
+
+def lockdir(m, name="L"):
+    """Make the lock directory @name on mount @m; its path."""
+    d = m.p(name)
+    os.mkdir(d)
+    return d
+
+
+def seen_dir(m, name="L", timeout=5):
+    """The same lock directory as seen through another mount."""
+    d = m.p(name)
+    wait_for(lambda: os.path.isdir(d), timeout, "%s to appear" % d)
+    return d
+
+
