@@ -59,6 +59,15 @@ def finish(procs, timeout):
     return codes
 
 
+def two_hosts(mount):
+    """Two mounts of one root (two hosts) and the lock directory "job",
+    made through the first: (m1, m2, its path in m1)."""
+    m1, m2 = mount(), mount()
+    d1 = os.path.join(m1.path, "job")
+    os.mkdir(d1)
+    return m1, m2, d1
+
+
 CRITICAL = 'echo "S $$" >> {log}; sleep 0.2; echo "E $$" >> {log}'
 
 
@@ -83,9 +92,7 @@ def test_flock_command_excludes_across_mounts(mount, scratch):
 def test_flock_shared_and_nonblocking(mount, scratch):
     """`flock -s` on two mounts hold together; `flock -n -x` beside a shared
     holder fails at once with status 1 and leaves no entry behind."""
-    m1, m2 = mount(), mount()
-    d1 = os.path.join(m1.path, "job")
-    os.mkdir(d1)
+    m1, m2, d1 = two_hosts(mount)
     held = harness.take(d1, "r", harness.SHARED)
     marker = os.path.join(scratch, "ran")
     r = subprocess.run([FLOCK, "-s", "-n", os.path.join(m2.path, "job", "f"),
@@ -105,9 +112,7 @@ def test_flock_n_waits_in_open_behind_an_exclusive_holder(mount, scratch):
     """What `flock -n FILE` does when its open must wait (docs/SPEC.md,
     README): the open is a shared request and waits while an exclusive
     entry is before it; then LOCK_EX|LOCK_NB is decided at once."""
-    m1, m2 = mount(), mount()
-    d1 = os.path.join(m1.path, "job")
-    os.mkdir(d1)
+    m1, m2, d1 = two_hosts(mount)
     held = harness.take(d1, "w", harness.WRITE)
     marker = os.path.join(scratch, "ran")
     p = spawn([FLOCK, "-n", os.path.join(m2.path, "job", "f"), "touch", marker])
@@ -125,9 +130,7 @@ def test_flock_n_waits_in_open_behind_an_exclusive_holder(mount, scratch):
 def test_flock_w_ends_a_conversion_that_waits(mount):
     """`flock -w 1` behind a shared holder: its LOCK_EX waits and the timer's
     signal interrupts it (FUSE_INTERRUPT): status 1, no entry left."""
-    m1, m2 = mount(), mount()
-    d1 = os.path.join(m1.path, "job")
-    os.mkdir(d1)
+    m1, m2, d1 = two_hosts(mount)
     held = harness.take(d1, "r", harness.SHARED)
     p = spawn([FLOCK, "-w", "1", os.path.join(m2.path, "job", "f"), "true"])
     assert finish([p], GRANT_TIMEOUT + 1) == [1]
@@ -225,9 +228,7 @@ def test_flock_converts_gives_back_and_enqueues_anew(mount):
 def test_a_lost_lock_is_never_held_again_by_asking(mount):
     """After its entry is deleted by another host, LOCK_EX on the holder's
     descriptor is no longer "the kind it holds": it enqueues anew."""
-    m1, m2 = mount(), mount()
-    d1 = os.path.join(m1.path, "job")
-    os.mkdir(d1)
+    m1, m2, d1 = two_hosts(mount)
     fd = os.open(os.path.join(d1, "p"), os.O_CREAT | os.O_RDWR)
     try:
         (mine,) = entries(d1)
@@ -277,9 +278,7 @@ def test_nonblocking_requests_fail_and_hold_nothing(mount):
     """LOCK_EX|LOCK_NB (flock) and F_SETLK (lockf) beside a holder on another
     mount: EWOULDBLOCK/EAGAIN at once, and the descriptor then holds
     nothing (its entry is gone); a shared F_SETLK beside it is granted."""
-    m1, m2 = mount(), mount()
-    d1 = os.path.join(m1.path, "job")
-    os.mkdir(d1)
+    m1, m2, d1 = two_hosts(mount)
     d2 = os.path.join(m2.path, "job")
     rw = os.open(os.path.join(d2, "w"), os.O_CREAT | os.O_RDWR)
     fcntl.lockf(rw, fcntl.LOCK_UN)
@@ -367,9 +366,7 @@ def test_getlk_names_the_blocker_and_its_pid_on_this_host(mount, zkc):
     """F_GETLK: F_UNLCK when the lock could be taken now; else the kind of
     the first entry it would wait for and, when that holder is on this
     host (another mount here too), its pid; 0 for another client's."""
-    m1, m2 = mount(), mount()
-    d1 = os.path.join(m1.path, "job")
-    os.mkdir(d1)
+    m1, m2, d1 = two_hosts(mount)
     d2 = os.path.join(m2.path, "job")
     reader = harness.take(d1, "r", harness.SHARED)
     fd = os.open(os.path.join(d2, "p"), os.O_CREAT | os.O_RDONLY)
@@ -430,9 +427,7 @@ def test_java_release_gives_the_lock_back_while_the_channel_is_open(
     """FileLock.release() is F_UNLCK: another host takes the lock while the
     JVM still has the channel open (before, the lock lasted until close)."""
     java, cp = channel_lock_cp
-    m1, m2 = mount(), mount()
-    d1 = os.path.join(m1.path, "job")
-    os.mkdir(d1)
+    m1, m2, d1 = two_hosts(mount)
     p = spawn([java, "-cp", cp, "ChannelLock", os.path.join(d1, "j"), "1",
                os.path.join(scratch, "log")],
               stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -474,9 +469,7 @@ def test_loss_of_the_given_back_entry_does_not_taint_the_new_one(mount, zk, scra
     gdb = shutil.which("gdb")
     if not gdb:
         pytest.skip("needs gdb")
-    m1, m2 = mount(), mount()
-    d1 = os.path.join(m1.path, "job")
-    os.mkdir(d1)
+    m1, m2, d1 = two_hosts(mount)
     fd = os.open(os.path.join(d1, "g"), os.O_CREAT | os.O_RDWR)
     try:
         (old,) = entries(d1)
@@ -515,9 +508,7 @@ def test_second_request_while_one_waits_is_edeadlk(mount):
     is 0 and gives nothing back, as with a local flock.  The waiting
     conversion is not disturbed and is granted once the other host lets
     go; no entry is left behind."""
-    m1, m2 = mount(), mount()
-    d1 = os.path.join(m1.path, "job")
-    os.mkdir(d1)
+    m1, m2, d1 = two_hosts(mount)
     other = harness.take(os.path.join(m2.path, "job"), "o", harness.SHARED)
     fd = os.open(os.path.join(d1, "p"), os.O_CREAT | os.O_RDONLY)
     r, w = os.pipe()
@@ -572,9 +563,7 @@ def test_signal_during_a_conversion_is_eintr_never_erestartsys(mount, mode):
     again and the lock is granted once the other host lets go.  (Each
     restart is a new entry at the end of the queue, as for a waiting
     open.)"""
-    m1, m2 = mount(), mount()
-    d1 = os.path.join(m1.path, "job")
-    os.mkdir(d1)
+    m1, m2, d1 = two_hosts(mount)
     other = harness.take(os.path.join(m2.path, "job"), "o", harness.SHARED)
     p = spawn([PY, "-c", SIGNALED, os.path.join(d1, "p"), mode],
               stdin=subprocess.PIPE, stdout=subprocess.PIPE)
@@ -631,9 +620,7 @@ def test_a_conversion_waiting_through_an_expiry_goes_on_waiting(mount, zk):
     waiting; a flock(2) conversion is a waiter like an open.  The shared
     holder of the other mount loses its lock with the expiry, so the
     conversion is granted, and its descriptor holds a live entry."""
-    m1, m2 = mount(), mount()
-    d1 = os.path.join(m1.path, "job")
-    os.mkdir(d1)
+    m1, m2, d1 = two_hosts(mount)
     other = harness.take(os.path.join(m2.path, "job"), "o", harness.SHARED)
     p = spawn([PY, "-c", SIGNALED, os.path.join(d1, "p"), "restart"],
               stdin=subprocess.PIPE, stdout=subprocess.PIPE)
