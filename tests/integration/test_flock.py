@@ -556,6 +556,19 @@ sys.stdin.readline()
 '''
 
 
+def start_conversion(path, mode, listing):
+    """A SIGNALED child on `path`: once its shared open is granted it asks
+    LOCK_EX, which must wait (an entry of the lock directory `listing` is
+    exclusive).  (the process, its line reader)."""
+    p = spawn([PY, "-c", SIGNALED, path, mode],
+              stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    out = harness.Lines(p.stdout)
+    assert out.readline(GRANT_TIMEOUT) == "open"
+    wait_for(lambda: any("-read-lock-" not in e for e in entries(listing)),
+             GRANT_TIMEOUT, "the conversion waits")
+    return p, out
+
+
 @pytest.mark.parametrize("mode", ["restart", "eintr"])
 def test_signal_during_a_conversion_is_eintr_never_erestartsys(mount, mode):
     """A signal while LOCK_EX waits: without SA_RESTART flock(2) returns
@@ -565,13 +578,8 @@ def test_signal_during_a_conversion_is_eintr_never_erestartsys(mount, mode):
     open.)"""
     m1, m2, d1 = two_hosts(mount)
     other = harness.take(os.path.join(m2.path, "job"), "o", harness.SHARED)
-    p = spawn([PY, "-c", SIGNALED, os.path.join(d1, "p"), mode],
-              stdin=subprocess.PIPE, stdout=subprocess.PIPE)
-    out = harness.Lines(p.stdout)
+    p, out = start_conversion(os.path.join(d1, "p"), mode, d1)
     try:
-        assert out.readline(GRANT_TIMEOUT) == "open"
-        wait_for(lambda: any("-read-lock-" not in e for e in entries(d1)),
-                 GRANT_TIMEOUT, "the conversion waits")
         for _ in range(5):
             os.kill(p.pid, signal.SIGUSR1)
             time.sleep(0.1)
@@ -597,13 +605,8 @@ def test_shutdown_answers_a_waiting_conversion_eshutdown(mount):
     d2 = os.path.join(m2.path, "job")
     os.mkdir(d2)
     other = harness.take(d2, "o", harness.SHARED)
-    p = spawn([PY, "-c", SIGNALED, os.path.join(m1.path, "job", "p"), "restart"],
-              stdin=subprocess.PIPE, stdout=subprocess.PIPE)
-    out = harness.Lines(p.stdout)
+    p, out = start_conversion(os.path.join(m1.path, "job", "p"), "restart", d2)
     try:
-        assert out.readline(GRANT_TIMEOUT) == "open"
-        wait_for(lambda: any("-read-lock-" not in e for e in entries(d2)),
-                 GRANT_TIMEOUT, "the conversion waits")
         os.kill(m1.pid, signal.SIGTERM)
         assert out.readline(GRANT_TIMEOUT) == "flock -1 %d" % errno.ESHUTDOWN
         wait_for(lambda: entries(d2) == [other.entry], GRANT_TIMEOUT,
@@ -622,13 +625,8 @@ def test_a_conversion_waiting_through_an_expiry_goes_on_waiting(mount, zk):
     conversion is granted, and its descriptor holds a live entry."""
     m1, m2, d1 = two_hosts(mount)
     other = harness.take(os.path.join(m2.path, "job"), "o", harness.SHARED)
-    p = spawn([PY, "-c", SIGNALED, os.path.join(d1, "p"), "restart"],
-              stdin=subprocess.PIPE, stdout=subprocess.PIPE)
-    out = harness.Lines(p.stdout)
+    p, out = start_conversion(os.path.join(d1, "p"), "restart", d1)
     try:
-        assert out.readline(GRANT_TIMEOUT) == "open"
-        wait_for(lambda: any("-read-lock-" not in e for e in entries(d1)),
-                 GRANT_TIMEOUT, "the conversion waits")
         zk.suspend()
         try:
             time.sleep(m1.session_timeout / 1000.0 * 2.2)
