@@ -27,7 +27,7 @@ UNIT     = naming grant opts errno slots
 UNIT_BIN = $(UNIT:%=$(BUILD)/unit/test_%)
 
 .PHONY: all asan unit check check-unit check-integration check-asan run stop deps bench clean \
-	install uninstall
+	install uninstall fuzz
 
 all: $(BUILD)/zklockfs $(BUILD)/zklock $(BUILD)/zkbench
 
@@ -82,6 +82,33 @@ check-asan: $(BUILD)/asan/zklockfs $(BUILD)/asan/zklock
 	  ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
 	  LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp:print_suppressions=0 \
 	  /usr/bin/python3 -m pytest tests/integration
+
+# fuzzing: the pure parsers under libFuzzer (clang), each target for
+# FUZZ_SECONDS over a fresh copy of its seed corpus tests/fuzz/corpus/T/ in
+# $(BUILD)/fuzz/corpus/T/; a crash fails, its input kept as $(BUILD)/fuzz/crash-T-*.
+FUZZ         = names grant source opts
+FUZZ_BIN     = $(FUZZ:%=$(BUILD)/fuzz/fuzz_%)
+FUZZ_SECONDS ?= 60
+FUZZ_CC      ?= clang
+FUZZ_SAN     = -fsanitize=fuzzer,address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+
+$(BUILD)/fuzz/fuzz_names:  tests/fuzz/fuzz_names.c zk/naming.c
+$(BUILD)/fuzz/fuzz_grant:  tests/fuzz/fuzz_grant.c zk/grant.c zk/naming.c
+$(BUILD)/fuzz/fuzz_source: tests/fuzz/fuzz_source.c fs/opts.c zk/naming.c
+$(BUILD)/fuzz/fuzz_opts:   tests/fuzz/fuzz_opts.c fs/opts.c zk/naming.c
+$(FUZZ_BIN): $(HDR) $(wildcard tests/fuzz/*.h)
+	@mkdir -p $(@D)
+	$(FUZZ_CC) $(WARN) $(CPPFLAGS) -O1 -g $(FUZZ_SAN) -o $@ $(filter %.c,$^) $(FUSE_LIBS)
+
+fuzz: $(FUZZ_BIN)
+	@set -e; for t in $(FUZZ); do \
+	  c=$(BUILD)/fuzz/corpus/$$t; rm -rf $$c; mkdir -p $$c; cp tests/fuzz/corpus/$$t/* $$c/; \
+	  if ! $(BUILD)/fuzz/fuzz_$$t -max_total_time=$(FUZZ_SECONDS) -max_len=1024 -timeout=10 \
+	      -artifact_prefix=$(BUILD)/fuzz/crash-$$t- $$c >$(BUILD)/fuzz/fuzz_$$t.log 2>&1; then \
+	    tail -n 60 $(BUILD)/fuzz/fuzz_$$t.log; echo "fuzz_$$t: FAILED (log: $(BUILD)/fuzz/fuzz_$$t.log)"; exit 1; \
+	  fi; \
+	  echo "fuzz_$$t: $$(grep -o 'Done [0-9]* runs in [0-9]* second' $(BUILD)/fuzz/fuzz_$$t.log), corpus $$(ls $$c | wc -l) inputs"; \
+	done
 
 # With `make run` or `make bench`, deps (which may install libfuse3-dev) goes
 # before any compile; a target's prerequisites alone are not ordered (make -j).

@@ -1,0 +1,174 @@
+/*
+ * tests/fuzz/fuzz_grant.c - a lock znode's children listing (zk/grant.c),
+ * and the values of the xattrs made from it (user.zklockfs.holders lists
+ * zkl_holders(), user.zklockfs.state says "held" when zkl_decide() grants).
+ *
+ * Input: the children's names, one per line (at most 64).  Invariants:
+ * - zkl_parse_children() keeps exactly the names zkn_parse() reads, in order,
+ *   with the same sequence number and kind, borrowing the caller's names;
+ * - every pointer zkl_decide(), zkl_holders(), zkl_blocker(), zkl_lowest()
+ *   give back points into the array; there is a holder iff there is an entry;
+ * - an entry present is never ZKL_MISSING, a number absent always is; an
+ *   entry to outlive comes before ours and, for a shared entry, is exclusive;
+ * - when the numbers are distinct and in one serial order (what ZooKeeper's
+ *   counter gives; RFC 1982 leaves two numbers 2^31 apart unordered, and
+ *   zkn_seq_cmp() calls each before the other): the holders are exactly the entries zkl_decide() grants;
+ *   the watch is the entry just before ours (the last exclusive one for a
+ *   shared entry); zkl_walk_decide() over the sorted listing agrees with
+ *   zkl_decide(); zkl_lowest() is the first; zkl_blocker() is the lowest
+ *   entry an entry enqueued now would wait behind, NULL iff it would be
+ *   granted at once, with or without leaving out one's own entry.
+ */
+#include "tests/fuzz/fuzz.h"
+#include "zk/grant.h"
+
+#define MAX_KIDS 64
+
+static bool in(const struct zkl_child *p, const struct zkl_child *kids, size_t n)
+{
+	return p >= kids && p < kids + n;
+}
+
+/* Would an entry of @kind with @seq, enqueued behind all of @kids, wait? */
+static bool would_wait(const struct zkl_child *kids, size_t n, enum zkl_kind kind,
+		       bool has_own, int32_t own)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!(has_own && kids[i].seq == own) &&
+		    (kind == ZKL_EXCLUSIVE || kids[i].kind == ZKL_EXCLUSIVE))
+			return true;
+	return false;
+}
+
+static void blockers(const struct zkl_child *kids, size_t n,
+		     const struct zkl_child *sorted, bool has_own, int32_t own)
+{
+	for (int k = ZKL_EXCLUSIVE; k <= ZKL_SHARED; k++) {
+		const struct zkl_child *b = zkl_blocker(kids, n, (enum zkl_kind)k,
+							has_own, own);
+		const struct zkl_child *first = NULL;
+
+		for (size_t i = 0; !first && i < n; i++)
+			if (!(has_own && sorted[i].seq == own) &&
+			    (k == ZKL_EXCLUSIVE || sorted[i].kind == ZKL_EXCLUSIVE))
+				first = &sorted[i];
+		CHECK((b == NULL) == !would_wait(kids, n, (enum zkl_kind)k, has_own, own));
+		CHECK((b == NULL) == (first == NULL));
+		if (b) {
+			CHECK(in(b, kids, n));
+			CHECK(b->seq == first->seq);
+		}
+	}
+}
+
+static void consistent(const struct zkl_child *kids, size_t n,
+		       const struct zkl_child *sorted,
+		       const struct zkl_child **h, size_t nh)
+{
+	struct zkl_walk wk;
+	const struct zkl_child *low = zkl_lowest(kids, n);
+
+	CHECK(n ? low && in(low, kids, n) && low->seq == sorted[0].seq : !low);
+	zkl_walk_init(&wk, sorted, n);
+	for (size_t i = 0; i < n; i++) {
+		const struct zkl_child *w = NULL, *w2 = NULL, *pred = NULL;
+		enum zkl_verdict v = zkl_decide(kids, n, sorted[i].seq, sorted[i].kind, &w);
+		enum zkl_verdict v2 = zkl_walk_decide(&wk, sorted[i].seq, sorted[i].kind, &w2);
+		bool holder = false;
+
+		for (size_t j = 0; j < i; j++)
+			if (sorted[i].kind == ZKL_EXCLUSIVE || sorted[j].kind == ZKL_EXCLUSIVE)
+				pred = &sorted[j];
+		CHECK(v == (pred ? ZKL_WAIT : ZKL_GRANTED));
+		CHECK(v2 == v);
+		if (pred) {
+			CHECK(w && w->seq == pred->seq);
+			CHECK(w2 && w2->seq == pred->seq);
+		}
+		for (size_t j = 0; j < nh; j++)
+			holder |= h[j]->seq == sorted[i].seq;
+		CHECK(holder == (v == ZKL_GRANTED));
+	}
+	blockers(kids, n, sorted, false, 0);
+	for (size_t i = 0; i < n; i++)
+		blockers(kids, n, sorted, true, kids[i].seq);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	char *names[MAX_KIDS];
+	int count = 0;
+	size_t n, nh, nh1, parsed = 0;
+	struct zkl_child *kids, *sorted, c;
+	const struct zkl_child *h[MAX_KIDS], *h1[1], *w;
+	bool distinct = true, ordered = true;
+
+	for (size_t at = 0; at <= size && count < MAX_KIDS; ) {
+		const uint8_t *nl = memchr(data + at, '\n', size - at);
+		size_t len = nl ? (size_t)(nl - (data + at)) : size - at;
+
+		names[count++] = fuzz_str(data + at, len);
+		at += len + 1;
+	}
+
+	kids = zkl_parse_children(names, count, &n);
+	CHECK(kids);
+	CHECK(n <= (size_t)count);
+	for (int i = 0; i < count; i++) {
+		if (!zkn_parse(names[i], &c))
+			continue;
+		CHECK(parsed < n);
+		CHECK(kids[parsed].name == names[i]);
+		CHECK(kids[parsed].seq == c.seq && kids[parsed].kind == c.kind);
+		parsed++;
+	}
+	CHECK(parsed == n);
+
+	nh = zkl_holders(kids, n, h, MAX_KIDS);
+	nh1 = zkl_holders(kids, n, h1, 1);
+	CHECK(nh <= n && nh1 == nh);
+	CHECK((nh == 0) == (n == 0));
+	for (size_t i = 0; i < nh; i++)
+		CHECK(in(h[i], kids, n));
+	if (nh)
+		CHECK(h1[0] == h[0] || in(h1[0], kids, n));
+
+	for (size_t i = 0; i < n; i++) {
+		enum zkl_verdict v;
+		int32_t absent = (int32_t)((uint32_t)kids[i].seq + 1u);
+		bool present = false;
+
+		w = NULL;
+		v = zkl_decide(kids, n, kids[i].seq, kids[i].kind, &w);
+		CHECK(v != ZKL_MISSING);
+		if (v == ZKL_WAIT) {
+			CHECK(w && in(w, kids, n));
+			CHECK(zkn_seq_cmp(w->seq, kids[i].seq) < 0);
+			CHECK(kids[i].kind == ZKL_EXCLUSIVE || w->kind == ZKL_EXCLUSIVE);
+		}
+		for (size_t j = 0; j < n; j++) {
+			present |= kids[j].seq == absent;
+			if (j != i && kids[j].seq == kids[i].seq)
+				distinct = false;
+		}
+		if (!present)
+			CHECK(zkl_decide(kids, n, absent, kids[i].kind, NULL) == ZKL_MISSING);
+	}
+
+	sorted = malloc(sizeof(*sorted) * (n ? n : 1));
+	CHECK(sorted);
+	memcpy(sorted, kids, sizeof(*sorted) * n);
+	zkl_sort(sorted, n);
+	for (size_t i = 0; distinct && ordered && i < n; i++)
+		for (size_t j = i + 1; ordered && j < n; j++)
+			ordered = zkn_seq_cmp(sorted[i].seq, sorted[j].seq) < 0 &&
+				  zkn_seq_cmp(sorted[j].seq, sorted[i].seq) > 0;
+	if (distinct && ordered)
+		consistent(kids, n, sorted, h, nh);
+
+	free(sorted);
+	free(kids);
+	for (int i = 0; i < count; i++)
+		free(names[i]);
+	return 0;
+}
