@@ -41,6 +41,7 @@
 #include <string.h>
 #include <sys/random.h>
 
+#include "zk/adopt.h"
 #include "zk/errno.h"
 #include "zk/grant.h"
 #include "zk/log.h"
@@ -970,11 +971,23 @@ static void resolve_get_done(int rc, const char *value, int len,
 {
 	struct zkl_waiter *w = (struct zkl_waiter *)data;
 	struct zkl_engine *e = w->e;
-	size_t nl = strlen(w->nonce);
+	enum zka_verdict v = ZKA_OTHER;
 
 	pthread_mutex_lock(&e->lock);
-	if (rc == ZOK && value && (size_t)len >= nl &&
-		   memcmp(value + len - nl, w->nonce, nl) == 0) {
+	/*
+	 * Our nonce is world-readable: an entry is ours only if it is also
+	 * unchanged since its create and of the session our create went on.
+	 */
+	if (rc == ZOK && stat)
+		v = zka_candidate(value, len, w->nonce, stat->version,
+				  stat->ephemeralOwner,
+				  zks_session_of(w->e->zks, w->gen));
+	if (v == ZKA_PLANTED)
+		zkl_log(LOG_WARNING, "%s/%s carries our nonce but is not ours "
+			"(version %d, owner 0x%llx): left alone", w->dir,
+			w->cands[w->ci], (int)stat->version,
+			(unsigned long long)stat->ephemeralOwner);
+	if (v == ZKA_OURS) {
 		char *path = zkn_join(w->dir, w->cands[w->ci]);
 
 		zkl_log(LOG_NOTICE, "found %s again after an unknown create", path);

@@ -402,6 +402,17 @@ int64_t zks_session_id(struct zks *s)
 	return id;
 }
 
+int64_t zks_session_of(struct zks *s, uint64_t gen)
+{
+	int64_t id = 0;
+
+	pthread_rwlock_rdlock(&s->rw);
+	if (s->gen == gen)
+		id = zoo_client_id(s->zh)->client_id;
+	pthread_rwlock_unlock(&s->rw);
+	return id;
+}
+
 void zks_close(struct zks *s)
 {
 	if (!s->inited)

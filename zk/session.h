@@ -91,6 +91,13 @@ int zks_ensure_path(struct zks *s, const char *path);
 int64_t zks_session_id(struct zks *s);
 
 /*
+ * zks_session_of() - the session id of the handle of generation @gen
+ * (zks_generation()), if that handle is the current one and connected
+ * once; else 0.
+ */
+int64_t zks_session_of(struct zks *s, uint64_t gen);
+
+/*
  * zks_later() - run @fn(@arg, true) on the supervisor's thread at its next
  * look (within a tenth of the session timeout, at most 1 s), to redo a
  * request that met a connection loss; or @fn(@arg, false) from zks_close(),
