@@ -5,6 +5,7 @@
  * ZooKeeper thread, answers the request.
  */
 #include "fs/zklockfs.h"
+#include "fs/limits.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -220,6 +221,13 @@ static void zklfs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	}
 	if (p->type != NODE_DIR)
 		return (void)fuse_reply_err(req, ENOTDIR);
+	/* the kernel looks a name up before its MKDIR or MKNOD: refused
+	 * here, no directory or entry is made past the bounds */
+	if (zklfs_path_check(fs->root.path, p->path, name)) {
+		zkl_log(LOG_NOTICE, "path refused: longer than %d bytes or deeper "
+			"than %d levels below ROOT", ZKLFS_PATH_MAX, ZKLFS_DEPTH_MAX);
+		return (void)fuse_reply_err(req, ENAMETOOLONG);
+	}
 	if (zklfs_hidden(fs, p->path, name))
 		return (void)fuse_reply_err(req, ENOENT);
 	op = zop_new(req, p, zkn_join(p->path, name));
@@ -633,6 +641,8 @@ static void zklfs_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
 	int err = zkn_check_name(name);
 
 	(void)mode;
+	if (!err)
+		err = zklfs_path_check(fs->root.path, p->path, name);
 	if (!err && zklfs_hidden(fs, p->path, name))
 		err = -EEXIST;
 	if (err) {

@@ -1,8 +1,13 @@
-/* zk/log.c - one-line log to stderr or syslog. */
+/* zk/log.c - one-line log to stderr or syslog, escaped and rate-limited
+ * (see zk/log.h for why here). */
 #include "zk/log.h"
 
+#include <pthread.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <string.h>
+#include <time.h>
 
 static const char *log_ident = "zklockfs";
 static bool log_syslog;
@@ -17,20 +22,150 @@ void zkl_log_init(const char *ident, bool to_syslog, bool debug)
 		openlog(ident, LOG_PID, LOG_DAEMON);
 }
 
+/* The length of the valid UTF-8 character at @s (@n bytes left), or 0. */
+static size_t utf8_char(const unsigned char *s, size_t n)
+{
+	size_t len;
+	uint32_t cp, min;
+
+	if (s[0] < 0x80)
+		return 1;
+	if (s[0] >= 0xc2 && s[0] <= 0xdf)
+		len = 2, cp = s[0] & 0x1f, min = 0x80;
+	else if (s[0] >= 0xe0 && s[0] <= 0xef)
+		len = 3, cp = s[0] & 0x0f, min = 0x800;
+	else if (s[0] >= 0xf0 && s[0] <= 0xf4)
+		len = 4, cp = s[0] & 0x07, min = 0x10000;
+	else
+		return 0;
+	if (n < len)
+		return 0;
+	for (size_t i = 1; i < len; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+		cp = cp << 6 | (s[i] & 0x3f);
+	}
+	if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+		return 0;
+	return len;
+}
+
+size_t zkl_escape(char *dst, size_t size, const char *src, size_t len)
+{
+	static const char hex[] = "0123456789abcdef";
+	const unsigned char *s = (const unsigned char *)src;
+	size_t o = 0, i = 0;
+
+	while (i < len) {
+		size_t n = utf8_char(s + i, len - i);
+		bool esc = n == 0 || s[i] < 0x20 || s[i] == 0x7f ||
+			   (n == 2 && s[i] == 0xc2 && s[i + 1] < 0xa0);	/* C1 */
+
+		if (s[i] == '\\') {
+			if (size - o < 3)
+				break;
+			dst[o++] = '\\';
+			dst[o++] = '\\';
+			i++;
+		} else if (esc) {
+			n = n ? n : 1;
+			if (size - o < 4 * n + 1)
+				break;
+			for (size_t k = 0; k < n; k++, i++) {
+				dst[o++] = '\\';
+				dst[o++] = 'x';
+				dst[o++] = hex[s[i] >> 4];
+				dst[o++] = hex[s[i] & 15];
+			}
+		} else {
+			if (size - o < n + 1)
+				break;
+			memcpy(dst + o, s + i, n);
+			o += n;
+			i += n;
+		}
+	}
+	dst[o] = '\0';
+	return o;
+}
+
+/* The rate limit: one slot per cause (format string), open addressing. */
+#define CAUSES 256
+static struct cause {
+	const char *fmt;
+	uint64_t last_ms;		/* its last line written then */
+	unsigned long suppressed;	/* dropped since */
+} causes[CAUSES];
+static pthread_mutex_t causes_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/*
+ * May a line of cause @fmt be written now?  If so, *@suppressed is how many
+ * were dropped since its last one.  A cause that finds the table full
+ * (more call sites than CAUSES) is never limited.
+ */
+static bool cause_admit(const char *fmt, unsigned long *suppressed)
+{
+	size_t h = ((uintptr_t)fmt >> 3) % CAUSES;
+	uint64_t now = now_ms();
+	bool ok = true;
+
+	*suppressed = 0;
+	pthread_mutex_lock(&causes_mu);
+	for (size_t k = 0; k < CAUSES; k++) {
+		struct cause *c = &causes[(h + k) % CAUSES];
+
+		if (c->fmt && c->fmt != fmt)
+			continue;
+		if (!c->fmt) {
+			c->fmt = fmt;
+		} else if (now - c->last_ms < ZKL_LOG_INTERVAL_MS) {
+			c->suppressed++;
+			ok = false;
+			break;
+		}
+		c->last_ms = now;
+		*suppressed = c->suppressed;
+		c->suppressed = 0;
+		break;
+	}
+	pthread_mutex_unlock(&causes_mu);
+	return ok;
+}
+
 void zkl_log(int level, const char *fmt, ...)
 {
+	char raw[1024], line[2048];
+	unsigned long suppressed = 0;
+	size_t len;
 	va_list ap;
+	int n;
 
 	if (level == LOG_DEBUG && !log_debug)
 		return;
+	if (level != LOG_DEBUG && !cause_admit(fmt, &suppressed))
+		return;
 	va_start(ap, fmt);
-	if (log_syslog) {
-		vsyslog(level, fmt, ap);
-	} else {
-		char line[1024];
-
-		vsnprintf(line, sizeof(line), fmt, ap);
-		fprintf(stderr, "%s: %s\n", log_ident, line);
-	}
+	n = vsnprintf(raw, sizeof(raw), fmt, ap);
 	va_end(ap);
+	if (n < 0)
+		return;
+	/* the bytes written, NULs included: %s of a user's string stops at
+	 * one, but %.*s need not */
+	len = (size_t)n < sizeof(raw) ? (size_t)n : sizeof(raw) - 1;
+	len = zkl_escape(line, sizeof(line) - 48, raw, len);
+	if (suppressed)
+		snprintf(line + len, sizeof(line) - len,
+			 " (%lu more like this suppressed)", suppressed);
+	if (log_syslog)
+		syslog(level, "%s", line);
+	else
+		fprintf(stderr, "%s: %s\n", log_ident, line);
 }

@@ -1,18 +1,50 @@
 /*
  * zk/log.h - the daemon's log: one line per event, to stderr in the
  * foreground and to syslog (the journal) once daemonised.  Any thread.
+ *
+ * What users write reaches the log: the names they give (a refused name is
+ * logged to say why), the paths they make.  So zkl_log() itself escapes the
+ * whole formatted line (zkl_escape()) and rate-limits it, rather than
+ * leaving that to the call sites: a helper that each site must remember to
+ * apply to each user string is one forgotten %s away from a forged log
+ * line, whereas here no message can reach stderr or syslog unescaped, and
+ * no new call site can opt out.  The daemon's own messages are printable
+ * ASCII, which the escaping leaves as it is, so nothing is lost.
+ *
+ * Rate limit: at most one line per cause per second, a cause being the
+ * call site's format string (its address).  The lines of a cause that come
+ * within a second of its last line are dropped and counted, and its next
+ * line says so: "... (12 more like this suppressed)".  LOG_DEBUG lines
+ * (--debug only) are escaped but never dropped.
  */
 #ifndef ZK_LOG_H
 #define ZK_LOG_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <syslog.h>
 
 /* zkl_log_init() - name the program; @to_syslog once daemonised. */
 void zkl_log_init(const char *ident, bool to_syslog, bool debug);
 
-/* zkl_log() - write one line at syslog @level (LOG_ERR ... LOG_DEBUG). */
+/* zkl_log() - write one line at syslog @level (LOG_ERR ... LOG_DEBUG),
+ * escaped and rate-limited as above. */
 void zkl_log(int level, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
+
+/* How long the lines of one cause are dropped after one is written. */
+#define ZKL_LOG_INTERVAL_MS 1000
+
+/*
+ * zkl_escape() - @src (@len bytes, any bytes) as one line of printable
+ * text into @dst (@size > 0 bytes, always NUL-terminated): a control
+ * character (C0, DEL, or a C1 code point U+0080..U+009F), a byte that is
+ * not part of valid UTF-8 (overlong forms and surrogates included), and
+ * the backslash itself are written \xNN (the backslash \\), each byte of
+ * them; valid printable UTF-8 is copied.  Output that does not fit is cut
+ * before an escape or character, never inside one.  Return: the length
+ * written (without the NUL).
+ */
+size_t zkl_escape(char *dst, size_t size, const char *src, size_t len);
 
 #endif

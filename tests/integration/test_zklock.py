@@ -721,6 +721,38 @@ def test_list_shows_the_queue(mount, zklock, zkc):
     zkc.delete(c)
 
 
+def test_list_prints_no_raw_control_byte(mount, zklock, zkc):
+    """Whatever a holder writes (its descriptor's data) or a ZooKeeper
+    client writes in its entry, --list prints no C0/C1 control, ESC or byte that is not
+    UTF-8 raw: the 8-bit CSI 0x9b, raw or as UTF-8, is a terminal escape."""
+    m = mount()
+    d = lockdir(m)
+    fd = os.open(os.path.join(d, "evil"), os.O_CREAT | os.O_WRONLY | os.O_NONBLOCK)
+    try:
+        os.write(fd, b"host=\x9b31mevil\x1b]0;title\x07\xc2\x9b2J\n"
+                     b"pid=\x1b[2J\x85\xff\n")
+        os.fsync(fd)
+        c = zkc.create(m.zkpath("L") + "/_c_x-lock-", b"host=caf\xc3\xa9\x9b\n",
+                       zkclient.EPHEMERAL_SEQUENTIAL)
+        ec = c.rsplit("/", 1)[1]
+        wait_for(lambda: ec in os.listdir(d), 5, "the client's entry")
+        r = subprocess.run([zklock, "--list", d], stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, timeout=RUN_TIMEOUT)
+    finally:
+        os.close(fd)
+    out = r.stdout
+    assert r.returncode == 0, r.stderr
+    no_sanitizer_report(r.stderr.decode("utf-8", "replace"))
+    bad = re.search(rb"[\x00-\x09\x0b-\x1f\x7f]|\xc2[\x80-\x9f]", out)
+    assert not bad, "a raw control byte in --list: %r" % out
+    text = out.decode("utf-8")              # and nothing that is not UTF-8
+    assert not re.search("[\x80-\x9f]", text), text
+    assert "\\x9b31mevil\\x1b]0;title\\x07\\xc2\\x9b2J" in text, text
+    assert "\\x1b[2J\\x85\\xff" in text, text
+    assert "caf\u00e9\\x9b" in text, text   # printable UTF-8 stays
+    zkc.delete(c)
+
+
 # --- a lost lock ---------------------------------------------------------------------------------
 
 def test_lost_lock_terminates_the_command(mount, zklock):

@@ -58,9 +58,80 @@ static ssize_t zkl_read_all(int fd, char **out)
 	return (ssize_t)len;
 }
 
+/* The length of the valid UTF-8 character at @s (@n bytes left), or 0. */
+static size_t zkl_utf8_char(const unsigned char *s, size_t n)
+{
+	size_t len;
+	unsigned long cp, min;
+
+	if (s[0] < 0x80)
+		return 1;
+	if (s[0] >= 0xc2 && s[0] <= 0xdf)
+		len = 2, cp = s[0] & 0x1f, min = 0x80;
+	else if (s[0] >= 0xe0 && s[0] <= 0xef)
+		len = 3, cp = s[0] & 0x0f, min = 0x800;
+	else if (s[0] >= 0xf0 && s[0] <= 0xf4)
+		len = 4, cp = s[0] & 0x07, min = 0x10000;
+	else
+		return 0;
+	if (n < len)
+		return 0;
+	for (size_t i = 1; i < len; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+		cp = cp << 6 | (s[i] & 0x3f);
+	}
+	if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+		return 0;
+	return len;
+}
+
+/*
+ * @src (@len bytes, anything a holder or a ZooKeeper client wrote) made
+ * safe for a terminal: printable UTF-8 is kept; every other byte (C0
+ * controls, DEL, C1 controls such as the 8-bit CSI 0x9b, raw or as UTF-8,
+ * bytes that are not valid UTF-8) and the backslash become \xNN (\\),
+ * as zk/log.c writes them to the daemon's log.  Return: an allocated
+ * string, or NULL (ENOMEM).
+ */
+static char *zkl_printable(const char *src, size_t len)
+{
+	static const char hex[] = "0123456789abcdef";
+	const unsigned char *s = (const unsigned char *)src;
+	char *out = malloc(4 * len + 1), *o = out;
+	size_t i = 0;
+
+	if (!out)
+		return NULL;
+	while (i < len) {
+		size_t n = zkl_utf8_char(s + i, len - i);
+
+		if (s[i] == '\\') {
+			*o++ = '\\';
+			*o++ = '\\';
+			i++;
+		} else if (n == 0 || s[i] < 0x20 || s[i] == 0x7f ||
+			   (n == 2 && s[i] == 0xc2 && s[i + 1] < 0xa0)) {
+			for (size_t k = 0; k < (n ? n : 1); k++, i++) {
+				*o++ = '\\';
+				*o++ = 'x';
+				*o++ = hex[s[i] >> 4];
+				*o++ = hex[s[i] & 15];
+			}
+		} else {
+			memcpy(o, s + i, n);
+			o += n;
+			i += n;
+		}
+	}
+	*o = '\0';
+	return out;
+}
+
 /*
  * The value of "@key=" in entry data @data (@len bytes, maybe binary), made
- * printable; "-" if absent. Return: an allocated string, or NULL (ENOMEM).
+ * printable (zkl_printable()); "-" if absent. Return: an allocated string,
+ * or NULL (ENOMEM).
  */
 static char *zkl_kv(const char *data, size_t len, const char *key)
 {
@@ -73,16 +144,9 @@ static char *zkl_kv(const char *data, size_t len, const char *key)
 
 		if ((size_t)(eol - p) > klen && !memcmp(p, key, klen) &&
 		    p[klen] == '=') {
-			char *v = strndup(p + klen + 1, (size_t)(eol - p) - klen - 1);
-
-			for (char *c = v; v && *c; c++)
-				if ((unsigned char)*c < ' ' || *c == 0x7f)
-					*c = '?';
-			if (v && !*v) {
-				free(v);
+			if (eol == p + klen + 1)
 				return strdup("-");
-			}
-			return v;
+			return zkl_printable(p + klen + 1, (size_t)(eol - p) - klen - 1);
 		}
 		p = nl ? nl + 1 : NULL;
 	}
@@ -163,7 +227,7 @@ static int zkl_row_fill(const char *dir, const char *name, time_t now,
 	free(data);
 	zkl_format_age((long long)(now - st.st_ctime), age, sizeof(age));
 	row->age = strdup(age);
-	row->entry = strdup(name);
+	row->entry = zkl_printable(name, strlen(name));	/* any client's name */
 	if (!row->host || !row->pid || !row->age || !row->entry) {
 		err = -ENOMEM;
 		goto out_free_row;

@@ -1,0 +1,124 @@
+/* Unit tests: the log's escaping and rate limit (zk/log.c). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "zk/log.h"
+
+static const char *esc(const char *s, size_t len, size_t size)
+{
+	static char buf[512];
+
+	assert_true(size <= sizeof(buf));
+	zkl_escape(buf, size, s, len);
+	return buf;
+}
+
+#define ESC(lit) esc(lit, sizeof(lit) - 1, 512)
+
+static void test_printable_is_copied(void **state)
+{
+	(void)state;
+	assert_string_equal(ESC("mkdir 'a b': File exists"), "mkdir 'a b': File exists");
+	assert_string_equal(ESC("caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x94\x92"),
+			    "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x94\x92");
+	assert_string_equal(ESC("\xc2\xa0"), "\xc2\xa0");	/* U+00A0 */
+}
+
+static void test_controls_are_escaped(void **state)
+{
+	(void)state;
+	assert_string_equal(ESC("a\nzklockfs: forged"), "a\\x0azklockfs: forged");
+	assert_string_equal(ESC("\r\t\x1b[31m\x7f"), "\\x0d\\x09\\x1b[31m\\x7f");
+	assert_string_equal(ESC("a\0b"), "a\\x00b");
+	/* C1 as a code point, and the 8-bit CSI alone (not UTF-8) */
+	assert_string_equal(ESC("\xc2\x9b" "31m"), "\\xc2\\x9b31m");
+	assert_string_equal(ESC("\x9b" "31m"), "\\x9b31m");
+	assert_string_equal(ESC("back\\slash"), "back\\\\slash");
+}
+
+static void test_invalid_utf8_is_escaped(void **state)
+{
+	(void)state;
+	assert_string_equal(ESC("\xff\xfe"), "\\xff\\xfe");
+	assert_string_equal(ESC("\xc0\xaf"), "\\xc0\\xaf");		/* overlong */
+	assert_string_equal(ESC("\xed\xa0\x80"), "\\xed\\xa0\\x80");	/* surrogate */
+	assert_string_equal(ESC("\xe2\x82"), "\\xe2\\x82");		/* cut short */
+	assert_string_equal(ESC("\xf4\x90\x80\x80"), "\\xf4\\x90\\x80\\x80");	/* > U+10FFFF */
+}
+
+static void test_cut_never_inside_an_escape(void **state)
+{
+	(void)state;
+	/* room for "ab" and a NUL, not for "\x0a" */
+	assert_string_equal(esc("ab\ncd", 5, 6), "ab");
+	assert_string_equal(esc("ab\ncd", 5, 7), "ab\\x0a");
+	/* nor inside a character */
+	assert_string_equal(esc("a\xe2\x82\xac", 4, 4), "a");
+	assert_string_equal(esc("x", 1, 1), "");
+}
+
+/* The lines zkl_log() writes to stderr while @fn runs. */
+static int captured_lines(void (*fn)(void), char *out, size_t size)
+{
+	FILE *f = tmpfile();
+	int saved = dup(2), lines = 0;
+	size_t n;
+
+	assert_non_null(f);
+	fflush(stderr);
+	dup2(fileno(f), 2);
+	fn();
+	fflush(stderr);
+	dup2(saved, 2);
+	close(saved);
+	rewind(f);
+	n = fread(out, 1, size - 1, f);
+	out[n] = '\0';
+	fclose(f);
+	for (size_t i = 0; i < n; i++)
+		lines += out[i] == '\n';
+	return lines;
+}
+
+static void refuse_1000(void)
+{
+	for (int i = 0; i < 1000; i++)
+		zkl_log(LOG_NOTICE, "mkdir '%s': refused", "x\ny");
+	zkl_log(LOG_NOTICE, "another cause %d", 1);	/* its own limit */
+}
+
+static void refuse_once_more(void)
+{
+	zkl_log(LOG_NOTICE, "mkdir '%s': refused", "x\ny");
+}
+
+static void test_one_line_per_cause_per_second(void **state)
+{
+	char out[8192];
+
+	(void)state;
+	zkl_log_init("t", false, false);
+	assert_int_equal(captured_lines(refuse_1000, out, sizeof(out)), 2);
+	assert_string_equal(out, "t: mkdir 'x\\x0ay': refused\nt: another cause 1\n");
+	usleep((ZKL_LOG_INTERVAL_MS + 50) * 1000);
+	assert_int_equal(captured_lines(refuse_once_more, out, sizeof(out)), 1);
+	assert_string_equal(out, "t: mkdir 'x\\x0ay': refused (999 more like this suppressed)\n");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_printable_is_copied),
+		cmocka_unit_test(test_controls_are_escaped),
+		cmocka_unit_test(test_invalid_utf8_is_escaped),
+		cmocka_unit_test(test_cut_never_inside_an_escape),
+		cmocka_unit_test(test_one_line_per_cause_per_second),
+	};
+
+	return cmocka_run_group_tests_name("log", tests, NULL, NULL);
+}
