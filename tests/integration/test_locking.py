@@ -845,3 +845,83 @@ def test_listing_right_after_close_never_shows_the_entry(mount):
             shown.append((i, left))
     assert not shown, "%d listings right after close() showed the entry: %r" % (
         len(shown), shown[:3])
+
+
+# A holder that opens an entry, forks a child that keeps the descriptor (and
+# so the lock), and exits: its thread id is free to be given again.
+_FORK_HOLDER = r"""
+import os, sys
+fd = os.open(os.path.join(sys.argv[1], "a"), os.O_CREAT | os.O_RDONLY)
+child = os.fork()
+if child == 0:
+    os.close(1)
+    sys.stdin.read()        # holds until the test closes our stdin
+    os._exit(0)
+print(os.getpid(), child, flush=True)
+os._exit(0)
+"""
+
+# A newcomer that, once told, opens another entry in the same lock.
+_NEWCOMER = r"""
+import errno, os, sys
+sys.stdin.readline()
+try:
+    os.close(os.open(os.path.join(sys.argv[1], "b"),
+                     os.O_CREAT | os.O_RDONLY | os.O_NONBLOCK))
+    print("ok", flush=True)
+except OSError as e:
+    print(errno.errorcode.get(e.errno, e.errno), flush=True)
+"""
+
+
+def test_recycled_thread_id_is_not_edeadlk(mount):
+    """The EDEADLK check is keyed on the thread, not on its id alone: a
+    process given the id of a thread gone since (its entry held by a child
+    it forked) is another thread, and may take a lock in that directory.
+    The id is recycled on purpose through /proc/sys/kernel/ns_last_pid
+    (the daemon and the test share the pid namespace: FUSE reports pids)."""
+    m = mount()
+    d = lockdir(m)
+    a = subprocess.Popen(["/usr/bin/python3", "-c", _FORK_HOLDER, d],
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    child = None
+    b = None
+    try:
+        line = a.stdout.readline().split()
+        assert len(line) == 2, "holder said %r" % line
+        gone, child = int(line[0]), int(line[1])
+        assert a.wait(10) == 0
+        wait_for(lambda: len(entries(d)) == 1, 5, "the holder's entry")
+        held = entries(d)
+        # another process with the holder's thread id (retry if some other
+        # process of the host takes it first)
+        for _ in range(200):
+            with open("/proc/sys/kernel/ns_last_pid", "w") as f:
+                f.write(str(gone - 1))
+            b = subprocess.Popen(["/usr/bin/python3", "-c", _NEWCOMER, d],
+                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+            if b.pid == gone:
+                break
+            b.kill()
+            b.wait()
+            b = None
+        assert b is not None, "could not get pid %d again" % gone
+        b.stdin.write(b"go\n")
+        b.stdin.flush()
+        ans = b.stdout.readline().decode().strip()
+        assert b.wait(GRANT_TIMEOUT) == 0
+        assert ans == "ok", "pid %d (recycled) got %s opening a shared entry " \
+            "beside %r" % (gone, ans, held)
+        assert entries(d) == held
+    finally:
+        if b is not None and b.poll() is None:
+            b.kill()
+            b.wait()
+        a.stdin.close()             # the forked child lets go
+        if a.poll() is None:
+            a.kill()
+            a.wait()
+        if child:
+            wait_for(lambda: not os.path.exists("/proc/%d" % child), 10,
+                     "the forked holder to exit")
+    wait_no_entries(d)
