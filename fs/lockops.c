@@ -221,42 +221,10 @@ static void lock_interrupt(fuse_req_t req, void *arg)
 		node_drop_lock(fs, n);
 }
 
-/* Now on CLOCK_BOOTTIME, the clock of a thread's start time (ns). */
-static int64_t boottime_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_BOOTTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-/*
- * When thread @tid started, in ns of CLOCK_BOOTTIME, rounded down to a
- * clock tick (field 22 of /proc/TID/stat); -1 if unknown.
- */
-static int64_t thread_start_ns(pid_t tid)
-{
-	char stat[1024], *p;
-	long hz = sysconf(_SC_CLK_TCK);
-	unsigned long long ticks;
-	int field;
-
-	proc_read(tid, "stat", stat, sizeof(stat));
-	p = strrchr(stat, ')');		/* the name (field 2) may hold anything */
-	if (!p || hz <= 0)
-		return -1;
-	for (field = 2; field < 22 && p; field++)
-		p = strchr(p + 1, ' ');
-	if (!p || sscanf(p + 1, "%llu", &ticks) != 1)
-		return -1;
-	return (int64_t)(ticks * (1000000000ULL / (unsigned long long)hz));
-}
-
 bool zklfs_lock_deadlocks(fuse_req_t req, struct node *n)
 {
 	struct zklfs *fs = n->fs;
 	pid_t tid = fuse_req_ctx(req)->pid;
-	int64_t since = -1, start;
 	struct node *l;
 
 	/*
@@ -268,25 +236,13 @@ bool zklfs_lock_deadlocks(fuse_req_t req, struct node *n)
 		return false;
 	pthread_mutex_lock(&fs->lock);
 	for (l = fs->locks[(unsigned)tid % ZKLFS_TID_BUCKETS]; l; l = l->lnext)
-		if (l->tid == tid && l != n && strcmp(l->dir, n->dir) == 0 &&
-		    l->tid_since > since)
-			since = l->tid_since;
+		if (l->tid == tid && l != n && strcmp(l->dir, n->dir) == 0)
+			break;
 	pthread_mutex_unlock(&fs->lock);
-	if (since < 0)
-		return false;
-	/*
-	 * A thread id is recycled once its thread is gone, and the entry its
-	 * thread asked for may live on (a child inherited the descriptor).
-	 * The thread that asked was alive then, and no two live threads share
-	 * an id: a thread started after that is another one.  Only a match
-	 * pays this read; an open, the common case, pays one clock read.
-	 */
-	start = thread_start_ns(tid);
-	if (start > since)
-		return false;
-	zkl_log(LOG_NOTICE, "thread %d already holds or waits for %s: EDEADLK",
-		(int)tid, n->dir);
-	return true;
+	if (l)
+		zkl_log(LOG_NOTICE, "thread %d already holds or waits for %s: EDEADLK",
+			(int)tid, n->dir);
+	return l != NULL;
 }
 
 /*
@@ -314,7 +270,6 @@ static void lock_enqueue(fuse_req_t req, struct node *n, enum zkl_kind kind,
 		len = sizeof(data) - 1;
 	pthread_mutex_lock(&fs->lock);
 	n->tid = ctx->pid;
-	n->tid_since = boottime_ns();
 	n->kind = kind;
 	n->req = req;
 	n->lockreq = lockreq;

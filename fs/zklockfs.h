@@ -55,8 +55,6 @@ struct node {
 	struct fuse_file_info fi;	/* copied from that OPEN */
 	enum zkl_kind kind;		/* of w */
 	pid_t tid;			/* the thread that asked (EDEADLK) */
-	int64_t tid_since;		/* CLOCK_BOOTTIME ns when it asked: a
-					   thread started later is another one */
 	uid_t uid;
 	bool armed;			/* interrupt handler registered */
 	bool intr_busy;			/* lock_interrupt() is using w */
@@ -197,9 +195,7 @@ void zklfs_lock_request(fuse_req_t req, struct node *n, enum zkl_kind kind,
 
 /*
  * zklfs_lock_deadlocks() - would @req's thread wait on itself: does it
- * already hold or wait for another entry in @n's directory?  A thread is
- * its id and its start time: an entry asked for by a thread gone since,
- * whose id was given again, is not the caller's.  Logs why.
+ * already hold or wait for another entry in @n's directory?  Logs why.
  * FUSE thread.
  */
 bool zklfs_lock_deadlocks(fuse_req_t req, struct node *n);
