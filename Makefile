@@ -18,7 +18,7 @@ CFLAGS  ?= -O2 -g
 LDLIBS   = $(FUSE_LIBS) -lzookeeper_mt -lpthread
 SAN      = -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 
-ZK_SRC   = zk/naming.c zk/grant.c zk/errno.c zk/log.c zk/session.c zk/lock.c
+ZK_SRC   = zk/escape.c zk/naming.c zk/grant.c zk/errno.c zk/log.c zk/session.c zk/lock.c
 FS_SRC   = fs/opts.c fs/node.c fs/attr.c fs/ops.c fs/lockops.c fs/flock.c fs/slots.c fs/pool.c fs/main.c
 SRC      = $(ZK_SRC) $(FS_SRC)
 HDR      = $(wildcard zk/*.h fs/*.h)
@@ -40,11 +40,12 @@ $(BUILD)/asan/zklockfs: $(SRC) $(HDR)
 
 # the tool speaks only to the mount: libc alone
 ZKLOCK_SRC = tools/zklock/main.c tools/zklock/opts.c tools/zklock/lockdir.c \
-	     tools/zklock/entry.c tools/zklock/signals.c tools/zklock/tree.c tools/zklock/list.c
-$(BUILD)/zklock: $(ZKLOCK_SRC) $(wildcard tools/zklock/*.h) | $(BUILD)
+	     tools/zklock/entry.c tools/zklock/signals.c tools/zklock/tree.c tools/zklock/list.c \
+	     zk/escape.c
+$(BUILD)/zklock: $(ZKLOCK_SRC) $(wildcard tools/zklock/*.h) zk/escape.h | $(BUILD)
 	$(CC) $(WARN) -I. -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 $(CFLAGS) -o $@ $(ZKLOCK_SRC)
 
-$(BUILD)/asan/zklock: $(ZKLOCK_SRC) $(wildcard tools/zklock/*.h)
+$(BUILD)/asan/zklock: $(ZKLOCK_SRC) $(wildcard tools/zklock/*.h) zk/escape.h
 	@mkdir -p $(@D)
 	$(CC) $(WARN) -I. -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 -O1 -g $(SAN) -o $@ $(ZKLOCK_SRC)
 
@@ -56,7 +57,7 @@ $(BUILD)/unit/test_grant:  tests/unit/test_grant.c zk/grant.c zk/naming.c
 $(BUILD)/unit/test_opts:   tests/unit/test_opts.c fs/opts.c zk/naming.c
 $(BUILD)/unit/test_errno:  tests/unit/test_errno.c zk/errno.c
 $(BUILD)/unit/test_slots:  tests/unit/test_slots.c fs/slots.c zk/naming.c
-$(BUILD)/unit/test_log:    tests/unit/test_log.c zk/log.c
+$(BUILD)/unit/test_log:    tests/unit/test_log.c zk/log.c zk/escape.c
 $(BUILD)/unit/test_adopt:  tests/unit/test_adopt.c
 $(UNIT_BIN): $(HDR)
 	@mkdir -p $(@D)

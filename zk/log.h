@@ -24,6 +24,8 @@
 #include <stddef.h>
 #include <syslog.h>
 
+#include "zk/escape.h"
+
 /* zkl_log_init() - name the program; @to_syslog once daemonised. */
 void zkl_log_init(const char *ident, bool to_syslog, bool debug);
 
@@ -34,17 +36,5 @@ void zkl_log(int level, const char *fmt, ...)
 
 /* How long the lines of one cause are dropped after one is written. */
 #define ZKL_LOG_INTERVAL_MS 1000
-
-/*
- * zkl_escape() - @src (@len bytes, any bytes) as one line of printable
- * text into @dst (@size > 0 bytes, always NUL-terminated): a control
- * character (C0, DEL, or a C1 code point U+0080..U+009F), a byte that is
- * not part of valid UTF-8 (overlong forms and surrogates included), and
- * the backslash itself are written \xNN (the backslash \\), each byte of
- * them; valid printable UTF-8 is copied.  Output that does not fit is cut
- * before an escape or character, never inside one.  Return: the length
- * written (without the NUL).
- */
-size_t zkl_escape(char *dst, size_t size, const char *src, size_t len);
 
 #endif
