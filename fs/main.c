@@ -80,7 +80,10 @@ static void usage(const char *prog)
 	       "zklockfs options:\n"
 	       "    -o session_timeout=MS  ZooKeeper session timeout (default %d)\n"
 	       "    -o naming=SCHEME       entry names: curator (default) or kazoo\n"
-	       "    -o auth_file=PATH      ZooKeeper digest credentials (user:password)\n"
+	       "    -o auth_file=PATH      ZooKeeper digest credentials (user:password),\n"
+	       "                           a file of the daemon's user, mode 600\n"
+	       "    -o acl=ACL             with auth_file, the ACL of every znode made:\n"
+	       "                           creator-read (default), creator or open\n"
 	       "    -o sessions=N          ZooKeeper sessions, directories spread over them\n"
 	       "                           (1..%d, default %d)\n\n",
 	       prog, ZKLFS_DEFAULT_SESSION_TIMEOUT, ZKLFS_SESSIONS_MAX, ZKLFS_DEFAULT_SESSIONS);

@@ -16,6 +16,7 @@ static const struct fuse_opt zklfs_opts[] = {
 	ZOPT("session_timeout=%d", session_timeout_ms),
 	ZOPT("naming=%s", naming_str),
 	ZOPT("auth_file=%s", auth_file),
+	ZOPT("acl=%s", acl_str),
 	ZOPT("sessions=%d", sessions),
 	FUSE_OPT_KEY("_netdev", KEY_DISCARD),
 	FUSE_OPT_KEY("nofail", KEY_DISCARD),
@@ -127,6 +128,18 @@ int zklfs_opts_parse(struct fuse_args *args, struct zklfs_conf *conf)
 			conf->naming_str);
 		return -EINVAL;
 	}
+	/* credentials choose the ACL; without them only the open one works */
+	conf->acl = conf->auth_file ? ZKL_ACL_CREATOR_READ : ZKL_ACL_OPEN;
+	if (conf->acl_str && zkl_acl_parse(conf->acl_str, &conf->acl)) {
+		fprintf(stderr, "zklockfs: unknown acl=%s (want creator-read, creator or open)\n",
+			conf->acl_str);
+		return -EINVAL;
+	}
+	if (!conf->auth_file && conf->acl != ZKL_ACL_OPEN) {
+		fprintf(stderr, "zklockfs: acl=%s needs credentials: add auth_file=PATH\n",
+			conf->acl_str);
+		return -EINVAL;
+	}
 	return 0;
 }
 
@@ -137,5 +150,6 @@ void zklfs_conf_free(struct zklfs_conf *conf)
 	free(conf->root);
 	free(conf->naming_str);
 	free(conf->auth_file);
+	free(conf->acl_str);
 	memset(conf, 0, sizeof(*conf));
 }

@@ -42,7 +42,7 @@ int zklfs_pool_open(struct zklfs *fs)
 	while (p->n < conf->sessions) {
 		/* counted first: zks_close() closes a half-opened one too */
 		err = zks_open(&p->zks[p->n++], conf->connect, conf->session_timeout_ms,
-			       conf->auth_file);
+			       conf->auth_file, conf->acl);
 		if (err)
 			return err;
 	}

@@ -2,10 +2,13 @@
 #include "zk/session.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "zk/errno.h"
 #include "zk/log.h"
@@ -126,27 +129,79 @@ static zhandle_t *zks_init_handle(struct zks *s)
 	return zh;
 }
 
+/*
+ * Read "user:password" from @file, which must be as private as an ssh key:
+ * a regular file of the daemon's user that nobody else may open.  Checked
+ * on the descriptor read from, so a swap after the check changes nothing.
+ */
 static int read_auth(const char *file, char **out)
 {
 	char buf[512];
-	FILE *f = fopen(file, "r");
-	size_t n;
+	struct stat st;
+	ssize_t n;
+	int fd = open(file, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 
-	if (!f)
-		return -errno;
-	n = fread(buf, 1, sizeof(buf) - 1, f);
-	fclose(f);
-	buf[n] = '\0';
+	if (fd < 0 || fstat(fd, &st) != 0) {
+		zkl_log(LOG_ERR, "auth_file %s: %s", file, strerror(errno));
+		goto out_close;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		zkl_log(LOG_ERR, "auth_file %s: not a regular file", file);
+		goto out_close;
+	}
+	if (st.st_uid != geteuid()) {
+		zkl_log(LOG_ERR, "auth_file %s is owned by uid %u, not by uid %u "
+			"that runs the daemon: chown it", file, (unsigned)st.st_uid,
+			(unsigned)geteuid());
+		goto out_close;
+	}
+	if (st.st_mode & 077) {
+		zkl_log(LOG_ERR, "permissions %04o for auth_file %s are too open: "
+			"others may read it (chmod 600 %s)",
+			(unsigned)(st.st_mode & 07777), file, file);
+		goto out_close;
+	}
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	buf[n > 0 ? n : 0] = '\0';
 	buf[strcspn(buf, "\r\n")] = '\0';
-	if (!strchr(buf, ':'))
+	if (!strchr(buf, ':')) {
+		zkl_log(LOG_ERR, "auth_file %s: want one line user:password", file);
 		return -EINVAL;
+	}
 	*out = strdup(buf);
-	memset(buf, 0, sizeof(buf));
+	explicit_bzero(buf, sizeof(buf));
 	return *out ? 0 : -ENOMEM;
+out_close:
+	if (fd >= 0)
+		close(fd);
+	return -EACCES;
 }
 
+/*
+ * The ACLs of zk/acl.h; "auth" stands for the creating session's ids.  The
+ * client's ZOO_PERM_* are variables, not constants: their wire values.
+ */
+#define PERM_READ 1
+#define PERM_ALL 31
+static struct ACL acl_creator_read[] = {
+	{ PERM_ALL, { "auth", "" } },
+	{ PERM_READ, { "world", "anyone" } },
+};
+static struct ACL acl_creator[] = {
+	{ PERM_ALL, { "auth", "" } },
+};
+static struct ACL acl_open[] = {
+	{ PERM_ALL, { "world", "anyone" } },
+};
+static struct ACL_vector acl_vectors[] = {
+	[ZKL_ACL_OPEN] = { 1, acl_open },
+	[ZKL_ACL_CREATOR_READ] = { 2, acl_creator_read },
+	[ZKL_ACL_CREATOR] = { 1, acl_creator },
+};
+
 int zks_open(struct zks *s, const char *connect, int timeout_ms,
-	     const char *auth_file)
+	     const char *auth_file, enum zkl_acl acl)
 {
 	pthread_condattr_t ca;
 	struct timespec deadline;
@@ -164,13 +219,11 @@ int zks_open(struct zks *s, const char *connect, int timeout_ms,
 	s->connect = strdup(connect);
 	if (!s->connect)
 		return -ENOMEM;
+	s->acl = &acl_vectors[auth_file ? acl : ZKL_ACL_OPEN];
 	if (auth_file) {
 		err = read_auth(auth_file, &s->auth);
-		if (err) {
-			zkl_log(LOG_ERR, "auth_file %s: %s (want one line user:password)",
-				auth_file, strerror(-err));
+		if (err)
 			return err;
-		}
 	}
 	zoo_set_debug_level(ZOO_LOG_LEVEL_ERROR);
 	s->zh = zks_init_handle(s);
@@ -355,6 +408,27 @@ int zks_start(struct zks *s, const struct zks_events *ev)
 	return 0;
 }
 
+/*
+ * Digest credentials never fail to authenticate: a wrong password is just
+ * another identity.  So the mount asks what it will ask all day, a listing
+ * of ROOT, and fails now rather than answer every `ls` with EACCES.
+ */
+static int list_root(struct zks *s, const char *path)
+{
+	struct String_vector sv = { 0, NULL };
+	int rc = zoo_get_children(s->zh, path, 0, &sv);
+
+	if (rc == ZOK)
+		deallocate_String_vector(&sv);
+	else if (rc == ZNOAUTH)
+		zkl_log(LOG_ERR, "cannot list root znode %s: %s", path, s->auth ?
+			"the credentials of auth_file may not read it" :
+			"it needs credentials (-o auth_file=PATH)");
+	else
+		zkl_log(LOG_ERR, "cannot list root znode %s: %s", path, zerror(rc));
+	return rc;
+}
+
 int zks_ensure_path(struct zks *s, const char *path)
 {
 	char *p = strdup(path), *slash;
@@ -370,8 +444,7 @@ int zks_ensure_path(struct zks *s, const char *path)
 		if (strcmp(p, "/") != 0) {
 			rc = zoo_exists(s->zh, p, 0, &st);
 			if (rc == ZNONODE) {
-				rc = zoo_create(s->zh, p, NULL, -1, &ZOO_OPEN_ACL_UNSAFE,
-						0, NULL, 0);
+				rc = zoo_create(s->zh, p, NULL, -1, s->acl, 0, NULL, 0);
 				if (rc == ZNODEEXISTS)
 					rc = ZOK;
 			} else if (rc == ZOK && st.ephemeralOwner != 0) {
@@ -389,6 +462,8 @@ int zks_ensure_path(struct zks *s, const char *path)
 		*slash = '/';
 	}
 	free(p);
+	if (rc == ZOK)
+		rc = list_root(s, path);
 	return zk_errno(rc);
 }
 
@@ -442,7 +517,7 @@ void zks_close(struct zks *s)
 	s->zh = NULL;
 	free(s->connect);
 	if (s->auth)
-		memset(s->auth, 0, strlen(s->auth));
+		explicit_bzero(s->auth, strlen(s->auth));
 	free(s->auth);
 	pthread_cond_destroy(&s->cond);
 	pthread_mutex_destroy(&s->lock);
@@ -470,8 +545,7 @@ int zks_acreate(struct zks *s, const char *path, const char *data, int len,
 
 	if (gen)
 		*gen = s->gen;
-	return zh_put(s, zoo_acreate2(zh, path, data, len, &ZOO_OPEN_ACL_UNSAFE,
-				      mode, done, arg));
+	return zh_put(s, zoo_acreate2(zh, path, data, len, s->acl, mode, done, arg));
 }
 
 uint64_t zks_generation(struct zks *s)

@@ -31,6 +31,8 @@
 #include <stdint.h>
 #include <zookeeper/zookeeper.h>
 
+#include "zk/acl.h"
+
 struct zks_events {
 	void (*connected)(void *arg);
 	void (*silent)(void *arg);
@@ -61,6 +63,7 @@ struct zks {
 	int negotiated_ms;		/* the server's (it clamps what we ask) */
 	char *connect;
 	char *auth;			/* "user:password" or NULL */
+	struct ACL_vector *acl;		/* of every znode we create */
 	struct zks_events ev;
 	struct zks_later *later;	/* lock: zks_later() calls to run */
 	pthread_t supervisor;
@@ -71,19 +74,24 @@ struct zks {
 /*
  * zks_open() - connect to @connect and wait until the session is
  * established, at most @timeout_ms.  Main thread, before any other use.
- * @auth_file, if not NULL, holds "user:password" for digest auth.
+ * @auth_file, if not NULL, holds "user:password" for digest auth; it must
+ * be a regular file of the daemon's user, closed to group and others
+ * (-EACCES otherwise).  Every znode made through @s then gets @acl (see
+ * zk/acl.h); without @auth_file, the open ACL.
  * Return: 0, or a negative errno with one log line saying why.
  */
 int zks_open(struct zks *s, const char *connect, int timeout_ms,
-	     const char *auth_file);
+	     const char *auth_file, enum zkl_acl acl);
 
 /* zks_start() - start the supervisor with @ev. Return: 0 or -errno. */
 int zks_start(struct zks *s, const struct zks_events *ev);
 
 /*
  * zks_ensure_path() - create @path and its missing ancestors as persistent
- * znodes.  Synchronous: only at start-up, never from a callback.
- * Return: 0, -ENOTDIR if a component is ephemeral, or a negative errno.
+ * znodes, then list @path (a mount that cannot list its ROOT is of no use:
+ * wrong credentials).  Synchronous: only at start-up, never from a callback.
+ * Return: 0, -ENOTDIR if a component is ephemeral, -EACCES if ZooKeeper
+ * refuses, or a negative errno; one log line says why.
  */
 int zks_ensure_path(struct zks *s, const char *path);
 

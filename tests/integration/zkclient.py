@@ -2,7 +2,8 @@
 
 Just enough of the ZooKeeper wire protocol (jute encoding) for the tests to
 look at the znodes behind a zklockfs mount and to play "another client" in the
-same lock queue: create, delete, exists, get_data, get_children, close.
+same lock queue: create, delete, exists, get_data, set_data, get_children,
+get_acl, add_auth, close.
 No watches.  A background thread pings so that the session (and its
 ephemeral znodes) stays alive while a test is busy elsewhere.
 """
@@ -17,9 +18,12 @@ OP_CREATE = 1
 OP_DELETE = 2
 OP_EXISTS = 3
 OP_GETDATA = 4
+OP_SETDATA = 5
+OP_GETACL = 6
 OP_GETCHILDREN = 8
 OP_PING = 11
 OP_CLOSE = -11
+OP_AUTH = 100
 
 # Create modes
 PERSISTENT = 0
@@ -31,6 +35,7 @@ EPHEMERAL_SEQUENTIAL = 3
 ZOK = 0
 ZBADARGUMENTS = -8
 ZNONODE = -101
+ZNOAUTH = -102
 ZNODEEXISTS = -110
 ZNOTEMPTY = -111
 ZNOCHILDRENFOREPHEMERALS = -108
@@ -239,6 +244,20 @@ class ZKClient:
         r = self._call(OP_GETDATA, _string(path) + _bool(False), path)
         data = r.buffer()
         return (data if data is not None else b""), r.stat()
+
+    def set_data(self, path, data, version=-1):
+        return self._call(OP_SETDATA, _string(path) + _buffer(data)
+                          + _int(version), path).stat()
+
+    def get_acl(self, path):
+        """[(perms, scheme, id), ...] of path."""
+        r = self._call(OP_GETACL, _string(path), path)
+        return [(r.int(), r.string(), r.string()) for _ in range(r.int())]
+
+    def add_auth(self, scheme, credential):
+        """Authenticate this session (digest: "user:password")."""
+        self._call(OP_AUTH, _int(0) + _string(scheme) + _string(credential),
+                   None, xid=-4)
 
     def get_children(self, path):
         r = self._call(OP_GETCHILDREN, _string(path) + _bool(False), path)

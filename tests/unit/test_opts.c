@@ -70,6 +70,7 @@ static void test_defaults(void **state)
 	assert_int_equal(conf.session_timeout_ms, ZKLFS_DEFAULT_SESSION_TIMEOUT);
 	assert_int_equal(conf.naming, ZKN_CURATOR);
 	assert_null(conf.auth_file);
+	assert_int_equal(conf.acl, ZKL_ACL_OPEN);	/* no credentials */
 	assert_int_equal(conf.sessions, ZKLFS_DEFAULT_SESSIONS);
 	/* the mount point stays for fuse_parse_cmdline */
 	assert_int_equal(args.argc, 2);
@@ -91,6 +92,7 @@ static void test_our_options_and_fstab_ones(void **state)
 	assert_int_equal(conf.session_timeout_ms, 4000);
 	assert_int_equal(conf.naming, ZKN_KAZOO);
 	assert_string_equal(conf.auth_file, "/etc/zk.auth");
+	assert_int_equal(conf.acl, ZKL_ACL_CREATOR_READ);	/* the default with them */
 	assert_int_equal(conf.sessions, 4);
 	assert_string_equal(conf.root, "/");
 	/* only allow_other is left for libfuse, with -f and the mount point */
@@ -141,6 +143,33 @@ static void test_bad_options(void **state)
 	}
 }
 
+static void test_acl(void **state)
+{
+	static const struct { const char *opts; int rc; enum zkl_acl acl; } cases[] = {
+		{ "auth_file=/a,acl=creator", 0, ZKL_ACL_CREATOR },
+		{ "auth_file=/a,acl=creator-read", 0, ZKL_ACL_CREATOR_READ },
+		{ "auth_file=/a,acl=open", 0, ZKL_ACL_OPEN },
+		{ "acl=open", 0, ZKL_ACL_OPEN },
+		{ "acl=creator", -EINVAL, 0 },		/* needs credentials */
+		{ "acl=creator-read", -EINVAL, 0 },
+		{ "auth_file=/a,acl=world", -EINVAL, 0 },
+		{ "auth_file=/a,acl=", -EINVAL, 0 },
+	};
+	struct fuse_args args;
+	struct zklfs_conf conf;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(*cases); i++) {
+		const char *argv[] = { "zklockfs", "-o", cases[i].opts, "zk:2181", "/mnt" };
+
+		assert_int_equal(parse(&conf, &args, 5, argv), cases[i].rc);
+		if (cases[i].rc == 0)
+			assert_int_equal(conf.acl, cases[i].acl);
+		zklfs_conf_free(&conf);
+		fuse_opt_free_args(&args);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -148,6 +177,7 @@ int main(void)
 		cmocka_unit_test(test_defaults),
 		cmocka_unit_test(test_our_options_and_fstab_ones),
 		cmocka_unit_test(test_bad_options),
+		cmocka_unit_test(test_acl),
 	};
 
 	return cmocka_run_group_tests_name("opts", tests, NULL, NULL);
