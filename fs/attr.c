@@ -1,27 +1,19 @@
-/* fs/attr.c - what stat says of znodes. */
+/*
+ * fs/attr.c - what stat says of znodes, and who owns them.
+ *
+ * Ownership is what this daemon saw, never what an entry's data says (its
+ * holder, or any ZooKeeper client, can rewrite the uid= line): an entry
+ * belongs to the uid that opened it through this mount, as the lock engine
+ * recorded; a directory to the uid that made it through this mount, kept
+ * here while the mount runs; anything else to the mount's owner.
+ */
 #include "fs/zklockfs.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
-
-/* The uid= line of an entry's holder data, or -1. */
-static long data_uid(const char *data, int len)
-{
-	for (int i = 0; data && i + 4 < len; i++) {
-		if ((i == 0 || data[i - 1] == '\n') && memcmp(data + i, "uid=", 4) == 0) {
-			char num[16];
-			int n = 0;
-
-			for (i += 4; i < len && n < 15 && data[i] >= '0' && data[i] <= '9'; i++)
-				num[n++] = data[i];
-			num[n] = '\0';
-			return n ? strtol(num, NULL, 10) : -1;
-		}
-	}
-	return -1;
-}
 
 static void ms_to_ts(int64_t ms, struct timespec *ts)
 {
@@ -30,14 +22,11 @@ static void ms_to_ts(int64_t ms, struct timespec *ts)
 }
 
 void zklfs_fill_attr(struct zklfs *fs, struct stat *st, fuse_ino_t ino,
-		     enum node_type type, const struct Stat *zs,
-		     const char *data, int len)
+		     enum node_type type, const struct Stat *zs, uid_t uid)
 {
-	long uid = data_uid(data, len);
-
 	memset(st, 0, sizeof(*st));
 	st->st_ino = ino;
-	st->st_uid = uid >= 0 ? (uid_t)uid : fs->uid;
+	st->st_uid = uid;
 	st->st_gid = fs->gid;
 	st->st_blksize = 4096;
 	if (type == NODE_DIR) {
@@ -74,4 +63,112 @@ bool zklfs_hidden(struct zklfs *fs, const char *dir, const char *name)
 {
 	return strcmp(dir, "/") == 0 && strcmp(fs->conf->root, "/") == 0 &&
 	       strcmp(name, "zookeeper") == 0;
+}
+
+/* The directories made through this mount ------------------------------- */
+
+#define OWNERS_BUCKETS 4096
+#define OWNERS_MAX 65536	/* beyond: the mount's owner's, as if made elsewhere */
+
+struct dirowner {
+	char *path;
+	int64_t czxid;		/* that directory, not one made again since */
+	uid_t uid;
+	struct dirowner *next;
+};
+
+int zklfs_owners_init(struct zklfs *fs)
+{
+	pthread_mutex_init(&fs->owners_mu, NULL);
+	fs->owners = calloc(OWNERS_BUCKETS, sizeof(*fs->owners));
+	return fs->owners ? 0 : -ENOMEM;
+}
+
+void zklfs_owners_free(struct zklfs *fs)
+{
+	for (size_t i = 0; fs->owners && i < OWNERS_BUCKETS; i++) {
+		for (struct dirowner *d = fs->owners[i], *next; d; d = next) {
+			next = d->next;
+			free(d->path);
+			free(d);
+		}
+	}
+	free(fs->owners);
+	fs->owners = NULL;
+	pthread_mutex_destroy(&fs->owners_mu);
+}
+
+static struct dirowner **owner_slot(struct zklfs *fs, const char *path)
+{
+	struct dirowner **pp = &fs->owners[zkn_hash(path) % OWNERS_BUCKETS];
+
+	while (*pp && strcmp((*pp)->path, path) != 0)
+		pp = &(*pp)->next;
+	return pp;
+}
+
+void zklfs_dir_made(struct zklfs *fs, const char *path, int64_t czxid, uid_t uid)
+{
+	struct dirowner **pp, *d;
+
+	pthread_mutex_lock(&fs->owners_mu);
+	pp = owner_slot(fs, path);
+	if (*pp) {
+		(*pp)->czxid = czxid;
+		(*pp)->uid = uid;
+	} else if (fs->nowners < OWNERS_MAX && (d = calloc(1, sizeof(*d)))) {
+		d->path = strdup(path);
+		d->czxid = czxid;
+		d->uid = uid;
+		if (d->path) {
+			*pp = d;
+			fs->nowners++;
+		} else {
+			free(d);
+		}
+	}
+	pthread_mutex_unlock(&fs->owners_mu);
+}
+
+void zklfs_dir_gone(struct zklfs *fs, const char *path)
+{
+	struct dirowner **pp, *d;
+
+	pthread_mutex_lock(&fs->owners_mu);
+	pp = owner_slot(fs, path);
+	d = *pp;
+	if (d) {
+		*pp = d->next;
+		fs->nowners--;
+	}
+	pthread_mutex_unlock(&fs->owners_mu);
+	if (d) {
+		free(d->path);
+		free(d);
+	}
+}
+
+uid_t zklfs_owner(struct zklfs *fs, const char *path, enum node_type type,
+		  const struct Stat *zs)
+{
+	uid_t uid = fs->uid;
+
+	if (type == NODE_DIR) {
+		struct dirowner *d;
+
+		pthread_mutex_lock(&fs->owners_mu);
+		d = *owner_slot(fs, path);
+		if (d && d->czxid == zs->czxid)
+			uid = d->uid;
+		pthread_mutex_unlock(&fs->owners_mu);
+	} else {
+		const char *slash = strrchr(path, '/');
+		char *dir = slash == path ? strdup("/") : strndup(path, (size_t)(slash - path));
+		uint32_t owner;
+
+		if (dir && zkl_owner(zklfs_engine(fs, dir), path, &owner))
+			uid = (uid_t)owner;
+		free(dir);
+	}
+	return uid;
 }

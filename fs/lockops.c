@@ -276,8 +276,9 @@ static void lock_enqueue(fuse_req_t req, struct node *n, enum zkl_kind kind,
 	n->inflight = true;
 	n->armed = n->have_result = false;
 	pthread_mutex_unlock(&fs->lock);
+	/* n->uid: the opener's, whoever asks for a conversion on its fd */
 	err = zkl_enqueue(zklfs_engine(fs, n->dir), n->dir, n->name, kind, flags,
-			  data, len, lock_done, n, &w);
+			  data, len, n->uid, lock_done, n, &w);
 	if (err) {
 		pthread_mutex_lock(&fs->lock);
 		n->req = NULL;

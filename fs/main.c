@@ -179,7 +179,7 @@ int main(int argc, char *argv[])
 	err = zklfs_pool_open(&fs);
 	if (err)
 		goto out_nodes;
-	if (zklfs_nodes_init(&fs) != 0) {
+	if (zklfs_nodes_init(&fs) != 0 || zklfs_owners_init(&fs) != 0) {
 		zkl_log(LOG_ERR, "out of memory");
 		goto out_nodes;
 	}
@@ -212,6 +212,7 @@ out_nodes:
 	zklfs_pool_free(&fs);
 	zklfs_dirlists_free(&fs);
 	zklfs_nodes_free(&fs);
+	zklfs_owners_free(&fs);
 	pthread_mutex_destroy(&fs.lock);
 	free(fs.mountpoint);
 out_args:

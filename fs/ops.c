@@ -143,15 +143,15 @@ char *zklfs_node_path(struct zklfs *fs, struct node *n)
 
 /* lookup ---------------------------------------------------------------- */
 
-static void reply_entry(struct zop *op, struct node *n, const struct Stat *zs,
-			const char *data, int len)
+static void reply_entry(struct zop *op, struct node *n, const struct Stat *zs)
 {
+	enum node_type type = n->type == NODE_DIR ? NODE_DIR : NODE_FILE;
 	struct fuse_entry_param e;
 
 	memset(&e, 0, sizeof(e));
 	e.ino = n->ino;
-	zklfs_fill_attr(op->fs, &e.attr, n->ino, n->type == NODE_DIR ? NODE_DIR : NODE_FILE,
-			zs, data, len);
+	zklfs_fill_attr(op->fs, &e.attr, n->ino, type, zs,
+			zklfs_owner(op->fs, op->path, type, zs));
 	/* directories live long; entries come and go behind our back */
 	e.entry_timeout = e.attr_timeout = n->type == NODE_DIR ? 1.0 : 0.0;
 	if (fuse_reply_entry(op->req, &e) != 0)
@@ -164,6 +164,7 @@ static void lookup_done(int rc, const char *value, int len,
 	struct zop *op = (struct zop *)data;
 	struct node *n;
 
+	(void)value, (void)len;
 	if (rc == ZBADARGUMENTS)
 		rc = ZNONODE;		/* a name ZooKeeper cannot hold: none such */
 	if (rc != ZOK)
@@ -174,7 +175,7 @@ static void lookup_done(int rc, const char *value, int len,
 	if (!n) {
 		fuse_reply_err(op->req, ENOMEM);
 	} else {
-		reply_entry(op, n, zs, value, len);
+		reply_entry(op, n, zs);
 	}
 	zop_free(op);
 }
@@ -270,15 +271,11 @@ static void getattr_done(int rc, const char *value, int len,
 	struct zop *op = (struct zop *)data;
 	struct stat st;
 
+	(void)value, (void)len;
 	if (rc != ZOK)
 		return zop_fail(op, rc);
-	zklfs_fill_attr(op->fs, &st, op->node->ino, op->type, zs, value, len);
-	if (op->node->type == NODE_PENDING) {
-		/* ours: its holder is known even once write() replaced uid= */
-		pthread_mutex_lock(&op->fs->lock);
-		st.st_uid = op->node->uid;
-		pthread_mutex_unlock(&op->fs->lock);
-	}
+	zklfs_fill_attr(op->fs, &st, op->node->ino, op->type, zs,
+			zklfs_owner(op->fs, op->path, op->type, zs));
 	fuse_reply_attr(op->req, &st, op->type == NODE_DIR ? 1.0 : 0.0);
 	zop_free(op);
 }
@@ -317,16 +314,23 @@ static void setsize_done(int rc, const struct Stat *zs, const void *data)
 
 	if (rc != ZOK)
 		return zop_fail(op, rc);
-	zklfs_fill_attr(op->fs, &st, op->node->ino, NODE_FILE, zs, NULL, 0);
-	st.st_uid = op->uid;
+	zklfs_fill_attr(op->fs, &st, op->node->ino, NODE_FILE, zs,
+			zklfs_owner(op->fs, op->path, NODE_FILE, zs));
 	fuse_reply_attr(op->req, &st, 0.0);
 	zop_free(op);
 }
 
 /*
- * Only the size of the holder's own entry can change (truncate, O_TRUNC);
- * other changes (times, mode) are accepted and have no effect.
+ * Only the size of the holder's own entry can change (truncate, O_TRUNC,
+ * whose times come with it).  Mode, owner and times are ZooKeeper's or
+ * ours to say: chmod, chown and utimes are EPERM, never a 0 that changed
+ * nothing.
  */
+#define SET_ATTR_REFUSED (FUSE_SET_ATTR_MODE | FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID | \
+			  FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME | \
+			  FUSE_SET_ATTR_ATIME_NOW | FUSE_SET_ATTR_MTIME_NOW | \
+			  FUSE_SET_ATTR_CTIME)
+
 static void zklfs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 			  int to_set, struct fuse_file_info *fi)
 {
@@ -337,8 +341,14 @@ static void zklfs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 	size_t len = 0;
 	int rc;
 
-	if (!(to_set & FUSE_SET_ATTR_SIZE))
-		return zklfs_getattr(req, ino, fi);
+	if (!(to_set & FUSE_SET_ATTR_SIZE)) {
+		if (!(to_set & SET_ATTR_REFUSED))
+			return zklfs_getattr(req, ino, fi);
+		zkl_log(LOG_NOTICE, "%s refused: modes, owners and times are fixed",
+			to_set & FUSE_SET_ATTR_MODE ? "chmod" :
+			to_set & (FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID) ? "chown" : "utimes");
+		return (void)fuse_reply_err(req, EPERM);
+	}
 	if (n->type == NODE_DIR)
 		return (void)fuse_reply_err(req, EISDIR);
 	if (!fi || fi->fh != FH_HOLDER) {
@@ -622,11 +632,12 @@ static void mkdir_done(int rc, const char *path, const struct Stat *zs,
 		rc = ZNONODE;
 	if (rc != ZOK)
 		return zop_fail(op, rc);
+	zklfs_dir_made(op->fs, op->path, zs->czxid, op->uid);
 	pthread_mutex_lock(&op->fs->lock);
 	n = node_lookup_locked(op->fs, op->path, NODE_DIR);
 	pthread_mutex_unlock(&op->fs->lock);
 	if (n)
-		reply_entry(op, n, zs, NULL, 0);
+		reply_entry(op, n, zs);
 	else
 		fuse_reply_err(op->req, ENOMEM);
 	zop_free(op);
@@ -677,7 +688,39 @@ static void rmdir_done(int rc, const void *data)
 	const struct zop *op = data;
 
 	zklfs_ns_changed(op->fs, op->path);
+	if (rc == ZOK || rc == ZNONODE)
+		zklfs_dir_gone(op->fs, op->path);
 	delete_done(rc, data);
+}
+
+/*
+ * The sticky-bit rule of /tmp, for unlink and rmdir: the znode's owner
+ * (zklfs_owner(): never what its data says), the mount's owner, root.
+ */
+static bool may_remove(struct zop *op, enum node_type type, const struct Stat *zs)
+{
+	if (op->uid == 0 || op->uid == op->fs->uid ||
+	    op->uid == zklfs_owner(op->fs, op->path, type, zs))
+		return true;
+	zkl_log(LOG_NOTICE, "%s refused: uid %u owns neither it nor the mount",
+		type == NODE_DIR ? "rmdir" : "unlink", (unsigned)op->uid);
+	fuse_reply_err(op->req, EPERM);
+	zop_free(op);
+	return false;
+}
+
+static void rmdir_got(int rc, const struct Stat *zs, const void *data)
+{
+	struct zop *op = (struct zop *)data;
+
+	if (rc != ZOK)
+		return zop_fail(op, rc);
+	if (zs->ephemeralOwner != 0)
+		return zop_fail(op, ZNOCHILDRENFOREPHEMERALS);	/* ENOTDIR */
+	if (!may_remove(op, NODE_DIR, zs))
+		return;
+	zop_started(op, zks_adelete(zklfs_session(op->fs, op->path), op->path,
+				    rmdir_done, op));
 }
 
 static void zklfs_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
@@ -688,25 +731,17 @@ static void zklfs_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 
 	if (!op)
 		return (void)fuse_reply_err(req, ENOMEM);
-	zop_started(op, zks_adelete(zklfs_session(fs, op->path), op->path, rmdir_done, op));
+	zop_started(op, zks_aexists(zklfs_session(fs, op->path), op->path, rmdir_got, op));
 }
 
-/* The sticky-bit rule of /tmp: the entry's owner, the mount's owner, root. */
-static void unlink_got(int rc, const char *value, int len, const struct Stat *zs,
-		       const void *data)
+static void unlink_got(int rc, const struct Stat *zs, const void *data)
 {
 	struct zop *op = (struct zop *)data;
-	struct stat st;
 
 	if (rc != ZOK)
 		return zop_fail(op, rc);
-	zklfs_fill_attr(op->fs, &st, 0, NODE_FILE, zs, value, len);
-	if (op->uid != 0 && op->uid != st.st_uid && op->uid != op->fs->uid) {
-		zkl_log(LOG_NOTICE, "unlink %s refused: uid %u owns neither it nor the lock",
-			op->path, (unsigned)op->uid);
-		fuse_reply_err(op->req, EPERM);
-		return zop_free(op);
-	}
+	if (!may_remove(op, NODE_FILE, zs))
+		return;
 	rc = zks_adelete(zklfs_session(op->fs, op->node->path), op->path, delete_done, op);
 	zop_started(op, rc);
 }
@@ -719,7 +754,7 @@ static void zklfs_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 
 	if (!op)
 		return (void)fuse_reply_err(req, ENOMEM);
-	zop_started(op, zks_aget(zklfs_session(fs, p->path), op->path, unlink_got, op));
+	zop_started(op, zks_aexists(zklfs_session(fs, p->path), op->path, unlink_got, op));
 }
 
 static void zklfs_refuse(fuse_req_t req, const char *what)

@@ -110,6 +110,9 @@ struct zklfs {
 	struct node *locks[ZKLFS_TID_BUCKETS];	/* lock nodes with a live waiter,
 						   by n->tid (EDEADLK) */
 	struct lsc *lsc;		/* listings of busy lock dirs; fs->lock */
+	pthread_mutex_t owners_mu;	/* owners, nowners (fs/attr.c) */
+	struct dirowner **owners;	/* directories made through this mount */
+	size_t nowners;
 	struct dirlist *dirlists;	/* opened directories; fs->lock */
 };
 
@@ -124,11 +127,25 @@ struct Stat;
 
 /*
  * zklfs_fill_attr() - the stat of a znode: a directory (mode 01777, like
- * /tmp) or an entry (0644, owner from its uid= line, times = creation).
+ * /tmp) or an entry (0644, times = creation), owned by @uid (zklfs_owner()).
  */
 void zklfs_fill_attr(struct zklfs *fs, struct stat *st, fuse_ino_t ino,
-		     enum node_type type, const struct Stat *zs,
-		     const char *data, int len);
+		     enum node_type type, const struct Stat *zs, uid_t uid);
+
+/*
+ * Who owns a znode (docs/SPEC.md, "Users and permissions"): an entry made
+ * through this mount, the uid that opened it (the engine's record); a
+ * directory made through this mount (zklfs_dir_made(), until
+ * zklfs_dir_gone()), its maker, as long as its czxid is the one made;
+ * anything else, the mount's owner.  Never the uid= line of an entry's
+ * data.  Any thread; fs->owners_mu and the engine's lock, briefly.
+ */
+int zklfs_owners_init(struct zklfs *fs);
+void zklfs_owners_free(struct zklfs *fs);
+void zklfs_dir_made(struct zklfs *fs, const char *path, int64_t czxid, uid_t uid);
+void zklfs_dir_gone(struct zklfs *fs, const char *path);
+uid_t zklfs_owner(struct zklfs *fs, const char *path, enum node_type type,
+		  const struct Stat *zs);
 
 /* zklfs_pending_attr() - the stat of a lock node whose entry is not made yet. */
 void zklfs_pending_attr(struct zklfs *fs, struct stat *st, struct node *n);

@@ -103,6 +103,7 @@ struct zkl_waiter {
 	bool confirmed;			/* handoff_done(): its entry is there */
 	bool prelisted;			/* a listing follows the create (pipelined) */
 	int flags;
+	uint32_t owner;			/* the caller's tag: zkl_owner() */
 	int result;			/* what done is told */
 	enum zkl_kind kind;
 	int32_t seq;
@@ -1234,7 +1235,8 @@ struct zkl_engine *zkl_engine_new(struct zks *zks, enum zkl_naming naming,
 
 int zkl_enqueue(struct zkl_engine *e, const char *dir, const char *name,
 		enum zkl_kind kind, int flags, const char *data, int len,
-		zkl_done_fn done, void *arg, struct zkl_waiter **out)
+		uint32_t owner, zkl_done_fn done, void *arg,
+		struct zkl_waiter **out)
 {
 	struct zkl_waiter *w = calloc(1, sizeof(*w));
 	uint64_t nonce = 0;
@@ -1249,6 +1251,7 @@ int zkl_enqueue(struct zkl_engine *e, const char *dir, const char *name,
 	w->e = e;
 	w->kind = kind;
 	w->flags = flags;
+	w->owner = owner;
 	w->done = done;
 	w->arg = arg;
 	w->dir = strdup(dir);
@@ -1377,6 +1380,30 @@ void zkl_info(struct zkl_waiter *w, struct zkl_info *info, char **path)
 	if (path)
 		*path = w->path ? strdup(w->path) : NULL;
 	pthread_mutex_unlock(&e->lock);
+}
+
+bool zkl_owner(struct zkl_engine *e, const char *path, uint32_t *owner)
+{
+	const char *slash = strrchr(path, '/');
+	struct zkl_queue *q;
+	struct zkl_waiter *w = NULL;
+	char *dir;
+
+	if (!slash)
+		return false;
+	dir = slash == path ? strdup("/") : strndup(path, (size_t)(slash - path));
+	if (!dir)
+		return false;
+	pthread_mutex_lock(&e->lock);
+	q = queue_find_dir_locked(e, dir);
+	for (w = q ? q->head : NULL; w && (!w->path || strcmp(w->path, path) != 0);
+	     w = w->qnext)
+		;
+	if (w)
+		*owner = w->owner;
+	pthread_mutex_unlock(&e->lock);
+	free(dir);
+	return w != NULL;
 }
 
 static void on_shutdown_step(struct zkl_waiter *w)

@@ -85,13 +85,23 @@ void zkl_engine_free(struct zkl_engine *e);
 /*
  * zkl_enqueue() - ask for the lock whose znode is @dir, with an entry named
  * @name plus the engine's marker for @kind, holding @data (@len bytes).
+ * @owner is the caller's tag for the entry (its uid), for zkl_owner().
  * @done(w, 0 or -errno, @arg) runs exactly once later (see above).
  * Return: 0 and the waiter in *@out (the caller holds a reference, to give
  * back with zkl_release()); or a negative errno, and @done never runs.
  */
 int zkl_enqueue(struct zkl_engine *e, const char *dir, const char *name,
 		enum zkl_kind kind, int flags, const char *data, int len,
-		zkl_done_fn done, void *arg, struct zkl_waiter **out);
+		uint32_t owner, zkl_done_fn done, void *arg,
+		struct zkl_waiter **out);
+
+/*
+ * zkl_owner() - is @path an entry of this engine's (created, not yet gone)?
+ * Then *@owner gets the tag it was enqueued with.  Unlike the entry's data,
+ * which its holder or any client may rewrite, the tag is what this daemon
+ * recorded.  Any thread; takes the engine's lock.
+ */
+bool zkl_owner(struct zkl_engine *e, const char *path, uint32_t *owner);
 
 /*
  * zkl_cancel() - stop waiting: if @w is not yet answered, its entry is

@@ -37,6 +37,14 @@ ENTRY_RE = re.compile(
     r"(?P<seq>-?\d{10})$", re.S)
 
 
+def as_user(uid):
+    """The argv prefix that runs a command as @uid (and gid @uid, no
+    supplementary groups), or [] for None: two users need no accounts."""
+    if uid is None:
+        return []
+    return ["setpriv", "--reuid=%d" % uid, "--regid=%d" % uid, "--clear-groups"]
+
+
 def parse_entry(name):
     """(NAME, marker, seq) of an entry name, or None."""
     m = ENTRY_RE.match(name)
@@ -238,13 +246,14 @@ class Locker:
     """
 
     def __init__(self, path, flags=WRITE, *, handle=(), alarm=None,
-                 mode=0o644, start_timeout=20):
+                 mode=0o644, start_timeout=20, user=None):
+        # user: a uid to run as (setpriv; no account needed), else ours
         self.path = str(path)
         self.flags = flags
         cfg = {"path": self.path, "flags": flags, "handle": list(handle),
                "alarm": alarm, "mode": mode, "errnames": ERRNAMES}
         self._err = tempfile.TemporaryFile()
-        self.proc = spawn([PY, "-c", LOCKER_SCRIPT, json.dumps(cfg)],
+        self.proc = spawn(as_user(user) + [PY, "-c", LOCKER_SCRIPT, json.dumps(cfg)],
                           stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                           stderr=self._err, bufsize=0)
         self.pid = self.proc.pid
