@@ -54,7 +54,9 @@ int zklfs_pool_open(struct zklfs *fs)
 		p->links[i] = zks_links(&p->zks[i]);
 	}
 	for (int i = 0; i < p->n; i++) {
-		p->engines[i] = zkl_engine_new(&p->zks[i], conf->naming, zklfs_lock_lost);
+		struct zkl_transport t = zkl_session_transport(&p->zks[i]);
+
+		p->engines[i] = zkl_engine_new(&t, conf->naming, zklfs_lock_lost);
 		if (!p->engines[i]) {
 			zkl_log(LOG_ERR, "out of memory");
 			return -ENOMEM;

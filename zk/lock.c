@@ -71,7 +71,7 @@ struct zkl_queue {
 };
 
 struct zkl_engine {
-	struct zks *zks;
+	struct zkl_transport t;		/* how we reach ZooKeeper */
 	enum zkl_naming naming;
 	zkl_lost_fn lost;
 	pthread_mutex_t lock;
@@ -108,7 +108,7 @@ struct zkl_waiter {
 	enum zkl_kind kind;
 	int32_t seq;
 	int32_t pred_seq;
-	uint64_t gen;			/* zks_generation() of its create */
+	uint64_t gen;			/* t.ops->generation() of its create */
 	int64_t czxid;
 	char *dir;
 	char *prefix;			/* DIR/NAME<marker>, what we create */
@@ -122,6 +122,9 @@ struct zkl_waiter {
 	zkl_done_fn done;
 	void *arg;
 };
+
+/* The transport's operations, for a waiter's calls. */
+#define T(w) ((w)->e->t.ops)
 
 /* Failures after which the step can be redone when the session is back. */
 static bool rc_stalls(int rc)
@@ -431,7 +434,7 @@ static void send_delete_locked(struct zkl_waiter *w)
 	int rc;
 
 	w->refs++;
-	rc = zks_adelete(w->e->zks, w->path, delete_done, w);
+	rc = T(w)->remove(w->e->t.ctx, w->path, delete_done, w);
 	if (rc != ZOK) {
 		w->refs--;
 		w->deleting = false;
@@ -454,7 +457,7 @@ static void delete_locked(struct zkl_waiter *w)
 	zoo_delete_op_init(&h->ops[0], w->path, -1);
 	for (int i = 0; i < h->n; i++)
 		zoo_check_op_init(&h->ops[i + 1], h->x[i]->path, -1);
-	rc = zks_amulti(w->e->zks, h->n + 1, h->ops, h->res, handoff_done, h);
+	rc = T(w)->multi(w->e->t.ctx, h->n + 1, h->ops, h->res, handoff_done, h);
 	if (rc != ZOK) {
 		free(h);
 		send_delete_locked(w);
@@ -594,7 +597,7 @@ static void learn_pred_locked(struct zkl_waiter *w, const struct zkl_child *pred
  */
 static bool stale_locked(struct zkl_waiter *w)
 {
-	return w->gen != zks_generation(w->e->zks);
+	return w->gen != T(w)->generation(w->e->t.ctx);
 }
 
 /* Our own entry was deleted, not by us: a holder lost it, a waiter fails. */
@@ -666,7 +669,7 @@ static void own_watch_locked(struct zkl_waiter *w)
 		return;
 	w->refs += 2;			/* the completion and the watch */
 	w->own_inflight = true;
-	if (zks_awget(w->e->zks, w->path, own_watcher, w, own_watch_done, w) != ZOK) {
+	if (T(w)->wget(w->e->t.ctx, w->path, own_watcher, w, own_watch_done, w) != ZOK) {
 		w->refs -= 2;
 		w->own_inflight = false;
 		stall_locked(w, S_OWNWATCH);
@@ -702,7 +705,7 @@ static void confirm_locked(struct zkl_waiter *w)
 
 	w->state = W_CONFIRMING;
 	w->refs++;
-	rc = zks_aexists(w->e->zks, w->path, confirm_done, w);
+	rc = T(w)->exists(w->e->t.ctx, w->path, confirm_done, w);
 	if (rc == ZOK)
 		return;
 	w->refs--;
@@ -758,7 +761,7 @@ static void watch_locked(struct zkl_waiter *w)
 
 	w->state = W_WATCHING;
 	w->refs += 2;			/* the completion and the watch */
-	rc = zks_awget(w->e->zks, w->pred, pred_watcher, w, pred_done, w);
+	rc = T(w)->wget(w->e->t.ctx, w->pred, pred_watcher, w, pred_done, w);
 	if (rc == ZOK)
 		return;
 	w->refs -= 2;
@@ -856,7 +859,7 @@ static void check_locked(struct zkl_waiter *w)
 
 	w->state = W_CHECKING;
 	w->refs++;
-	rc = zks_achildren(w->e->zks, w->dir, children_done, w);
+	rc = T(w)->children(w->e->t.ctx, w->dir, children_done, w);
 	if (rc == ZOK)
 		return;
 	w->refs--;
@@ -928,7 +931,7 @@ static int send_create_locked(struct zkl_waiter *w)
 
 	w->state = W_CREATING;
 	w->refs++;
-	rc = zks_acreate(w->e->zks, w->prefix, w->data, w->len,
+	rc = T(w)->create(w->e->t.ctx, w->prefix, w->data, w->len,
 			 ZOO_EPHEMERAL_SEQUENTIAL, create_done, w, &w->gen);
 	if (rc == ZOK) {
 		/*
@@ -939,7 +942,7 @@ static int send_create_locked(struct zkl_waiter *w)
 		q = queue_find_dir_locked(w->e, w->dir);
 		if (!q || !q->tail || q->tail->answered || (w->flags & ZKL_NONBLOCK)) {
 			w->refs++;
-			w->prelisted = zks_achildren(w->e->zks, w->dir, children_done, w) == ZOK;
+			w->prelisted = T(w)->children(w->e->t.ctx, w->dir, children_done, w) == ZOK;
 			if (!w->prelisted)
 				w->refs--;
 		}
@@ -982,7 +985,7 @@ static void resolve_get_done(int rc, const char *value, int len,
 	if (rc == ZOK && stat)
 		v = zka_candidate(value, len, w->nonce, stat->version,
 				  stat->ephemeralOwner,
-				  zks_session_of(w->e->zks, w->gen));
+				  T(w)->session_of(w->e->t.ctx, w->gen));
 	if (v == ZKA_PLANTED)
 		zkl_log(LOG_WARNING, "%s/%s carries our nonce but is not ours "
 			"(version %d, owner 0x%llx): left alone", w->dir,
@@ -1026,7 +1029,7 @@ static void resolve_next_locked(struct zkl_waiter *w)
 		return;
 	}
 	w->refs++;
-	rc = zks_aget(w->e->zks, path, resolve_get_done, w);
+	rc = T(w)->get(w->e->t.ctx, path, resolve_get_done, w);
 	free(path);
 	if (rc == ZOK)
 		return;
@@ -1070,7 +1073,7 @@ static void resolve_locked(struct zkl_waiter *w)
 
 	w->state = W_RESOLVING;
 	w->refs++;
-	rc = zks_achildren(w->e->zks, w->dir, resolve_children_done, w);
+	rc = T(w)->children(w->e->t.ctx, w->dir, resolve_children_done, w);
 	if (rc == ZOK)
 		return;
 	w->refs--;
@@ -1219,14 +1222,14 @@ struct zks_events zkl_engine_events(struct zkl_engine *e)
 
 /* the API ------------------------------------------------------------------ */
 
-struct zkl_engine *zkl_engine_new(struct zks *zks, enum zkl_naming naming,
-				  zkl_lost_fn lost)
+struct zkl_engine *zkl_engine_new(const struct zkl_transport *t,
+				  enum zkl_naming naming, zkl_lost_fn lost)
 {
 	struct zkl_engine *e = calloc(1, sizeof(*e));
 
 	if (!e)
 		return NULL;
-	e->zks = zks;
+	e->t = *t;
 	e->naming = naming;
 	e->lost = lost;
 	pthread_mutex_init(&e->lock, NULL);
@@ -1341,7 +1344,7 @@ static void unwatch_locked(struct zkl_waiter *w)
 		return;
 	w->own_armed = false;
 	w->refs++;
-	if (zks_aunwatch(w->e->zks, w->path, own_watcher, w, unwatch_done, w) != ZOK)
+	if (T(w)->unwatch(w->e->t.ctx, w->path, own_watcher, w, unwatch_done, w) != ZOK)
 		w->refs--;		/* not there (it fired): nothing to undo */
 }
 

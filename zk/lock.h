@@ -46,6 +46,7 @@
 
 #include "zk/naming.h"
 #include "zk/session.h"
+#include "zk/transport.h"
 
 struct zkl_engine;
 struct zkl_waiter;
@@ -62,9 +63,12 @@ typedef void (*zkl_lost_fn)(struct zkl_waiter *w, void *arg);
 /* Flags for zkl_enqueue(). */
 #define ZKL_NONBLOCK	0x1	/* fail with -EAGAIN rather than wait */
 
-/* zkl_engine_new() - an engine over the session @zks. Return: NULL on ENOMEM. */
-struct zkl_engine *zkl_engine_new(struct zks *zks, enum zkl_naming naming,
-				  zkl_lost_fn lost);
+/*
+ * zkl_engine_new() - an engine that reaches ZooKeeper through @t (copied;
+ * zkl_session_transport() for a real session).  Return: NULL on ENOMEM.
+ */
+struct zkl_engine *zkl_engine_new(const struct zkl_transport *t,
+				  enum zkl_naming naming, zkl_lost_fn lost);
 
 /*
  * zkl_engine_events() - the session events the engine must hear, for

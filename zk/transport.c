@@ -1,0 +1,82 @@
+/* zk/transport.c - the real transport: the engine's calls on a struct zks. */
+#include "zk/transport.h"
+
+#include "zk/session.h"
+
+static int t_create(void *ctx, const char *path, const char *data, int len,
+		    int mode, string_stat_completion_t done, const void *arg,
+		    uint64_t *gen)
+{
+	return zks_acreate(ctx, path, data, len, mode, done, arg, gen);
+}
+
+static int t_remove(void *ctx, const char *path, void_completion_t done,
+		    const void *arg)
+{
+	return zks_adelete(ctx, path, done, arg);
+}
+
+static int t_multi(void *ctx, int count, const zoo_op_t *ops,
+		   zoo_op_result_t *results, void_completion_t done,
+		   const void *arg)
+{
+	return zks_amulti(ctx, count, ops, results, done, arg);
+}
+
+static int t_children(void *ctx, const char *path, strings_completion_t done,
+		      const void *arg)
+{
+	return zks_achildren(ctx, path, done, arg);
+}
+
+static int t_get(void *ctx, const char *path, data_completion_t done,
+		 const void *arg)
+{
+	return zks_aget(ctx, path, done, arg);
+}
+
+static int t_wget(void *ctx, const char *path, watcher_fn watcher, void *wctx,
+		  data_completion_t done, const void *arg)
+{
+	return zks_awget(ctx, path, watcher, wctx, done, arg);
+}
+
+static int t_exists(void *ctx, const char *path, stat_completion_t done,
+		    const void *arg)
+{
+	return zks_aexists(ctx, path, done, arg);
+}
+
+static int t_unwatch(void *ctx, const char *path, watcher_fn watcher,
+		     void *wctx, void_completion_t done, const void *arg)
+{
+	return zks_aunwatch(ctx, path, watcher, wctx, done, arg);
+}
+
+static uint64_t t_generation(void *ctx)
+{
+	return zks_generation(ctx);
+}
+
+static int64_t t_session_of(void *ctx, uint64_t gen)
+{
+	return zks_session_of(ctx, gen);
+}
+
+static const struct zkl_transport_ops session_ops = {
+	.create = t_create,
+	.remove = t_remove,
+	.multi = t_multi,
+	.children = t_children,
+	.get = t_get,
+	.wget = t_wget,
+	.exists = t_exists,
+	.unwatch = t_unwatch,
+	.generation = t_generation,
+	.session_of = t_session_of,
+};
+
+struct zkl_transport zkl_session_transport(struct zks *s)
+{
+	return (struct zkl_transport){ &session_ops, s };
+}

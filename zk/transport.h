@@ -1,0 +1,75 @@
+/*
+ * zk/transport.h - everything the lock engine asks of ZooKeeper: the seam.
+ *
+ * The engine (zk/lock.c) never calls the ZooKeeper client or zk/session.c
+ * directly, only these operations, as the C client's core talks to its
+ * world through zk_adaptor.h.  zkl_session_transport() is the real one, over
+ * a struct zks; a test may give the engine a fake that records each call and
+ * answers it later, in any order, from any schedule it likes.
+ *
+ * The contract every implementation keeps, the one ZooKeeper's C client
+ * keeps and the engine relies on:
+ *   - a call never runs its completion (or a watcher) before it returns,
+ *     and never blocks: the engine calls with its own lock held;
+ *   - a call that returns ZOK runs its completion exactly once, later; a
+ *     call that returns anything else never runs it;
+ *   - the completions of one session run one at a time, in the order the
+ *     calls were made (ZooKeeper's per-session FIFO order), a watch
+ *     notification before the completion of any later call that could
+ *     observe the change that fired it;
+ *   - after a connection loss, pending calls complete with
+ *     ZCONNECTIONLOSS (their effect unknown) and armed watches stay armed;
+ *     after an expiry they complete with ZSESSIONEXPIRED (or ZCLOSING), the
+ *     session's ephemeral znodes are gone, and generation() has grown.
+ * The session's events (connected again, silent, expired, tick) come the
+ * other way, through zkl_engine_events().
+ *
+ * Each operation is as the zoo_a*() call of the same name, on the handle of
+ * the current generation; @ctx is the transport's own.
+ */
+#ifndef ZK_TRANSPORT_H
+#define ZK_TRANSPORT_H
+
+#include <stdint.h>
+#include <zookeeper/zookeeper.h>
+
+struct zks;
+
+struct zkl_transport_ops {
+	/* @gen, if not NULL, gets the generation of the handle used */
+	int (*create)(void *ctx, const char *path, const char *data, int len,
+		      int mode, string_stat_completion_t done, const void *arg,
+		      uint64_t *gen);
+	int (*remove)(void *ctx, const char *path, void_completion_t done,
+		      const void *arg);
+	/* @ops are copied at once; @results must live until @done */
+	int (*multi)(void *ctx, int count, const zoo_op_t *ops,
+		     zoo_op_result_t *results, void_completion_t done,
+		     const void *arg);
+	int (*children)(void *ctx, const char *path, strings_completion_t done,
+			const void *arg);
+	int (*get)(void *ctx, const char *path, data_completion_t done,
+		   const void *arg);
+	/* a one-shot data watch: @watcher(NULL, type, state, path, @wctx) */
+	int (*wget)(void *ctx, const char *path, watcher_fn watcher, void *wctx,
+		    data_completion_t done, const void *arg);
+	int (*exists)(void *ctx, const char *path, stat_completion_t done,
+		      const void *arg);
+	/* remove every data watch of this session on @path, at the server */
+	int (*unwatch)(void *ctx, const char *path, watcher_fn watcher,
+		       void *wctx, void_completion_t done, const void *arg);
+	/* how many times the session expired and was replaced */
+	uint64_t (*generation)(void *ctx);
+	/* the session id of generation @gen if current and connected once, else 0 */
+	int64_t (*session_of)(void *ctx, uint64_t gen);
+};
+
+struct zkl_transport {
+	const struct zkl_transport_ops *ops;
+	void *ctx;
+};
+
+/* zkl_session_transport() - the real transport, over the session @s. */
+struct zkl_transport zkl_session_transport(struct zks *s);
+
+#endif
