@@ -23,7 +23,7 @@ FS_SRC   = fs/opts.c fs/node.c fs/attr.c fs/ops.c fs/lockops.c fs/flock.c fs/slo
 SRC      = $(ZK_SRC) $(FS_SRC)
 HDR      = $(wildcard zk/*.h fs/*.h)
 
-UNIT     = naming grant opts errno slots adopt log
+UNIT     = naming grant opts errno slots adopt log tid
 UNIT_BIN = $(UNIT:%=$(BUILD)/unit/test_%)
 
 .PHONY: all asan unit check check-unit check-integration check-asan run stop deps bench clean \
@@ -59,6 +59,7 @@ $(BUILD)/unit/test_errno:  tests/unit/test_errno.c zk/errno.c
 $(BUILD)/unit/test_slots:  tests/unit/test_slots.c fs/slots.c zk/naming.c
 $(BUILD)/unit/test_log:    tests/unit/test_log.c zk/log.c zk/escape.c
 $(BUILD)/unit/test_adopt:  tests/unit/test_adopt.c
+$(BUILD)/unit/test_tid:    tests/unit/test_tid.c
 $(UNIT_BIN): $(HDR)
 	@mkdir -p $(@D)
 	$(CC) $(WARN) $(CPPFLAGS) -O1 -g $(SAN) -o $@ $(filter %.c,$^) -lcmocka $(LDLIBS)

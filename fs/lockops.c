@@ -22,6 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fs/tid.h"
 #include "zk/errno.h"
 #include "zk/log.h"
 
@@ -76,6 +77,18 @@ static size_t proc_read(pid_t pid, const char *what, char *buf, size_t size)
 	n = n < 0 ? 0 : n;
 	buf[n] = '\0';
 	return (size_t)n;
+}
+
+/*
+ * When thread @tid started (fs/tid.h): 0 if unknown.  /proc/TID/stat is
+ * the thread's own even when TID is not a process: it is found by its id.
+ */
+static unsigned long long thread_start(pid_t tid)
+{
+	char stat[1024];
+
+	proc_read(tid, "stat", stat, sizeof(stat));
+	return zklfs_stat_start(stat);
 }
 
 /* The process of thread @tid (FUSE tells the thread).  A thread-group
@@ -221,28 +234,50 @@ static void lock_interrupt(fuse_req_t req, void *arg)
 		node_drop_lock(fs, n);
 }
 
+/*
+ * Does an entry of @n's directory other than @n's own wait for or hold a
+ * lock for thread @tid started at @start (0: any thread of that id)?
+ */
+static bool tid_in_dir(struct zklfs *fs, struct node *n, pid_t tid,
+		       unsigned long long start)
+{
+	struct node *l;
+
+	pthread_mutex_lock(&fs->lock);
+	for (l = fs->locks[(unsigned)tid % ZKLFS_TID_BUCKETS]; l; l = l->lnext)
+		if (zklfs_same_thread(tid, start, l->tid, l->tid_start) &&
+		    l != n && strcmp(l->dir, n->dir) == 0)
+			break;
+	pthread_mutex_unlock(&fs->lock);
+	return l != NULL;
+}
+
 bool zklfs_lock_deadlocks(fuse_req_t req, struct node *n)
 {
 	struct zklfs *fs = n->fs;
 	pid_t tid = fuse_req_ctx(req)->pid;
-	struct node *l;
+	unsigned long long start;
 
 	/*
 	 * FUSE says pid 0 for a caller outside our pid namespace (we run in a
 	 * container, it does not): such callers cannot be told apart, so
 	 * none of them is refused.
 	 */
-	if (!tid)
+	if (!tid || !tid_in_dir(fs, n, tid, 0))
 		return false;
-	pthread_mutex_lock(&fs->lock);
-	for (l = fs->locks[(unsigned)tid % ZKLFS_TID_BUCKETS]; l; l = l->lnext)
-		if (l->tid == tid && l != n && strcmp(l->dir, n->dir) == 0)
-			break;
-	pthread_mutex_unlock(&fs->lock);
-	if (l)
-		zkl_log(LOG_NOTICE, "thread %d already holds or waits for %s: EDEADLK",
-			(int)tid, n->dir);
-	return l != NULL;
+	/*
+	 * The id matches: is it the same thread, or one given its id since,
+	 * while a child keeps the old one's entry?  Only now is the caller's
+	 * start read (fs/tid.h): an open whose id has no entry there, the
+	 * common case, reads it once, in lock_enqueue().  The caller waits
+	 * in this request, so the id is its own while we read.
+	 */
+	start = thread_start(tid);
+	if (!tid_in_dir(fs, n, tid, start))
+		return false;
+	zkl_log(LOG_NOTICE, "thread %d already holds or waits for %s: EDEADLK",
+		(int)tid, n->dir);
+	return true;
 }
 
 /*
@@ -260,16 +295,20 @@ static void lock_enqueue(fuse_req_t req, struct node *n, enum zkl_kind kind,
 	fuse_req_t late = NULL;
 	struct node **head;
 	int len, err, result = 0;
+	unsigned long long start;
 	pid_t pid;
 
 	if (zklfs_lock_deadlocks(req, n))
 		return (void)fuse_reply_err(req, EDEADLK);
+	/* while the thread waits in @req its id is its own: read it now */
+	start = ctx->pid ? thread_start(ctx->pid) : 0;
 	pid = thread_group(ctx->pid);
 	len = holder_data(fs, ctx, pid, data, sizeof(data));
 	if (len >= (int)sizeof(data))
 		len = sizeof(data) - 1;
 	pthread_mutex_lock(&fs->lock);
 	n->tid = ctx->pid;
+	n->tid_start = start;
 	n->kind = kind;
 	n->req = req;
 	n->lockreq = lockreq;

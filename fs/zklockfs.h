@@ -55,6 +55,8 @@ struct node {
 	struct fuse_file_info fi;	/* copied from that OPEN */
 	enum zkl_kind kind;		/* of w */
 	pid_t tid;			/* the thread that asked (EDEADLK) */
+	unsigned long long tid_start;	/* and when it started, 0 if unknown:
+					   its id may be given again (fs/tid.h) */
 	uid_t uid;
 	bool armed;			/* interrupt handler registered */
 	bool intr_busy;			/* lock_interrupt() is using w */
@@ -212,8 +214,11 @@ void zklfs_lock_request(fuse_req_t req, struct node *n, enum zkl_kind kind,
 
 /*
  * zklfs_lock_deadlocks() - would @req's thread wait on itself: does it
- * already hold or wait for another entry in @n's directory?  Logs why.
- * FUSE thread.
+ * already hold or wait for another entry in @n's directory?  A thread is
+ * its id and its start time (fs/tid.h): an entry asked for by a thread
+ * gone since, whose id was given again, is not the caller's.  Reads the
+ * caller's /proc/TID/stat only if its id has an entry there.  Logs why.
+ * FUSE thread, without fs->lock.
  */
 bool zklfs_lock_deadlocks(fuse_req_t req, struct node *n);
 

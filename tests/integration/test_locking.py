@@ -2,6 +2,7 @@
 
 import os
 import re
+import select
 import signal
 import socket
 import subprocess
@@ -11,8 +12,8 @@ import pytest
 
 import zkclient
 from harness import (watches_by_session, assert_queued, lock_state, lockdir, seen_dir, SHARED, SLOW, WRITE, RDWR, XATTR_KIND,
-                     GRANT_TIMEOUT, Lines, Locker, entries,
-                     getxattr_str, parse_kv, read_file, record_figure,
+                     GRANT_TIMEOUT, PY, Lines, Locker, entries,
+                     getxattr_str, kill9, parse_kv, read_file, record_figure,
                      seq_of, spawn,
                      start_waiter, take, wait_for, wait_gone, wait_no_entries)
 
@@ -384,6 +385,106 @@ def test_same_thread_second_open_in_same_lock_is_edeadlk(mount, first):
     w.assert_waiting()
     h.release()
     w.wait_granted()
+
+
+# A holder that takes a shared entry, forks a child that keeps the
+# descriptor (and so the lock) in a session of its own (so that no process
+# group or session keeps the holder's id), says its id, its child's and
+# when it started (field 22 of /proc/self/stat), and exits: its id is free.
+_FORK_HOLDER = r"""
+import os, sys
+fd = os.open(os.path.join(sys.argv[1], "a"), os.O_CREAT | os.O_RDONLY)
+r, w = os.pipe()
+child = os.fork()
+if child == 0:
+    os.setsid()
+    os.close(r)
+    os.close(w)             # tells the holder: setsid is done
+    os.close(1)
+    sys.stdin.read()        # holds until the test closes our stdin
+    os._exit(0)
+os.close(w)
+os.read(r, 1)
+with open("/proc/self/stat") as f:
+    start = f.read().rsplit(")", 1)[1].split()[19]
+print(os.getpid(), child, start, flush=True)
+os._exit(0)
+"""
+
+# A newcomer that, once told, takes a shared entry in the same lock.
+_NEWCOMER = r"""
+import errno, os, sys
+sys.stdin.readline()
+try:
+    os.close(os.open(os.path.join(sys.argv[1], "b"),
+                     os.O_CREAT | os.O_RDONLY | os.O_NONBLOCK))
+    print("ok", flush=True)
+except OSError as e:
+    print("EDEADLK" if e.errno == errno.EDEADLK else
+          errno.errorcode.get(e.errno, e.errno), flush=True)
+"""
+
+
+def _boot_ticks():
+    """Now, in the clock ticks of a start time in /proc/PID/stat."""
+    return time.clock_gettime_ns(time.CLOCK_BOOTTIME) // (
+        10**9 // os.sysconf("SC_CLK_TCK"))
+
+
+def test_recycled_thread_id_is_not_edeadlk(mount):
+    """EDEADLK is for the thread, not its id alone: a process given the id
+    of a thread gone since (its entry held by a child it forked) is another
+    thread, and takes a shared lock there at once. The id is given again on
+    purpose through /proc/sys/kernel/ns_last_pid (the daemon shares our pid
+    namespace: FUSE tells it our ids). A thread is its id and its start time,
+    which /proc gives in clock ticks: the new process is started after the
+    tick the holder started in is over (waited for, almost always already
+    the case), else the two could not be told apart."""
+    if not os.access("/proc/sys/kernel/ns_last_pid", os.W_OK):
+        pytest.skip("cannot choose the next pid (ns_last_pid)")
+    m = mount()
+    d = lockdir(m)
+    a = spawn([PY, "-c", _FORK_HOLDER, d], stdin=subprocess.PIPE,
+              stdout=subprocess.PIPE)
+    child = -1
+    try:
+        said = Lines(a.stdout).readline(GRANT_TIMEOUT)
+        gone, cpid, start = (int(x) for x in (said or "").split())
+        child = os.pidfd_open(cpid)     # it is alive: it waits on stdin
+        assert a.wait(GRANT_TIMEOUT) == 0
+        held = entries(d)
+        assert len(held) == 1, held
+        wait_for(lambda: _boot_ticks() > start, 1,
+                 "the tick pid %d started in to end" % gone)
+        # another process with the holder's id (again if another process
+        # of this host takes it first)
+        for _ in range(200):
+            with open("/proc/sys/kernel/ns_last_pid", "w") as f:
+                f.write(str(gone - 1))
+            b = spawn([PY, "-c", _NEWCOMER, d], stdin=subprocess.PIPE,
+                      stdout=subprocess.PIPE)
+            if b.pid == gone:
+                break
+            kill9(b)
+        else:
+            pytest.fail("could not get pid %d again" % gone)
+        b.stdin.write(b"go\n")
+        b.stdin.flush()
+        ans = Lines(b.stdout).readline(GRANT_TIMEOUT)
+        assert b.wait(GRANT_TIMEOUT) == 0
+        assert ans == "ok", "pid %d given again got %s taking a shared " \
+            "entry beside %r" % (gone, ans, held)
+        assert entries(d) == held
+    finally:
+        a.stdin.close()                 # the forked holder lets go
+        if child >= 0:
+            try:
+                if not select.select([child], [], [], GRANT_TIMEOUT)[0]:
+                    signal.pidfd_send_signal(child, signal.SIGKILL)
+                    pytest.fail("the forked holder did not exit")
+            finally:
+                os.close(child)
+    wait_no_entries(d)
 
 
 # --- the shell form -----------------------------------------------------------
