@@ -396,7 +396,9 @@ void zklfs_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
 		return (void)fuse_reply_err(req, EIO);
 	pthread_mutex_lock(&fs->wb_send);
 	pthread_mutex_lock(&fs->lock);
-	if (!holds_locked(n)) {
+	if (n->lost) {
+		err = -EIO;		/* lost since the look above */
+	} else if (!holds_locked(n)) {
 		err = 0;		/* given back (LOCK_UN): nothing held */
 	} else if (n->wb.dirty || n->wb.flights) {
 		/* with sets in flight only, an exists behind them, in order */
