@@ -23,7 +23,6 @@
 #include <unistd.h>
 
 #include "fs/tid.h"
-#include "zk/errno.h"
 #include "zk/log.h"
 
 void zklfs_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
@@ -367,9 +366,12 @@ void zklfs_lock_request(fuse_req_t req, struct node *n, enum zkl_kind kind,
 void zklfs_lock_giveback(struct zklfs *fs, struct node *n)
 {
 	/*
-	 * The waiter first: from then on a loss of the old entry is not
-	 * this descriptor's (zklfs_lock_lost() checks n->w).
+	 * The data written first, on the session the delete goes to: it is
+	 * in the old entry before the entry goes.  Then the waiter: from
+	 * then on a loss of the old entry is not this descriptor's
+	 * (zklfs_lock_lost() checks n->w).
 	 */
+	zklfs_wbuf_close(fs, n);
 	node_drop_lock(fs, n);
 	pthread_mutex_lock(&fs->lock);
 	if (n->path && n->hashed)
@@ -379,7 +381,6 @@ void zklfs_lock_giveback(struct zklfs *fs, struct node *n)
 	n->granted = n->lost = false;
 	n->seq = 0;
 	n->czxid = 0;
-	n->wlen = 0;			/* a new entry starts with new data */
 	pthread_mutex_unlock(&fs->lock);
 }
 
@@ -420,6 +421,7 @@ void zklfs_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		pthread_mutex_unlock(&fs->lock);
 		if (ph)
 			fuse_pollhandle_destroy(ph);
+		zklfs_wbuf_close(fs, n);	/* the data before the delete */
 		node_drop_lock(fs, n);
 	}
 	fuse_reply_err(req, 0);
@@ -524,90 +526,4 @@ void zklfs_poll(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 		fuse_pollhandle_destroy(ph);
 	fuse_reply_poll(req, lost ? POLLERR | POLLHUP :
 			POLLIN | POLLRDNORM | POLLOUT | POLLWRNORM);
-}
-
-struct wop {
-	fuse_req_t req;
-	size_t size;
-	char *path;
-};
-
-static void write_done(int rc, const struct Stat *zs, const void *data)
-{
-	struct wop *op = (struct wop *)data;
-
-	(void)zs;
-	if (rc == ZOK) {
-		fuse_reply_write(op->req, op->size);
-	} else {
-		/*
-		 * On the holder's descriptor EIO means "lost" (the entry
-		 * gone before the watch on it told us); a write that met a
-		 * connection loss (the lock may well be held) is EAGAIN.
-		 */
-		zkl_log(LOG_WARNING, "write to %s: %s", op->path, zerror(rc));
-		fuse_reply_err(op->req, rc == ZNONODE ? EIO :
-			       zk_rc_unknown(rc) || rc == ZINVALIDSTATE ?
-			       EAGAIN : -zk_errno(rc));
-	}
-	free(op->path);
-	free(op);
-}
-
-/*
- * write() on the holder's descriptor replaces its entry's data: a write at
- * offset 0 starts it afresh, a write further on continues it as in a file
- * (the kernel splits one large write(2) into several).
- */
-void zklfs_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
-		 off_t off, struct fuse_file_info *fi)
-{
-	struct zklfs *fs = fuse_req_userdata(req);
-	struct node *n = node_of(fs, ino);
-	struct wop *op;
-	char *nb, *path;
-	size_t end = (size_t)off + size;
-	int rc;
-
-	if (fi->fh != FH_HOLDER)
-		return (void)fuse_reply_err(req, EACCES);
-	if (zklfs_holder_lost(fs, n, fi))
-		return (void)fuse_reply_err(req, EIO);
-	if (zklfs_holder_idle(fs, n, fi))
-		return (void)fuse_reply_err(req, ENOLCK);
-	if (off < 0 || end > ZKLFS_DATA_MAX) {
-		zkl_log(LOG_NOTICE, "write of %zu bytes at %lld refused: entries hold at most %d bytes",
-			size, (long long)off, ZKLFS_DATA_MAX);
-		return (void)fuse_reply_err(req, EFBIG);
-	}
-	op = malloc(sizeof(*op));
-	path = zklfs_node_path(fs, n);
-	pthread_mutex_lock(&fs->lock);
-	if (off == 0)
-		n->wlen = 0;		/* a write at the start replaces the data */
-	nb = op && path ? realloc(n->wbuf, end > n->wlen ? end : n->wlen ? n->wlen : 1) : NULL;
-	if (nb) {
-		if ((size_t)off > n->wlen)
-			memset(nb + n->wlen, 0, (size_t)off - n->wlen);
-		memcpy(nb + off, buf, size);
-		n->wbuf = nb;
-		if (end > n->wlen)
-			n->wlen = end;
-	}
-	pthread_mutex_unlock(&fs->lock);
-	if (!nb) {
-		free(op);
-		free(path);
-		return (void)fuse_reply_err(req, ENOMEM);
-	}
-	op->req = req;
-	op->size = size;
-	op->path = path;
-	/*
-	 * On the lock's session: in order with its create and the release's
-	 * delete.  The client copies the data before it returns.
-	 */
-	rc = zks_aset(zklfs_session(fs, n->dir), path, n->wbuf, (int)n->wlen, write_done, op);
-	if (rc != ZOK)
-		write_done(rc, NULL, op);
 }

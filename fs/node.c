@@ -14,6 +14,7 @@ static void lsc_drop_names(struct lsc *l);
 
 int zklfs_nodes_init(struct zklfs *fs)
 {
+	pthread_mutex_init(&fs->wb_send, NULL);
 	fs->hsize = HSIZE;
 	fs->htab = calloc(fs->hsize, sizeof(*fs->htab));
 	fs->lsc = calloc(ZKLFS_LSC_SLOTS, sizeof(*fs->lsc));
@@ -40,7 +41,7 @@ static void node_destroy(struct node *n)
 	free(n->path);
 	free(n->dir);
 	free(n->name);
-	free(n->wbuf);
+	free(n->wb.buf);
 	free(n);
 }
 
@@ -56,6 +57,7 @@ static void node_free(struct node *n)
 		fs->all = n->anext;
 	if (n->anext)
 		n->anext->aprev = n->aprev;
+	zklfs_wbuf_forget_locked(fs, n);
 	pthread_mutex_unlock(&fs->lock);
 	node_destroy(n);
 }
@@ -75,6 +77,7 @@ void zklfs_nodes_free(struct zklfs *fs)
 	}
 	free(fs->lsc);
 	free(fs->root.path);
+	pthread_mutex_destroy(&fs->wb_send);
 }
 
 struct node *node_of(struct zklfs *fs, fuse_ino_t ino)

@@ -276,6 +276,7 @@ static void getattr_done(int rc, const char *value, int len,
 		return zop_fail(op, rc);
 	zklfs_fill_attr(op->fs, &st, op->node->ino, op->type, zs,
 			zklfs_owner(op->fs, op->path, op->type, zs));
+	zklfs_wbuf_attr(op->fs, op->node, &st);	/* written, not yet sent */
 	fuse_reply_attr(op->req, &st, op->type == NODE_DIR ? 1.0 : 0.0);
 	zop_free(op);
 }
@@ -307,19 +308,6 @@ static void zklfs_getattr(fuse_req_t req, fuse_ino_t ino,
 	zop_send(op, zklfs_session_of(fs, op->path, n->type == NODE_DIR), getattr_send);
 }
 
-static void setsize_done(int rc, const struct Stat *zs, const void *data)
-{
-	struct zop *op = (struct zop *)data;
-	struct stat st;
-
-	if (rc != ZOK)
-		return zop_fail(op, rc);
-	zklfs_fill_attr(op->fs, &st, op->node->ino, NODE_FILE, zs,
-			zklfs_owner(op->fs, op->path, NODE_FILE, zs));
-	fuse_reply_attr(op->req, &st, 0.0);
-	zop_free(op);
-}
-
 /*
  * Only the size of the holder's own entry can change (truncate, O_TRUNC,
  * whose times come with it).  Mode, owner and times are ZooKeeper's or
@@ -335,11 +323,6 @@ static void zklfs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 			  int to_set, struct fuse_file_info *fi)
 {
 	struct zklfs *fs = fs_of(req);
-	struct node *n = node_of(fs, ino);
-	struct zop *op;
-	char *buf = NULL;
-	size_t len = 0;
-	int rc;
 
 	if (!(to_set & FUSE_SET_ATTR_SIZE)) {
 		if (!(to_set & SET_ATTR_REFUSED))
@@ -349,39 +332,7 @@ static void zklfs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 			to_set & (FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID) ? "chown" : "utimes");
 		return (void)fuse_reply_err(req, EPERM);
 	}
-	if (n->type == NODE_DIR)
-		return (void)fuse_reply_err(req, EISDIR);
-	if (!fi || fi->fh != FH_HOLDER) {
-		zkl_log(LOG_NOTICE, "truncate of an entry refused: not the holder's descriptor");
-		return (void)fuse_reply_err(req, EACCES);
-	}
-	if (zklfs_holder_lost(fs, n, fi))
-		return (void)fuse_reply_err(req, EIO);
-	if (zklfs_holder_idle(fs, n, fi))
-		return (void)fuse_reply_err(req, ENOLCK);
-	if (attr->st_size > ZKLFS_DATA_MAX)
-		return (void)fuse_reply_err(req, EFBIG);
-	op = zop_new(req, n, zklfs_node_path(fs, n));
-	if (!op)
-		return (void)fuse_reply_err(req, ENOMEM);
-	pthread_mutex_lock(&fs->lock);
-	len = (size_t)attr->st_size;
-	buf = realloc(n->wbuf, len ? len : 1);
-	if (buf) {
-		if (len > n->wlen)
-			memset(buf + n->wlen, 0, len - n->wlen);
-		n->wbuf = buf;
-		n->wlen = len;
-	}
-	pthread_mutex_unlock(&fs->lock);
-	if (!buf) {
-		fuse_reply_err(req, ENOMEM);
-		return zop_free(op);
-	}
-	/* only the FUSE thread writes wbuf, and the client copies it now */
-	rc = zks_aset(zklfs_session_of(fs, op->path, false), op->path, n->wbuf,
-		      (int)n->wlen, setsize_done, op);
-	zop_started(op, rc);
+	zklfs_wbuf_setsize(req, node_of(fs, ino), attr->st_size, fi);
 }
 
 /* readdir ---------------------------------------------------------------- */
@@ -824,6 +775,8 @@ static void zklfs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		return (void)fuse_reply_err(req, EIO);
 	if (zklfs_holder_idle(fs, n, fi))
 		return (void)fuse_reply_err(req, ENOLCK);
+	if (zklfs_wbuf_read(fs, n, req, size, off))
+		return;			/* written here, not yet in ZooKeeper */
 	op = zop_new(req, n, zklfs_node_path(fs, n));
 	if (!op)
 		return (void)fuse_reply_err(req, n->path ? ENOMEM : EIO);
@@ -831,16 +784,6 @@ static void zklfs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	op->off = off;
 	op->fi.fh = fi ? fi->fh : FH_PLAIN;
 	zop_send(op, zklfs_session_of(fs, op->path, false), read_send);
-}
-
-/* Data reaches ZooKeeper at write(); fsync only reports a lost lock. */
-static void zklfs_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
-			struct fuse_file_info *fi)
-{
-	struct zklfs *fs = fs_of(req);
-
-	(void)datasync;
-	fuse_reply_err(req, zklfs_holder_lost(fs, node_of(fs, ino), fi) ? EIO : 0);
 }
 
 /* xattr -------------------------------------------------------------------- */

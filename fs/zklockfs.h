@@ -31,6 +31,24 @@ enum node_type {
 #define FH_PLAIN	0	/* opened without O_CREAT: read only */
 #define FH_HOLDER	1	/* the lock's own descriptor */
 
+struct wflight;
+
+/*
+ * The data written through a holder's descriptor (fs/wbuf.c).  It reaches
+ * ZooKeeper coalesced: the latest data at most once per fsync, close or
+ * supervisor tick.  Every field under fs->lock.
+ */
+struct zklfs_wbuf {
+	char *buf;			/* the latest data written */
+	size_t len;
+	bool dirty;			/* newer than what was sent */
+	struct node *dnext, *dprev;	/* fs->dirty, while dirty */
+	struct zks *zks;		/* the lock's session, once written */
+	struct wflight *flights;	/* sends not yet answered */
+	int err;			/* -errno of a send no fsync reported */
+	bool retrying;			/* a send met a connection loss: logged */
+};
+
 struct node {
 	struct zklfs *fs;
 	fuse_ino_t ino;			/* (uintptr_t)node; FUSE_ROOT_ID for root */
@@ -69,8 +87,7 @@ struct node {
 	int32_t seq;			/* of our entry, once granted */
 	int64_t czxid;
 	struct fuse_pollhandle *ph;	/* the holder's poller to wake */
-	char *wbuf;			/* data written through the holder's fd */
-	size_t wlen;
+	struct zklfs_wbuf wb;		/* written through the holder's fd */
 	struct node *lnext, *lprev;	/* fs->locks[tid % ZKLFS_TID_BUCKETS] */
 };
 
@@ -116,6 +133,16 @@ struct zklfs {
 	struct dirowner **owners;	/* directories made through this mount */
 	size_t nowners;
 	struct dirlist *dirlists;	/* opened directories; fs->lock */
+	/* the holders' data (fs/wbuf.c) */
+	pthread_mutex_t wb_send;	/* held across taking data and sending it,
+					   so that sets go out in the order the
+					   data was taken: never an older one last */
+	struct node *dirty;		/* nodes with data to send; fs->lock */
+	struct wb_tick {		/* a zks_later() flush per session */
+		struct zklfs *fs;
+		struct zks *zks;
+		bool queued;		/* fs->lock */
+	} wb_ticks[ZKLFS_SESSIONS_MAX];
 };
 
 extern const struct fuse_lowlevel_ops zklfs_ops;
@@ -198,8 +225,6 @@ void zklfs_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
 		 mode_t mode, dev_t rdev);
 void zklfs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 void zklfs_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
-void zklfs_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
-		 off_t off, struct fuse_file_info *fi);
 void zklfs_poll(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 		struct fuse_pollhandle *ph);
 
@@ -254,6 +279,63 @@ bool zklfs_own_state(struct zklfs *fs, struct node *n, struct zkl_info *info);
 
 /* zklfs_node_path() - a malloc'ed copy of @n's znode path, or NULL. */
 char *zklfs_node_path(struct zklfs *fs, struct node *n);
+
+/* fs/wbuf.c: the holder's data, coalesced writes -------------------------- */
+
+/*
+ * A holder's write() and truncate change its data in memory and answer at
+ * once; the data goes to ZooKeeper as one setData of the latest bytes, at
+ * the next supervisor tick of the lock's session (zks_later()), at fsync,
+ * or at the give-back (close, LOCK_UN) before the entry's delete.  Every
+ * set goes on the lock's session, where the create and the delete go, so
+ * ZooKeeper does them in that order.  Taking, sending and answering:
+ * fs->wb_send, then fs->lock; completions take fs->lock alone.
+ */
+
+/* FUSE WRITE on the holder's descriptor.  FUSE thread. */
+void zklfs_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
+		 off_t off, struct fuse_file_info *fi);
+
+/*
+ * FUSE FSYNC: on the holder's descriptor, sends the data if not sent and
+ * answers once ZooKeeper has done every set sent so far: 0, or the error
+ * of one of them that no fsync reported yet (EIO: the entry is gone, the
+ * lock lost; EAGAIN: the connection was lost, the data is sent again at
+ * the next tick; else as zk_errno()).  FUSE thread.
+ */
+void zklfs_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
+		 struct fuse_file_info *fi);
+
+/*
+ * zklfs_wbuf_setsize() - SETATTR of the size (truncate, O_TRUNC) through
+ * @fi: on the holder's descriptor, the data is cut or zero-filled to @size
+ * and the attributes answered at once.  FUSE thread.
+ */
+void zklfs_wbuf_setsize(fuse_req_t req, struct node *n, off_t size,
+			struct fuse_file_info *fi);
+
+/*
+ * zklfs_wbuf_read() - while @n has data ZooKeeper has not answered for,
+ * READ is answered from it (what this mount wrote, it reads back).
+ * Return: true if @req was answered.  FUSE thread, without fs->lock.
+ */
+bool zklfs_wbuf_read(struct zklfs *fs, struct node *n, fuse_req_t req,
+		     size_t size, off_t off);
+
+/* zklfs_wbuf_attr() - the same for the size in @st.  Without fs->lock. */
+void zklfs_wbuf_attr(struct zklfs *fs, struct node *n, struct stat *st);
+
+/*
+ * zklfs_wbuf_close() - @n's holder lets its entry go (RELEASE, LOCK_UN):
+ * its unsent data is sent now, so call it before the delete (same
+ * session: the data is in ZooKeeper before the entry is deleted), and
+ * the data is forgotten.  FUSE thread, without fs->lock.
+ */
+void zklfs_wbuf_close(struct zklfs *fs, struct node *n);
+
+/* zklfs_wbuf_forget_locked() - @n is freed: off fs->dirty, and the sends
+ * in flight no longer name it.  Under fs->lock. */
+void zklfs_wbuf_forget_locked(struct zklfs *fs, struct node *n);
 
 /* fs/flock.c: flock(2) and fcntl(2) record locks on entries ------------- */
 

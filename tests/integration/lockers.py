@@ -190,6 +190,15 @@ while True:
             out("ok %d" % os.write(fd, data))
         elif c == "writelen":             # write N bytes of 'x'
             out("ok %d" % os.write(fd, b"x" * int(args[0])))
+        elif c == "writes":               # N writes of SIZE bytes from 0:
+            n, size = int(args[0]), int(args[1])  # chunk i is letter i % 26
+            os.lseek(fd, 0, os.SEEK_SET)
+            out("ok %d" % sum(os.write(fd, bytes([65 + i % 26]) * size)
+                              for i in range(n)))
+        elif c == "unlock":               # flock(LOCK_UN): give the lock back
+            import fcntl
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            out("ok")
         elif c == "seek":
             out("ok %d" % os.lseek(fd, int(args[0]), os.SEEK_SET))
         elif c == "read":

@@ -114,9 +114,10 @@ def waiting(lk):
 
 
 def round_trip(h, timeout, data=b"ping"):
-    """write() on the holder's descriptor (a ZooKeeper round trip) until it
-    succeeds; return (seconds taken, [errors seen on the way]). A write sent
-    while the connection is down may fail (EIO: its outcome is unknown)."""
+    """write() then fsync() on the holder's descriptor (a ZooKeeper round
+    trip: the data is sent at fsync at the latest) until both succeed;
+    return (seconds taken, [errors seen on the way]). An fsync while the
+    connection is down may fail (EAGAIN: the data is sent again)."""
     t0 = time.monotonic()
     errors = []
     while True:
@@ -126,7 +127,10 @@ def round_trip(h, timeout, data=b"ping"):
                                  % (timeout, errors))
         ans = h.cmd("write " + data.hex(), timeout=max(left, 0.1))
         if ans == "ok %d" % len(data):
-            return time.monotonic() - t0, errors
+            left = t0 + timeout - time.monotonic()
+            ans = h.cmd("fsync", timeout=max(left, 0.1))
+            if ans == "ok":
+                return time.monotonic() - t0, errors
         errors.append(ans)
         time.sleep(0.05)
 
@@ -836,6 +840,8 @@ def test_write_failing_during_outage_is_logged(mount, zk, zkc, request):
         % (timeout_ms // 1000, wans, what, new_lines()))
     assert lock_state(h) == "held"      # the lock was never lost
     # the next write goes through, whatever the outage did to the last one
+    # (at offset 0: one accepted above moved the descriptor's offset on)
+    h.ok("seek 0")
     round_trip(h, GRANT_TIMEOUT, b"after")
     wait_for(lambda: zkc.get_data(znode)[0] == b"after", GRANT_TIMEOUT,
              "the data written after the outage in ZooKeeper")

@@ -257,6 +257,7 @@ def test_entry_stat_times_are_the_znodes_creation_time(mount, zkc):
              "the clock to pass the entry's ctime")
     payload = b"addr=10.0.0.1:8080\n"
     assert h.ok("write " + payload.hex()) == str(len(payload))
+    h.ok("fsync")                   # sent at fsync at the latest
     zdata, zst = zkc.get_data(zl + "/" + h.entry)
     assert zdata == payload and zst.mtime > zst.ctime, (zdata, zst)
     for d in (d1, d2):
@@ -349,6 +350,7 @@ def test_holder_write_replaces_data(mount, zkc):
     first = b"addr=10.0.0.1:8080\n"
     assert h.ok("write " + first.hex()) == str(len(first))
     assert read_file(p1) == first
+    h.ok("fsync")                   # sent at fsync at the latest
     assert zkc.get_data(m1.zkpath("L/" + h.entry))[0] == first
     wait_for(lambda: h.entry in os.listdir(d2), 5, "entry on the other mount")
     wait_for(lambda: read_file(os.path.join(d2, h.entry)) == first, 5,
@@ -357,6 +359,7 @@ def test_holder_write_replaces_data(mount, zkc):
     h.ok("seek 0")
     assert h.ok("write " + b"x".hex()) == "1"
     assert read_file(p1) == b"x", "write() did not replace the data"
+    h.ok("fsync")
     assert zkc.get_data(m1.zkpath("L/" + h.entry))[0] == b"x"
 
 

@@ -1,0 +1,486 @@
+/*
+ * fs/wbuf.c - the holder's data: coalesced writes.
+ *
+ * A write() used to send the whole data written so far as a setData: 256
+ * writes of 1 KiB cost ZooKeeper's transaction log 32 MiB.  Now a write
+ * changes the node's buffer and answers; the latest buffer is sent once,
+ * at the first of: the next look of the lock's supervisor (zks_later(),
+ * within a tenth of the session timeout, at most 1 s), an fsync, or the
+ * give-back of the entry, just before its delete.
+ *
+ * Order.  Every set goes on the lock's session, where its create and its
+ * delete go: ZooKeeper does one session's requests in order, so the data
+ * is in ZooKeeper before the delete, and an fsync's exists after the sets
+ * before it is answered after them.  Between two senders (a tick on the
+ * supervisor, an fsync or a close on the FUSE thread), fs->wb_send is held
+ * from taking the data until it is sent, so no older data goes out last.
+ *
+ * Lifetime.  A send (struct wflight) copies the path and data it sends
+ * and names its node only while that node holds its entry: a give-back
+ * or the node's end sets f->n to NULL (fs->lock), and the completion
+ * then answers its fsync, if any, and frees it, touching no node.
+ */
+#include "fs/zklockfs.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "zk/errno.h"
+#include "zk/log.h"
+
+/* One setData (or, for an fsync with nothing to send, an exists). */
+struct wflight {
+	struct zklfs *fs;
+	struct node *n;			/* NULL once n let its entry go; fs->lock */
+	struct wflight *next;		/* n->wb.flights; fs->lock */
+	struct wflight *batch;		/* a tick's list of sends to make */
+	struct zks *zks;
+	fuse_req_t req;			/* an FSYNC to answer, or NULL */
+	bool barrier;			/* exists: only to follow the sets */
+	char *path;
+	char *data;			/* freed once the client copied it */
+	int len;
+};
+
+static void flight_free(struct wflight *f)
+{
+	free(f->path);
+	free(f->data);
+	free(f);
+}
+
+/* Mark @n dirty.  Return: true if a tick must be asked for (wb_schedule()). */
+static bool dirty_locked(struct zklfs *fs, struct node *n)
+{
+	struct wb_tick *t = &fs->wb_ticks[n->wb.zks - fs->pool.zks];
+
+	if (!n->wb.dirty) {
+		n->wb.dirty = true;
+		n->wb.dprev = NULL;
+		n->wb.dnext = fs->dirty;
+		if (fs->dirty)
+			fs->dirty->wb.dprev = n;
+		fs->dirty = n;
+	}
+	if (t->queued)
+		return false;
+	t->fs = fs;
+	t->zks = n->wb.zks;
+	t->queued = true;
+	return true;
+}
+
+static void undirty_locked(struct zklfs *fs, struct node *n)
+{
+	if (!n->wb.dirty)
+		return;
+	if (n->wb.dprev)
+		n->wb.dprev->wb.dnext = n->wb.dnext;
+	else
+		fs->dirty = n->wb.dnext;
+	if (n->wb.dnext)
+		n->wb.dnext->wb.dprev = n->wb.dprev;
+	n->wb.dnext = n->wb.dprev = NULL;
+	n->wb.dirty = false;
+}
+
+/* The sends in flight about @n no longer name it. */
+static void detach_locked(struct node *n)
+{
+	for (struct wflight *f = n->wb.flights; f; f = f->next)
+		f->n = NULL;
+	n->wb.flights = NULL;
+}
+
+static void unlink_flight_locked(struct wflight *f)
+{
+	struct wflight **pp;
+
+	if (!f->n)
+		return;
+	for (pp = &f->n->wb.flights; *pp; pp = &(*pp)->next)
+		if (*pp == f) {
+			*pp = f->next;
+			break;
+		}
+	f->n = NULL;
+}
+
+/* Does @n hold its entry, so that its data has somewhere to go? */
+static bool holds_locked(const struct node *n)
+{
+	return n->granted && n->path && !n->lost;
+}
+
+/*
+ * A send of @n's latest data (or with @barrier an exists), for @req if not
+ * NULL: the data taken (no longer dirty).  Return: NULL on ENOMEM (still
+ * dirty).
+ */
+static struct wflight *take_locked(struct zklfs *fs, struct node *n,
+				   fuse_req_t req, bool barrier)
+{
+	struct wflight *f = calloc(1, sizeof(*f));
+
+	if (!f)
+		return NULL;
+	f->path = strdup(n->path);
+	if (!barrier)
+		f->data = malloc(n->wb.len ? n->wb.len : 1);
+	if (!f->path || (!barrier && !f->data)) {
+		flight_free(f);
+		return NULL;
+	}
+	if (!barrier) {
+		memcpy(f->data, n->wb.buf, n->wb.len);
+		f->len = (int)n->wb.len;
+		undirty_locked(fs, n);
+	}
+	f->fs = fs;
+	f->n = n;
+	f->zks = n->wb.zks;
+	f->req = req;
+	f->barrier = barrier;
+	f->next = n->wb.flights;
+	n->wb.flights = f;
+	return f;
+}
+
+static void wb_tick_run(void *arg, bool go);
+
+/* Ask for a tick of @zks (dirty_locked() said so).  Without fs->lock. */
+static void wb_schedule(struct zklfs *fs, struct zks *zks)
+{
+	struct wb_tick *t = &fs->wb_ticks[zks - fs->pool.zks];
+
+	if (zks_later(zks, wb_tick_run, t) == 0)
+		return;
+	/* closing: the data goes at fsync or close, or with the session */
+	pthread_mutex_lock(&fs->lock);
+	t->queued = false;
+	pthread_mutex_unlock(&fs->lock);
+}
+
+/* The errno of a failed set or exists on the holder's entry. */
+static int flight_errno(int rc)
+{
+	if (rc == ZNONODE)
+		return EIO;		/* the entry is gone: the lock is lost */
+	if (zk_rc_transient(rc))
+		return EAGAIN;		/* may be held still: sent again */
+	return -zk_errno(rc);
+}
+
+/* ZooKeeper's answer, on its completion thread (or at once if not sent). */
+static void flight_done(int rc, const struct Stat *zs, const void *data)
+{
+	struct wflight *f = (struct wflight *)data;
+	struct zklfs *fs = f->fs;
+	struct node *n;
+	bool sched = false, log = true;
+	struct zks *zks = f->zks;
+	int err = rc == ZOK ? 0 : flight_errno(rc);
+
+	(void)zs;
+	pthread_mutex_lock(&fs->lock);
+	n = f->n;
+	unlink_flight_locked(f);
+	if (n && err == EAGAIN && !f->barrier) {
+		/* the latest data (never older) is sent again at the next tick */
+		log = !n->wb.retrying;
+		n->wb.retrying = true;
+		if (holds_locked(n))
+			sched = dirty_locked(fs, n);
+	} else if (n && err) {
+		if (!f->req && !n->wb.err)
+			n->wb.err = -err;	/* for the next fsync */
+	} else if (n && !f->barrier) {
+		n->wb.retrying = false;
+	}
+	if (f->req && !err && n) {
+		err = -n->wb.err;	/* an earlier send's, not yet reported */
+		n->wb.err = 0;
+	}
+	pthread_mutex_unlock(&fs->lock);
+	/* a call site per cause: the log's rate limit is per call site */
+	if (rc != ZOK && log && f->req)
+		zkl_log(LOG_WARNING, "fsync of %s: %s", f->path, zerror(rc));
+	else if (rc != ZOK && log && err == EAGAIN)
+		zkl_log(LOG_WARNING, "write to %s: %s; sent again at the next tick",
+			f->path, zerror(rc));
+	else if (rc != ZOK && log)
+		zkl_log(LOG_WARNING, "write to %s refused: %s; the next fsync reports it",
+			f->path, zerror(rc));
+	if (sched)
+		wb_schedule(fs, zks);
+	if (f->req)
+		fuse_reply_err(f->req, err);
+	flight_free(f);
+}
+
+/* Send @f.  The client copies the data before it returns, and f may be
+ * answered (and freed) before that: the data is ours to free here. */
+static void flight_send(struct wflight *f)
+{
+	char *data = f->data;
+	int rc;
+
+	f->data = NULL;
+	if (f->barrier)
+		rc = zks_aexists(f->zks, f->path, flight_done, f);
+	else
+		rc = zks_aset(f->zks, f->path, data, f->len, flight_done, f);
+	free(data);
+	if (rc != ZOK)
+		flight_done(rc, NULL, f);
+}
+
+/*
+ * The supervisor's look (zks_later()): send the data of every dirty node
+ * of this session.  With !@go the session closes: its entries go with it.
+ */
+static void wb_tick_run(void *arg, bool go)
+{
+	struct wb_tick *t = arg;
+	struct zklfs *fs = t->fs;
+	struct wflight *batch = NULL, *f;
+	struct node *n, *next;
+	bool again = false;
+
+	if (!go) {
+		pthread_mutex_lock(&fs->lock);
+		t->queued = false;
+		pthread_mutex_unlock(&fs->lock);
+		return;
+	}
+	pthread_mutex_lock(&fs->wb_send);
+	pthread_mutex_lock(&fs->lock);
+	t->queued = false;
+	for (n = fs->dirty; n; n = next) {
+		next = n->wb.dnext;
+		if (n->wb.zks != t->zks)
+			continue;
+		if (!holds_locked(n)) {
+			undirty_locked(fs, n);	/* lost or given back: nowhere to go */
+			continue;
+		}
+		f = take_locked(fs, n, NULL, false);
+		if (!f) {
+			again = true;		/* ENOMEM: at the next look */
+			continue;
+		}
+		f->batch = batch;
+		batch = f;
+	}
+	if (again)
+		t->queued = true;
+	pthread_mutex_unlock(&fs->lock);
+	while (batch) {
+		f = batch;
+		batch = f->batch;
+		flight_send(f);
+	}
+	pthread_mutex_unlock(&fs->wb_send);
+	if (again)
+		wb_schedule(fs, t->zks);
+}
+
+/*
+ * write() on the holder's descriptor replaces its entry's data: a write at
+ * offset 0 starts it afresh, a write further on continues it as in a file
+ * (the kernel splits one large write(2) into several).
+ */
+void zklfs_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
+		 off_t off, struct fuse_file_info *fi)
+{
+	struct zklfs *fs = fuse_req_userdata(req);
+	struct node *n = node_of(fs, ino);
+	size_t end = (size_t)off + size, len;
+	struct zks *zks;
+	bool sched;
+	char *nb;
+
+	if (fi->fh != FH_HOLDER)
+		return (void)fuse_reply_err(req, EACCES);
+	if (zklfs_holder_lost(fs, n, fi))
+		return (void)fuse_reply_err(req, EIO);
+	if (zklfs_holder_idle(fs, n, fi))
+		return (void)fuse_reply_err(req, ENOLCK);
+	if (off < 0 || end > ZKLFS_DATA_MAX) {
+		zkl_log(LOG_NOTICE, "write of %zu bytes at %lld refused: entries hold at most %d bytes",
+			size, (long long)off, ZKLFS_DATA_MAX);
+		return (void)fuse_reply_err(req, EFBIG);
+	}
+	zks = zklfs_session(fs, n->dir);	/* n->dir never changes */
+	pthread_mutex_lock(&fs->lock);
+	len = off == 0 ? 0 : n->wb.len;		/* a write at the start replaces */
+	nb = realloc(n->wb.buf, end > len ? end : len ? len : 1);
+	if (!nb) {
+		pthread_mutex_unlock(&fs->lock);
+		return (void)fuse_reply_err(req, ENOMEM);
+	}
+	if ((size_t)off > len)
+		memset(nb + len, 0, (size_t)off - len);
+	memcpy(nb + off, buf, size);
+	n->wb.buf = nb;
+	n->wb.len = end > len ? end : len;
+	n->wb.zks = zks;
+	sched = dirty_locked(fs, n);
+	pthread_mutex_unlock(&fs->lock);
+	if (sched)
+		wb_schedule(fs, zks);
+	fuse_reply_write(req, size);
+}
+
+void zklfs_wbuf_setsize(fuse_req_t req, struct node *n, off_t size,
+			struct fuse_file_info *fi)
+{
+	struct zklfs *fs = n->fs;
+	struct zks *zks;
+	struct stat st;
+	size_t len = (size_t)size;
+	bool sched;
+	char *nb;
+
+	if (n->type == NODE_DIR)
+		return (void)fuse_reply_err(req, EISDIR);
+	if (!fi || fi->fh != FH_HOLDER) {
+		zkl_log(LOG_NOTICE, "truncate of an entry refused: not the holder's descriptor");
+		return (void)fuse_reply_err(req, EACCES);
+	}
+	if (zklfs_holder_lost(fs, n, fi))
+		return (void)fuse_reply_err(req, EIO);
+	if (zklfs_holder_idle(fs, n, fi))
+		return (void)fuse_reply_err(req, ENOLCK);
+	if (size < 0)
+		return (void)fuse_reply_err(req, EINVAL);
+	if (size > ZKLFS_DATA_MAX)
+		return (void)fuse_reply_err(req, EFBIG);
+	zks = zklfs_session(fs, n->dir);
+	pthread_mutex_lock(&fs->lock);
+	nb = realloc(n->wb.buf, len ? len : 1);
+	if (!nb) {
+		pthread_mutex_unlock(&fs->lock);
+		return (void)fuse_reply_err(req, ENOMEM);
+	}
+	if (len > n->wb.len)
+		memset(nb + n->wb.len, 0, len - n->wb.len);
+	n->wb.buf = nb;
+	n->wb.len = len;
+	n->wb.zks = zks;
+	sched = dirty_locked(fs, n);
+	pthread_mutex_unlock(&fs->lock);
+	if (sched)
+		wb_schedule(fs, zks);
+	/* ours, held: what stat would say once sent, owner the opener */
+	zklfs_pending_attr(fs, &st, n);
+	st.st_size = size;
+	st.st_blocks = (size + 511) / 512;
+	fuse_reply_attr(req, &st, 0.0);
+}
+
+void zklfs_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
+		 struct fuse_file_info *fi)
+{
+	struct zklfs *fs = fuse_req_userdata(req);
+	struct node *n = node_of(fs, ino);
+	struct wflight *f = NULL;
+	int err = 0;
+
+	(void)datasync;
+	if (!fi || fi->fh != FH_HOLDER)
+		return (void)fuse_reply_err(req, 0);	/* nothing of ours to send */
+	if (zklfs_holder_lost(fs, n, fi))
+		return (void)fuse_reply_err(req, EIO);
+	pthread_mutex_lock(&fs->wb_send);
+	pthread_mutex_lock(&fs->lock);
+	if (n->lost) {
+		err = -EIO;		/* lost since the look above */
+	} else if (!holds_locked(n)) {
+		err = 0;		/* given back (LOCK_UN): nothing held */
+	} else if (n->wb.dirty || n->wb.flights) {
+		/* with sets in flight only, an exists behind them, in order */
+		f = take_locked(fs, n, req, !n->wb.dirty);
+		err = f ? 0 : -ENOMEM;
+	} else {
+		err = n->wb.err;	/* every set answered: any error is known */
+		n->wb.err = 0;
+	}
+	pthread_mutex_unlock(&fs->lock);
+	if (f)
+		flight_send(f);
+	pthread_mutex_unlock(&fs->wb_send);
+	if (!f)
+		fuse_reply_err(req, -err);
+}
+
+bool zklfs_wbuf_read(struct zklfs *fs, struct node *n, fuse_req_t req,
+		     size_t size, off_t off)
+{
+	char *copy = NULL;
+	size_t len = 0;
+
+	pthread_mutex_lock(&fs->lock);
+	if (!n->wb.dirty && !n->wb.flights) {
+		pthread_mutex_unlock(&fs->lock);
+		return false;		/* ZooKeeper has it: ask there */
+	}
+	if (off >= 0 && (size_t)off < n->wb.len) {
+		len = n->wb.len - (size_t)off < size ? n->wb.len - (size_t)off : size;
+		copy = malloc(len);
+		if (copy)
+			memcpy(copy, n->wb.buf + off, len);
+	}
+	pthread_mutex_unlock(&fs->lock);
+	if (len && !copy)
+		fuse_reply_err(req, ENOMEM);
+	else
+		fuse_reply_buf(req, copy, len);
+	free(copy);
+	return true;
+}
+
+void zklfs_wbuf_attr(struct zklfs *fs, struct node *n, struct stat *st)
+{
+	pthread_mutex_lock(&fs->lock);
+	if (n->wb.dirty || n->wb.flights) {
+		st->st_size = (off_t)n->wb.len;
+		st->st_blocks = (st->st_size + 511) / 512;
+	}
+	pthread_mutex_unlock(&fs->lock);
+}
+
+void zklfs_wbuf_close(struct zklfs *fs, struct node *n)
+{
+	struct wflight *f = NULL;
+	bool lost = false;
+
+	pthread_mutex_lock(&fs->wb_send);
+	pthread_mutex_lock(&fs->lock);
+	if (n->wb.dirty && holds_locked(n)) {
+		f = take_locked(fs, n, NULL, false);
+		lost = !f;
+	}
+	undirty_locked(fs, n);
+	detach_locked(n);		/* nobody left to tell how they went */
+	free(n->wb.buf);
+	n->wb.buf = NULL;
+	n->wb.len = 0;			/* a new entry starts with new data */
+	n->wb.err = 0;
+	n->wb.retrying = false;
+	pthread_mutex_unlock(&fs->lock);
+	if (f)
+		flight_send(f);
+	pthread_mutex_unlock(&fs->wb_send);
+	if (lost)
+		zkl_log(LOG_WARNING, "the last data written to %s in %s not sent: out of memory",
+			n->name, n->dir);
+}
+
+void zklfs_wbuf_forget_locked(struct zklfs *fs, struct node *n)
+{
+	undirty_locked(fs, n);
+	detach_locked(n);
+}
