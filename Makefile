@@ -12,7 +12,7 @@ BUILD   ?= build
 FUSE_CFLAGS = $(shell pkg-config --cflags fuse3 2>/dev/null)
 FUSE_LIBS   = $(shell pkg-config --libs fuse3 2>/dev/null || echo -lfuse3)
 
-WARN     = -std=c11 -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes
+WARN     = -std=c11 -Wpedantic -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes
 CPPFLAGS = -I. -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 -DTHREADED $(FUSE_CFLAGS)
 CFLAGS  ?= -O2 -g
 LDLIBS   = $(FUSE_LIBS) -lzookeeper_mt -lpthread

@@ -81,21 +81,30 @@ static void lock_op(fuse_req_t req, struct node *n, int op, bool nb)
 		 * has nothing to give back meanwhile (as with a local flock,
 		 * the waiting request goes on).
 		 */
-		if (op == LOCK_UN)
-			return (void)fuse_reply_err(req, 0);
+		if (op == LOCK_UN) {
+			fuse_reply_err(req, 0);
+			return;
+		}
 		zkl_log(LOG_NOTICE, "lock request on a descriptor that already waits: %s",
 			nb ? "EAGAIN" : "EDEADLK");
-		return (void)fuse_reply_err(req, nb ? EAGAIN : EDEADLK);
+		fuse_reply_err(req, nb ? EAGAIN : EDEADLK);
+		return;
 	}
-	if (op != LOCK_UN && holds)
-		return (void)fuse_reply_err(req, 0);
+	if (op != LOCK_UN && holds) {
+		fuse_reply_err(req, 0);
+		return;
+	}
 	/* refused before the entry is given back, not after */
-	if (op != LOCK_UN && zklfs_lock_deadlocks(req, n))
-		return (void)fuse_reply_err(req, EDEADLK);
+	if (op != LOCK_UN && zklfs_lock_deadlocks(req, n)) {
+		fuse_reply_err(req, EDEADLK);
+		return;
+	}
 	if (has)
 		zklfs_lock_giveback(fs, n);
-	if (op == LOCK_UN)
-		return (void)fuse_reply_err(req, 0);
+	if (op == LOCK_UN) {
+		fuse_reply_err(req, 0);
+		return;
+	}
 	zklfs_lock_request(req, n, want, nb ? ZKL_NONBLOCK : 0);
 }
 
@@ -112,8 +121,10 @@ void zklfs_flock(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 	struct zklfs *fs = fuse_req_userdata(req);
 	struct node *n = node_of(fs, ino);
 
-	if (!holder_fd(n, fi))
-		return refuse(req, ENOLCK, "only the descriptor that took an entry locks it");
+	if (!holder_fd(n, fi)) {
+		refuse(req, ENOLCK, "only the descriptor that took an entry locks it");
+		return;
+	}
 	lock_op(req, n, op & (LOCK_SH | LOCK_EX | LOCK_UN), op & LOCK_NB);
 }
 
@@ -125,10 +136,14 @@ void zklfs_setlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 	int op = lock->l_type == F_WRLCK ? LOCK_EX :
 		 lock->l_type == F_RDLCK ? LOCK_SH : LOCK_UN;
 
-	if (!whole_file(lock))
-		return refuse(req, EINVAL, "a record lock on part of an entry");
-	if (!holder_fd(n, fi))
-		return refuse(req, ENOLCK, "only the descriptor that took an entry locks it");
+	if (!whole_file(lock)) {
+		refuse(req, EINVAL, "a record lock on part of an entry");
+		return;
+	}
+	if (!holder_fd(n, fi)) {
+		refuse(req, ENOLCK, "only the descriptor that took an entry locks it");
+		return;
+	}
 	lock_op(req, n, op, !sleep);
 }
 
@@ -217,10 +232,14 @@ static void getlk_data_done(int rc, const char *value, int len,
 	long pid;
 
 	(void)zs;
-	if (rc == ZNONODE)		/* it went meanwhile: report it anyway */
-		return getlk_reply(op, ZOK);
-	if (rc != ZOK)
-		return getlk_reply(op, rc);
+	if (rc == ZNONODE) {		/* it went meanwhile: report it anyway */
+		getlk_reply(op, ZOK);
+		return;
+	}
+	if (rc != ZOK) {
+		getlk_reply(op, rc);
+		return;
+	}
 	if (data_line(value, len, "host=", host, sizeof(host)) &&
 	    strcmp(host, op->fs->host) == 0 &&
 	    data_line(value, len, "pid=", num, sizeof(num))) {
@@ -240,18 +259,23 @@ static void getlk_children_done(int rc, const struct String_vector *sv,
 	char *path;
 	size_t n;
 
-	if (rc != ZOK)
-		return getlk_reply(op, rc);
+	if (rc != ZOK) {
+		getlk_reply(op, rc);
+		return;
+	}
 	kids = zkl_parse_children(sv->data, sv->count, &n);
-	if (!kids)
-		return getlk_reply(op, ZSYSTEMERROR);
+	if (!kids) {
+		getlk_reply(op, ZSYSTEMERROR);
+		return;
+	}
 	b = zkl_blocker(kids, n, op->kind, op->has_own, op->own);
 	memset(&op->lk, 0, sizeof(op->lk));
 	op->lk.l_whence = SEEK_SET;
 	op->lk.l_type = F_UNLCK;
 	if (!b) {
 		free(kids);
-		return getlk_reply(op, ZOK);
+		getlk_reply(op, ZOK);
+		return;
 	}
 	op->lk.l_type = b->kind == ZKL_SHARED ? F_RDLCK : F_WRLCK;
 	path = zkn_join(op->dir, b->name);
@@ -280,10 +304,14 @@ void zklfs_getlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 	bool held;
 	char *dir;
 
-	if (!whole_file(lock))
-		return refuse(req, EINVAL, "a record lock on part of an entry");
-	if (n->type == NODE_DIR)
-		return refuse(req, ENOLCK, "a directory holds no lock entry");
+	if (!whole_file(lock)) {
+		refuse(req, EINVAL, "a record lock on part of an entry");
+		return;
+	}
+	if (n->type == NODE_DIR) {
+		refuse(req, ENOLCK, "a directory holds no lock entry");
+		return;
+	}
 	kind = lock->l_type == F_WRLCK ? ZKL_EXCLUSIVE : ZKL_SHARED;
 	op = calloc(1, sizeof(*op));
 	pthread_mutex_lock(&fs->lock);
@@ -301,12 +329,14 @@ void zklfs_getlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 		memset(lock, 0, sizeof(*lock));
 		lock->l_type = F_UNLCK;
 		lock->l_whence = SEEK_SET;
-		return (void)fuse_reply_lock(req, lock);
+		fuse_reply_lock(req, lock);
+		return;
 	}
 	if (!op || !dir) {
 		free(op);
 		free(dir);
-		return (void)fuse_reply_err(req, ENOMEM);
+		fuse_reply_err(req, ENOMEM);
+		return;
 	}
 	op->fs = fs;
 	op->req = req;

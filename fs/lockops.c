@@ -36,13 +36,15 @@ void zklfs_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
 	(void)rdev;
 	if (!S_ISREG(mode)) {
 		zkl_log(LOG_NOTICE, "mknod '%s' refused: only regular files are lock entries", name);
-		return (void)fuse_reply_err(req, EPERM);
+		fuse_reply_err(req, EPERM);
+		return;
 	}
 	/* the longer marker decides, as OPEN has not told the kind yet */
 	err = zkn_check_entry_name(name, fs->conf->naming, ZKL_SHARED);
 	if (err) {
 		zkl_log(LOG_NOTICE, "lock name '%.64s' refused: %s", name, strerror(-err));
-		return (void)fuse_reply_err(req, -err);
+		fuse_reply_err(req, -err);
+		return;
 	}
 	lsc_busy(fs, p->path);
 	pthread_mutex_lock(&fs->lock);
@@ -50,8 +52,10 @@ void zklfs_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
 	if (n)
 		n->uid = fuse_req_ctx(req)->uid;
 	pthread_mutex_unlock(&fs->lock);
-	if (!n)
-		return (void)fuse_reply_err(req, ENOMEM);
+	if (!n) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
 	memset(&e, 0, sizeof(e));
 	e.ino = n->ino;
 	zklfs_pending_attr(fs, &e.attr, n);
@@ -169,8 +173,10 @@ static void lock_answer(struct zklfs *fs, struct node *n, fuse_req_t req,
 		node_hash_locked(fs, n);
 	fi = n->fi;
 	pthread_mutex_unlock(&fs->lock);
-	if (lockreq)
-		return (void)fuse_reply_err(req, 0);
+	if (lockreq) {
+		fuse_reply_err(req, 0);
+		return;
+	}
 	fi.fh = FH_HOLDER;
 	fi.direct_io = 1;
 	fi.keep_cache = 0;
@@ -297,8 +303,10 @@ static void lock_enqueue(fuse_req_t req, struct node *n, enum zkl_kind kind,
 	unsigned long long start;
 	pid_t pid;
 
-	if (zklfs_lock_deadlocks(req, n))
-		return (void)fuse_reply_err(req, EDEADLK);
+	if (zklfs_lock_deadlocks(req, n)) {
+		fuse_reply_err(req, EDEADLK);
+		return;
+	}
 	/* while the thread waits in @req its id is its own: read it now */
 	start = ctx->pid ? thread_start(ctx->pid) : 0;
 	pid = thread_group(ctx->pid);
@@ -323,7 +331,8 @@ static void lock_enqueue(fuse_req_t req, struct node *n, enum zkl_kind kind,
 		n->inflight = false;
 		pthread_mutex_unlock(&fs->lock);
 		zkl_log(LOG_WARNING, "lock '%s' in %s: %s", n->name, n->dir, strerror(-err));
-		return (void)fuse_reply_err(req, -err);
+		fuse_reply_err(req, -err);
+		return;
 	}
 	pthread_mutex_lock(&fs->lock);
 	n->w = w;
@@ -390,17 +399,22 @@ void zklfs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	struct node *n = node_of(fs, ino);
 	bool lock = false;
 
-	if (n->type == NODE_DIR)
-		return (void)fuse_reply_err(req, EISDIR);
+	if (n->type == NODE_DIR) {
+		fuse_reply_err(req, EISDIR);
+		return;
+	}
 	pthread_mutex_lock(&fs->lock);
 	if (n->type == NODE_PENDING && !n->opened)
 		lock = n->opened = true;
 	pthread_mutex_unlock(&fs->lock);
-	if (lock)
-		return lock_open(req, n, fi);
+	if (lock) {
+		lock_open(req, n, fi);
+		return;
+	}
 	if ((fi->flags & O_ACCMODE) != O_RDONLY) {
 		zkl_log(LOG_NOTICE, "open for writing refused: only the holder's descriptor writes its entry");
-		return (void)fuse_reply_err(req, EACCES);
+		fuse_reply_err(req, EACCES);
+		return;
 	}
 	fi->fh = FH_PLAIN;
 	fi->direct_io = 1;

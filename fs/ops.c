@@ -112,7 +112,8 @@ static void zop_resend(void *arg, bool go)
 
 	if (!go) {
 		op->send = NULL;	/* the mount is going */
-		return zop_fail(op, ZCLOSING);
+		zop_fail(op, ZCLOSING);
+		return;
 	}
 	zop_started(op, op->send(op));
 }
@@ -167,8 +168,10 @@ static void lookup_done(int rc, const char *value, int len,
 	(void)value, (void)len;
 	if (rc == ZBADARGUMENTS)
 		rc = ZNONODE;		/* a name ZooKeeper cannot hold: none such */
-	if (rc != ZOK)
-		return zop_fail(op, rc);
+	if (rc != ZOK) {
+		zop_fail(op, rc);
+		return;
+	}
 	pthread_mutex_lock(&op->fs->lock);
 	n = node_lookup_locked(op->fs, op->path, zs->ephemeralOwner ? NODE_FILE : NODE_DIR);
 	pthread_mutex_unlock(&op->fs->lock);
@@ -194,12 +197,16 @@ static void lookup_list_done(int rc, const struct String_vector *sv,
 	struct zop *op = (struct zop *)data;
 	const char *name = zkn_base(op->path);
 
-	if (rc != ZOK)
-		return zop_fail(op, rc);
+	if (rc != ZOK) {
+		zop_fail(op, rc);
+		return;
+	}
 	lsc_fill(op->fs, op->node->path, sv->data, sv->count);
 	for (int i = 0; i < sv->count; i++)
-		if (strcmp(sv->data[i], name) == 0)
-			return zop_send(op, op->zks, lookup_send);
+		if (strcmp(sv->data[i], name) == 0) {
+			zop_send(op, op->zks, lookup_send);
+			return;
+		}
 	zop_fail(op, ZNONODE);
 }
 
@@ -218,27 +225,37 @@ static void zklfs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	if (strlen(name) > ZKN_NAME_MAX) {
 		zkl_log(LOG_NOTICE, "name of %zu bytes refused: at most %d",
 			strlen(name), ZKN_NAME_MAX);
-		return (void)fuse_reply_err(req, ENAMETOOLONG);
+		fuse_reply_err(req, ENAMETOOLONG);
+		return;
 	}
-	if (p->type != NODE_DIR)
-		return (void)fuse_reply_err(req, ENOTDIR);
+	if (p->type != NODE_DIR) {
+		fuse_reply_err(req, ENOTDIR);
+		return;
+	}
 	/* the kernel looks a name up before its MKDIR or MKNOD: refused
 	 * here, no directory or entry is made past the bounds */
 	if (zklfs_path_check(fs->root.path, p->path, name)) {
 		zkl_log(LOG_NOTICE, "path refused: longer than %d bytes or deeper "
 			"than %d levels below ROOT", ZKLFS_PATH_MAX, ZKLFS_DEPTH_MAX);
-		return (void)fuse_reply_err(req, ENAMETOOLONG);
+		fuse_reply_err(req, ENAMETOOLONG);
+		return;
 	}
-	if (zklfs_hidden(fs, p->path, name))
-		return (void)fuse_reply_err(req, ENOENT);
+	if (zklfs_hidden(fs, p->path, name)) {
+		fuse_reply_err(req, ENOENT);
+		return;
+	}
 	op = zop_new(req, p, zkn_join(p->path, name));
-	if (!op)
-		return (void)fuse_reply_err(req, ENOMEM);
+	if (!op) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
 	switch (zkn_parse(name, &c) ? LSC_UNKNOWN : lsc_lookup(fs, p->path, name)) {
 	case LSC_ABSENT:
-		return zop_fail(op, ZNONODE);
+		zop_fail(op, ZNONODE);
+		return;
 	case LSC_STALE:
-		return zop_send(op, zklfs_session(fs, p->path), lookup_list_send);
+		zop_send(op, zklfs_session(fs, p->path), lookup_list_send);
+		return;
 	default:
 		break;
 	}
@@ -272,8 +289,10 @@ static void getattr_done(int rc, const char *value, int len,
 	struct stat st;
 
 	(void)value, (void)len;
-	if (rc != ZOK)
-		return zop_fail(op, rc);
+	if (rc != ZOK) {
+		zop_fail(op, rc);
+		return;
+	}
 	zklfs_fill_attr(op->fs, &st, op->node->ino, op->type, zs,
 			zklfs_owner(op->fs, op->path, op->type, zs));
 	zklfs_wbuf_attr(op->fs, op->node, &st);	/* written, not yet sent */
@@ -299,11 +318,14 @@ static void zklfs_getattr(fuse_req_t req, fuse_ino_t ino,
 		struct stat st;
 
 		zklfs_pending_attr(fs, &st, n);
-		return (void)fuse_reply_attr(req, &st, 0.0);
+		fuse_reply_attr(req, &st, 0.0);
+		return;
 	}
 	op = zop_new(req, n, path);
-	if (!op)
-		return (void)fuse_reply_err(req, ENOMEM);
+	if (!op) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
 	op->type = n->type == NODE_DIR ? NODE_DIR : NODE_FILE;
 	zop_send(op, zklfs_session_of(fs, op->path, n->type == NODE_DIR), getattr_send);
 }
@@ -325,12 +347,15 @@ static void zklfs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 	struct zklfs *fs = fs_of(req);
 
 	if (!(to_set & FUSE_SET_ATTR_SIZE)) {
-		if (!(to_set & SET_ATTR_REFUSED))
-			return zklfs_getattr(req, ino, fi);
+		if (!(to_set & SET_ATTR_REFUSED)) {
+			zklfs_getattr(req, ino, fi);
+			return;
+		}
 		zkl_log(LOG_NOTICE, "%s refused: modes, owners and times are fixed",
 			to_set & FUSE_SET_ATTR_MODE ? "chmod" :
 			to_set & (FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID) ? "chown" : "utimes");
-		return (void)fuse_reply_err(req, EPERM);
+		fuse_reply_err(req, EPERM);
+		return;
 	}
 	zklfs_wbuf_setsize(req, node_of(fs, ino), attr->st_size, fi);
 }
@@ -452,8 +477,10 @@ static void opendir_done(int rc, const struct String_vector *sv, const void *dat
 	struct dirlist *dl;
 	struct zks *zs;
 
-	if (rc != ZOK)
-		return zop_fail(op, rc);
+	if (rc != ZOK) {
+		zop_fail(op, rc);
+		return;
+	}
 	zs = zklfs_session(op->fs, op->path);
 	dl = calloc(1, sizeof(*dl));
 	if (dl)
@@ -461,7 +488,8 @@ static void opendir_done(int rc, const struct String_vector *sv, const void *dat
 	if (!dl || !dl->e) {
 		free(dl);
 		fuse_reply_err(op->req, ENOMEM);
-		return zop_free(op);
+		zop_free(op);
+		return;
 	}
 	pthread_mutex_init(&dl->lock, NULL);
 	op->dl = dl;
@@ -517,8 +545,10 @@ static void zklfs_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info 
 	struct node *n = node_of(fs, ino);
 	struct zop *op = zop_new(req, n, zklfs_node_path(fs, n));
 
-	if (!op)
-		return (void)fuse_reply_err(req, ENOMEM);
+	if (!op) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
 	op->fi = *fi;
 	zop_send(op, zklfs_session(fs, op->path), opendir_send);
 }
@@ -531,8 +561,10 @@ static void zklfs_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off
 	size_t used = 0;
 
 	(void)ino;
-	if (!buf)
-		return (void)fuse_reply_err(req, ENOMEM);
+	if (!buf) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
 	for (size_t i = (size_t)off; i < dl->n + 2; i++) {
 		struct stat st = { .st_ino = 1 };
 		const char *name;
@@ -581,8 +613,10 @@ static void mkdir_done(int rc, const char *path, const struct Stat *zs,
 	zklfs_ns_changed(op->fs, op->path);
 	if (rc == ZNOCHILDRENFOREPHEMERALS)
 		rc = ZNONODE;
-	if (rc != ZOK)
-		return zop_fail(op, rc);
+	if (rc != ZOK) {
+		zop_fail(op, rc);
+		return;
+	}
 	zklfs_dir_made(op->fs, op->path, zs->czxid, op->uid);
 	pthread_mutex_lock(&op->fs->lock);
 	n = node_lookup_locked(op->fs, op->path, NODE_DIR);
@@ -609,11 +643,14 @@ static void zklfs_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
 		err = -EEXIST;
 	if (err) {
 		zkl_log(LOG_NOTICE, "mkdir '%s': %s", name, strerror(-err));
-		return (void)fuse_reply_err(req, -err);
+		fuse_reply_err(req, -err);
+		return;
 	}
 	op = zop_new(req, p, zkn_join(p->path, name));
-	if (!op)
-		return (void)fuse_reply_err(req, ENOMEM);
+	if (!op) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
 	/* on the new directory's own session: its entries will be made there */
 	zop_started(op, zks_acreate(zklfs_session(fs, op->path), op->path, NULL, -1, 0,
 				    mkdir_done, op, NULL));
@@ -623,8 +660,10 @@ static void delete_done(int rc, const void *data)
 {
 	struct zop *op = (struct zop *)data;
 
-	if (rc != ZOK)
-		return zop_fail(op, rc);
+	if (rc != ZOK) {
+		zop_fail(op, rc);
+		return;
+	}
 	lsc_forget(op->fs, op->node->path);
 	pthread_mutex_lock(&op->fs->lock);
 	node_unhash_path_locked(op->fs, op->path);
@@ -664,10 +703,14 @@ static void rmdir_got(int rc, const struct Stat *zs, const void *data)
 {
 	struct zop *op = (struct zop *)data;
 
-	if (rc != ZOK)
-		return zop_fail(op, rc);
-	if (zs->ephemeralOwner != 0)
-		return zop_fail(op, ZNOCHILDRENFOREPHEMERALS);	/* ENOTDIR */
+	if (rc != ZOK) {
+		zop_fail(op, rc);
+		return;
+	}
+	if (zs->ephemeralOwner != 0) {
+		zop_fail(op, ZNOCHILDRENFOREPHEMERALS);	/* ENOTDIR */
+		return;
+	}
 	if (!may_remove(op, NODE_DIR, zs))
 		return;
 	zop_started(op, zks_adelete(zklfs_session(op->fs, op->path), op->path,
@@ -680,8 +723,10 @@ static void zklfs_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 	struct node *p = node_of(fs, parent);
 	struct zop *op = zop_new(req, p, zkn_join(p->path, name));
 
-	if (!op)
-		return (void)fuse_reply_err(req, ENOMEM);
+	if (!op) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
 	zop_started(op, zks_aexists(zklfs_session(fs, op->path), op->path, rmdir_got, op));
 }
 
@@ -689,8 +734,10 @@ static void unlink_got(int rc, const struct Stat *zs, const void *data)
 {
 	struct zop *op = (struct zop *)data;
 
-	if (rc != ZOK)
-		return zop_fail(op, rc);
+	if (rc != ZOK) {
+		zop_fail(op, rc);
+		return;
+	}
 	if (!may_remove(op, NODE_FILE, zs))
 		return;
 	rc = zks_adelete(zklfs_session(op->fs, op->node->path), op->path, delete_done, op);
@@ -703,8 +750,10 @@ static void zklfs_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 	struct node *p = node_of(fs, parent);
 	struct zop *op = zop_new(req, p, zkn_join(p->path, name));
 
-	if (!op)
-		return (void)fuse_reply_err(req, ENOMEM);
+	if (!op) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
 	zop_started(op, zks_aexists(zklfs_session(fs, p->path), op->path, unlink_got, op));
 }
 
@@ -746,10 +795,13 @@ static void read_done(int rc, const char *value, int len, const struct Stat *zs,
 	(void)zs;
 	if (rc == ZNONODE && op->fi.fh == FH_HOLDER) {
 		fuse_reply_err(op->req, EIO);	/* lost: not noticed yet */
-		return zop_free(op);
+		zop_free(op);
+		return;
 	}
-	if (rc != ZOK)
-		return zop_fail(op, rc);
+	if (rc != ZOK) {
+		zop_fail(op, rc);
+		return;
+	}
 	if (op->off >= len || !value)
 		fuse_reply_buf(op->req, NULL, 0);
 	else
@@ -771,15 +823,21 @@ static void zklfs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	struct node *n = node_of(fs, ino);
 	struct zop *op;
 
-	if (zklfs_holder_lost(fs, n, fi))
-		return (void)fuse_reply_err(req, EIO);
-	if (zklfs_holder_idle(fs, n, fi))
-		return (void)fuse_reply_err(req, ENOLCK);
+	if (zklfs_holder_lost(fs, n, fi)) {
+		fuse_reply_err(req, EIO);
+		return;
+	}
+	if (zklfs_holder_idle(fs, n, fi)) {
+		fuse_reply_err(req, ENOLCK);
+		return;
+	}
 	if (zklfs_wbuf_read(fs, n, req, size, off))
 		return;			/* written here, not yet in ZooKeeper */
 	op = zop_new(req, n, zklfs_node_path(fs, n));
-	if (!op)
-		return (void)fuse_reply_err(req, n->path ? ENOMEM : EIO);
+	if (!op) {
+		fuse_reply_err(req, n->path ? ENOMEM : EIO);
+		return;
+	}
 	op->size = size;
 	op->off = off;
 	op->fi.fh = fi ? fi->fh : FH_PLAIN;
@@ -816,12 +874,15 @@ static void xattr_children_done(int rc, const struct String_vector *sv,
 	char *val = NULL;
 	size_t len = 0, n;
 
-	if (rc != ZOK)
-		return zop_fail(op, rc);
+	if (rc != ZOK) {
+		zop_fail(op, rc);
+		return;
+	}
 	kids = zkl_parse_children(sv->data, sv->count, &n);
 	if (!kids) {
 		fuse_reply_err(op->req, ENOMEM);
-		return zop_free(op);
+		zop_free(op);
+		return;
 	}
 	if (op->attr == X_HOLDERS) {
 		const struct zkl_child **h = malloc(sizeof(*h) * (n + 1));
@@ -864,8 +925,10 @@ static void token_done(int rc, const struct Stat *zs, const void *data)
 	struct zkl_child me;
 	char val[64];
 
-	if (rc != ZOK)
-		return zop_fail(op, rc);
+	if (rc != ZOK) {
+		zop_fail(op, rc);
+		return;
+	}
 	zkn_parse(zkn_base(op->path), &me);
 	snprintf(val, sizeof(val), "%lld %d", (long long)zs->czxid, me.seq);
 	reply_xattr_value(op->req, op->size, val, strlen(val));
@@ -915,20 +978,25 @@ static void zklfs_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 				 own.granted ? "held" : "waiting");
 		else
 			snprintf(val, sizeof(val), "%lld %d", (long long)own.czxid, own.seq);
-		return reply_xattr_value(req, size, val, strlen(val));
+		reply_xattr_value(req, size, val, strlen(val));
+		return;
 	}
 	op = zop_new(req, n, zklfs_node_path(fs, n));
 	if (!op) {			/* a lock node holding no entry */
-		if (x == X_STATE && zklfs_lock_waiting(fs, n))
-			return reply_xattr_value(req, size, "waiting", strlen("waiting"));
-		return (void)fuse_reply_err(req, ENODATA);
+		if (x == X_STATE && zklfs_lock_waiting(fs, n)) {
+			reply_xattr_value(req, size, "waiting", strlen("waiting"));
+			return;
+		}
+		fuse_reply_err(req, ENODATA);
+		return;
 	}
 	op->size = size;
 	op->attr = x;
 	if (n->type == NODE_DIR ? x != X_HOLDERS :
 	    x == X_HOLDERS || x == X_NONE || !zkn_parse(zkn_base(op->path), &me)) {
 		fuse_reply_err(req, ENODATA);
-		return zop_free(op);
+		zop_free(op);
+		return;
 	}
 	switch (x) {
 	case X_SEQ:
@@ -938,11 +1006,14 @@ static void zklfs_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 		snprintf(val, sizeof(val), "%s", me.kind == ZKL_SHARED ? "shared" : "exclusive");
 		break;
 	case X_TOKEN:
-		return zop_send(op, zklfs_session_of(fs, op->path, false), token_send);
+		zop_send(op, zklfs_session_of(fs, op->path, false), token_send);
+		return;
 	case X_HOLDERS:
-		return zop_send(op, zklfs_session(fs, op->path), xattr_list_send);
+		zop_send(op, zklfs_session(fs, op->path), xattr_list_send);
+		return;
 	case X_STATE:			/* the entry's directory's session */
-		return zop_send(op, zklfs_session_of(fs, op->path, false), xattr_list_send);
+		zop_send(op, zklfs_session_of(fs, op->path, false), xattr_list_send);
+		return;
 	default:
 		break;
 	}

@@ -302,16 +302,23 @@ void zklfs_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
 	bool sched;
 	char *nb;
 
-	if (fi->fh != FH_HOLDER)
-		return (void)fuse_reply_err(req, EACCES);
-	if (zklfs_holder_lost(fs, n, fi))
-		return (void)fuse_reply_err(req, EIO);
-	if (zklfs_holder_idle(fs, n, fi))
-		return (void)fuse_reply_err(req, ENOLCK);
+	if (fi->fh != FH_HOLDER) {
+		fuse_reply_err(req, EACCES);
+		return;
+	}
+	if (zklfs_holder_lost(fs, n, fi)) {
+		fuse_reply_err(req, EIO);
+		return;
+	}
+	if (zklfs_holder_idle(fs, n, fi)) {
+		fuse_reply_err(req, ENOLCK);
+		return;
+	}
 	if (off < 0 || end > ZKLFS_DATA_MAX) {
 		zkl_log(LOG_NOTICE, "write of %zu bytes at %lld refused: entries hold at most %d bytes",
 			size, (long long)off, ZKLFS_DATA_MAX);
-		return (void)fuse_reply_err(req, EFBIG);
+		fuse_reply_err(req, EFBIG);
+		return;
 	}
 	zks = zklfs_session(fs, n->dir);	/* n->dir never changes */
 	pthread_mutex_lock(&fs->lock);
@@ -319,7 +326,8 @@ void zklfs_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
 	nb = realloc(n->wb.buf, end > len ? end : len ? len : 1);
 	if (!nb) {
 		pthread_mutex_unlock(&fs->lock);
-		return (void)fuse_reply_err(req, ENOMEM);
+		fuse_reply_err(req, ENOMEM);
+		return;
 	}
 	if ((size_t)off > len)
 		memset(nb + len, 0, (size_t)off - len);
@@ -344,26 +352,38 @@ void zklfs_wbuf_setsize(fuse_req_t req, struct node *n, off_t size,
 	bool sched;
 	char *nb;
 
-	if (n->type == NODE_DIR)
-		return (void)fuse_reply_err(req, EISDIR);
+	if (n->type == NODE_DIR) {
+		fuse_reply_err(req, EISDIR);
+		return;
+	}
 	if (!fi || fi->fh != FH_HOLDER) {
 		zkl_log(LOG_NOTICE, "truncate of an entry refused: not the holder's descriptor");
-		return (void)fuse_reply_err(req, EACCES);
+		fuse_reply_err(req, EACCES);
+		return;
 	}
-	if (zklfs_holder_lost(fs, n, fi))
-		return (void)fuse_reply_err(req, EIO);
-	if (zklfs_holder_idle(fs, n, fi))
-		return (void)fuse_reply_err(req, ENOLCK);
-	if (size < 0)
-		return (void)fuse_reply_err(req, EINVAL);
-	if (size > ZKLFS_DATA_MAX)
-		return (void)fuse_reply_err(req, EFBIG);
+	if (zklfs_holder_lost(fs, n, fi)) {
+		fuse_reply_err(req, EIO);
+		return;
+	}
+	if (zklfs_holder_idle(fs, n, fi)) {
+		fuse_reply_err(req, ENOLCK);
+		return;
+	}
+	if (size < 0) {
+		fuse_reply_err(req, EINVAL);
+		return;
+	}
+	if (size > ZKLFS_DATA_MAX) {
+		fuse_reply_err(req, EFBIG);
+		return;
+	}
 	zks = zklfs_session(fs, n->dir);
 	pthread_mutex_lock(&fs->lock);
 	nb = realloc(n->wb.buf, len ? len : 1);
 	if (!nb) {
 		pthread_mutex_unlock(&fs->lock);
-		return (void)fuse_reply_err(req, ENOMEM);
+		fuse_reply_err(req, ENOMEM);
+		return;
 	}
 	if (len > n->wb.len)
 		memset(nb + n->wb.len, 0, len - n->wb.len);
@@ -390,10 +410,14 @@ void zklfs_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
 	int err = 0;
 
 	(void)datasync;
-	if (!fi || fi->fh != FH_HOLDER)
-		return (void)fuse_reply_err(req, 0);	/* nothing of ours to send */
-	if (zklfs_holder_lost(fs, n, fi))
-		return (void)fuse_reply_err(req, EIO);
+	if (!fi || fi->fh != FH_HOLDER) {
+		fuse_reply_err(req, 0);	/* nothing of ours to send */
+		return;
+	}
+	if (zklfs_holder_lost(fs, n, fi)) {
+		fuse_reply_err(req, EIO);
+		return;
+	}
 	pthread_mutex_lock(&fs->wb_send);
 	pthread_mutex_lock(&fs->lock);
 	if (n->lost) {

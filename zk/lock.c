@@ -451,8 +451,10 @@ static void delete_locked(struct zkl_waiter *w)
 		return;
 	w->deleting = true;
 	h = handoff_new_locked(w);
-	if (!h)
-		return send_delete_locked(w);
+	if (!h) {
+		send_delete_locked(w);
+		return;
+	}
 	h->l = w;
 	zoo_delete_op_init(&h->ops[0], w->path, -1);
 	for (int i = 0; i < h->n; i++)

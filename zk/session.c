@@ -634,9 +634,14 @@ int zks_aunwatch(struct zks *s, const char *path, watcher_fn watcher, void *wctx
 	 * declares the completion as void_completion_t * but stores and calls
 	 * the pointer it is given: pass the function itself.
 	 */
+	void_completion_t *as_declared;
+
 	(void)wctx;
 	if (!watcher)
 		return ZBADARGUMENTS;
+	/* ISO C has no cast from a function pointer to an object pointer */
+	_Static_assert(sizeof(as_declared) == sizeof(done), "pointer sizes");
+	memcpy(&as_declared, &done, sizeof(done));
 	return zh_put(s, zoo_aremove_all_watches(zh_hold(s), path, ZWATCHTYPE_DATA, 0,
-						 (void_completion_t *)done, arg));
+						 as_declared, arg));
 }
