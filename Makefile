@@ -16,14 +16,15 @@ WARN     = -std=c11 -Wpedantic -Wall -Wextra -Werror -Wshadow -Wstrict-prototype
 CPPFLAGS = -I. -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 -DTHREADED $(FUSE_CFLAGS)
 CFLAGS  ?= -O2 -g
 LDLIBS   = $(FUSE_LIBS) -lzookeeper_mt -lpthread
-SAN      = -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+SAN      = -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined \
+	   -DZKL_LOCKCHECK
 
-ZK_SRC   = zk/escape.c zk/naming.c zk/grant.c zk/errno.c zk/log.c zk/session.c zk/transport.c zk/lock.c
+ZK_SRC   = zk/escape.c zk/naming.c zk/grant.c zk/errno.c zk/log.c zk/mutex.c zk/session.c zk/transport.c zk/lock.c
 FS_SRC   = fs/opts.c fs/node.c fs/attr.c fs/ops.c fs/lockops.c fs/wbuf.c fs/flock.c fs/slots.c fs/pool.c fs/main.c
 SRC      = $(ZK_SRC) $(FS_SRC)
 HDR      = $(wildcard zk/*.h fs/*.h)
 
-UNIT     = naming grant opts errno slots adopt log tid
+UNIT     = naming grant opts errno slots adopt log mutex tid
 UNIT_BIN = $(UNIT:%=$(BUILD)/unit/test_%)
 
 .PHONY: all asan unit check check-unit check-integration check-asan run stop deps bench clean \
@@ -59,6 +60,7 @@ $(BUILD)/unit/test_errno:  tests/unit/test_errno.c zk/errno.c
 $(BUILD)/unit/test_slots:  tests/unit/test_slots.c fs/slots.c zk/naming.c
 $(BUILD)/unit/test_log:    tests/unit/test_log.c zk/log.c zk/escape.c
 $(BUILD)/unit/test_adopt:  tests/unit/test_adopt.c
+$(BUILD)/unit/test_mutex:  tests/unit/test_mutex.c zk/mutex.c
 $(BUILD)/unit/test_tid:    tests/unit/test_tid.c
 $(UNIT_BIN): $(HDR)
 	@mkdir -p $(@D)

@@ -79,7 +79,7 @@ struct dirowner {
 
 int zklfs_owners_init(struct zklfs *fs)
 {
-	pthread_mutex_init(&fs->owners_mu, NULL);
+	zkl_mutex_init(&fs->owners_mu, ZKL_RANK_OWNERS, "fs->owners_mu");
 	fs->owners = calloc(OWNERS_BUCKETS, sizeof(*fs->owners));
 	return fs->owners ? 0 : -ENOMEM;
 }
@@ -95,7 +95,7 @@ void zklfs_owners_free(struct zklfs *fs)
 	}
 	free(fs->owners);
 	fs->owners = NULL;
-	pthread_mutex_destroy(&fs->owners_mu);
+	zkl_mutex_destroy(&fs->owners_mu);
 }
 
 static struct dirowner **owner_slot(struct zklfs *fs, const char *path)
@@ -111,7 +111,7 @@ void zklfs_dir_made(struct zklfs *fs, const char *path, int64_t czxid, uid_t uid
 {
 	struct dirowner **pp, *d;
 
-	pthread_mutex_lock(&fs->owners_mu);
+	zkl_mutex_lock(&fs->owners_mu);
 	pp = owner_slot(fs, path);
 	if (*pp) {
 		(*pp)->czxid = czxid;
@@ -127,21 +127,21 @@ void zklfs_dir_made(struct zklfs *fs, const char *path, int64_t czxid, uid_t uid
 			free(d);
 		}
 	}
-	pthread_mutex_unlock(&fs->owners_mu);
+	zkl_mutex_unlock(&fs->owners_mu);
 }
 
 void zklfs_dir_gone(struct zklfs *fs, const char *path)
 {
 	struct dirowner **pp, *d;
 
-	pthread_mutex_lock(&fs->owners_mu);
+	zkl_mutex_lock(&fs->owners_mu);
 	pp = owner_slot(fs, path);
 	d = *pp;
 	if (d) {
 		*pp = d->next;
 		fs->nowners--;
 	}
-	pthread_mutex_unlock(&fs->owners_mu);
+	zkl_mutex_unlock(&fs->owners_mu);
 	if (d) {
 		free(d->path);
 		free(d);
@@ -156,11 +156,11 @@ uid_t zklfs_owner(struct zklfs *fs, const char *path, enum node_type type,
 	if (type == NODE_DIR) {
 		struct dirowner *d;
 
-		pthread_mutex_lock(&fs->owners_mu);
+		zkl_mutex_lock(&fs->owners_mu);
 		d = *owner_slot(fs, path);
 		if (d && d->czxid == zs->czxid)
 			uid = d->uid;
-		pthread_mutex_unlock(&fs->owners_mu);
+		zkl_mutex_unlock(&fs->owners_mu);
 	} else {
 		const char *slash = strrchr(path, '/');
 		char *dir = slash == path ? strdup("/") : strndup(path, (size_t)(slash - path));

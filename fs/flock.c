@@ -69,11 +69,11 @@ static void lock_op(fuse_req_t req, struct node *n, int op, bool nb)
 	enum zkl_kind want = op == LOCK_EX ? ZKL_EXCLUSIVE : ZKL_SHARED;
 	bool busy, has, holds;
 
-	pthread_mutex_lock(&fs->lock);
+	zkl_mutex_lock(&fs->lock);
 	busy = n->inflight;
 	has = n->w != NULL;
 	holds = has && n->granted && !n->lost && n->kind == want;
-	pthread_mutex_unlock(&fs->lock);
+	zkl_mutex_unlock(&fs->lock);
 	if (busy) {
 		/*
 		 * Another process sharing this descriptor waits for its lock
@@ -314,7 +314,7 @@ void zklfs_getlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 	}
 	kind = lock->l_type == F_WRLCK ? ZKL_EXCLUSIVE : ZKL_SHARED;
 	op = calloc(1, sizeof(*op));
-	pthread_mutex_lock(&fs->lock);
+	zkl_mutex_lock(&fs->lock);
 	dir = n->dir ? strdup(n->dir) : n->path ?
 	      strndup(n->path, zkn_parent_len(n->path)) : NULL;
 	if (op) {
@@ -322,7 +322,7 @@ void zklfs_getlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 		op->own = n->seq;
 	}
 	held = op && op->has_own && !n->lost && n->kind == kind;
-	pthread_mutex_unlock(&fs->lock);
+	zkl_mutex_unlock(&fs->lock);
 	if (held) {			/* F_SETLK would be 0 at once */
 		free(op);
 		free(dir);

@@ -47,11 +47,11 @@ void zklfs_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
 		return;
 	}
 	lsc_busy(fs, p->path);
-	pthread_mutex_lock(&fs->lock);
+	zkl_mutex_lock(&fs->lock);
 	n = node_new_pending_locked(fs, p->path, name);
 	if (n)
 		n->uid = fuse_req_ctx(req)->uid;
-	pthread_mutex_unlock(&fs->lock);
+	zkl_mutex_unlock(&fs->lock);
 	if (!n) {
 		fuse_reply_err(req, ENOMEM);
 		return;
@@ -160,7 +160,7 @@ static void lock_answer(struct zklfs *fs, struct node *n, fuse_req_t req,
 		return;
 	}
 	zkl_info(n->w, &info, &path);
-	pthread_mutex_lock(&fs->lock);
+	zkl_mutex_lock(&fs->lock);
 	n->inflight = false;
 	n->granted = true;
 	if (info.lost)			/* lost before n->w was set: not heard */
@@ -172,7 +172,7 @@ static void lock_answer(struct zklfs *fs, struct node *n, fuse_req_t req,
 	if (path)
 		node_hash_locked(fs, n);
 	fi = n->fi;
-	pthread_mutex_unlock(&fs->lock);
+	zkl_mutex_unlock(&fs->lock);
 	if (lockreq) {
 		fuse_reply_err(req, 0);
 		return;
@@ -194,17 +194,17 @@ static void lock_done(struct zkl_waiter *w, int err, void *arg)
 	bool lockreq;
 
 	(void)w;
-	pthread_mutex_lock(&fs->lock);
+	zkl_mutex_lock(&fs->lock);
 	if (!n->armed) {		/* the handler is still setting up */
 		n->have_result = true;
 		n->result = err;
-		pthread_mutex_unlock(&fs->lock);
+		zkl_mutex_unlock(&fs->lock);
 		return;
 	}
 	req = n->req;
 	lockreq = n->lockreq;
 	n->req = NULL;
-	pthread_mutex_unlock(&fs->lock);
+	zkl_mutex_unlock(&fs->lock);
 	if (req)
 		lock_answer(fs, n, req, lockreq, err);
 }
@@ -223,18 +223,18 @@ static void lock_interrupt(fuse_req_t req, void *arg)
 	bool drop;
 
 	(void)req;
-	pthread_mutex_lock(&fs->lock);
+	zkl_mutex_lock(&fs->lock);
 	w = n->w;
 	n->intr_busy = w != NULL;
-	pthread_mutex_unlock(&fs->lock);
+	zkl_mutex_unlock(&fs->lock);
 	if (!w)
 		return;
 	zkl_cancel(w);			/* answers EINTR through lock_done */
-	pthread_mutex_lock(&fs->lock);
+	zkl_mutex_lock(&fs->lock);
 	n->intr_busy = false;
 	drop = n->drop_deferred;
 	n->drop_deferred = false;
-	pthread_mutex_unlock(&fs->lock);
+	zkl_mutex_unlock(&fs->lock);
 	if (drop)
 		node_drop_lock(fs, n);
 }
@@ -248,12 +248,12 @@ static bool tid_in_dir(struct zklfs *fs, struct node *n, pid_t tid,
 {
 	struct node *l;
 
-	pthread_mutex_lock(&fs->lock);
+	zkl_mutex_lock(&fs->lock);
 	for (l = fs->locks[(unsigned)tid % ZKLFS_TID_BUCKETS]; l; l = l->lnext)
 		if (zklfs_same_thread(tid, start, l->tid, l->tid_start) &&
 		    l != n && strcmp(l->dir, n->dir) == 0)
 			break;
-	pthread_mutex_unlock(&fs->lock);
+	zkl_mutex_unlock(&fs->lock);
 	return l != NULL;
 }
 
@@ -313,7 +313,7 @@ static void lock_enqueue(fuse_req_t req, struct node *n, enum zkl_kind kind,
 	len = holder_data(fs, ctx, pid, data, sizeof(data));
 	if (len >= (int)sizeof(data))
 		len = sizeof(data) - 1;
-	pthread_mutex_lock(&fs->lock);
+	zkl_mutex_lock(&fs->lock);
 	n->tid = ctx->pid;
 	n->tid_start = start;
 	n->kind = kind;
@@ -321,20 +321,20 @@ static void lock_enqueue(fuse_req_t req, struct node *n, enum zkl_kind kind,
 	n->lockreq = lockreq;
 	n->inflight = true;
 	n->armed = n->have_result = false;
-	pthread_mutex_unlock(&fs->lock);
+	zkl_mutex_unlock(&fs->lock);
 	/* n->uid: the opener's, whoever asks for a conversion on its fd */
 	err = zkl_enqueue(zklfs_engine(fs, n->dir), n->dir, n->name, kind, flags,
 			  data, len, n->uid, lock_done, n, &w);
 	if (err) {
-		pthread_mutex_lock(&fs->lock);
+		zkl_mutex_lock(&fs->lock);
 		n->req = NULL;
 		n->inflight = false;
-		pthread_mutex_unlock(&fs->lock);
+		zkl_mutex_unlock(&fs->lock);
 		zkl_log(LOG_WARNING, "lock '%s' in %s: %s", n->name, n->dir, strerror(-err));
 		fuse_reply_err(req, -err);
 		return;
 	}
-	pthread_mutex_lock(&fs->lock);
+	zkl_mutex_lock(&fs->lock);
 	n->w = w;
 	head = &fs->locks[(unsigned)n->tid % ZKLFS_TID_BUCKETS];
 	n->lnext = *head;
@@ -342,16 +342,16 @@ static void lock_enqueue(fuse_req_t req, struct node *n, enum zkl_kind kind,
 	if (*head)
 		(*head)->lprev = n;
 	*head = n;
-	pthread_mutex_unlock(&fs->lock);
+	zkl_mutex_unlock(&fs->lock);
 	fuse_req_interrupt_func(req, lock_interrupt, n);	/* last: may run now */
-	pthread_mutex_lock(&fs->lock);
+	zkl_mutex_lock(&fs->lock);
 	n->armed = true;
 	if (n->have_result) {
 		late = n->req;
 		n->req = NULL;
 		result = n->result;
 	}
-	pthread_mutex_unlock(&fs->lock);
+	zkl_mutex_unlock(&fs->lock);
 	if (late)
 		lock_answer(fs, n, late, lockreq, result);
 }
@@ -360,9 +360,9 @@ static void lock_open(fuse_req_t req, struct node *n, struct fuse_file_info *fi)
 {
 	enum zkl_kind kind = (fi->flags & O_ACCMODE) == O_RDONLY ? ZKL_SHARED : ZKL_EXCLUSIVE;
 
-	pthread_mutex_lock(&n->fs->lock);
+	zkl_mutex_lock(&n->fs->lock);
 	n->fi = *fi;
-	pthread_mutex_unlock(&n->fs->lock);
+	zkl_mutex_unlock(&n->fs->lock);
 	lock_enqueue(req, n, kind, (fi->flags & O_NONBLOCK) ? ZKL_NONBLOCK : 0, false);
 }
 
@@ -382,7 +382,7 @@ void zklfs_lock_giveback(struct zklfs *fs, struct node *n)
 	 */
 	zklfs_wbuf_close(fs, n);
 	node_drop_lock(fs, n);
-	pthread_mutex_lock(&fs->lock);
+	zkl_mutex_lock(&fs->lock);
 	if (n->path && n->hashed)
 		node_unhash_path_locked(fs, n->path);
 	free(n->path);
@@ -390,7 +390,7 @@ void zklfs_lock_giveback(struct zklfs *fs, struct node *n)
 	n->granted = n->lost = false;
 	n->seq = 0;
 	n->czxid = 0;
-	pthread_mutex_unlock(&fs->lock);
+	zkl_mutex_unlock(&fs->lock);
 }
 
 void zklfs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
@@ -403,10 +403,10 @@ void zklfs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		fuse_reply_err(req, EISDIR);
 		return;
 	}
-	pthread_mutex_lock(&fs->lock);
+	zkl_mutex_lock(&fs->lock);
 	if (n->type == NODE_PENDING && !n->opened)
 		lock = n->opened = true;
-	pthread_mutex_unlock(&fs->lock);
+	zkl_mutex_unlock(&fs->lock);
 	if (lock) {
 		lock_open(req, n, fi);
 		return;
@@ -429,10 +429,10 @@ void zklfs_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	struct fuse_pollhandle *ph = NULL;
 
 	if (fi->fh == FH_HOLDER) {
-		pthread_mutex_lock(&fs->lock);
+		zkl_mutex_lock(&fs->lock);
 		ph = n->ph;
 		n->ph = NULL;
-		pthread_mutex_unlock(&fs->lock);
+		zkl_mutex_unlock(&fs->lock);
 		if (ph)
 			fuse_pollhandle_destroy(ph);
 		zklfs_wbuf_close(fs, n);	/* the data before the delete */
@@ -448,15 +448,15 @@ void zklfs_lock_lost(struct zkl_waiter *w, void *arg)
 	struct zklfs *fs = n->fs;
 	struct fuse_pollhandle *ph;
 
-	pthread_mutex_lock(&fs->lock);
+	zkl_mutex_lock(&fs->lock);
 	if (n->w != w) {		/* given back, or not yet taken in */
-		pthread_mutex_unlock(&fs->lock);
+		zkl_mutex_unlock(&fs->lock);
 		return;
 	}
 	n->lost = true;
 	ph = n->ph;
 	n->ph = NULL;
-	pthread_mutex_unlock(&fs->lock);
+	zkl_mutex_unlock(&fs->lock);
 	if (ph) {
 		fuse_lowlevel_notify_poll(ph);
 		fuse_pollhandle_destroy(ph);
@@ -469,9 +469,9 @@ bool zklfs_holder_lost(struct zklfs *fs, struct node *n, struct fuse_file_info *
 
 	if (!fi || fi->fh != FH_HOLDER)
 		return false;
-	pthread_mutex_lock(&fs->lock);
+	zkl_mutex_lock(&fs->lock);
 	lost = n->lost;
-	pthread_mutex_unlock(&fs->lock);
+	zkl_mutex_unlock(&fs->lock);
 	return lost;
 }
 
@@ -479,9 +479,9 @@ bool zklfs_lock_waiting(struct zklfs *fs, struct node *n)
 {
 	bool waiting;
 
-	pthread_mutex_lock(&fs->lock);
+	zkl_mutex_lock(&fs->lock);
 	waiting = n->inflight;
-	pthread_mutex_unlock(&fs->lock);
+	zkl_mutex_unlock(&fs->lock);
 	return waiting;
 }
 
@@ -491,9 +491,9 @@ bool zklfs_holder_idle(struct zklfs *fs, struct node *n, struct fuse_file_info *
 
 	if (!fi || fi->fh != FH_HOLDER)
 		return false;
-	pthread_mutex_lock(&fs->lock);
+	zkl_mutex_lock(&fs->lock);
 	idle = !n->granted || !n->path;
-	pthread_mutex_unlock(&fs->lock);
+	zkl_mutex_unlock(&fs->lock);
 	return idle;
 }
 
@@ -501,13 +501,13 @@ bool zklfs_own_state(struct zklfs *fs, struct node *n, struct zkl_info *info)
 {
 	bool mine;
 
-	pthread_mutex_lock(&fs->lock);
+	zkl_mutex_lock(&fs->lock);
 	mine = n->w != NULL && n->granted;
 	info->created = info->granted = mine;
 	info->lost = n->lost;
 	info->seq = n->seq;
 	info->czxid = n->czxid;
-	pthread_mutex_unlock(&fs->lock);
+	zkl_mutex_unlock(&fs->lock);
 	return mine;
 }
 
@@ -525,14 +525,14 @@ void zklfs_poll(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 	bool lost = false;
 
 	if (fi->fh == FH_HOLDER) {
-		pthread_mutex_lock(&fs->lock);
+		zkl_mutex_lock(&fs->lock);
 		lost = n->lost;
 		if (ph && !lost) {
 			old = n->ph;
 			n->ph = ph;
 			ph = NULL;
 		}
-		pthread_mutex_unlock(&fs->lock);
+		zkl_mutex_unlock(&fs->lock);
 	}
 	if (old)
 		fuse_pollhandle_destroy(old);

@@ -164,7 +164,7 @@ int main(int argc, char *argv[])
 	fs.gid = getgid();
 	if (gethostname(fs.host, sizeof(fs.host) - 1) != 0)
 		strcpy(fs.host, "localhost");
-	pthread_mutex_init(&fs.lock, NULL);
+	zkl_mutex_init(&fs.lock, ZKL_RANK_FS, "fs->lock");
 	zkl_log_init("zklockfs", false, opts.debug);
 	if (!opts.foreground && daemon_start() != 0) {
 		fprintf(stderr, "zklockfs: cannot fork: %s\n", strerror(errno));
@@ -213,7 +213,7 @@ out_nodes:
 	zklfs_dirlists_free(&fs);
 	zklfs_nodes_free(&fs);
 	zklfs_owners_free(&fs);
-	pthread_mutex_destroy(&fs.lock);
+	zkl_mutex_destroy(&fs.lock);
 	free(fs.mountpoint);
 out_args:
 	free(opts.mountpoint);

@@ -14,7 +14,7 @@ static void lsc_drop_names(struct lsc *l);
 
 int zklfs_nodes_init(struct zklfs *fs)
 {
-	pthread_mutex_init(&fs->wb_send, NULL);
+	zkl_mutex_init(&fs->wb_send, ZKL_RANK_WBSEND, "fs->wb_send");
 	fs->hsize = HSIZE;
 	fs->htab = calloc(fs->hsize, sizeof(*fs->htab));
 	fs->lsc = calloc(ZKLFS_LSC_SLOTS, sizeof(*fs->lsc));
@@ -30,6 +30,7 @@ int zklfs_nodes_init(struct zklfs *fs)
 
 static void link_locked(struct zklfs *fs, struct node *n)
 {
+	ZKL_ASSERT_HELD(&fs->lock);
 	n->anext = fs->all;
 	if (fs->all)
 		fs->all->aprev = n;
@@ -50,7 +51,7 @@ static void node_free(struct node *n)
 {
 	struct zklfs *fs = n->fs;
 
-	pthread_mutex_lock(&fs->lock);
+	zkl_mutex_lock(&fs->lock);
 	if (n->aprev)
 		n->aprev->anext = n->anext;
 	else
@@ -58,7 +59,7 @@ static void node_free(struct node *n)
 	if (n->anext)
 		n->anext->aprev = n->aprev;
 	zklfs_wbuf_forget_locked(fs, n);
-	pthread_mutex_unlock(&fs->lock);
+	zkl_mutex_unlock(&fs->lock);
 	node_destroy(n);
 }
 
@@ -77,7 +78,7 @@ void zklfs_nodes_free(struct zklfs *fs)
 	}
 	free(fs->lsc);
 	free(fs->root.path);
-	pthread_mutex_destroy(&fs->wb_send);
+	zkl_mutex_destroy(&fs->wb_send);
 }
 
 struct node *node_of(struct zklfs *fs, fuse_ino_t ino)
@@ -89,6 +90,7 @@ static void unhash_locked(struct zklfs *fs, struct node *n)
 {
 	struct node **pp = &fs->htab[zkn_hash(n->path) % fs->hsize];
 
+	ZKL_ASSERT_HELD(&fs->lock);
 	for (; *pp; pp = &(*pp)->hnext) {
 		if (*pp == n) {
 			*pp = n->hnext;
@@ -103,6 +105,7 @@ void node_hash_locked(struct zklfs *fs, struct node *n)
 {
 	struct node **b = &fs->htab[zkn_hash(n->path) % fs->hsize];
 
+	ZKL_ASSERT_HELD(&fs->lock);
 	node_unhash_path_locked(fs, n->path);
 	n->hnext = *b;
 	*b = n;
@@ -113,6 +116,7 @@ void node_unhash_path_locked(struct zklfs *fs, const char *path)
 {
 	struct node *n = fs->htab[zkn_hash(path) % fs->hsize];
 
+	ZKL_ASSERT_HELD(&fs->lock);
 	for (; n; n = n->hnext) {
 		if (strcmp(n->path, path) == 0) {
 			unhash_locked(fs, n);
@@ -126,6 +130,7 @@ struct node *node_lookup_locked(struct zklfs *fs, const char *path,
 {
 	struct node *n;
 
+	ZKL_ASSERT_HELD(&fs->lock);
 	if (strcmp(path, fs->root.path) == 0) {
 		fs->root.nlookup++;
 		return &fs->root;
@@ -159,6 +164,7 @@ struct node *node_new_pending_locked(struct zklfs *fs, const char *dir,
 {
 	struct node *n = calloc(1, sizeof(*n));
 
+	ZKL_ASSERT_HELD(&fs->lock);
 	if (!n)
 		return NULL;
 	n->dir = strdup(dir);
@@ -181,12 +187,12 @@ void node_forget(struct zklfs *fs, struct node *n, uint64_t nlookup)
 
 	if (n == &fs->root)
 		return;
-	pthread_mutex_lock(&fs->lock);
+	zkl_mutex_lock(&fs->lock);
 	n->nlookup = n->nlookup > nlookup ? n->nlookup - nlookup : 0;
 	gone = n->nlookup == 0 && !n->w;
 	if (gone && n->hashed)
 		unhash_locked(fs, n);
-	pthread_mutex_unlock(&fs->lock);
+	zkl_mutex_unlock(&fs->lock);
 	if (gone)
 		node_free(n);
 }
@@ -196,10 +202,10 @@ void node_drop_lock(struct zklfs *fs, struct node *n)
 	struct zkl_waiter *w;
 	bool gone;
 
-	pthread_mutex_lock(&fs->lock);
+	zkl_mutex_lock(&fs->lock);
 	if (n->intr_busy) {		/* lock_interrupt() drops it when done */
 		n->drop_deferred = true;
-		pthread_mutex_unlock(&fs->lock);
+		zkl_mutex_unlock(&fs->lock);
 		return;
 	}
 	w = n->w;
@@ -217,7 +223,7 @@ void node_drop_lock(struct zklfs *fs, struct node *n)
 	gone = w && n->nlookup == 0;	/* FORGET came while it held w */
 	if (gone && n->hashed)
 		unhash_locked(fs, n);
-	pthread_mutex_unlock(&fs->lock);
+	zkl_mutex_unlock(&fs->lock);
 	if (w)
 		zkl_release(w);
 	if (gone)
@@ -248,6 +254,7 @@ static struct lsc *lsc_slot_locked(struct zklfs *fs, const char *dir, bool take)
 	struct lsc *l = &fs->lsc[zkn_hash(dir) % ZKLFS_LSC_SLOTS];
 	char *d;
 
+	ZKL_ASSERT_HELD(&fs->lock);
 	if (l->dir && strcmp(l->dir, dir) == 0)
 		return l;
 	if (!take || !(d = strdup(dir)))
@@ -263,11 +270,11 @@ void lsc_busy(struct zklfs *fs, const char *dir)
 {
 	struct lsc *l;
 
-	pthread_mutex_lock(&fs->lock);
+	zkl_mutex_lock(&fs->lock);
 	l = lsc_slot_locked(fs, dir, true);
 	if (l)
 		l->busy_until_ms = zklfs_now_ms() + ZKLFS_LSC_TTL_MS;
-	pthread_mutex_unlock(&fs->lock);
+	zkl_mutex_unlock(&fs->lock);
 }
 
 static int cmp_str(const void *a, const void *b)
@@ -281,7 +288,7 @@ enum lsc_answer lsc_lookup(struct zklfs *fs, const char *dir, const char *name)
 	uint64_t now = zklfs_now_ms();
 	struct lsc *l;
 
-	pthread_mutex_lock(&fs->lock);
+	zkl_mutex_lock(&fs->lock);
 	l = lsc_slot_locked(fs, dir, false);
 	if (l && l->busy_until_ms > now) {
 		if (l->fresh_until_ms <= now)
@@ -291,7 +298,7 @@ enum lsc_answer lsc_lookup(struct zklfs *fs, const char *dir, const char *name)
 		else
 			a = LSC_ABSENT;
 	}
-	pthread_mutex_unlock(&fs->lock);
+	zkl_mutex_unlock(&fs->lock);
 	return a;
 }
 
@@ -312,7 +319,7 @@ void lsc_fill(struct zklfs *fs, const char *dir, char *const *names, int count)
 		n++;
 	}
 	qsort(v, n, sizeof(*v), cmp_str);
-	pthread_mutex_lock(&fs->lock);
+	zkl_mutex_lock(&fs->lock);
 	l = lsc_slot_locked(fs, dir, false);
 	if (l) {
 		lsc_drop_names(l);
@@ -322,7 +329,7 @@ void lsc_fill(struct zklfs *fs, const char *dir, char *const *names, int count)
 		v = NULL;
 		n = 0;
 	}
-	pthread_mutex_unlock(&fs->lock);
+	zkl_mutex_unlock(&fs->lock);
 fail:
 	for (size_t i = 0; v && i < n; i++)
 		free(v[i]);
@@ -333,9 +340,9 @@ void lsc_forget(struct zklfs *fs, const char *dir)
 {
 	struct lsc *l;
 
-	pthread_mutex_lock(&fs->lock);
+	zkl_mutex_lock(&fs->lock);
 	l = lsc_slot_locked(fs, dir, false);
 	if (l)
 		lsc_drop_names(l);
-	pthread_mutex_unlock(&fs->lock);
+	zkl_mutex_unlock(&fs->lock);
 }

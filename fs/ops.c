@@ -135,9 +135,9 @@ char *zklfs_node_path(struct zklfs *fs, struct node *n)
 {
 	char *p;
 
-	pthread_mutex_lock(&fs->lock);
+	zkl_mutex_lock(&fs->lock);
 	p = n->path ? strdup(n->path) : NULL;
-	pthread_mutex_unlock(&fs->lock);
+	zkl_mutex_unlock(&fs->lock);
 	return p;
 }
 
@@ -172,9 +172,9 @@ static void lookup_done(int rc, const char *value, int len,
 		zop_fail(op, rc);
 		return;
 	}
-	pthread_mutex_lock(&op->fs->lock);
+	zkl_mutex_lock(&op->fs->lock);
 	n = node_lookup_locked(op->fs, op->path, zs->ephemeralOwner ? NODE_FILE : NODE_DIR);
-	pthread_mutex_unlock(&op->fs->lock);
+	zkl_mutex_unlock(&op->fs->lock);
 	if (!n) {
 		fuse_reply_err(op->req, ENOMEM);
 	} else {
@@ -373,7 +373,7 @@ struct dirlist {
 	struct dirent_s *e;
 	size_t n;
 	size_t waiting;			/* type look-ups in flight */
-	pthread_mutex_t lock;
+	struct zkl_mutex lock;
 	struct dirlist *next, *prev;	/* fs->dirlists once opened; fs->lock */
 };
 
@@ -383,7 +383,7 @@ static void dirlist_free(struct dirlist *dl)
 		free(dl->e[i].name);
 	if (dl) {
 		free(dl->e);
-		pthread_mutex_destroy(&dl->lock);
+		zkl_mutex_destroy(&dl->lock);
 	}
 	free(dl);
 }
@@ -405,24 +405,24 @@ static int dirent_cmp(const void *a, const void *b)
  * the kernel goes before their RELEASEDIR arrives. */
 static void dirlist_link(struct zklfs *fs, struct dirlist *dl)
 {
-	pthread_mutex_lock(&fs->lock);
+	zkl_mutex_lock(&fs->lock);
 	dl->next = fs->dirlists;
 	if (dl->next)
 		dl->next->prev = dl;
 	fs->dirlists = dl;
-	pthread_mutex_unlock(&fs->lock);
+	zkl_mutex_unlock(&fs->lock);
 }
 
 static void dirlist_unlink(struct zklfs *fs, struct dirlist *dl)
 {
-	pthread_mutex_lock(&fs->lock);
+	zkl_mutex_lock(&fs->lock);
 	if (dl->prev)
 		dl->prev->next = dl->next;
 	else
 		fs->dirlists = dl->next;
 	if (dl->next)
 		dl->next->prev = dl->prev;
-	pthread_mutex_unlock(&fs->lock);
+	zkl_mutex_unlock(&fs->lock);
 }
 
 void zklfs_dirlists_free(struct zklfs *fs)
@@ -464,9 +464,9 @@ static void type_done(int rc, const struct Stat *zs, const void *data)
 	/* gone meanwhile: show it as a file, a readdir is only a snapshot */
 	dl->e[tq->i].dir = rc == ZOK && zs->ephemeralOwner == 0;
 	free(tq);
-	pthread_mutex_lock(&dl->lock);
+	zkl_mutex_lock(&dl->lock);
 	last = --dl->waiting == 0;
-	pthread_mutex_unlock(&dl->lock);
+	zkl_mutex_unlock(&dl->lock);
 	if (last)
 		opendir_finish(op);
 }
@@ -491,7 +491,7 @@ static void opendir_done(int rc, const struct String_vector *sv, const void *dat
 		zop_free(op);
 		return;
 	}
-	pthread_mutex_init(&dl->lock, NULL);
+	zkl_mutex_init(&dl->lock, ZKL_RANK_DIRLIST, "dirlist->lock");
 	op->dl = dl;
 	for (int i = 0; i < sv->count; i++) {
 		struct dirent_s *d = &dl->e[dl->n];
@@ -515,21 +515,21 @@ static void opendir_done(int rc, const struct String_vector *sv, const void *dat
 		p = zkn_join(op->path, dl->e[i].name);
 		tq->op = op;
 		tq->i = i;
-		pthread_mutex_lock(&dl->lock);
+		zkl_mutex_lock(&dl->lock);
 		dl->waiting++;
-		pthread_mutex_unlock(&dl->lock);
+		zkl_mutex_unlock(&dl->lock);
 		if (!p || zks_aexists(zs, p, type_done, tq) != ZOK) {
-			pthread_mutex_lock(&dl->lock);
+			zkl_mutex_lock(&dl->lock);
 			dl->waiting--;
-			pthread_mutex_unlock(&dl->lock);
+			zkl_mutex_unlock(&dl->lock);
 			dl->e[i].dir = true;
 			free(tq);
 		}
 		free(p);
 	}
-	pthread_mutex_lock(&dl->lock);
+	zkl_mutex_lock(&dl->lock);
 	bool last = --dl->waiting == 0;
-	pthread_mutex_unlock(&dl->lock);
+	zkl_mutex_unlock(&dl->lock);
 	if (last)
 		opendir_finish(op);
 }
@@ -618,9 +618,9 @@ static void mkdir_done(int rc, const char *path, const struct Stat *zs,
 		return;
 	}
 	zklfs_dir_made(op->fs, op->path, zs->czxid, op->uid);
-	pthread_mutex_lock(&op->fs->lock);
+	zkl_mutex_lock(&op->fs->lock);
 	n = node_lookup_locked(op->fs, op->path, NODE_DIR);
-	pthread_mutex_unlock(&op->fs->lock);
+	zkl_mutex_unlock(&op->fs->lock);
 	if (n)
 		reply_entry(op, n, zs);
 	else
@@ -665,9 +665,9 @@ static void delete_done(int rc, const void *data)
 		return;
 	}
 	lsc_forget(op->fs, op->node->path);
-	pthread_mutex_lock(&op->fs->lock);
+	zkl_mutex_lock(&op->fs->lock);
 	node_unhash_path_locked(op->fs, op->path);
-	pthread_mutex_unlock(&op->fs->lock);
+	zkl_mutex_unlock(&op->fs->lock);
 	fuse_reply_err(op->req, 0);
 	zop_free(op);
 }

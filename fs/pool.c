@@ -36,7 +36,7 @@ int zklfs_pool_open(struct zklfs *fs)
 	struct zklfs_pool *p = &fs->pool;
 	int err;
 
-	pthread_mutex_init(&p->mu, NULL);
+	zkl_mutex_init(&p->mu, ZKL_RANK_POOL, "pool->mu");
 	if (zklfs_slots_init(&p->slots, conf->sessions, DIRS_MAX) != 0)
 		return -ENOMEM;
 	while (p->n < conf->sessions) {
@@ -103,7 +103,7 @@ void zklfs_pool_free(struct zklfs *fs)
 		p->engines[i] = NULL;
 	}
 	zklfs_slots_free(&p->slots);
-	pthread_mutex_destroy(&p->mu);
+	zkl_mutex_destroy(&p->mu);
 }
 
 /*
@@ -112,6 +112,7 @@ void zklfs_pool_free(struct zklfs *fs)
  */
 static void links_check_locked(struct zklfs_pool *p)
 {
+	ZKL_ASSERT_HELD(&p->mu);
 	for (int i = 0; i < p->n; i++) {
 		uint64_t l = zks_links(&p->zks[i]);
 
@@ -131,9 +132,9 @@ static void sync_done(int rc, const char *value, const void *data)
 	(void)value;
 	if (rc == ZOK)
 		return;
-	pthread_mutex_lock(&p->mu);
+	zkl_mutex_lock(&p->mu);
 	zklfs_slot_unsynced(&p->slots, ps->slot);
-	pthread_mutex_unlock(&p->mu);
+	zkl_mutex_unlock(&p->mu);
 }
 
 /* The slot of @dir; sends the sync that slot owes first. */
@@ -153,12 +154,12 @@ static int pool_slot(struct zklfs *fs, const char *dir)
 	 * after a sync that fails fails with it (the client fails its queue in
 	 * order when the connection goes); the next one syncs again.
 	 */
-	pthread_mutex_lock(&p->mu);
+	zkl_mutex_lock(&p->mu);
 	links_check_locked(p);
 	slot = zklfs_slot_pick(&p->slots, dir, &sync);
 	if (sync && zks_async_sync(&p->zks[slot], dir, sync_done, &p->sync[slot]) != ZOK)
 		zklfs_slot_unsynced(&p->slots, slot);
-	pthread_mutex_unlock(&p->mu);
+	zkl_mutex_unlock(&p->mu);
 	return slot;
 }
 
@@ -197,8 +198,8 @@ void zklfs_ns_changed(struct zklfs *fs, const char *dir)
 
 	if (p->n <= 1)
 		return;
-	pthread_mutex_lock(&p->mu);
+	zkl_mutex_lock(&p->mu);
 	links_check_locked(p);
 	zklfs_slots_changed(&p->slots, dir);
-	pthread_mutex_unlock(&p->mu);
+	zkl_mutex_unlock(&p->mu);
 }

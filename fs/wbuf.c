@@ -56,6 +56,7 @@ static bool dirty_locked(struct zklfs *fs, struct node *n)
 {
 	struct wb_tick *t = &fs->wb_ticks[n->wb.zks - fs->pool.zks];
 
+	ZKL_ASSERT_HELD(&fs->lock);
 	if (!n->wb.dirty) {
 		n->wb.dirty = true;
 		n->wb.dprev = NULL;
@@ -74,6 +75,7 @@ static bool dirty_locked(struct zklfs *fs, struct node *n)
 
 static void undirty_locked(struct zklfs *fs, struct node *n)
 {
+	ZKL_ASSERT_HELD(&fs->lock);
 	if (!n->wb.dirty)
 		return;
 	if (n->wb.dprev)
@@ -89,6 +91,7 @@ static void undirty_locked(struct zklfs *fs, struct node *n)
 /* The sends in flight about @n no longer name it. */
 static void detach_locked(struct node *n)
 {
+	ZKL_ASSERT_HELD(&n->fs->lock);
 	for (struct wflight *f = n->wb.flights; f; f = f->next)
 		f->n = NULL;
 	n->wb.flights = NULL;
@@ -98,6 +101,7 @@ static void unlink_flight_locked(struct wflight *f)
 {
 	struct wflight **pp;
 
+	ZKL_ASSERT_HELD(&f->fs->lock);
 	if (!f->n)
 		return;
 	for (pp = &f->n->wb.flights; *pp; pp = &(*pp)->next)
@@ -111,6 +115,7 @@ static void unlink_flight_locked(struct wflight *f)
 /* Does @n hold its entry, so that its data has somewhere to go? */
 static bool holds_locked(const struct node *n)
 {
+	ZKL_ASSERT_HELD(&n->fs->lock);
 	return n->granted && n->path && !n->lost;
 }
 
@@ -124,6 +129,7 @@ static struct wflight *take_locked(struct zklfs *fs, struct node *n,
 {
 	struct wflight *f = calloc(1, sizeof(*f));
 
+	ZKL_ASSERT_HELD(&fs->lock);
 	if (!f)
 		return NULL;
 	f->path = strdup(n->path);
@@ -158,9 +164,9 @@ static void wb_schedule(struct zklfs *fs, struct zks *zks)
 	if (zks_later(zks, wb_tick_run, t) == 0)
 		return;
 	/* closing: the data goes at fsync or close, or with the session */
-	pthread_mutex_lock(&fs->lock);
+	zkl_mutex_lock(&fs->lock);
 	t->queued = false;
-	pthread_mutex_unlock(&fs->lock);
+	zkl_mutex_unlock(&fs->lock);
 }
 
 /* The errno of a failed set or exists on the holder's entry. */
@@ -184,7 +190,7 @@ static void flight_done(int rc, const struct Stat *zs, const void *data)
 	int err = rc == ZOK ? 0 : flight_errno(rc);
 
 	(void)zs;
-	pthread_mutex_lock(&fs->lock);
+	zkl_mutex_lock(&fs->lock);
 	n = f->n;
 	unlink_flight_locked(f);
 	if (n && err == EAGAIN && !f->barrier) {
@@ -203,7 +209,7 @@ static void flight_done(int rc, const struct Stat *zs, const void *data)
 		err = -n->wb.err;	/* an earlier send's, not yet reported */
 		n->wb.err = 0;
 	}
-	pthread_mutex_unlock(&fs->lock);
+	zkl_mutex_unlock(&fs->lock);
 	/* a call site per cause: the log's rate limit is per call site */
 	if (rc != ZOK && log && f->req)
 		zkl_log(LOG_WARNING, "fsync of %s: %s", f->path, zerror(rc));
@@ -250,13 +256,13 @@ static void wb_tick_run(void *arg, bool go)
 	bool again = false;
 
 	if (!go) {
-		pthread_mutex_lock(&fs->lock);
+		zkl_mutex_lock(&fs->lock);
 		t->queued = false;
-		pthread_mutex_unlock(&fs->lock);
+		zkl_mutex_unlock(&fs->lock);
 		return;
 	}
-	pthread_mutex_lock(&fs->wb_send);
-	pthread_mutex_lock(&fs->lock);
+	zkl_mutex_lock(&fs->wb_send);
+	zkl_mutex_lock(&fs->lock);
 	t->queued = false;
 	for (n = fs->dirty; n; n = next) {
 		next = n->wb.dnext;
@@ -276,13 +282,13 @@ static void wb_tick_run(void *arg, bool go)
 	}
 	if (again)
 		t->queued = true;
-	pthread_mutex_unlock(&fs->lock);
+	zkl_mutex_unlock(&fs->lock);
 	while (batch) {
 		f = batch;
 		batch = f->batch;
 		flight_send(f);
 	}
-	pthread_mutex_unlock(&fs->wb_send);
+	zkl_mutex_unlock(&fs->wb_send);
 	if (again)
 		wb_schedule(fs, t->zks);
 }
@@ -321,11 +327,11 @@ void zklfs_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
 		return;
 	}
 	zks = zklfs_session(fs, n->dir);	/* n->dir never changes */
-	pthread_mutex_lock(&fs->lock);
+	zkl_mutex_lock(&fs->lock);
 	len = off == 0 ? 0 : n->wb.len;		/* a write at the start replaces */
 	nb = realloc(n->wb.buf, end > len ? end : len ? len : 1);
 	if (!nb) {
-		pthread_mutex_unlock(&fs->lock);
+		zkl_mutex_unlock(&fs->lock);
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
@@ -336,7 +342,7 @@ void zklfs_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
 	n->wb.len = end > len ? end : len;
 	n->wb.zks = zks;
 	sched = dirty_locked(fs, n);
-	pthread_mutex_unlock(&fs->lock);
+	zkl_mutex_unlock(&fs->lock);
 	if (sched)
 		wb_schedule(fs, zks);
 	fuse_reply_write(req, size);
@@ -378,10 +384,10 @@ void zklfs_wbuf_setsize(fuse_req_t req, struct node *n, off_t size,
 		return;
 	}
 	zks = zklfs_session(fs, n->dir);
-	pthread_mutex_lock(&fs->lock);
+	zkl_mutex_lock(&fs->lock);
 	nb = realloc(n->wb.buf, len ? len : 1);
 	if (!nb) {
-		pthread_mutex_unlock(&fs->lock);
+		zkl_mutex_unlock(&fs->lock);
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
@@ -391,7 +397,7 @@ void zklfs_wbuf_setsize(fuse_req_t req, struct node *n, off_t size,
 	n->wb.len = len;
 	n->wb.zks = zks;
 	sched = dirty_locked(fs, n);
-	pthread_mutex_unlock(&fs->lock);
+	zkl_mutex_unlock(&fs->lock);
 	if (sched)
 		wb_schedule(fs, zks);
 	/* ours, held: what stat would say once sent, owner the opener */
@@ -418,8 +424,8 @@ void zklfs_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
 		fuse_reply_err(req, EIO);
 		return;
 	}
-	pthread_mutex_lock(&fs->wb_send);
-	pthread_mutex_lock(&fs->lock);
+	zkl_mutex_lock(&fs->wb_send);
+	zkl_mutex_lock(&fs->lock);
 	if (n->lost) {
 		err = -EIO;		/* lost since the look above */
 	} else if (!holds_locked(n)) {
@@ -432,10 +438,10 @@ void zklfs_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
 		err = n->wb.err;	/* every set answered: any error is known */
 		n->wb.err = 0;
 	}
-	pthread_mutex_unlock(&fs->lock);
+	zkl_mutex_unlock(&fs->lock);
 	if (f)
 		flight_send(f);
-	pthread_mutex_unlock(&fs->wb_send);
+	zkl_mutex_unlock(&fs->wb_send);
 	if (!f)
 		fuse_reply_err(req, -err);
 }
@@ -446,9 +452,9 @@ bool zklfs_wbuf_read(struct zklfs *fs, struct node *n, fuse_req_t req,
 	char *copy = NULL;
 	size_t len = 0;
 
-	pthread_mutex_lock(&fs->lock);
+	zkl_mutex_lock(&fs->lock);
 	if (!n->wb.dirty && !n->wb.flights) {
-		pthread_mutex_unlock(&fs->lock);
+		zkl_mutex_unlock(&fs->lock);
 		return false;		/* ZooKeeper has it: ask there */
 	}
 	if (off >= 0 && (size_t)off < n->wb.len) {
@@ -457,7 +463,7 @@ bool zklfs_wbuf_read(struct zklfs *fs, struct node *n, fuse_req_t req,
 		if (copy)
 			memcpy(copy, n->wb.buf + off, len);
 	}
-	pthread_mutex_unlock(&fs->lock);
+	zkl_mutex_unlock(&fs->lock);
 	if (len && !copy)
 		fuse_reply_err(req, ENOMEM);
 	else
@@ -468,12 +474,12 @@ bool zklfs_wbuf_read(struct zklfs *fs, struct node *n, fuse_req_t req,
 
 void zklfs_wbuf_attr(struct zklfs *fs, struct node *n, struct stat *st)
 {
-	pthread_mutex_lock(&fs->lock);
+	zkl_mutex_lock(&fs->lock);
 	if (n->wb.dirty || n->wb.flights) {
 		st->st_size = (off_t)n->wb.len;
 		st->st_blocks = (st->st_size + 511) / 512;
 	}
-	pthread_mutex_unlock(&fs->lock);
+	zkl_mutex_unlock(&fs->lock);
 }
 
 void zklfs_wbuf_close(struct zklfs *fs, struct node *n)
@@ -481,8 +487,8 @@ void zklfs_wbuf_close(struct zklfs *fs, struct node *n)
 	struct wflight *f = NULL;
 	bool lost = false;
 
-	pthread_mutex_lock(&fs->wb_send);
-	pthread_mutex_lock(&fs->lock);
+	zkl_mutex_lock(&fs->wb_send);
+	zkl_mutex_lock(&fs->lock);
 	if (n->wb.dirty && holds_locked(n)) {
 		f = take_locked(fs, n, NULL, false);
 		lost = !f;
@@ -494,10 +500,10 @@ void zklfs_wbuf_close(struct zklfs *fs, struct node *n)
 	n->wb.len = 0;			/* a new entry starts with new data */
 	n->wb.err = 0;
 	n->wb.retrying = false;
-	pthread_mutex_unlock(&fs->lock);
+	zkl_mutex_unlock(&fs->lock);
 	if (f)
 		flight_send(f);
-	pthread_mutex_unlock(&fs->wb_send);
+	zkl_mutex_unlock(&fs->wb_send);
 	if (lost)
 		zkl_log(LOG_WARNING, "the last data written to %s in %s not sent: out of memory",
 			n->name, n->dir);
@@ -505,6 +511,7 @@ void zklfs_wbuf_close(struct zklfs *fs, struct node *n)
 
 void zklfs_wbuf_forget_locked(struct zklfs *fs, struct node *n)
 {
+	ZKL_ASSERT_HELD(&fs->lock);
 	undirty_locked(fs, n);
 	detach_locked(n);
 }

@@ -4,7 +4,9 @@
  * Threads: one FUSE loop thread runs every handler; the ZooKeeper completion
  * thread runs the completions that answer requests later.  fs->lock guards
  * the inode table and every node field marked so; it is never held across a
- * fuse_reply_*() or a call into the lock engine.
+ * fuse_reply_*() or a call into the lock engine, but it is taken under the
+ * engine's lock by zklfs_lock_lost().  The nesting order of every mutex is
+ * the lock map in zk/mutex.h, checked in the sanitizer builds.
  */
 #ifndef FS_ZKLOCKFS_H
 #define FS_ZKLOCKFS_H
@@ -19,6 +21,7 @@
 #include "fs/opts.h"
 #include "fs/slots.h"
 #include "zk/lock.h"
+#include "zk/mutex.h"
 #include "zk/session.h"
 
 enum node_type {
@@ -106,7 +109,7 @@ struct zklfs_pool {
 	int n;					/* conf->sessions, once opened */
 	struct zks zks[ZKLFS_SESSIONS_MAX];
 	struct zkl_engine *engines[ZKLFS_SESSIONS_MAX];	/* engine i on zks[i] */
-	pthread_mutex_t mu;			/* slots */
+	struct zkl_mutex mu;			/* slots */
 	struct zklfs_slots slots;
 	struct pool_sync sync[ZKLFS_SESSIONS_MAX];
 	uint64_t links[ZKLFS_SESSIONS_MAX];	/* zks_links() at the last look */
@@ -121,7 +124,7 @@ struct zklfs {
 	uid_t uid;
 	gid_t gid;
 
-	pthread_mutex_t lock;
+	struct zkl_mutex lock;
 	struct node root;
 	struct node **htab;		/* path -> node */
 	struct node *all;		/* every node but root, to free at exit */
@@ -129,12 +132,12 @@ struct zklfs {
 	struct node *locks[ZKLFS_TID_BUCKETS];	/* lock nodes with a live waiter,
 						   by n->tid (EDEADLK) */
 	struct lsc *lsc;		/* listings of busy lock dirs; fs->lock */
-	pthread_mutex_t owners_mu;	/* owners, nowners (fs/attr.c) */
+	struct zkl_mutex owners_mu;	/* owners, nowners (fs/attr.c) */
 	struct dirowner **owners;	/* directories made through this mount */
 	size_t nowners;
 	struct dirlist *dirlists;	/* opened directories; fs->lock */
 	/* the holders' data (fs/wbuf.c) */
-	pthread_mutex_t wb_send;	/* held across taking data and sending it,
+	struct zkl_mutex wb_send;	/* held across taking data and sending it,
 					   so that sets go out in the order the
 					   data was taken: never an older one last */
 	struct node *dirty;		/* nodes with data to send; fs->lock */

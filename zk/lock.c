@@ -45,6 +45,7 @@
 #include "zk/errno.h"
 #include "zk/grant.h"
 #include "zk/log.h"
+#include "zk/mutex.h"
 
 enum wstate {
 	W_CREATING,	/* create in flight */
@@ -74,7 +75,7 @@ struct zkl_engine {
 	struct zkl_transport t;		/* how we reach ZooKeeper */
 	enum zkl_naming naming;
 	zkl_lost_fn lost;
-	pthread_mutex_t lock;
+	struct zkl_mutex lock;
 	struct zkl_waiter *all, *all_tail;	/* every live waiter, oldest first */
 	struct zkl_waiter *fire, *fire_tail;	/* answered, done not yet run */
 	struct zkl_queue *qtab[QBUCKETS];
@@ -146,6 +147,7 @@ static struct zkl_queue *queue_find_dir_locked(struct zkl_engine *e, const char 
 {
 	struct zkl_queue *q;
 
+	ZKL_ASSERT_HELD(&e->lock);
 	for (q = *qslot(e, dir); q && strcmp(q->dir, dir) != 0; q = q->hnext)
 		;
 	return q;
@@ -158,6 +160,7 @@ static void queue_insert_locked(struct zkl_waiter *w)
 	struct zkl_queue *q = queue_find_dir_locked(w->e, w->dir);
 	struct zkl_waiter *x;
 
+	ZKL_ASSERT_HELD(&w->e->lock);
 	if (!q) {
 		q = calloc(1, sizeof(*q));
 		if (q)
@@ -189,6 +192,7 @@ static void queue_unlink_locked(struct zkl_waiter *w)
 {
 	struct zkl_queue *q = w->q, **pp;
 
+	ZKL_ASSERT_HELD(&w->e->lock);
 	if (!q)
 		return;
 	if (w->qprev)
@@ -213,6 +217,7 @@ static void queue_unlink_locked(struct zkl_waiter *w)
 /* The entry of ours with sequence number @seq before @w, or NULL. */
 static struct zkl_waiter *queue_find_locked(struct zkl_waiter *w, int32_t seq)
 {
+	ZKL_ASSERT_HELD(&w->e->lock);
 	for (struct zkl_waiter *x = w->qprev; x; x = x->qprev) {
 		int c = zkn_seq_cmp(x->seq, seq);
 
@@ -252,6 +257,7 @@ static void put_locked(struct zkl_waiter *w)
 {
 	struct zkl_engine *e = w->e;
 
+	ZKL_ASSERT_HELD(&w->e->lock);
 	if (--w->refs > 0)
 		return;
 	gone_locked(w, false, false);	/* normally already out of its queue */
@@ -273,16 +279,16 @@ static void unlock_fire(struct zkl_engine *e)
 		struct zkl_waiter *list = e->fire, *w, *next;
 
 		e->fire = e->fire_tail = NULL;
-		pthread_mutex_unlock(&e->lock);
+		zkl_mutex_unlock(&e->lock);
 		for (w = list; w; w = w->fnext)
 			w->done(w, w->result, w->arg);
-		pthread_mutex_lock(&e->lock);
+		zkl_mutex_lock(&e->lock);
 		for (w = list; w; w = next) {
 			next = w->fnext;
 			put_locked(w);	/* the answer's reference */
 		}
 	}
-	pthread_mutex_unlock(&e->lock);
+	zkl_mutex_unlock(&e->lock);
 }
 
 /*
@@ -292,6 +298,7 @@ static void unlock_fire(struct zkl_engine *e)
  */
 static void stall_locked(struct zkl_waiter *w, enum stall what)
 {
+	ZKL_ASSERT_HELD(&w->e->lock);
 	if (w->stall == S_NONE)
 		w->refs++;
 	w->stall = what;
@@ -302,6 +309,7 @@ static enum stall unstall_locked(struct zkl_waiter *w)
 {
 	enum stall what = w->stall;
 
+	ZKL_ASSERT_HELD(&w->e->lock);
 	if (what != S_NONE) {
 		w->stall = S_NONE;
 		put_locked(w);		/* the caller holds another reference */
@@ -319,6 +327,7 @@ static void answer_locked(struct zkl_waiter *w, int err, bool advance)
 {
 	struct zkl_engine *e = w->e;
 
+	ZKL_ASSERT_HELD(&w->e->lock);
 	if (w->answered)
 		return;
 	w->answered = true;
@@ -340,6 +349,7 @@ static void deleted_locked(struct zkl_waiter *w, int rc)
 {
 	bool held;
 
+	ZKL_ASSERT_HELD(&w->e->lock);
 	if (rc_stalls(rc)) {
 		w->deleting = false;
 		stall_locked(w, S_DELETE);	/* the session may live: delete later */
@@ -357,7 +367,7 @@ static void delete_done(int rc, const void *data)
 	struct zkl_waiter *w = (struct zkl_waiter *)data;
 	struct zkl_engine *e = w->e;
 
-	pthread_mutex_lock(&e->lock);
+	zkl_mutex_lock(&e->lock);
 	deleted_locked(w, rc);
 	put_locked(w);
 	unlock_fire(e);
@@ -387,7 +397,7 @@ static void handoff_done(int rc, const void *data)
 	struct zkl_engine *e = l->e;
 	int bad = 0;
 
-	pthread_mutex_lock(&e->lock);
+	zkl_mutex_lock(&e->lock);
 	for (int i = 0; rc != ZOK && i <= h->n; i++)
 		if (h->res[i].err != ZOK && h->res[i].err != ZRUNTIMEINCONSISTENCY) {
 			bad = i;	/* the op that failed it */
@@ -416,6 +426,7 @@ static struct handoff *handoff_new_locked(struct zkl_waiter *l)
 		    l->kind == ZKL_EXCLUSIVE;
 	struct handoff *h = NULL;
 
+	ZKL_ASSERT_HELD(&l->e->lock);
 	for (struct zkl_waiter *x = l->qnext; x && x->pred_known &&
 	     x->pred_seq == l->seq; x = x->qnext) {
 		if (x->answered || !x->path || !(held || x->pred_first))
@@ -433,6 +444,7 @@ static void send_delete_locked(struct zkl_waiter *w)
 {
 	int rc;
 
+	ZKL_ASSERT_HELD(&w->e->lock);
 	w->refs++;
 	rc = T(w)->remove(w->e->t.ctx, w->path, delete_done, w);
 	if (rc != ZOK) {
@@ -447,6 +459,7 @@ static void delete_locked(struct zkl_waiter *w)
 	struct handoff *h;
 	int rc;
 
+	ZKL_ASSERT_HELD(&w->e->lock);
 	if (!w->path || w->deleting)
 		return;
 	w->deleting = true;
@@ -474,6 +487,7 @@ static void unwatch_locked(struct zkl_waiter *w);
 
 static void fail_locked(struct zkl_waiter *w, int err)
 {
+	ZKL_ASSERT_HELD(&w->e->lock);
 	answer_locked(w, err, true);
 	unwatch_locked(w);
 	delete_locked(w);
@@ -482,6 +496,7 @@ static void fail_locked(struct zkl_waiter *w, int err)
 /* A held lock is gone: tell the caller once, and make sure the entry goes. */
 static void lose_locked(struct zkl_waiter *w, const char *why)
 {
+	ZKL_ASSERT_HELD(&w->e->lock);
 	if (w->lost || w->released || !w->answered || w->result != 0)
 		return;
 	w->lost = true;
@@ -501,6 +516,7 @@ static void watch_locked(struct zkl_waiter *w);
 static void trouble_locked(struct zkl_waiter *w, int rc, enum stall redo,
 			   const char *what)
 {
+	ZKL_ASSERT_HELD(&w->e->lock);
 	if (rc_stalls(rc)) {
 		stall_locked(w, redo);
 		return;
@@ -517,6 +533,7 @@ static void trouble_locked(struct zkl_waiter *w, int rc, enum stall redo,
  */
 static void wait_locked(struct zkl_waiter *w)
 {
+	ZKL_ASSERT_HELD(&w->e->lock);
 	if (w->answered || w->e->shutdown)
 		return;
 	if (w->flags & ZKL_NONBLOCK) {
@@ -537,7 +554,10 @@ static void wait_locked(struct zkl_waiter *w)
 /* Something @w waited for locally changed: wait anew. */
 static void settle_locked(struct zkl_waiter *w)
 {
-	if (w && !w->answered && (w->state == W_PARKED || w->state == W_LOCALWAIT))
+	if (!w)
+		return;
+	ZKL_ASSERT_HELD(&w->e->lock);
+	if (!w->answered && (w->state == W_PARKED || w->state == W_LOCALWAIT))
 		wait_locked(w);
 }
 
@@ -554,6 +574,7 @@ static void gone_locked(struct zkl_waiter *l, bool deleted, bool handoff)
 	struct zkl_waiter *first = l->qnext, *x;
 	int32_t seq = l->seq;
 
+	ZKL_ASSERT_HELD(&l->e->lock);
 	if (!l->q)
 		return;
 	queue_unlink_locked(l);
@@ -578,6 +599,7 @@ static void learn_pred_locked(struct zkl_waiter *w, const struct zkl_child *pred
 {
 	char *path = zkn_join(w->dir, pred->name);
 
+	ZKL_ASSERT_HELD(&w->e->lock);
 	if (!path) {
 		w->pred_known = false;	/* it will list for itself */
 		return;
@@ -599,12 +621,14 @@ static void learn_pred_locked(struct zkl_waiter *w, const struct zkl_child *pred
  */
 static bool stale_locked(struct zkl_waiter *w)
 {
+	ZKL_ASSERT_HELD(&w->e->lock);
 	return w->gen != T(w)->generation(w->e->t.ctx);
 }
 
 /* Our own entry was deleted, not by us: a holder lost it, a waiter fails. */
 static void gone_self_locked(struct zkl_waiter *w)
 {
+	ZKL_ASSERT_HELD(&w->e->lock);
 	if (w->answered) {
 		lose_locked(w, "its entry was deleted by someone else");
 	} else if (w->path && !w->deleting && stale_locked(w)) {
@@ -626,7 +650,7 @@ static void own_watcher(zhandle_t *zh, int type, int state, const char *path,
 	(void)path;
 	if (type == ZOO_SESSION_EVENT && state != ZOO_EXPIRED_SESSION_STATE)
 		return;			/* the watch stays armed */
-	pthread_mutex_lock(&e->lock);
+	zkl_mutex_lock(&e->lock);
 	w->own_armed = false;
 	if (type == ZOO_DELETED_EVENT)
 		gone_self_locked(w);
@@ -643,7 +667,7 @@ static void own_watch_done(int rc, const char *value, int len,
 	struct zkl_engine *e = w->e;
 
 	(void)value, (void)len, (void)stat;
-	pthread_mutex_lock(&e->lock);
+	zkl_mutex_lock(&e->lock);
 	w->own_inflight = false;
 	if (rc == ZOK) {
 		w->own_armed = true;
@@ -667,6 +691,7 @@ static void own_watch_done(int rc, const char *value, int len,
  */
 static void own_watch_locked(struct zkl_waiter *w)
 {
+	ZKL_ASSERT_HELD(&w->e->lock);
 	if (w->own_armed || w->own_inflight || !w->path || w->deleting)
 		return;
 	w->refs += 2;			/* the completion and the watch */
@@ -684,7 +709,7 @@ static void confirm_done(int rc, const struct Stat *stat, const void *data)
 	struct zkl_engine *e = w->e;
 
 	(void)stat;
-	pthread_mutex_lock(&e->lock);
+	zkl_mutex_lock(&e->lock);
 	if (w->answered || w->state != W_CONFIRMING)
 		;
 	else if (rc == ZOK)
@@ -705,6 +730,7 @@ static void confirm_locked(struct zkl_waiter *w)
 {
 	int rc;
 
+	ZKL_ASSERT_HELD(&w->e->lock);
 	w->state = W_CONFIRMING;
 	w->refs++;
 	rc = T(w)->exists(w->e->t.ctx, w->path, confirm_done, w);
@@ -724,7 +750,7 @@ static void pred_watcher(zhandle_t *zh, int type, int state, const char *path,
 	(void)path;
 	if (type == ZOO_SESSION_EVENT && state != ZOO_EXPIRED_SESSION_STATE)
 		return;			/* the watch stays armed */
-	pthread_mutex_lock(&e->lock);
+	zkl_mutex_lock(&e->lock);
 	if (type == ZOO_SESSION_EVENT || w->answered || w->state != W_WATCHING)
 		;
 	else if (type == ZOO_DELETED_EVENT && w->pred_first)
@@ -742,7 +768,7 @@ static void pred_done(int rc, const char *value, int len,
 	struct zkl_engine *e = w->e;
 
 	(void)value, (void)len, (void)stat;
-	pthread_mutex_lock(&e->lock);
+	zkl_mutex_lock(&e->lock);
 	if (rc != ZOK) {
 		w->refs--;		/* no watch was left */
 		if (w->answered || w->state != W_WATCHING)
@@ -761,6 +787,7 @@ static void watch_locked(struct zkl_waiter *w)
 {
 	int rc;
 
+	ZKL_ASSERT_HELD(&w->e->lock);
 	w->state = W_WATCHING;
 	w->refs += 2;			/* the completion and the watch */
 	rc = T(w)->wget(w->e->t.ctx, w->pred, pred_watcher, w, pred_done, w);
@@ -788,6 +815,7 @@ static void learn_locked(struct zkl_waiter *w, const struct String_vector *sv)
 	struct zkl_walk wk;
 	size_t n;
 
+	ZKL_ASSERT_HELD(&w->e->lock);
 	kids = zkl_parse_children(sv->data, sv->count, &n);
 	if (!kids) {
 		fail_locked(w, -ENOMEM);
@@ -844,7 +872,7 @@ static void children_done(int rc, const struct String_vector *strings,
 	struct zkl_waiter *w = (struct zkl_waiter *)data;
 	struct zkl_engine *e = w->e;
 
-	pthread_mutex_lock(&e->lock);
+	zkl_mutex_lock(&e->lock);
 	if (w->answered || w->state != W_CHECKING)
 		;
 	else if (rc != ZOK)
@@ -859,6 +887,7 @@ static void check_locked(struct zkl_waiter *w)
 {
 	int rc;
 
+	ZKL_ASSERT_HELD(&w->e->lock);
 	w->state = W_CHECKING;
 	w->refs++;
 	rc = T(w)->children(w->e->t.ctx, w->dir, children_done, w);
@@ -876,6 +905,7 @@ static void adopt_locked(struct zkl_waiter *w, const char *path, int64_t czxid,
 {
 	struct zkl_child me;
 
+	ZKL_ASSERT_HELD(&w->e->lock);
 	free(w->path);
 	w->path = strdup(path);
 	w->czxid = czxid;
@@ -908,7 +938,7 @@ static void create_done(int rc, const char *path, const struct Stat *stat,
 	 * be deleted.  No completion of an expired handle comes after the
 	 * waiter starts over: zookeeper_close() fires them all first.
 	 */
-	pthread_mutex_lock(&e->lock);
+	zkl_mutex_lock(&e->lock);
 	pre = w->prelisted;
 	w->prelisted = false;		/* its reply, if any, is ignored but here */
 	if (rc == ZOK)
@@ -931,6 +961,7 @@ static int send_create_locked(struct zkl_waiter *w)
 	struct zkl_queue *q;
 	int rc;
 
+	ZKL_ASSERT_HELD(&w->e->lock);
 	w->state = W_CREATING;
 	w->refs++;
 	rc = T(w)->create(w->e->t.ctx, w->prefix, w->data, w->len,
@@ -963,6 +994,7 @@ static void create_locked(struct zkl_waiter *w)
 {
 	int rc;
 
+	ZKL_ASSERT_HELD(&w->e->lock);
 	if (w->answered || w->released)
 		return;			/* nothing to make any more */
 	rc = send_create_locked(w);
@@ -979,7 +1011,7 @@ static void resolve_get_done(int rc, const char *value, int len,
 	struct zkl_engine *e = w->e;
 	enum zka_verdict v = ZKA_OTHER;
 
-	pthread_mutex_lock(&e->lock);
+	zkl_mutex_lock(&e->lock);
 	/*
 	 * Our nonce is world-readable: an entry is ours only if it is also
 	 * unchanged since its create and of the session our create went on.
@@ -1020,6 +1052,7 @@ static void resolve_next_locked(struct zkl_waiter *w)
 	char *path;
 	int rc;
 
+	ZKL_ASSERT_HELD(&w->e->lock);
 	if (w->ci >= w->ncand) {
 		free_cands(w);
 		create_locked(w);
@@ -1050,7 +1083,7 @@ static void resolve_children_done(int rc, const struct String_vector *sv,
 	struct zkl_child c;
 
 	/* answered meanwhile or not, an entry of ours must be found */
-	pthread_mutex_lock(&e->lock);
+	zkl_mutex_lock(&e->lock);
 	if (rc != ZOK) {
 		trouble_locked(w, rc, S_RESOLVE, "cannot list the queue of");
 	} else {
@@ -1073,6 +1106,7 @@ static void resolve_locked(struct zkl_waiter *w)
 {
 	int rc;
 
+	ZKL_ASSERT_HELD(&w->e->lock);
 	w->state = W_RESOLVING;
 	w->refs++;
 	rc = T(w)->children(w->e->t.ctx, w->dir, resolve_children_done, w);
@@ -1087,6 +1121,7 @@ static void resolve_locked(struct zkl_waiter *w)
 /* Redo what @w could not do while the session was away. */
 static void resume_locked(struct zkl_waiter *w)
 {
+	ZKL_ASSERT_HELD(&w->e->lock);
 	switch (unstall_locked(w)) {
 	case S_NONE:
 		break;
@@ -1116,7 +1151,7 @@ static void for_each_waiter(struct zkl_engine *e, void (*step)(struct zkl_waiter
 	struct zkl_waiter *w, **v = NULL;
 	size_t n = 0, cap = 0;
 
-	pthread_mutex_lock(&e->lock);
+	zkl_mutex_lock(&e->lock);
 	for (w = e->all; w; w = w->next) {
 		if (n == cap) {
 			size_t ncap = cap ? 2 * cap : 64;
@@ -1184,7 +1219,7 @@ static void on_expired(void *arg)
 
 	for_each_waiter(e, on_expired_step);
 	/* those of the new session may have waited behind old ones */
-	pthread_mutex_lock(&e->lock);
+	zkl_mutex_lock(&e->lock);
 	for (size_t i = 0; i < QBUCKETS; i++)
 		for (struct zkl_queue *q = e->qtab[i]; q; q = q->hnext)
 			for (struct zkl_waiter *w = q->head; w; w = w->qnext)
@@ -1207,7 +1242,7 @@ static void on_tick(void *arg)
 	 * failure no event follows (ZSESSIONMOVED, say) is redone here.
 	 */
 	for_each_waiter(e, resume_locked);
-	pthread_mutex_lock(&e->lock);
+	zkl_mutex_lock(&e->lock);
 	for (struct zkl_waiter *w = e->all; w; w = w->next)
 		if ((w->state == W_HELD || w->state == W_WATCHING ||
 		     w->state == W_LOCALWAIT) && w->path && !w->lost && !w->released &&
@@ -1234,7 +1269,7 @@ struct zkl_engine *zkl_engine_new(const struct zkl_transport *t,
 	e->t = *t;
 	e->naming = naming;
 	e->lost = lost;
-	pthread_mutex_init(&e->lock, NULL);
+	zkl_mutex_init(&e->lock, ZKL_RANK_ENGINE, "engine->lock");
 	return e;
 }
 
@@ -1273,7 +1308,7 @@ int zkl_enqueue(struct zkl_engine *e, const char *dir, const char *name,
 		waiter_free(w);
 		return -ENOMEM;
 	}
-	pthread_mutex_lock(&e->lock);
+	zkl_mutex_lock(&e->lock);
 	w->refs = 1;			/* the caller's */
 	w->prev = e->all_tail;
 	if (e->all_tail)
@@ -1284,11 +1319,11 @@ int zkl_enqueue(struct zkl_engine *e, const char *dir, const char *name,
 	rc = send_create_locked(w);
 	if (rc != ZOK) {		/* refused at once: no done, an error */
 		put_locked(w);
-		pthread_mutex_unlock(&e->lock);
+		zkl_mutex_unlock(&e->lock);
 		return zk_errno(rc);
 	}
 	*out = w;
-	pthread_mutex_unlock(&e->lock);
+	zkl_mutex_unlock(&e->lock);
 	return 0;
 }
 
@@ -1296,7 +1331,7 @@ void zkl_cancel(struct zkl_waiter *w)
 {
 	struct zkl_engine *e = w->e;
 
-	pthread_mutex_lock(&e->lock);
+	zkl_mutex_lock(&e->lock);
 	if (!w->answered)
 		fail_locked(w, -EINTR);
 	unlock_fire(e);
@@ -1307,7 +1342,7 @@ static void unwatch_done(int rc, const void *data)
 	struct zkl_waiter *w = (struct zkl_waiter *)data;
 	struct zkl_engine *e = w->e;
 
-	pthread_mutex_lock(&e->lock);
+	zkl_mutex_lock(&e->lock);
 	if (rc == ZOK)
 		put_locked(w);		/* the watch's: it will never fire now */
 	put_locked(w);
@@ -1320,6 +1355,7 @@ static void unwatch_done(int rc, const void *data)
  */
 static bool watched_by_another_locked(struct zkl_waiter *w)
 {
+	ZKL_ASSERT_HELD(&w->e->lock);
 	for (struct zkl_waiter *x = w->q ? w->qnext : NULL; x; x = x->qnext)
 		if (x->state == W_WATCHING && x->pred_known && x->pred_seq == w->seq)
 			return true;
@@ -1338,6 +1374,7 @@ static bool watched_by_another_locked(struct zkl_waiter *w)
  */
 static void unwatch_locked(struct zkl_waiter *w)
 {
+	ZKL_ASSERT_HELD(&w->e->lock);
 	/*
 	 * Removing every watch on the path would take that waiter's too, and
 	 * with it the one event that gives its reference back: let both fire.
@@ -1354,7 +1391,7 @@ void zkl_release(struct zkl_waiter *w)
 {
 	struct zkl_engine *e = w->e;
 
-	pthread_mutex_lock(&e->lock);
+	zkl_mutex_lock(&e->lock);
 	w->released = true;
 	/*
 	 * Delete now, even while the watch on our own entry is being set: the
@@ -1375,7 +1412,7 @@ void zkl_info(struct zkl_waiter *w, struct zkl_info *info, char **path)
 {
 	struct zkl_engine *e = w->e;
 
-	pthread_mutex_lock(&e->lock);
+	zkl_mutex_lock(&e->lock);
 	info->created = w->path != NULL;
 	info->granted = w->answered && w->result == 0;
 	info->lost = w->lost;
@@ -1384,7 +1421,7 @@ void zkl_info(struct zkl_waiter *w, struct zkl_info *info, char **path)
 	info->kind = w->kind;
 	if (path)
 		*path = w->path ? strdup(w->path) : NULL;
-	pthread_mutex_unlock(&e->lock);
+	zkl_mutex_unlock(&e->lock);
 }
 
 bool zkl_owner(struct zkl_engine *e, const char *path, uint32_t *owner)
@@ -1399,14 +1436,14 @@ bool zkl_owner(struct zkl_engine *e, const char *path, uint32_t *owner)
 	dir = slash == path ? strdup("/") : strndup(path, (size_t)(slash - path));
 	if (!dir)
 		return false;
-	pthread_mutex_lock(&e->lock);
+	zkl_mutex_lock(&e->lock);
 	q = queue_find_dir_locked(e, dir);
 	for (w = q ? q->head : NULL; w && (!w->path || strcmp(w->path, path) != 0);
 	     w = w->qnext)
 		;
 	if (w)
 		*owner = w->owner;
-	pthread_mutex_unlock(&e->lock);
+	zkl_mutex_unlock(&e->lock);
 	free(dir);
 	return w != NULL;
 }
@@ -1438,6 +1475,6 @@ void zkl_engine_free(struct zkl_engine *e)
 			free(q->dir);
 			free(q);
 		}
-	pthread_mutex_destroy(&e->lock);
+	zkl_mutex_destroy(&e->lock);
 	free(e);
 }

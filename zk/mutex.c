@@ -1,0 +1,81 @@
+/* zk/mutex.c - ranked mutexes (see mutex.h for the lock map). */
+#include "zk/mutex.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+void zkl_mutex_init(struct zkl_mutex *mu, enum zkl_rank rank, const char *name)
+{
+	pthread_mutex_init(&mu->m, NULL);
+	mu->rank = rank;
+	mu->name = name;
+}
+
+void zkl_mutex_destroy(struct zkl_mutex *mu)
+{
+	pthread_mutex_destroy(&mu->m);
+}
+
+#ifndef ZKL_LOCKCHECK
+
+void zkl_mutex_lock(struct zkl_mutex *mu)
+{
+	pthread_mutex_lock(&mu->m);
+}
+
+void zkl_mutex_unlock(struct zkl_mutex *mu)
+{
+	pthread_mutex_unlock(&mu->m);
+}
+
+#else
+
+#define HELD_MAX 8
+
+/* The ranked mutexes this thread holds, in the order taken. */
+static _Thread_local const struct zkl_mutex *held[HELD_MAX];
+static _Thread_local int nheld;
+
+static void die(const char *what, const struct zkl_mutex *mu,
+		const struct zkl_mutex *other, const char *where)
+{
+	fprintf(stderr, "zklockfs: lock map violated: %s %s (rank %d)%s%s%s%s\n",
+		what, mu->name, (int)mu->rank, other ? " while holding " : "",
+		other ? other->name : "", where ? " in " : "", where ? where : "");
+	abort();
+}
+
+void zkl_mutex_lock(struct zkl_mutex *mu)
+{
+	for (int i = 0; i < nheld; i++)
+		if (held[i]->rank >= mu->rank)
+			die("taking", mu, held[i], NULL);
+	if (nheld == HELD_MAX)
+		die("taking too many:", mu, NULL, NULL);
+	pthread_mutex_lock(&mu->m);
+	held[nheld++] = mu;
+}
+
+void zkl_mutex_unlock(struct zkl_mutex *mu)
+{
+	int i;
+
+	for (i = nheld - 1; i >= 0 && held[i] != mu; i--)
+		;
+	if (i < 0)
+		die("releasing, not holding,", mu, NULL, NULL);
+	for (; i < nheld - 1; i++)
+		held[i] = held[i + 1];
+	nheld--;
+	pthread_mutex_unlock(&mu->m);
+}
+
+void zkl_mutex_assert_held(const struct zkl_mutex *mu, const char *where)
+{
+	for (int i = 0; i < nheld; i++)
+		if (held[i] == mu)
+			return;
+	die("needing, not holding,", mu, NULL, where);
+}
+
+#endif
