@@ -188,6 +188,20 @@ bool zklfs_hidden(struct zklfs *fs, const char *dir, const char *name);
 /* zklfs_dirlists_free() - at exit: the listings of directories still open. */
 void zklfs_dirlists_free(struct zklfs *fs);
 
+/* fs/readdir.c: listings; fs/read.c: an entry's data and the xattrs ------- */
+
+void zklfs_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void zklfs_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		   struct fuse_file_info *fi);
+void zklfs_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void zklfs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		struct fuse_file_info *fi);
+void zklfs_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size);
+void zklfs_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size);
+void zklfs_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
+		    const char *value, size_t size, int flags);
+void zklfs_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name);
+
 /* fs/pool.c: the mount's sessions ----------------------------------------- */
 
 /*

@@ -1,0 +1,280 @@
+/*
+ * fs/read.c - what an entry says: its data (read) and the extended
+ * attributes of entries and directories.
+ */
+#include "fs/zop.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "zk/errno.h"
+#include "zk/grant.h"
+#include "zk/log.h"
+
+/* read --------------------------------------------------------------------- */
+
+static void read_done(int rc, const char *value, int len, const struct Stat *zs,
+		      const void *data)
+{
+	struct zop *op = (struct zop *)data;
+
+	(void)zs;
+	if (rc == ZNONODE && op->fi.fh == FH_HOLDER) {
+		fuse_reply_err(op->req, EIO);	/* lost: not noticed yet */
+		zop_free(op);
+		return;
+	}
+	if (rc != ZOK) {
+		zop_fail(op, rc);
+		return;
+	}
+	if (op->off >= len || !value)
+		fuse_reply_buf(op->req, NULL, 0);
+	else
+		fuse_reply_buf(op->req, value + op->off,
+			       (size_t)len - (size_t)op->off < op->size ?
+			       (size_t)len - (size_t)op->off : op->size);
+	zop_free(op);
+}
+
+static int read_send(struct zop *op)
+{
+	return zks_aget(op->zks, op->path, read_done, op);
+}
+
+void zklfs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		       struct fuse_file_info *fi)
+{
+	struct zklfs *fs = fs_of(req);
+	struct node *n = node_of(fs, ino);
+	struct zop *op;
+
+	if (zklfs_holder_lost(fs, n, fi)) {
+		fuse_reply_err(req, EIO);
+		return;
+	}
+	if (zklfs_holder_idle(fs, n, fi)) {
+		fuse_reply_err(req, ENOLCK);
+		return;
+	}
+	if (zklfs_wbuf_read(fs, n, req, size, off))
+		return;			/* written here, not yet in ZooKeeper */
+	op = zop_new(req, n, zklfs_node_path(fs, n));
+	if (!op) {
+		fuse_reply_err(req, n->path ? ENOMEM : EIO);
+		return;
+	}
+	op->size = size;
+	op->off = off;
+	op->fi.fh = fi ? fi->fh : FH_PLAIN;
+	zop_send(op, zklfs_session_of(fs, op->path, false), read_send);
+}
+
+/* xattr -------------------------------------------------------------------- */
+
+enum xattr { X_NONE, X_SEQ, X_KIND, X_STATE, X_TOKEN, X_HOLDERS };
+
+static const char *const xattr_names[] = {
+	[X_SEQ] = "user.zklockfs.seq",
+	[X_KIND] = "user.zklockfs.kind",
+	[X_STATE] = "user.zklockfs.state",
+	[X_TOKEN] = "user.zklockfs.token",
+	[X_HOLDERS] = "user.zklockfs.holders",
+};
+
+static void reply_xattr_value(fuse_req_t req, size_t size, const char *val, size_t len)
+{
+	if (size == 0)
+		fuse_reply_xattr(req, len);
+	else if (size < len)
+		fuse_reply_err(req, ERANGE);
+	else
+		fuse_reply_buf(req, val, len);
+}
+
+static void xattr_children_done(int rc, const struct String_vector *sv,
+				const void *data)
+{
+	struct zop *op = (struct zop *)data;
+	struct zkl_child *kids;
+	char *val = NULL;
+	size_t len = 0, n;
+
+	if (rc != ZOK) {
+		zop_fail(op, rc);
+		return;
+	}
+	kids = zkl_parse_children(sv->data, sv->count, &n);
+	if (!kids) {
+		fuse_reply_err(op->req, ENOMEM);
+		zop_free(op);
+		return;
+	}
+	if (op->attr == X_HOLDERS) {
+		const struct zkl_child **h = malloc(sizeof(*h) * (n + 1));
+		size_t nh = h ? zkl_holders(kids, n, h, n) : 0;
+		FILE *f = h ? open_memstream(&val, &len) : NULL;
+
+		for (size_t i = 0; f && i < nh; i++)
+			fprintf(f, "%s\n", h[i]->name);
+		if (f && fclose(f) != 0) {
+			free(val);
+			val = NULL;		/* ENOMEM below, not an empty list */
+		}
+		free(h);
+	} else {			/* X_STATE of an entry */
+		struct zkl_child me;
+		const char *s = "gone";
+
+		if (zkn_parse(zkn_base(op->path), &me)) {
+			switch (zkl_decide(kids, n, me.seq, me.kind, NULL)) {
+			case ZKL_GRANTED: s = "held"; break;
+			case ZKL_WAIT: s = "waiting"; break;
+			case ZKL_MISSING: s = "gone"; break;
+			}
+		}
+		val = strdup(s);
+		len = strlen(s);
+	}
+	free(kids);
+	if (!val)
+		fuse_reply_err(op->req, ENOMEM);
+	else
+		reply_xattr_value(op->req, op->size, val, len);
+	free(val);
+	zop_free(op);
+}
+
+static void token_done(int rc, const struct Stat *zs, const void *data)
+{
+	struct zop *op = (struct zop *)data;
+	struct zkl_child me;
+	char val[64];
+
+	if (rc != ZOK) {
+		zop_fail(op, rc);
+		return;
+	}
+	zkn_parse(zkn_base(op->path), &me);
+	snprintf(val, sizeof(val), "%lld %d", (long long)zs->czxid, me.seq);
+	reply_xattr_value(op->req, op->size, val, strlen(val));
+	zop_free(op);
+}
+
+static int token_send(struct zop *op)
+{
+	return zks_aexists(op->zks, op->path, token_done, op);
+}
+
+/* The listing the xattr needs: the directory's (holders), the entry's
+ * directory's (state). */
+static int xattr_list_send(struct zop *op)
+{
+	char *dir;
+	int rc;
+
+	if (op->attr == X_HOLDERS)
+		return zks_achildren(op->zks, op->path, xattr_children_done, op);
+	dir = strndup(op->path, zkn_parent_len(op->path));
+	if (!dir)
+		return ZSYSTEMERROR;
+	rc = zks_achildren(op->zks, dir, xattr_children_done, op);
+	free(dir);
+	return rc;
+}
+
+void zklfs_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
+			   size_t size)
+{
+	struct zklfs *fs = fs_of(req);
+	struct node *n = node_of(fs, ino);
+	struct zkl_child me;
+	enum xattr x = X_NONE;
+	struct zop *op;
+	char val[64];
+	struct zkl_info own;
+
+	for (size_t i = 1; i < sizeof(xattr_names) / sizeof(*xattr_names); i++)
+		if (strcmp(name, xattr_names[i]) == 0)
+			x = (enum xattr)i;
+	/* our own lock: the engine knows, even while ZooKeeper is away */
+	if ((x == X_STATE || x == X_TOKEN) && zklfs_own_state(fs, n, &own)) {
+		if (x == X_STATE)
+			snprintf(val, sizeof(val), "%s", own.lost ? "lost" :
+				 own.granted ? "held" : "waiting");
+		else
+			snprintf(val, sizeof(val), "%lld %d", (long long)own.czxid, own.seq);
+		reply_xattr_value(req, size, val, strlen(val));
+		return;
+	}
+	op = zop_new(req, n, zklfs_node_path(fs, n));
+	if (!op) {			/* a lock node holding no entry */
+		if (x == X_STATE && zklfs_lock_waiting(fs, n)) {
+			reply_xattr_value(req, size, "waiting", strlen("waiting"));
+			return;
+		}
+		fuse_reply_err(req, ENODATA);
+		return;
+	}
+	op->size = size;
+	op->attr = x;
+	if (n->type == NODE_DIR ? x != X_HOLDERS :
+	    x == X_HOLDERS || x == X_NONE || !zkn_parse(zkn_base(op->path), &me)) {
+		fuse_reply_err(req, ENODATA);
+		zop_free(op);
+		return;
+	}
+	switch (x) {
+	case X_SEQ:
+		snprintf(val, sizeof(val), "%d", me.seq);
+		break;
+	case X_KIND:
+		snprintf(val, sizeof(val), "%s", me.kind == ZKL_SHARED ? "shared" : "exclusive");
+		break;
+	case X_TOKEN:
+		zop_send(op, zklfs_session_of(fs, op->path, false), token_send);
+		return;
+	case X_HOLDERS:
+		zop_send(op, zklfs_session(fs, op->path), xattr_list_send);
+		return;
+	case X_STATE:			/* the entry's directory's session */
+		zop_send(op, zklfs_session_of(fs, op->path, false), xattr_list_send);
+		return;
+	default:
+		break;
+	}
+	reply_xattr_value(req, size, val, strlen(val));
+	zop_free(op);
+}
+
+void zklfs_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
+{
+	struct zklfs *fs = fs_of(req);
+	struct node *n = node_of(fs, ino);
+	char buf[256];
+	size_t len = 0;
+
+	for (size_t i = 1; i < sizeof(xattr_names) / sizeof(*xattr_names); i++) {
+		if ((i == X_HOLDERS) != (n->type == NODE_DIR))
+			continue;
+		memcpy(buf + len, xattr_names[i], strlen(xattr_names[i]) + 1);
+		len += strlen(xattr_names[i]) + 1;
+	}
+	reply_xattr_value(req, size, buf, len);
+}
+
+void zklfs_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
+			   const char *value, size_t size, int flags)
+{
+	(void)ino, (void)name, (void)value, (void)size, (void)flags;
+	fuse_reply_err(req, ENOTSUP);
+}
+
+void zklfs_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
+{
+	(void)ino, (void)name;
+	fuse_reply_err(req, ENOTSUP);
+}

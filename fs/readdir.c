@@ -1,0 +1,255 @@
+/*
+ * fs/readdir.c - listing a directory: a lock's queue in order, then its
+ * subdirectories.  OPENDIR lists the znode once; READDIR pages through
+ * that listing; RELEASEDIR frees it.
+ */
+#include "fs/zop.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "zk/errno.h"
+#include "zk/grant.h"
+#include "zk/log.h"
+
+/* readdir ---------------------------------------------------------------- */
+
+struct dirent_s {
+	char *name;
+	bool dir;
+	struct zkl_child c;
+	bool seq;
+};
+
+struct dirlist {
+	struct dirent_s *e;
+	size_t n;
+	size_t waiting;			/* type look-ups in flight */
+	struct zkl_mutex lock;
+	struct dirlist *next, *prev;	/* fs->dirlists once opened; fs->lock */
+};
+
+static void dirlist_free(struct dirlist *dl)
+{
+	for (size_t i = 0; dl && i < dl->n; i++)
+		free(dl->e[i].name);
+	if (dl) {
+		free(dl->e);
+		zkl_mutex_destroy(&dl->lock);
+	}
+	free(dl);
+}
+
+/* Queue entries in queue order, then other files, then subdirectories. */
+static int dirent_cmp(const void *a, const void *b)
+{
+	const struct dirent_s *x = a, *y = b;
+	int rx = x->seq ? 0 : x->dir ? 2 : 1, ry = y->seq ? 0 : y->dir ? 2 : 1;
+
+	if (rx != ry)
+		return rx - ry;
+	if (rx == 0)
+		return zkn_seq_cmp(x->c.seq, y->c.seq);
+	return strcmp(x->name, y->name);
+}
+
+/* Opened directories are listed in fs->dirlists, to be freed at exit if
+ * the kernel goes before their RELEASEDIR arrives. */
+static void dirlist_link(struct zklfs *fs, struct dirlist *dl)
+{
+	zkl_mutex_lock(&fs->lock);
+	dl->next = fs->dirlists;
+	if (dl->next)
+		dl->next->prev = dl;
+	fs->dirlists = dl;
+	zkl_mutex_unlock(&fs->lock);
+}
+
+static void dirlist_unlink(struct zklfs *fs, struct dirlist *dl)
+{
+	zkl_mutex_lock(&fs->lock);
+	if (dl->prev)
+		dl->prev->next = dl->next;
+	else
+		fs->dirlists = dl->next;
+	if (dl->next)
+		dl->next->prev = dl->prev;
+	zkl_mutex_unlock(&fs->lock);
+}
+
+void zklfs_dirlists_free(struct zklfs *fs)
+{
+	while (fs->dirlists) {
+		struct dirlist *dl = fs->dirlists;
+
+		fs->dirlists = dl->next;
+		dirlist_free(dl);
+	}
+}
+
+static void opendir_finish(struct zop *op)
+{
+	struct dirlist *dl = op->dl;
+
+	qsort(dl->e, dl->n, sizeof(*dl->e), dirent_cmp);
+	op->fi.fh = (uint64_t)(uintptr_t)dl;
+	dirlist_link(op->fs, dl);	/* first: RELEASEDIR may come at once */
+	if (fuse_reply_open(op->req, &op->fi) != 0) {
+		dirlist_unlink(op->fs, dl);
+		dirlist_free(dl);
+	}
+	zop_free(op);
+}
+
+struct typeq {
+	struct zop *op;
+	size_t i;
+};
+
+static void type_done(int rc, const struct Stat *zs, const void *data)
+{
+	struct typeq *tq = (struct typeq *)data;
+	struct zop *op = tq->op;
+	struct dirlist *dl = op->dl;
+	bool last;
+
+	/* gone meanwhile: show it as a file, a readdir is only a snapshot */
+	dl->e[tq->i].dir = rc == ZOK && zs->ephemeralOwner == 0;
+	free(tq);
+	zkl_mutex_lock(&dl->lock);
+	last = --dl->waiting == 0;
+	zkl_mutex_unlock(&dl->lock);
+	if (last)
+		opendir_finish(op);
+}
+
+static void opendir_done(int rc, const struct String_vector *sv, const void *data)
+{
+	struct zop *op = (struct zop *)data;
+	struct dirlist *dl;
+	struct zks *zs;
+
+	if (rc != ZOK) {
+		zop_fail(op, rc);
+		return;
+	}
+	zs = zklfs_session(op->fs, op->path);
+	dl = calloc(1, sizeof(*dl));
+	if (dl)
+		dl->e = calloc((size_t)sv->count + 1, sizeof(*dl->e));
+	if (!dl || !dl->e) {
+		free(dl);
+		fuse_reply_err(op->req, ENOMEM);
+		zop_free(op);
+		return;
+	}
+	zkl_mutex_init(&dl->lock, ZKL_RANK_DIRLIST, "dirlist->lock");
+	op->dl = dl;
+	for (int i = 0; i < sv->count; i++) {
+		struct dirent_s *d = &dl->e[dl->n];
+
+		if (zklfs_hidden(op->fs, op->path, sv->data[i]))
+			continue;
+		d->name = strdup(sv->data[i]);
+		if (!d->name)
+			continue;
+		d->seq = zkn_parse(d->name, &d->c);
+		dl->n++;
+	}
+	/* a child without a sequence number: directory or not, ask ZooKeeper */
+	dl->waiting = 1;
+	for (size_t i = 0; i < dl->n; i++) {
+		struct typeq *tq;
+		char *p;
+
+		if (dl->e[i].seq || !(tq = malloc(sizeof(*tq))))
+			continue;
+		p = zkn_join(op->path, dl->e[i].name);
+		tq->op = op;
+		tq->i = i;
+		zkl_mutex_lock(&dl->lock);
+		dl->waiting++;
+		zkl_mutex_unlock(&dl->lock);
+		if (!p || zks_aexists(zs, p, type_done, tq) != ZOK) {
+			zkl_mutex_lock(&dl->lock);
+			dl->waiting--;
+			zkl_mutex_unlock(&dl->lock);
+			dl->e[i].dir = true;
+			free(tq);
+		}
+		free(p);
+	}
+	zkl_mutex_lock(&dl->lock);
+	bool last = --dl->waiting == 0;
+	zkl_mutex_unlock(&dl->lock);
+	if (last)
+		opendir_finish(op);
+}
+
+static int opendir_send(struct zop *op)
+{
+	return zks_achildren(op->zks, op->path, opendir_done, op);
+}
+
+void zklfs_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct zklfs *fs = fs_of(req);
+	struct node *n = node_of(fs, ino);
+	struct zop *op = zop_new(req, n, zklfs_node_path(fs, n));
+
+	if (!op) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	op->fi = *fi;
+	zop_send(op, zklfs_session(fs, op->path), opendir_send);
+}
+
+void zklfs_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+			  struct fuse_file_info *fi)
+{
+	struct dirlist *dl = (struct dirlist *)(uintptr_t)fi->fh;
+	char *buf = malloc(size);
+	size_t used = 0;
+
+	(void)ino;
+	if (!buf) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	for (size_t i = (size_t)off; i < dl->n + 2; i++) {
+		struct stat st = { .st_ino = 1 };
+		const char *name;
+		size_t need;
+
+		if (i < 2) {
+			name = i == 0 ? "." : "..";
+			st.st_mode = S_IFDIR;
+		} else {
+			struct dirent_s *d = &dl->e[i - 2];
+
+			name = d->name;
+			st.st_mode = d->dir ? S_IFDIR : S_IFREG;
+			st.st_ino = 2 + i;	/* any non-zero: lookup gives the real one */
+		}
+		need = fuse_add_direntry(req, buf + used, size - used, name, &st,
+					 (off_t)i + 1);
+		if (need > size - used)
+			break;
+		used += need;
+	}
+	fuse_reply_buf(req, buf, used);
+	free(buf);
+}
+
+void zklfs_releasedir(fuse_req_t req, fuse_ino_t ino,
+			     struct fuse_file_info *fi)
+{
+	(void)ino;
+	dirlist_unlink(fs_of(req), (struct dirlist *)(uintptr_t)fi->fh);
+	dirlist_free((struct dirlist *)(uintptr_t)fi->fh);
+	fuse_reply_err(req, 0);
+}

@@ -1,0 +1,113 @@
+/* fs/zop.c - one FUSE request waiting for one ZooKeeper call (see zop.h). */
+#include "fs/zop.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "zk/errno.h"
+#include "zk/log.h"
+
+struct zklfs *fs_of(fuse_req_t req)
+{
+	return fuse_req_userdata(req);
+}
+
+struct zop *zop_new(fuse_req_t req, struct node *node, char *path)
+{
+	struct zop *op;
+
+	if (!path)
+		return NULL;
+	op = calloc(1, sizeof(*op));
+	if (!op) {
+		free(path);
+		return NULL;
+	}
+	op->fs = fs_of(req);
+	op->req = req;
+	op->node = node;
+	op->path = path;
+	op->uid = fuse_req_ctx(req)->uid;
+	return op;
+}
+
+void zop_free(struct zop *op)
+{
+	free(op->path);
+	free(op);
+}
+
+static bool zop_again(struct zop *op, int rc);
+
+/*
+ * Answer @op with the errno of a failed ZooKeeper call and free it.  The
+ * answers a filesystem gives every day (no such node, exists, not empty)
+ * are not news; anything else gets its one log line.  A read that met a
+ * connection loss is sent again instead, for up to a session timeout.
+ */
+void zop_fail(struct zop *op, int rc)
+{
+	if (zop_again(op, rc))
+		return;
+	if (rc != ZNONODE && rc != ZNODEEXISTS && rc != ZNOTEMPTY)
+		zkl_log(LOG_WARNING, "%s: %s", op->path, zerror(rc));
+	fuse_reply_err(op->req, -zk_errno(rc));
+	zop_free(op);
+}
+
+/* After starting a call: answer the request now if it could not start. */
+void zop_started(struct zop *op, int rc)
+{
+	if (rc == ZOK)
+		return;
+	zop_fail(op, rc);
+}
+
+/*
+ * Send @op's read with @send on session @zks, and again (the same step) if
+ * it meets a connection loss or expiry: a short outage, or the server's
+ * restart, delays a stat or a listing instead of failing it.  Writes
+ * (mkdir, rmdir, unlink, write) are not sent twice: their outcome may be
+ * unknown.
+ */
+void zop_send(struct zop *op, struct zks *zks, int (*send)(struct zop *op))
+{
+	op->zks = zks;
+	op->send = send;
+	zop_started(op, send(op));
+}
+
+static void zop_resend(void *arg, bool go)
+{
+	struct zop *op = arg;
+
+	if (!go) {
+		op->send = NULL;	/* the mount is going */
+		zop_fail(op, ZCLOSING);
+		return;
+	}
+	zop_started(op, op->send(op));
+}
+
+/* Whether @op will be sent again rather than failed with @rc. */
+static bool zop_again(struct zop *op, int rc)
+{
+	uint64_t now;
+
+	if (!op->send || !zk_rc_transient(rc))
+		return false;
+	now = zklfs_now_ms();
+	if (!op->deadline_ms)
+		op->deadline_ms = now + (uint64_t)zks_timeout_ms(op->zks);
+	return now < op->deadline_ms && zks_later(op->zks, zop_resend, op) == 0;
+}
+
+char *zklfs_node_path(struct zklfs *fs, struct node *n)
+{
+	char *p;
+
+	zkl_mutex_lock(&fs->lock);
+	p = n->path ? strdup(n->path) : NULL;
+	zkl_mutex_unlock(&fs->lock);
+	return p;
+}

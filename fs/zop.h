@@ -1,0 +1,63 @@
+/*
+ * fs/zop.h - one FUSE request waiting for one ZooKeeper call.
+ *
+ * A handler (fs/ops.c, fs/readdir.c, fs/read.c) copies what it needs into
+ * a struct zop, starts one asynchronous call and returns; the completion,
+ * on the ZooKeeper thread, answers the request and frees the zop.  Reads
+ * (stat, listing, data) may be sent again while the session is away
+ * (zop_send()); writes never are: their outcome may be unknown.  A zop is
+ * owned by whoever holds it, one thread at a time: no lock.
+ */
+#ifndef FS_ZOP_H
+#define FS_ZOP_H
+
+#include "fs/zklockfs.h"
+
+struct dirlist;
+
+/* One request in flight to ZooKeeper. */
+struct zop {
+	struct zklfs *fs;
+	fuse_req_t req;
+	struct node *node;		/* the inode asked about, or the parent */
+	char *path;			/* the znode */
+	uid_t uid;			/* who asked */
+	size_t size;
+	off_t off;
+	int attr;			/* xattr asked for (enum xattr) */
+	enum node_type type;
+	struct dirlist *dl;		/* opendir */
+	struct fuse_file_info fi;
+	/* a read, sent again while the session is away (zop_send()) */
+	int (*send)(struct zop *op);	/* (re)sends it on zks */
+	struct zks *zks;
+	uint64_t deadline_ms;		/* give up then: a session timeout */
+};
+
+/* fs_of() - the mount a request is for. */
+struct zklfs *fs_of(fuse_req_t req);
+
+/*
+ * zop_new() - a zop for @req about @node (the inode, or the parent) and the
+ * znode @path, which it takes (and frees).  Return: NULL on ENOMEM, @path
+ * freed.
+ */
+struct zop *zop_new(fuse_req_t req, struct node *node, char *path);
+void zop_free(struct zop *op);
+
+/*
+ * zop_fail() - answer @op with the errno of the ZooKeeper failure @rc and
+ * free it; or, for a read that met a connection loss, send it again later.
+ */
+void zop_fail(struct zop *op, int rc);
+
+/* zop_started() - after starting a call: answer now if it could not start. */
+void zop_started(struct zop *op, int rc);
+
+/*
+ * zop_send() - send @op's read with @send on session @zks, and again, for
+ * up to a session timeout, if it meets a connection loss or an expiry.
+ */
+void zop_send(struct zop *op, struct zks *zks, int (*send)(struct zop *op));
+
+#endif
