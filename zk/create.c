@@ -1,0 +1,233 @@
+/* zk/create.c - creating a waiter's entry, and after a create whose
+ * outcome is unknown, finding it again (zk/adopt.h) or giving up. */
+#include "zk/engine.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "zk/adopt.h"
+#include "zk/errno.h"
+#include "zk/grant.h"
+#include "zk/log.h"
+
+/* creating --------------------------------------------------------------- */
+
+/* Our entry exists (created or found again): take it as ours. */
+static void adopt_locked(struct zkl_waiter *w, const char *path, int64_t czxid,
+			 bool prelisted)
+{
+	struct zkl_child me;
+
+	ZKL_ASSERT_HELD(&w->e->lock);
+	free(w->path);
+	w->path = strdup(path);
+	w->czxid = czxid;
+	if (!w->path || !zkn_parse(zkn_base(path), &me)) {
+		zkl_log(LOG_ERR, "created %s but cannot read its sequence", path);
+		zke_fail_locked(w, -EIO);
+		return;
+	}
+	w->seq = me.seq;
+	zke_queue_insert_locked(w);
+	if (w->answered || w->released) {
+		zke_delete_locked(w);	/* given up while it was being made */
+		return;
+	}
+	if (prelisted)
+		w->state = W_CHECKING;	/* its reply comes next: zke_children_done() */
+	else
+		zke_wait_locked(w);
+}
+
+static void create_done(int rc, const char *path, const struct Stat *stat,
+			const void *data)
+{
+	struct zkl_waiter *w = (struct zkl_waiter *)data;
+	struct zkl_engine *e = w->e;
+	bool pre;
+
+	/*
+	 * Even if @w was answered meanwhile (interrupted): an entry made must
+	 * be deleted.  No completion of an expired handle comes after the
+	 * waiter starts over: zookeeper_close() fires them all first.
+	 */
+	zkl_mutex_lock(&e->lock);
+	pre = w->prelisted;
+	w->prelisted = false;		/* its reply, if any, is ignored but here */
+	if (rc == ZOK)
+		adopt_locked(w, path, stat->czxid, pre);
+	else if (zk_rc_unknown(rc))
+		zke_stall_locked(w, S_RESOLVE);	/* it may exist: find it, never guess */
+	else if (rc_stalls(rc))
+		zke_stall_locked(w, S_CREATE);	/* never sent */
+	else {
+		zkl_log(LOG_WARNING, "cannot enqueue in %s: %s", w->dir, zerror(rc));
+		zke_answer_locked(w, zk_errno(rc), false);
+	}
+	zke_put_locked(w);
+	zke_unlock_fire(e);
+}
+
+/* Send @w's create. Return: ZOK (sent, or parked to redo), else why not. */
+int zke_send_create_locked(struct zkl_waiter *w)
+{
+	struct zkl_queue *q;
+	int rc;
+
+	ZKL_ASSERT_HELD(&w->e->lock);
+	w->state = W_CREATING;
+	w->refs++;
+	rc = T(w)->create(w->e->t.ctx, w->prefix, w->data, w->len,
+			 ZOO_EPHEMERAL_SEQUENTIAL, create_done, w, &w->gen);
+	if (rc == ZOK) {
+		/*
+		 * Unless it will be parked, it must list the children: send that
+		 * now.  One session's requests are done in order, so the listing
+		 * shows the new entry, and the grant costs one round trip.
+		 */
+		q = zke_queue_find_dir_locked(w->e, w->dir);
+		if (!q || !q->tail || q->tail->answered || (w->flags & ZKL_NONBLOCK)) {
+			w->refs++;
+			w->prelisted = T(w)->children(w->e->t.ctx, w->dir, zke_children_done, w) == ZOK;
+			if (!w->prelisted)
+				w->refs--;
+		}
+		return ZOK;
+	}
+	w->refs--;
+	if (rc_stalls(rc)) {
+		zke_stall_locked(w, S_CREATE);
+		return ZOK;
+	}
+	zkl_log(LOG_WARNING, "cannot enqueue %s: %s", w->prefix, zerror(rc));
+	return rc;
+}
+
+void zke_create_locked(struct zkl_waiter *w)
+{
+	int rc;
+
+	ZKL_ASSERT_HELD(&w->e->lock);
+	if (w->answered || w->released)
+		return;			/* nothing to make any more */
+	rc = zke_send_create_locked(w);
+	if (rc != ZOK)
+		zke_answer_locked(w, zk_errno(rc), false);
+}
+
+static void resolve_next_locked(struct zkl_waiter *w);
+
+static void resolve_get_done(int rc, const char *value, int len,
+			     const struct Stat *stat, const void *data)
+{
+	struct zkl_waiter *w = (struct zkl_waiter *)data;
+	struct zkl_engine *e = w->e;
+	enum zka_verdict v = ZKA_OTHER;
+
+	zkl_mutex_lock(&e->lock);
+	/*
+	 * Our nonce is world-readable: an entry is ours only if it is also
+	 * unchanged since its create and of the session our create went on.
+	 */
+	if (rc == ZOK && stat)
+		v = zka_candidate(value, len, w->nonce, stat->version,
+				  stat->ephemeralOwner,
+				  T(w)->session_of(w->e->t.ctx, w->gen));
+	if (v == ZKA_PLANTED)
+		zkl_log(LOG_WARNING, "%s/%s carries our nonce but is not ours "
+			"(version %d, owner 0x%llx): left alone", w->dir,
+			w->cands[w->ci], (int)stat->version,
+			(unsigned long long)stat->ephemeralOwner);
+	if (v == ZKA_OURS) {
+		char *path = zkn_join(w->dir, w->cands[w->ci]);
+
+		zkl_log(LOG_NOTICE, "found %s again after an unknown create", path);
+		zke_free_cands(w);
+		if (path)
+			adopt_locked(w, path, stat->czxid, false);
+		else
+			zke_fail_locked(w, -ENOMEM);
+		free(path);
+	} else if (rc_stalls(rc)) {
+		zke_free_cands(w);
+		zke_stall_locked(w, S_RESOLVE);
+	} else {
+		w->ci++;
+		resolve_next_locked(w);
+	}
+	zke_put_locked(w);
+	zke_unlock_fire(e);
+}
+
+/* Look at the next candidate; when none is left, the create never happened. */
+static void resolve_next_locked(struct zkl_waiter *w)
+{
+	char *path;
+	int rc;
+
+	ZKL_ASSERT_HELD(&w->e->lock);
+	if (w->ci >= w->ncand) {
+		zke_free_cands(w);
+		zke_create_locked(w);
+		return;
+	}
+	path = zkn_join(w->dir, w->cands[w->ci]);
+	if (!path) {
+		zke_fail_locked(w, -ENOMEM);
+		return;
+	}
+	w->refs++;
+	rc = T(w)->get(w->e->t.ctx, path, resolve_get_done, w);
+	free(path);
+	if (rc == ZOK)
+		return;
+	w->refs--;
+	zke_free_cands(w);
+	zke_stall_locked(w, S_RESOLVE);
+}
+
+static void resolve_children_done(int rc, const struct String_vector *sv,
+				  const void *data)
+{
+	struct zkl_waiter *w = (struct zkl_waiter *)data;
+	struct zkl_engine *e = w->e;
+	const char *base = zkn_base(w->prefix);
+	size_t bl = strlen(base);
+	struct zkl_child c;
+
+	/* answered meanwhile or not, an entry of ours must be found */
+	zkl_mutex_lock(&e->lock);
+	if (rc != ZOK) {
+		zke_trouble_locked(w, rc, S_RESOLVE, "cannot list the queue of");
+	} else {
+		zke_free_cands(w);
+		w->cands = calloc((size_t)sv->count + 1, sizeof(*w->cands));
+		for (int i = 0; w->cands && i < sv->count; i++)
+			if (strncmp(sv->data[i], base, bl) == 0 &&
+			    zkn_parse(sv->data[i], &c) && strlen(sv->data[i]) <= bl + 11)
+				w->cands[w->ncand++] = strdup(sv->data[i]);
+		if (w->cands)
+			resolve_next_locked(w);
+		else
+			zke_fail_locked(w, -ENOMEM);
+	}
+	zke_put_locked(w);
+	zke_unlock_fire(e);
+}
+
+void zke_resolve_locked(struct zkl_waiter *w)
+{
+	int rc;
+
+	ZKL_ASSERT_HELD(&w->e->lock);
+	w->state = W_RESOLVING;
+	w->refs++;
+	rc = T(w)->children(w->e->t.ctx, w->dir, resolve_children_done, w);
+	if (rc == ZOK)
+		return;
+	w->refs--;
+	zke_stall_locked(w, S_RESOLVE);
+}

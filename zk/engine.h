@@ -1,0 +1,153 @@
+/*
+ * zk/engine.h - the lock engine's insides, shared by its files (see
+ * zk/lock.h for the contract and zk/lock.c for how a waiter lives).
+ *
+ * Not an API: only zk/lock*.c, zk/waiter.c, zk/release.c, zk/watch.c and
+ * zk/create.c include it, as the ZooKeeper C client's zk_adaptor.h is shared
+ * by its own files.  Every zke_*_locked() function runs with engine->lock
+ * held (asserted in the sanitizer builds); the others take it.
+ */
+#ifndef ZK_ENGINE_H
+#define ZK_ENGINE_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "zk/lock.h"
+#include "zk/mutex.h"
+
+enum wstate {
+	W_CREATING,	/* create in flight */
+	W_RESOLVING,	/* create outcome unknown: looking for our entry */
+	W_CHECKING,	/* listing the children */
+	W_PARKED,	/* behind an entry of ours not yet granted: no request */
+	W_LOCALWAIT,	/* must outlive an entry of ours: waits for our delete */
+	W_WATCHING,	/* watching another client's entry before ours */
+	W_CONFIRMING,	/* it went and was the lowest: is our entry there? */
+	W_HELD,		/* granted */
+	W_DONE,		/* answered with an error, or lost */
+};
+
+/* What to redo once the session is back. */
+enum stall { S_NONE, S_CREATE, S_RESOLVE, S_CHECK, S_OWNWATCH, S_DELETE };
+
+#define QBUCKETS 1024
+
+/* Our entries in one lock, in sequence order. */
+struct zkl_queue {
+	char *dir;
+	struct zkl_queue *hnext;	/* e->qtab chain */
+	struct zkl_waiter *head, *tail;
+};
+
+struct zkl_engine {
+	struct zkl_transport t;		/* how we reach ZooKeeper */
+	enum zkl_naming naming;
+	zkl_lost_fn lost;
+	struct zkl_mutex lock;
+	struct zkl_waiter *all, *all_tail;	/* every live waiter, oldest first */
+	struct zkl_waiter *fire, *fire_tail;	/* answered, done not yet run */
+	struct zkl_queue *qtab[QBUCKETS];
+	bool shutdown;
+};
+
+struct zkl_waiter {
+	struct zkl_engine *e;
+	struct zkl_waiter *prev, *next;	/* e->all */
+	struct zkl_waiter *fnext;	/* e->fire */
+	struct zkl_queue *q;		/* once our entry exists, until it is gone */
+	struct zkl_waiter *qprev, *qnext;
+	int refs;
+	enum wstate state;
+	enum stall stall;
+	bool answered;			/* done has run or is about to */
+	bool released;			/* the caller gave its reference back */
+	bool deleting;
+	bool lost;
+	bool own_armed;			/* the watch on our own entry is set */
+	bool own_inflight;		/* ... is being set: its reply is due */
+	bool pred_known;		/* a listing showed whom we must outlive */
+	bool pred_local;		/* ... and it was an entry of ours */
+	bool pred_first;		/* ... and the lowest: once it is gone, ours holds */
+	bool grant_now;			/* learn_locked(): granted by this listing */
+	bool confirmed;			/* handoff_done(): its entry is there */
+	bool prelisted;			/* a listing follows the create (pipelined) */
+	int flags;
+	uint32_t owner;			/* the caller's tag: zkl_owner() */
+	int result;			/* what done is told */
+	enum zkl_kind kind;
+	int32_t seq;
+	int32_t pred_seq;
+	uint64_t gen;			/* t.ops->generation() of its create */
+	int64_t czxid;
+	char *dir;
+	char *prefix;			/* DIR/NAME<marker>, what we create */
+	char *path;			/* our entry, once created */
+	char *pred;			/* the entry we must outlive, if known */
+	char *data;			/* its data, ending in our nonce line */
+	int len;
+	char nonce[24];			/* "zkl=XXXXXXXXXXXXXXXX\n" */
+	char **cands;			/* W_RESOLVING: entries that may be ours */
+	int ncand, ci;
+	zkl_done_fn done;
+	void *arg;
+};
+
+/* The transport's operations, for a waiter's calls. */
+#define T(w) ((w)->e->t.ops)
+
+/* Failures after which the step can be redone when the session is back. */
+static inline bool rc_stalls(int rc)
+{
+	return rc == ZCONNECTIONLOSS || rc == ZOPERATIONTIMEOUT ||
+	       rc == ZSESSIONEXPIRED || rc == ZINVALIDSTATE || rc == ZCLOSING ||
+	       rc == ZSESSIONMOVED;
+}
+
+/* zk/waiter.c: references, answers, stalls, our own queues */
+struct zkl_queue *zke_queue_find_dir_locked(struct zkl_engine *e, const char *dir);
+void zke_queue_insert_locked(struct zkl_waiter *w);
+void zke_queue_unlink_locked(struct zkl_waiter *w);
+struct zkl_waiter *zke_queue_find_locked(struct zkl_waiter *w, int32_t seq);
+void zke_free_cands(struct zkl_waiter *w);
+void zke_waiter_free(struct zkl_waiter *w);
+void zke_put_locked(struct zkl_waiter *w);
+void zke_unlock_fire(struct zkl_engine *e);
+void zke_stall_locked(struct zkl_waiter *w, enum stall what);
+enum stall zke_unstall_locked(struct zkl_waiter *w);
+void zke_answer_locked(struct zkl_waiter *w, int err, bool advance);
+
+/* zk/release.c: deletes, hand-offs, waiting on entries of ours */
+void zke_delete_locked(struct zkl_waiter *w);
+void zke_fail_locked(struct zkl_waiter *w, int err);
+void zke_lose_locked(struct zkl_waiter *w, const char *why);
+void zke_trouble_locked(struct zkl_waiter *w, int rc, enum stall redo,
+			const char *what);
+void zke_wait_locked(struct zkl_waiter *w);
+void zke_settle_locked(struct zkl_waiter *w);
+void zke_gone_locked(struct zkl_waiter *l, bool deleted, bool handoff);
+void zke_learn_pred_locked(struct zkl_waiter *w, const struct zkl_child *pred,
+			   bool first);
+
+/* zk/watch.c: watches, listings, the decision */
+bool zke_stale_locked(struct zkl_waiter *w);
+void zke_own_watcher(zhandle_t *zh, int type, int state, const char *path,
+		     void *ctx);
+void zke_own_watch_done(int rc, const char *value, int len,
+			const struct Stat *stat, const void *data);
+void zke_own_watch_locked(struct zkl_waiter *w);
+void zke_watch_locked(struct zkl_waiter *w);
+void zke_children_done(int rc, const struct String_vector *strings,
+		       const void *data);
+void zke_check_locked(struct zkl_waiter *w);
+
+/* zk/create.c: creating an entry, finding it again after an unknown create */
+int zke_send_create_locked(struct zkl_waiter *w);
+void zke_create_locked(struct zkl_waiter *w);
+void zke_resolve_locked(struct zkl_waiter *w);
+
+/* zk/lock.c: the API */
+void zke_unwatch_locked(struct zkl_waiter *w);
+
+#endif

@@ -1,0 +1,276 @@
+/* zk/release.c - giving an entry back: the delete, the hand-off to the
+ * waiters of ours right behind it, and waiting on entries of ours. */
+#include "zk/engine.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "zk/adopt.h"
+#include "zk/errno.h"
+#include "zk/grant.h"
+#include "zk/log.h"
+
+/* Our delete of @w's entry came back with @rc. */
+static void deleted_locked(struct zkl_waiter *w, int rc)
+{
+	bool held;
+
+	ZKL_ASSERT_HELD(&w->e->lock);
+	if (rc_stalls(rc)) {
+		w->deleting = false;
+		zke_stall_locked(w, S_DELETE);	/* the session may live: delete later */
+		return;
+	}
+	if (rc != ZOK && rc != ZNONODE)
+		zkl_log(LOG_WARNING, "cannot delete %s: %s", w->path, zerror(rc));
+	held = rc == ZOK && w->answered && w->result == 0 && !w->lost &&
+	       w->kind == ZKL_EXCLUSIVE;
+	zke_gone_locked(w, rc == ZOK, held);
+}
+
+static void delete_done(int rc, const void *data)
+{
+	struct zkl_waiter *w = (struct zkl_waiter *)data;
+	struct zkl_engine *e = w->e;
+
+	zkl_mutex_lock(&e->lock);
+	deleted_locked(w, rc);
+	zke_put_locked(w);
+	zke_unlock_fire(e);
+}
+
+/*
+ * A release that can hand the lock over: one transaction deletes @l's entry
+ * and checks that each waiter to be granted still has its own (someone may
+ * have deleted it while it waited).  All or nothing, one write like a plain
+ * delete.
+ */
+#define HANDOFF_MAX 16
+struct handoff {
+	struct zkl_waiter *l;
+	int n;
+	struct zkl_waiter *x[HANDOFF_MAX];
+	zoo_op_t ops[HANDOFF_MAX + 1];
+	zoo_op_result_t res[HANDOFF_MAX + 1];
+};
+
+static void send_delete_locked(struct zkl_waiter *w);
+
+static void handoff_done(int rc, const void *data)
+{
+	struct handoff *h = (struct handoff *)data;
+	struct zkl_waiter *l = h->l;
+	struct zkl_engine *e = l->e;
+	int bad = 0;
+
+	zkl_mutex_lock(&e->lock);
+	for (int i = 0; rc != ZOK && i <= h->n; i++)
+		if (h->res[i].err != ZOK && h->res[i].err != ZRUNTIMEINCONSISTENCY) {
+			bad = i;	/* the op that failed it */
+			break;
+		}
+	if (rc == ZOK || bad == 0) {
+		for (int i = 0; rc == ZOK && i < h->n; i++)
+			h->x[i]->confirmed = true;
+		deleted_locked(l, rc == ZOK ? ZOK : (h->res[0].err ? h->res[0].err : rc));
+		for (int i = 0; i < h->n; i++)
+			h->x[i]->confirmed = false;
+	} else {
+		send_delete_locked(l);	/* a waiter lost its entry: plain delete */
+	}
+	for (int i = 0; i < h->n; i++)
+		zke_put_locked(h->x[i]);
+	zke_put_locked(l);
+	zke_unlock_fire(e);
+	free(h);
+}
+
+/* The waiters of ours a hand-off on @l's delete could grant (zke_gone_locked()). */
+static struct handoff *handoff_new_locked(struct zkl_waiter *l)
+{
+	bool held = l->answered && l->result == 0 && !l->lost &&
+		    l->kind == ZKL_EXCLUSIVE;
+	struct handoff *h = NULL;
+
+	ZKL_ASSERT_HELD(&l->e->lock);
+	for (struct zkl_waiter *x = l->qnext; x && x->pred_known &&
+	     x->pred_seq == l->seq; x = x->qnext) {
+		if (x->answered || !x->path || !(held || x->pred_first))
+			continue;
+		if (!h && !(h = calloc(1, sizeof(*h))))
+			return NULL;
+		if (h->n == HANDOFF_MAX)
+			break;		/* the others list the children */
+		h->x[h->n++] = x;
+	}
+	return h;
+}
+
+static void send_delete_locked(struct zkl_waiter *w)
+{
+	int rc;
+
+	ZKL_ASSERT_HELD(&w->e->lock);
+	w->refs++;
+	rc = T(w)->remove(w->e->t.ctx, w->path, delete_done, w);
+	if (rc != ZOK) {
+		w->refs--;
+		w->deleting = false;
+		zke_stall_locked(w, S_DELETE);
+	}
+}
+
+void zke_delete_locked(struct zkl_waiter *w)
+{
+	struct handoff *h;
+	int rc;
+
+	ZKL_ASSERT_HELD(&w->e->lock);
+	if (!w->path || w->deleting)
+		return;
+	w->deleting = true;
+	h = handoff_new_locked(w);
+	if (!h) {
+		send_delete_locked(w);
+		return;
+	}
+	h->l = w;
+	zoo_delete_op_init(&h->ops[0], w->path, -1);
+	for (int i = 0; i < h->n; i++)
+		zoo_check_op_init(&h->ops[i + 1], h->x[i]->path, -1);
+	rc = T(w)->multi(w->e->t.ctx, h->n + 1, h->ops, h->res, handoff_done, h);
+	if (rc != ZOK) {
+		free(h);
+		send_delete_locked(w);
+		return;
+	}
+	w->refs++;
+	for (int i = 0; i < h->n; i++)
+		h->x[i]->refs++;
+}
+
+
+void zke_fail_locked(struct zkl_waiter *w, int err)
+{
+	ZKL_ASSERT_HELD(&w->e->lock);
+	zke_answer_locked(w, err, true);
+	zke_unwatch_locked(w);
+	zke_delete_locked(w);
+}
+
+/* A held lock is gone: tell the caller once, and make sure the entry goes. */
+void zke_lose_locked(struct zkl_waiter *w, const char *why)
+{
+	ZKL_ASSERT_HELD(&w->e->lock);
+	if (w->lost || w->released || !w->answered || w->result != 0)
+		return;
+	w->lost = true;
+	w->state = W_DONE;
+	zkl_log(LOG_WARNING, "lock %s lost: %s", w->path ? w->path : w->dir, why);
+	w->e->lost(w, w->arg);
+	zke_delete_locked(w);
+}
+
+
+/* A request of @w's failed with @rc: park it if the session may come back. */
+void zke_trouble_locked(struct zkl_waiter *w, int rc, enum stall redo,
+			const char *what)
+{
+	ZKL_ASSERT_HELD(&w->e->lock);
+	if (rc_stalls(rc)) {
+		zke_stall_locked(w, redo);
+		return;
+	}
+	zkl_log(LOG_WARNING, "%s %s: %s", what, w->path ? w->path : w->dir, zerror(rc));
+	zke_fail_locked(w, zk_errno(rc));
+}
+
+/*
+ * How @w (created, not answered, no request in flight) waits now: parked
+ * behind an entry of ours not yet granted; else, knowing whom it must
+ * outlive, for our own delete of it or with a watch on another's; else it
+ * lists the children.
+ */
+void zke_wait_locked(struct zkl_waiter *w)
+{
+	ZKL_ASSERT_HELD(&w->e->lock);
+	if (w->answered || w->e->shutdown)
+		return;
+	if (w->flags & ZKL_NONBLOCK) {
+		zke_check_locked(w);	/* it must know now */
+	} else if (w->qprev && !w->qprev->answered) {
+		w->state = W_PARKED;
+	} else if (!w->pred_known) {
+		zke_check_locked(w);
+	} else if (zke_queue_find_locked(w, w->pred_seq)) {
+		w->state = W_LOCALWAIT;
+	} else if (w->pred_local) {
+		zke_check_locked(w);	/* ours, and gone: look again */
+	} else {
+		zke_watch_locked(w);
+	}
+}
+
+/* Something @w waited for locally changed: wait anew. */
+void zke_settle_locked(struct zkl_waiter *w)
+{
+	if (!w)
+		return;
+	ZKL_ASSERT_HELD(&w->e->lock);
+	if (!w->answered && (w->state == W_PARKED || w->state == W_LOCALWAIT))
+		zke_wait_locked(w);
+}
+
+/*
+ * @l leaves our queue.  The waiters that had to outlive it move on.  If our
+ * delete removed its entry (@deleted) and it was the lowest (@handoff: an
+ * exclusive entry that held the lock; or a listing showed it lowest), those
+ * a listing showed right behind it hold the lock now, provided the delete
+ * checked their own entries were still there (struct handoff); the others
+ * look again.
+ */
+void zke_gone_locked(struct zkl_waiter *l, bool deleted, bool handoff)
+{
+	struct zkl_waiter *first = l->qnext, *x;
+	int32_t seq = l->seq;
+
+	ZKL_ASSERT_HELD(&l->e->lock);
+	if (!l->q)
+		return;
+	zke_queue_unlink_locked(l);
+	for (x = first; x && x->pred_known && x->pred_seq == seq; x = x->qnext)
+		if (deleted && (handoff || x->pred_first) && x->confirmed)
+			zke_answer_locked(x, 0, false);	/* else it lists: settle */
+	for (x = first; x; x = x->qnext) {
+		bool behind = x->pred_known && x->pred_seq == seq;
+
+		if (behind && !x->answered && x->state == W_WATCHING)
+			zke_check_locked(x);	/* watched it before it was ours */
+		else
+			zke_settle_locked(x);
+		if (!behind)
+			break;
+	}
+}
+
+/* Remember that @w must outlive @pred (from a listing that showed @w). */
+void zke_learn_pred_locked(struct zkl_waiter *w, const struct zkl_child *pred,
+			   bool first)
+{
+	char *path = zkn_join(w->dir, pred->name);
+
+	ZKL_ASSERT_HELD(&w->e->lock);
+	if (!path) {
+		w->pred_known = false;	/* it will list for itself */
+		return;
+	}
+	free(w->pred);
+	w->pred = path;
+	w->pred_known = true;
+	w->pred_seq = pred->seq;
+	w->pred_local = zke_queue_find_locked(w, pred->seq) != NULL;
+	w->pred_first = first;
+}

@@ -1,0 +1,221 @@
+/* zk/waiter.c - a waiter's references and answers, its stalls, and the
+ * mount's own queue of entries in each lock (see zk/lock.c). */
+#include "zk/engine.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "zk/adopt.h"
+#include "zk/errno.h"
+#include "zk/grant.h"
+#include "zk/log.h"
+
+/* queues ------------------------------------------------------------------ */
+
+static struct zkl_queue **qslot(struct zkl_engine *e, const char *dir)
+{
+	return &e->qtab[zkn_hash(dir) % QBUCKETS];
+}
+
+/* Our entries in the lock @dir, or NULL if none. */
+struct zkl_queue *zke_queue_find_dir_locked(struct zkl_engine *e, const char *dir)
+{
+	struct zkl_queue *q;
+
+	ZKL_ASSERT_HELD(&e->lock);
+	for (q = *qslot(e, dir); q && strcmp(q->dir, dir) != 0; q = q->hnext)
+		;
+	return q;
+}
+
+/* Put @w, whose entry now exists, among our entries in its lock. */
+void zke_queue_insert_locked(struct zkl_waiter *w)
+{
+	struct zkl_queue **slot = qslot(w->e, w->dir);
+	struct zkl_queue *q = zke_queue_find_dir_locked(w->e, w->dir);
+	struct zkl_waiter *x;
+
+	ZKL_ASSERT_HELD(&w->e->lock);
+	if (!q) {
+		q = calloc(1, sizeof(*q));
+		if (q)
+			q->dir = strdup(w->dir);
+		if (!q || !q->dir) {
+			free(q);
+			return;		/* it lists for itself: slower, not wrong */
+		}
+		q->hnext = *slot;
+		*slot = q;
+	}
+	/* one session's creates complete in order: almost always the tail */
+	for (x = q->tail; x && zkn_seq_cmp(x->seq, w->seq) > 0; x = x->qprev)
+		;
+	w->q = q;
+	w->qprev = x;
+	w->qnext = x ? x->qnext : q->head;
+	if (w->qnext)
+		w->qnext->qprev = w;
+	else
+		q->tail = w;
+	if (x)
+		x->qnext = w;
+	else
+		q->head = w;
+}
+
+void zke_queue_unlink_locked(struct zkl_waiter *w)
+{
+	struct zkl_queue *q = w->q, **pp;
+
+	ZKL_ASSERT_HELD(&w->e->lock);
+	if (!q)
+		return;
+	if (w->qprev)
+		w->qprev->qnext = w->qnext;
+	else
+		q->head = w->qnext;
+	if (w->qnext)
+		w->qnext->qprev = w->qprev;
+	else
+		q->tail = w->qprev;
+	w->q = NULL;
+	w->qprev = w->qnext = NULL;
+	if (q->head)
+		return;
+	for (pp = qslot(w->e, q->dir); *pp != q; pp = &(*pp)->hnext)
+		;
+	*pp = q->hnext;
+	free(q->dir);
+	free(q);
+}
+
+/* The entry of ours with sequence number @seq before @w, or NULL. */
+struct zkl_waiter *zke_queue_find_locked(struct zkl_waiter *w, int32_t seq)
+{
+	ZKL_ASSERT_HELD(&w->e->lock);
+	for (struct zkl_waiter *x = w->qprev; x; x = x->qprev) {
+		int c = zkn_seq_cmp(x->seq, seq);
+
+		if (c == 0)
+			return x;
+		if (c < 0)
+			break;
+	}
+	return NULL;
+}
+
+/* waiters ----------------------------------------------------------------- */
+
+void zke_free_cands(struct zkl_waiter *w)
+{
+	for (int i = 0; i < w->ncand; i++)
+		free(w->cands[i]);
+	free(w->cands);
+	w->cands = NULL;
+	w->ncand = w->ci = 0;
+}
+
+void zke_waiter_free(struct zkl_waiter *w)
+{
+	zke_free_cands(w);
+	free(w->dir);
+	free(w->prefix);
+	free(w->path);
+	free(w->pred);
+	free(w->data);
+	free(w);
+}
+
+
+void zke_put_locked(struct zkl_waiter *w)
+{
+	struct zkl_engine *e = w->e;
+
+	ZKL_ASSERT_HELD(&w->e->lock);
+	if (--w->refs > 0)
+		return;
+	zke_gone_locked(w, false, false);	/* normally already out of its queue */
+	if (w->prev)
+		w->prev->next = w->next;
+	else
+		e->all = w->next;
+	if (w->next)
+		w->next->prev = w->prev;
+	else
+		e->all_tail = w->prev;
+	zke_waiter_free(w);
+}
+
+/* Drop the engine's lock, then run the done callbacks answered under it. */
+void zke_unlock_fire(struct zkl_engine *e)
+{
+	while (e->fire) {
+		struct zkl_waiter *list = e->fire, *w, *next;
+
+		e->fire = e->fire_tail = NULL;
+		zkl_mutex_unlock(&e->lock);
+		for (w = list; w; w = w->fnext)
+			w->done(w, w->result, w->arg);
+		zkl_mutex_lock(&e->lock);
+		for (w = list; w; w = next) {
+			next = w->fnext;
+			zke_put_locked(w);	/* the answer's reference */
+		}
+	}
+	zkl_mutex_unlock(&e->lock);
+}
+
+/*
+ * Park @w until the session is back, to redo @what.  A parked waiter holds a
+ * reference of its own: its caller may have given it up (an interrupted
+ * open whose create is unresolved), and the redo must still happen.
+ */
+void zke_stall_locked(struct zkl_waiter *w, enum stall what)
+{
+	ZKL_ASSERT_HELD(&w->e->lock);
+	if (w->stall == S_NONE)
+		w->refs++;
+	w->stall = what;
+}
+
+/* Take @w out of the parked state. Return: what was to be redone. */
+enum stall zke_unstall_locked(struct zkl_waiter *w)
+{
+	enum stall what = w->stall;
+
+	ZKL_ASSERT_HELD(&w->e->lock);
+	if (what != S_NONE) {
+		w->stall = S_NONE;
+		zke_put_locked(w);		/* the caller holds another reference */
+	}
+	return what;
+}
+
+
+/*
+ * Decide @w's answer; done runs at zke_unlock_fire().  With @advance, the next
+ * waiter of ours, which may have been parked behind @w, moves on.
+ */
+void zke_answer_locked(struct zkl_waiter *w, int err, bool advance)
+{
+	struct zkl_engine *e = w->e;
+
+	ZKL_ASSERT_HELD(&w->e->lock);
+	if (w->answered)
+		return;
+	w->answered = true;
+	w->result = err;
+	w->state = err ? W_DONE : W_HELD;
+	w->refs++;			/* held across done */
+	w->fnext = NULL;
+	if (e->fire_tail)
+		e->fire_tail->fnext = w;
+	else
+		e->fire = w;
+	e->fire_tail = w;
+	if (advance)
+		zke_settle_locked(w->qnext);
+}

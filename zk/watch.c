@@ -1,0 +1,299 @@
+/* zk/watch.c - watching our own entry and the one we must outlive, and
+ * deciding from a listing (zk/grant.c) who holds and whom to watch. */
+#include "zk/engine.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "zk/adopt.h"
+#include "zk/errno.h"
+#include "zk/grant.h"
+#include "zk/log.h"
+
+/* watches ---------------------------------------------------------------- */
+
+/*
+ * Was @w's entry made by a handle replaced since (its session expired, and
+ * the entry with it)?  Then on_expired() is about to start @w over: until
+ * it does, a request of @w's on the new session finds its entry missing.
+ */
+bool zke_stale_locked(struct zkl_waiter *w)
+{
+	ZKL_ASSERT_HELD(&w->e->lock);
+	return w->gen != T(w)->generation(w->e->t.ctx);
+}
+
+/* Our own entry was deleted, not by us: a holder lost it, a waiter fails. */
+static void gone_self_locked(struct zkl_waiter *w)
+{
+	ZKL_ASSERT_HELD(&w->e->lock);
+	if (w->answered) {
+		zke_lose_locked(w, "its entry was deleted by someone else");
+	} else if (w->path && !w->deleting && zke_stale_locked(w)) {
+		zke_stall_locked(w, S_CHECK);	/* on_expired() starts it over */
+	} else if (w->path && !w->deleting) {
+		zkl_log(LOG_WARNING, "%s was deleted while it waited", w->path);
+		zke_fail_locked(w, -EIO);
+	}
+}
+
+/* The watch on our own entry: while it waits for a grant without a listing, and held. */
+void zke_own_watcher(zhandle_t *zh, int type, int state, const char *path,
+		     void *ctx)
+{
+	struct zkl_waiter *w = ctx;
+	struct zkl_engine *e = w->e;
+
+	(void)zh;
+	(void)path;
+	if (type == ZOO_SESSION_EVENT && state != ZOO_EXPIRED_SESSION_STATE)
+		return;			/* the watch stays armed */
+	zkl_mutex_lock(&e->lock);
+	w->own_armed = false;
+	if (type == ZOO_DELETED_EVENT)
+		gone_self_locked(w);
+	else if (type == ZOO_CHANGED_EVENT && !w->lost && !w->released)
+		zke_own_watch_locked(w);	/* data written: watch on */
+	zke_put_locked(w);
+	zke_unlock_fire(e);
+}
+
+void zke_own_watch_done(int rc, const char *value, int len,
+			const struct Stat *stat, const void *data)
+{
+	struct zkl_waiter *w = (struct zkl_waiter *)data;
+	struct zkl_engine *e = w->e;
+
+	(void)value, (void)len, (void)stat;
+	zkl_mutex_lock(&e->lock);
+	w->own_inflight = false;
+	if (rc == ZOK) {
+		w->own_armed = true;
+	} else {
+		w->refs--;		/* no watch was left */
+		if (rc == ZNONODE)
+			gone_self_locked(w);
+		else if (rc_stalls(rc) && w->answered && w->result == 0 &&
+			 !w->lost && !w->released)
+			zke_stall_locked(w, S_OWNWATCH);	/* a waiter's own path redoes it */
+	}
+	zke_put_locked(w);
+	zke_unlock_fire(e);
+}
+
+/*
+ * Watch our own entry, to hear if someone else deletes it.  Armed on the
+ * supervisor's tick (on_tick()), not at the grant or when the wait begins:
+ * most locks are given back and most waits end sooner, and then cost
+ * neither the watch nor its removal.
+ */
+void zke_own_watch_locked(struct zkl_waiter *w)
+{
+	ZKL_ASSERT_HELD(&w->e->lock);
+	if (w->own_armed || w->own_inflight || !w->path || w->deleting)
+		return;
+	w->refs += 2;			/* the completion and the watch */
+	w->own_inflight = true;
+	if (T(w)->wget(w->e->t.ctx, w->path, zke_own_watcher, w, zke_own_watch_done, w) != ZOK) {
+		w->refs -= 2;
+		w->own_inflight = false;
+		zke_stall_locked(w, S_OWNWATCH);
+	}
+}
+
+static void confirm_done(int rc, const struct Stat *stat, const void *data)
+{
+	struct zkl_waiter *w = (struct zkl_waiter *)data;
+	struct zkl_engine *e = w->e;
+
+	(void)stat;
+	zkl_mutex_lock(&e->lock);
+	if (w->answered || w->state != W_CONFIRMING)
+		;
+	else if (rc == ZOK)
+		zke_answer_locked(w, 0, true);
+	else if (rc == ZNONODE)
+		gone_self_locked(w);
+	else
+		zke_trouble_locked(w, rc, S_CHECK, "cannot look up");
+	zke_put_locked(w);
+	zke_unlock_fire(e);
+}
+
+/*
+ * The entry @w outlived was the lowest: @w holds the lock if its own entry
+ * is still there (someone may have deleted it while it waited).
+ */
+static void confirm_locked(struct zkl_waiter *w)
+{
+	int rc;
+
+	ZKL_ASSERT_HELD(&w->e->lock);
+	w->state = W_CONFIRMING;
+	w->refs++;
+	rc = T(w)->exists(w->e->t.ctx, w->path, confirm_done, w);
+	if (rc == ZOK)
+		return;
+	w->refs--;
+	zke_trouble_locked(w, rc, S_CHECK, "cannot look up");
+}
+
+static void pred_watcher(zhandle_t *zh, int type, int state, const char *path,
+			 void *ctx)
+{
+	struct zkl_waiter *w = ctx;
+	struct zkl_engine *e = w->e;
+
+	(void)zh;
+	(void)path;
+	if (type == ZOO_SESSION_EVENT && state != ZOO_EXPIRED_SESSION_STATE)
+		return;			/* the watch stays armed */
+	zkl_mutex_lock(&e->lock);
+	if (type == ZOO_SESSION_EVENT || w->answered || w->state != W_WATCHING)
+		;
+	else if (type == ZOO_DELETED_EVENT && w->pred_first)
+		confirm_locked(w);	/* it held the lock: nothing before us */
+	else
+		zke_check_locked(w);
+	zke_put_locked(w);
+	zke_unlock_fire(e);
+}
+
+static void pred_done(int rc, const char *value, int len,
+		      const struct Stat *stat, const void *data)
+{
+	struct zkl_waiter *w = (struct zkl_waiter *)data;
+	struct zkl_engine *e = w->e;
+
+	(void)value, (void)len, (void)stat;
+	zkl_mutex_lock(&e->lock);
+	if (rc != ZOK) {
+		w->refs--;		/* no watch was left */
+		if (w->answered || w->state != W_WATCHING)
+			;
+		else if (rc == ZNONODE)
+			zke_check_locked(w);	/* it went before we looked */
+		else
+			zke_trouble_locked(w, rc, S_CHECK, "cannot watch before");
+	}
+	zke_put_locked(w);
+	zke_unlock_fire(e);
+}
+
+/* Watch w->pred, another client's entry: only we watch it (no herd). */
+void zke_watch_locked(struct zkl_waiter *w)
+{
+	int rc;
+
+	ZKL_ASSERT_HELD(&w->e->lock);
+	w->state = W_WATCHING;
+	w->refs += 2;			/* the completion and the watch */
+	rc = T(w)->wget(w->e->t.ctx, w->pred, pred_watcher, w, pred_done, w);
+	if (rc == ZOK)
+		return;
+	w->refs -= 2;
+	zke_trouble_locked(w, rc, S_CHECK, "cannot watch before");
+}
+
+/* listing ---------------------------------------------------------------- */
+
+/*
+ * A listing of @w's lock came.  It decides for @w, and for every waiter of
+ * ours in that lock that it shows and that is parked: each is granted or
+ * learns whom it must outlive (one pass over the sorted listing).
+ */
+static void learn_locked(struct zkl_waiter *w, const struct String_vector *sv)
+{
+	struct zkl_queue *q = w->q;
+	bool many = q && q->head != q->tail;
+	enum zkl_verdict mine = ZKL_MISSING;
+	struct zkl_child *kids;
+	struct zkl_waiter *x;
+	const struct zkl_child *low;
+	struct zkl_walk wk;
+	size_t n;
+
+	ZKL_ASSERT_HELD(&w->e->lock);
+	kids = zkl_parse_children(sv->data, sv->count, &n);
+	if (!kids) {
+		zke_fail_locked(w, -ENOMEM);
+		return;
+	}
+	if (many) {
+		zkl_sort(kids, n);
+		zkl_walk_init(&wk, kids, n);
+	}
+	low = many && n ? &kids[0] : zkl_lowest(kids, n);
+	for (x = many ? q->head : w; x; x = many ? x->qnext : NULL) {
+		const struct zkl_child *pred = NULL;
+		enum zkl_verdict v;
+
+		if (x != w && (x->answered || x->state != W_PARKED))
+			continue;
+		v = many ? zkl_walk_decide(&wk, x->seq, x->kind, &pred)
+			 : zkl_decide(kids, n, x->seq, x->kind, &pred);
+		if (x == w)
+			mine = v;
+		if (v == ZKL_GRANTED)
+			x->grant_now = true;
+		else if (v == ZKL_WAIT)
+			zke_learn_pred_locked(x, pred, pred == low);
+	}
+	free(kids);
+
+	if (mine == ZKL_MISSING && zke_stale_locked(w)) {
+		zke_stall_locked(w, S_CHECK);	/* on_expired() starts it over */
+	} else if (mine == ZKL_MISSING) {
+		zkl_log(LOG_WARNING, "%s was deleted while it waited", w->path);
+		zke_fail_locked(w, -EIO);
+	} else if (mine == ZKL_WAIT && (w->flags & ZKL_NONBLOCK)) {
+		zke_fail_locked(w, -EAGAIN);
+	} else if (mine == ZKL_WAIT) {
+		w->state = W_PARKED;	/* zke_wait_locked() below says how */
+	}
+	for (x = many ? q->head : w; x; x = many ? x->qnext : NULL)
+		if (x->grant_now) {
+			x->grant_now = false;
+			zke_answer_locked(x, 0, false);
+		}
+	if (!many) {
+		zke_settle_locked(w->answered ? w->qnext : w);
+		return;
+	}
+	for (x = q->head; x; x = x->qnext)
+		zke_settle_locked(x);
+}
+
+void zke_children_done(int rc, const struct String_vector *strings,
+		       const void *data)
+{
+	struct zkl_waiter *w = (struct zkl_waiter *)data;
+	struct zkl_engine *e = w->e;
+
+	zkl_mutex_lock(&e->lock);
+	if (w->answered || w->state != W_CHECKING)
+		;
+	else if (rc != ZOK)
+		zke_trouble_locked(w, rc, S_CHECK, "cannot list the queue of");
+	else
+		learn_locked(w, strings);
+	zke_put_locked(w);
+	zke_unlock_fire(e);
+}
+
+void zke_check_locked(struct zkl_waiter *w)
+{
+	int rc;
+
+	ZKL_ASSERT_HELD(&w->e->lock);
+	w->state = W_CHECKING;
+	w->refs++;
+	rc = T(w)->children(w->e->t.ctx, w->dir, zke_children_done, w);
+	if (rc == ZOK)
+		return;
+	w->refs--;
+	zke_trouble_locked(w, rc, S_CHECK, "cannot list the queue of");
+}
