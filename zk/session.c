@@ -1,4 +1,8 @@
-/* zk/session.c - connecting, supervising, replacing an expired session. */
+/*
+ * zk/session.c - connecting, supervising, replacing an expired session.
+ * The credentials and ACLs are zk/creds.c's; the calls on the current
+ * handle zk/calls.c's.
+ */
 #include "zk/session.h"
 
 #include <errno.h>
@@ -11,6 +15,7 @@
 #include <unistd.h>
 
 #include "zk/errno.h"
+#include "zk/creds.h"
 #include "zk/log.h"
 
 static uint64_t mono_ms(void)
@@ -129,77 +134,6 @@ static zhandle_t *zks_init_handle(struct zks *s)
 	return zh;
 }
 
-/*
- * Read "user:password" from @file, which must be as private as an ssh key:
- * a regular file of the daemon's user that nobody else may open.  Checked
- * on the descriptor read from, so a swap after the check changes nothing.
- */
-static int read_auth(const char *file, char **out)
-{
-	char buf[512];
-	struct stat st;
-	ssize_t n;
-	int fd = open(file, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-
-	if (fd < 0 || fstat(fd, &st) != 0) {
-		zkl_log(LOG_ERR, "auth_file %s: %s", file, strerror(errno));
-		goto out_close;
-	}
-	if (!S_ISREG(st.st_mode)) {
-		zkl_log(LOG_ERR, "auth_file %s: not a regular file", file);
-		goto out_close;
-	}
-	if (st.st_uid != geteuid()) {
-		zkl_log(LOG_ERR, "auth_file %s is owned by uid %u, not by uid %u "
-			"that runs the daemon: chown it", file, (unsigned)st.st_uid,
-			(unsigned)geteuid());
-		goto out_close;
-	}
-	if (st.st_mode & 077) {
-		zkl_log(LOG_ERR, "permissions %04o for auth_file %s are too open: "
-			"others may read it (chmod 600 %s)",
-			(unsigned)(st.st_mode & 07777), file, file);
-		goto out_close;
-	}
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	buf[n > 0 ? n : 0] = '\0';
-	buf[strcspn(buf, "\r\n")] = '\0';
-	if (!strchr(buf, ':')) {
-		zkl_log(LOG_ERR, "auth_file %s: want one line user:password", file);
-		return -EINVAL;
-	}
-	*out = strdup(buf);
-	explicit_bzero(buf, sizeof(buf));
-	return *out ? 0 : -ENOMEM;
-out_close:
-	if (fd >= 0)
-		close(fd);
-	return -EACCES;
-}
-
-/*
- * The ACLs of zk/acl.h; "auth" stands for the creating session's ids.  The
- * client's ZOO_PERM_* are variables, not constants: their wire values.
- */
-#define PERM_READ 1
-#define PERM_ALL 31
-static struct ACL acl_creator_read[] = {
-	{ PERM_ALL, { "auth", "" } },
-	{ PERM_READ, { "world", "anyone" } },
-};
-static struct ACL acl_creator[] = {
-	{ PERM_ALL, { "auth", "" } },
-};
-static struct ACL acl_open[] = {
-	{ PERM_ALL, { "world", "anyone" } },
-};
-static struct ACL_vector acl_vectors[] = {
-	[ZKL_ACL_OPEN] = { 1, acl_open },
-	[ZKL_ACL_CREATOR_READ] = { 2, acl_creator_read },
-	[ZKL_ACL_CREATOR] = { 1, acl_creator },
-};
-
 int zks_open(struct zks *s, const char *connect, int timeout_ms,
 	     const char *auth_file, enum zkl_acl acl)
 {
@@ -219,9 +153,9 @@ int zks_open(struct zks *s, const char *connect, int timeout_ms,
 	s->connect = strdup(connect);
 	if (!s->connect)
 		return -ENOMEM;
-	s->acl = &acl_vectors[auth_file ? acl : ZKL_ACL_OPEN];
+	s->acl = zks_acl(auth_file ? acl : ZKL_ACL_OPEN);
 	if (auth_file) {
-		err = read_auth(auth_file, &s->auth);
+		err = zks_read_auth(auth_file, &s->auth);
 		if (err)
 			return err;
 	}
@@ -522,126 +456,4 @@ void zks_close(struct zks *s)
 	pthread_cond_destroy(&s->cond);
 	pthread_mutex_destroy(&s->lock);
 	pthread_rwlock_destroy(&s->rw);
-}
-
-/* The wrappers: the current handle, held still while the call queues. */
-static zhandle_t *zh_hold(struct zks *s)
-{
-	pthread_rwlock_rdlock(&s->rw);
-	return s->zh;
-}
-
-static int zh_put(struct zks *s, int rc)
-{
-	pthread_rwlock_unlock(&s->rw);
-	return rc;
-}
-
-int zks_acreate(struct zks *s, const char *path, const char *data, int len,
-		int mode, string_stat_completion_t done, const void *arg,
-		uint64_t *gen)
-{
-	zhandle_t *zh = zh_hold(s);
-
-	if (gen)
-		*gen = s->gen;
-	return zh_put(s, zoo_acreate2(zh, path, data, len, s->acl, mode, done, arg));
-}
-
-uint64_t zks_generation(struct zks *s)
-{
-	uint64_t gen;
-
-	pthread_rwlock_rdlock(&s->rw);
-	gen = s->gen;
-	pthread_rwlock_unlock(&s->rw);
-	return gen;
-}
-
-int zks_adelete(struct zks *s, const char *path, void_completion_t done,
-		const void *arg)
-{
-	return zh_put(s, zoo_adelete(zh_hold(s), path, -1, done, arg));
-}
-
-int zks_amulti(struct zks *s, int count, const zoo_op_t *ops,
-	       zoo_op_result_t *results, void_completion_t done, const void *arg)
-{
-	zhandle_t *zh = zh_hold(s);
-	int state = zoo_state(zh);
-
-	/*
-	 * The 3.8 client, when a sub-request cannot be made (its handle
-	 * expired), skips making the next ones but still frees their
-	 * uninitialised paths.  Do not ask it then; the window left (an expiry
-	 * between this test and its own) is microseconds wide.
-	 */
-	if (state == ZOO_EXPIRED_SESSION_STATE || state == ZOO_AUTH_FAILED_STATE)
-		return zh_put(s, ZINVALIDSTATE);
-	return zh_put(s, zoo_amulti(zh, count, ops, results, done, arg));
-}
-
-int zks_aget(struct zks *s, const char *path, data_completion_t done,
-	     const void *arg)
-{
-	return zh_put(s, zoo_aget(zh_hold(s), path, 0, done, arg));
-}
-
-int zks_awget(struct zks *s, const char *path, watcher_fn watcher, void *wctx,
-	      data_completion_t done, const void *arg)
-{
-	return zh_put(s, zoo_awget(zh_hold(s), path, watcher, wctx, done, arg));
-}
-
-int zks_aexists(struct zks *s, const char *path, stat_completion_t done,
-		const void *arg)
-{
-	return zh_put(s, zoo_aexists(zh_hold(s), path, 0, done, arg));
-}
-
-int zks_aset(struct zks *s, const char *path, const char *data, int len,
-	     stat_completion_t done, const void *arg)
-{
-	return zh_put(s, zoo_aset(zh_hold(s), path, data, len, -1, done, arg));
-}
-
-int zks_achildren(struct zks *s, const char *path, strings_completion_t done,
-		  const void *arg)
-{
-	return zh_put(s, zoo_aget_children(zh_hold(s), path, 0, done, arg));
-}
-
-uint64_t zks_links(struct zks *s)
-{
-	return atomic_load(&s->links);
-}
-
-int zks_async_sync(struct zks *s, const char *path, string_completion_t done,
-		   const void *arg)
-{
-	return zh_put(s, zoo_async(zh_hold(s), path, done, arg));
-}
-
-int zks_aunwatch(struct zks *s, const char *path, watcher_fn watcher, void *wctx,
-		 void_completion_t done, const void *arg)
-{
-	/*
-	 * zoo_aremove_watches() only asks the server whether the watch is
-	 * there (CHECK_WATCHES) and drops it locally: the server still fires
-	 * it.  REMOVE_WATCHES, which the server obeys, is sent only for "all
-	 * data watches of this session on @path" (the caller must hold no
-	 * other).  The client checks @watcher is among them first.  3.8
-	 * declares the completion as void_completion_t * but stores and calls
-	 * the pointer it is given: pass the function itself.
-	 */
-	void_completion_t *as_declared;
-
-	(void)wctx;
-	if (!watcher)
-		return ZBADARGUMENTS;
-	/* ISO C has no cast from a function pointer to an object pointer */
-	_Static_assert(sizeof(as_declared) == sizeof(done), "pointer sizes");
-	memcpy(&as_declared, &done, sizeof(done));
-	return zh_put(s, zoo_aremove_all_watches(zh_hold(s), path, ZWATCHTYPE_DATA, 0,
-						 as_declared, arg));
 }
