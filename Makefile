@@ -71,7 +71,7 @@ unit: $(UNIT_BIN)
 # from SEED_FIRST; `make sim SEED=x` replays seed x with a trace.
 # check-sim runs the bounded range that check-unit runs.
 SIM_SRC   = zk/lock.c zk/grant.c zk/naming.c zk/errno.c zk/escape.c \
-	    tests/sim/sim.c tests/sim/check.c tests/sim/simnet.c tests/sim/simzk.c
+	    tests/sim/sim.c tests/sim/actions.c tests/sim/check.c tests/sim/simnet.c tests/sim/simsess.c tests/sim/simzk.c
 SIM_HDR   = $(wildcard tests/sim/*.h) $(HDR)
 SEEDS     ?= 10000
 SEED_FIRST ?= 1

@@ -22,6 +22,8 @@
 #include <string.h>
 #include <sys/types.h>
 #include <signal.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -64,212 +66,6 @@ ssize_t getrandom(void *buf, size_t len, unsigned int flags)
 	for (size_t i = 0; i < len; i++)
 		((unsigned char *)buf)[i] = (unsigned char)sim_rng_next(r);
 	return (ssize_t)len;
-}
-
-/* the driver's actions ------------------------------------------------------ */
-
-static struct dw *pick_dw(struct world *wd, bool (*ok)(const struct dw *))
-{
-	int n = 0, k;
-
-	for (int i = 0; i < wd->ndw; i++)
-		n += ok(&wd->dws[i]);
-	if (!n)
-		return NULL;
-	k = (int)sim_rng_below(&wd->rng, (uint32_t)n);
-	for (int i = 0; i < wd->ndw; i++)
-		if (ok(&wd->dws[i]) && k-- == 0)
-			return &wd->dws[i];
-	return NULL;
-}
-
-static bool is_live(const struct dw *d) { return !d->released; }
-static bool is_waiting(const struct dw *d) { return !d->released && d->ndone == 0; }
-static bool is_answered(const struct dw *d) { return !d->released && d->ndone == 1; }
-
-static bool act_enqueue(struct world *wd)
-{
-	int live = 0, id = wd->ndw, rc;
-	struct dw *d;
-	char data[32];
-
-	for (int i = 0; i < wd->ndw; i++)
-		live += is_live(&wd->dws[i]);
-	if (live >= SIM_MAX_LIVE)
-		return false;
-	if (wd->ndw == wd->dwcap) {
-		wd->dwcap = wd->dwcap ? 2 * wd->dwcap : 64;
-		wd->dws = realloc(wd->dws, (size_t)wd->dwcap * sizeof(*wd->dws));
-		if (!wd->dws)
-			abort();
-	}
-	d = &wd->dws[id];
-	memset(d, 0, sizeof(*d));
-	d->id = id;
-	d->mount = (int)sim_rng_below(&wd->rng, SIM_MOUNTS);
-	d->dir = (int)sim_rng_below(&wd->rng, SIM_DIRS);
-	d->kind = sim_rng_chance(&wd->rng, 1, 3) ? ZKL_SHARED : ZKL_EXCLUSIVE;
-	d->flags = sim_rng_chance(&wd->rng, 1, 6) ? ZKL_NONBLOCK : 0;
-	snprintf(data, sizeof(data), "sim=%d\n", id);
-	sn_trace(&wd->net, "  enqueue w%d: m%d %s %s%s", id, d->mount, wd->dirs[d->dir],
-		 d->kind == ZKL_EXCLUSIVE ? "exclusive" : "shared",
-		 d->flags & ZKL_NONBLOCK ? " nonblock" : "");
-	wd->ndw++;
-	rc = zkl_enqueue(wd->eng[d->mount], wd->dirs[d->dir], "job", d->kind, d->flags,
-			 data, (int)strlen(data), 1000, sim_done, (void *)(intptr_t)id,
-			 &d->w);
-	if (rc) {
-		sim_failf(wd, "enqueue: w%d refused at once: %d", id, rc);
-		d->released = true;
-		d->ndone = 1;
-	}
-	return true;
-}
-
-static void release(struct world *wd, struct dw *d)
-{
-	struct zkl_info info;
-	char *path = NULL;
-
-	zkl_info(d->w, &info, &path);
-	sn_trace(&wd->net, "  release w%d (%s)", d->id, path ? path : "no entry");
-	d->released = true;
-	zkl_release(d->w);
-	sim_check_release(wd, d, path);
-	free(path);
-}
-
-static bool act_cancel(struct world *wd)
-{
-	struct dw *d = pick_dw(wd, is_waiting);
-
-	if (!d)
-		return false;
-	sn_trace(&wd->net, "  cancel w%d", d->id);
-	d->cancelled = true;
-	zkl_cancel(d->w);
-	if (d->ndone != 1)
-		sim_failf(wd, "cancel: w%d not answered when zkl_cancel() returned", d->id);
-	if (sim_rng_chance(&wd->rng, 1, 2))
-		release(wd, d);		/* an interrupted open gives it up at once */
-	return true;
-}
-
-static bool act_release(struct world *wd)
-{
-	struct dw *d = pick_dw(wd, is_answered);
-
-	if (!d)
-		return false;
-	release(wd, d);
-	return true;
-}
-
-/* A random child of a random lock directory, or NULL. */
-static struct szk_node *pick_entry(struct world *wd, bool foreign_only)
-{
-	struct szk *z = &wd->net.zk;
-	const char *dir = wd->dirs[sim_rng_below(&wd->rng, SIM_DIRS)];
-	int n = 0, k;
-
-	for (int i = 0; i < z->nnodes; i++)
-		n += sim_dir_of(z->nodes[i].path, dir) &&
-		     (!foreign_only || z->nodes[i].owner == wd->foreign);
-	if (!n)
-		return NULL;
-	k = (int)sim_rng_below(&wd->rng, (uint32_t)n);
-	for (int i = 0; i < z->nnodes; i++)
-		if (sim_dir_of(z->nodes[i].path, dir) &&
-		    (!foreign_only || z->nodes[i].owner == wd->foreign) && k-- == 0)
-			return &z->nodes[i];
-	return NULL;
-}
-
-/* Another client (or rm) deletes an entry, ours or not. */
-static bool act_unlink(struct world *wd)
-{
-	struct szk_node *n = pick_entry(wd, false);
-	int id;
-	char *path;
-
-	if (!n)
-		return false;
-	id = sim_entry_owner(n);
-	path = strdup(n->path);
-	sn_trace(&wd->net, "  unlink %s (w%d)", path, id);
-	if (id >= 0)
-		wd->dws[id].unlinked = true;
-	szk_delete(&wd->net.zk, path, -1);
-	free(path);
-	return true;
-}
-
-/* The foreign client, with Curator's names, joins a queue. */
-static bool act_foreign_enqueue(struct world *wd)
-{
-	const char *dir = wd->dirs[sim_rng_below(&wd->rng, SIM_DIRS)];
-	bool shared = sim_rng_chance(&wd->rng, 1, 3);
-	char prefix[64], *path = NULL;
-
-	snprintf(prefix, sizeof(prefix), "%s/f-%s", dir, shared ? "read-lock-" : "lock-");
-	szk_create(&wd->net.zk, wd->foreign, prefix, "foreign\n", 8,
-		   ZOO_EPHEMERAL | ZOO_SEQUENCE, &path, NULL);
-	sn_trace(&wd->net, "  foreign enqueue %s", path);
-	free(path);
-	return true;
-}
-
-static bool act_foreign_release(struct world *wd)
-{
-	struct szk_node *n = pick_entry(wd, true);
-	char *path;
-
-	if (!n)
-		return false;
-	path = strdup(n->path);
-	sn_trace(&wd->net, "  foreign release %s", path);
-	szk_delete(&wd->net.zk, path, -1);
-	free(path);
-	return true;
-}
-
-/* The foreign client gives back every entry it has. */
-static void foreign_leaves(struct world *wd)
-{
-	struct szk *z = &wd->net.zk;
-
-	for (int i = 0; i < z->nnodes;) {
-		char *path;
-
-		if (z->nodes[i].owner != wd->foreign) {
-			i++;
-			continue;
-		}
-		path = strdup(z->nodes[i].path);
-		sn_trace(&wd->net, "  foreign release %s", path);
-		szk_delete(z, path, -1);	/* the last node takes slot i */
-		free(path);
-	}
-}
-
-/* A holder writes its entry (fs write()), or the foreign client its own. */
-static bool act_setdata(struct world *wd)
-{
-	struct szk_node *n = pick_entry(wd, false);
-	int id;
-	char *path;
-
-	if (!n)
-		return false;
-	id = sim_entry_owner(n);
-	if (id >= 0 && !(wd->dws[id].ndone == 1 && wd->dws[id].result == 0 &&
-			 !wd->dws[id].released))
-		return false;
-	path = strdup(n->path);
-	sn_trace(&wd->net, "  set data of %s", path);
-	szk_set(&wd->net.zk, path, n->data, n->len, -1);
-	free(path);
-	return true;
 }
 
 /* the scheduler -------------------------------------------------------------- */
@@ -423,8 +219,8 @@ static void end_phase(struct world *wd)
 
 		drain(wd);
 		for (int i = 0; i < wd->ndw && !wd->fail[0]; i++)
-			if (is_answered(&wd->dws[i]))
-				release(wd, &wd->dws[i]);
+			if (act_is_answered(&wd->dws[i]))
+				act_release_dw(wd, &wd->dws[i]);
 		foreign_leaves(wd);
 		drain(wd);
 		for (int i = 0; i < SIM_MOUNTS && !wd->fail[0]; i++) {
@@ -544,32 +340,23 @@ static bool run_seed(uint64_t seed, bool verbose, long *steps)
 	return true;
 }
 
-static uint64_t running_seed;
+/*
+ * A range runs in a child process, watched by the parent: a seed that
+ * crashes it (a sanitizer's report, an abort) or runs for SEED_HANG_S
+ * seconds (the engine looping with its lock held) is reported as failed,
+ * and a new child goes on with the next seed.  What the children did is
+ * counted in a shared page.
+ */
+#define SEED_HANG_S 3
 
-/* Name the seed if a sanitizer ends the process. */
-static void on_death(void)
-{
-	fprintf(stderr, "sim: died in seed %" PRIu64 " (replay: sim -r %" PRIu64 ")\n",
-		running_seed, running_seed);
-}
-
-void __sanitizer_set_death_callback(void (*cb)(void)) __attribute__((weak));
-
-/* A seed that runs for SEED_ALARM_S seconds is stuck (the engine looping). */
-#define SEED_ALARM_S 20
-
-static void on_alarm(int sig)
-{
-	char msg[128];
-	int n = snprintf(msg, sizeof(msg), "seed %" PRIu64 ": FAILED: hang: still "
-			 "running after %d s (replay: sim -r %" PRIu64 ")\n",
-			 running_seed, SEED_ALARM_S, running_seed);
-
-	(void)sig;
-	if (write(STDOUT_FILENO, msg, (size_t)n) < 0)
-		_exit(3);
-	_exit(1);
-}
+struct progress {
+	uint64_t seed;			/* the seed being run */
+	double started;			/* when (now_s()) */
+	uint64_t done;			/* seeds finished */
+	uint64_t failed;
+	long steps;
+	bool finished;			/* the child ran to the end of the range */
+};
 
 static double now_s(void)
 {
@@ -579,11 +366,45 @@ static double now_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
+static void run_range(struct progress *pg, uint64_t first, uint64_t end)
+{
+	for (uint64_t s = first; s < end; s++) {
+		pg->seed = s;
+		pg->started = now_s();
+		pg->failed += !run_seed(s, false, &pg->steps);
+		pg->done++;
+	}
+	pg->finished = true;
+}
+
+/* Watch one child on its way through [@pg->seed, @end). */
+static void watch_child(struct progress *pg, pid_t pid)
+{
+	int status;
+
+	for (;;) {
+		struct timespec ts = { 0, 20 * 1000000L };
+
+		if (waitpid(pid, &status, WNOHANG) == pid)
+			break;
+		if (now_s() - pg->started > SEED_HANG_S) {
+			kill(pid, SIGKILL);
+			waitpid(pid, &status, 0);
+			printf("seed %" PRIu64 ": FAILED: hang: still running after %d s\n",
+			       pg->seed, SEED_HANG_S);
+			break;
+		}
+		nanosleep(&ts, NULL);
+	}
+	if (!pg->finished && !(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL))
+		printf("seed %" PRIu64 ": FAILED: crashed (see the report above)\n", pg->seed);
+}
+
 int main(int argc, char **argv)
 {
-	uint64_t first, count, failed = 0;
 	bool replay = argc == 3 && strcmp(argv[1], "-r") == 0;
-	long steps = 0;
+	uint64_t first, count, next;
+	struct progress *pg;
 	double t0;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -591,23 +412,46 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: sim FIRST COUNT | sim -r SEED\n");
 		return 2;
 	}
-	if (__sanitizer_set_death_callback)
-		__sanitizer_set_death_callback(on_death);
 	first = strtoull(argv[argc - (replay ? 1 : 2)], NULL, 0);
-	count = replay ? 1 : strtoull(argv[argc - 1], NULL, 0);
+	if (replay) {
+		long steps = 0;
+
+		return run_seed(first, true, &steps) ? 0 : 1;
+	}
+	count = strtoull(argv[2], NULL, 0);
+	pg = mmap(NULL, sizeof(*pg), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
+		  -1, 0);
+	if (pg == MAP_FAILED)
+		return 2;
+	memset(pg, 0, sizeof(*pg));
 	t0 = now_s();
-	signal(SIGALRM, on_alarm);
-	for (uint64_t s = first; s < first + count; s++) {
-		running_seed = s;
-		alarm(SEED_ALARM_S);
-		failed += !run_seed(s, replay, &steps);
+	for (next = first; next < first + count && !pg->finished;) {
+		pid_t pid;
+
+		pg->seed = next;
+		pg->started = now_s();
+		fflush(stdout);
+		pid = fork();
+		if (pid < 0)
+			return 2;
+		if (pid == 0) {
+			run_range(pg, next, first + count);
+			fflush(stdout);
+			_exit(0);
+		}
+		watch_child(pg, pid);
+		if (!pg->finished) {	/* that seed took the child down */
+			pg->failed++;
+			pg->done++;
+			next = pg->seed + 1;
+		}
 	}
 	{
 		double dt = now_s() - t0;
 
 		printf("sim: %" PRIu64 " seeds from %" PRIu64 ", %" PRIu64 " failed; "
-		       "%ld steps; %.2f s: %.0f seeds/s, %.0f steps/s\n", count, first,
-		       failed, steps, dt, count / dt, steps / dt);
+		       "%ld steps; %.2f s: %.0f seeds/s, %.0f steps/s\n", pg->done, first,
+		       pg->failed, pg->steps, dt, pg->done / dt, pg->steps / dt);
 	}
-	return failed ? 1 : 0;
+	return pg->failed ? 1 : 0;
 }

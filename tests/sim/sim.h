@@ -66,6 +66,20 @@ struct world {
 /* The world of the running seed: the engine's callbacks find it here. */
 extern struct world *sim_world;
 
+/* actions.c: each returns false if it found nothing to act on ------------- */
+
+bool act_enqueue(struct world *wd);	/* a new waiter: random mount, dir, kind */
+bool act_cancel(struct world *wd);	/* an unanswered waiter is interrupted */
+bool act_release(struct world *wd);	/* an answered waiter is given back */
+bool act_unlink(struct world *wd);	/* another client deletes an entry */
+bool act_foreign_enqueue(struct world *wd);
+bool act_foreign_release(struct world *wd);
+bool act_setdata(struct world *wd);	/* a holder (or the other client) writes */
+void foreign_leaves(struct world *wd);	/* the other client deletes all it has */
+/* act_release_dw() - zkl_release() of @d, and the release-order check */
+void act_release_dw(struct world *wd, struct dw *d);
+bool act_is_answered(const struct dw *d);
+
 /* check.c ------------------------------------------------------------------ */
 
 /* sim_failf() - record a violation (the first one wins). */

@@ -1,51 +1,15 @@
 /* tests/sim/simnet.c - the simulated connections (see simnet.h). */
-#include "tests/sim/simnet.h"
+#include "tests/sim/simnet_int.h"
 
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-enum sn_op { OP_CREATE, OP_DELETE, OP_MULTI, OP_CHILDREN, OP_GET, OP_WGET,
-	     OP_EXISTS, OP_UNWATCH };
 static const char *const op_name[] = { "create", "delete", "multi", "children",
 				       "get", "wget", "exists", "unwatch" };
 
-struct sn_req {
-	struct sn_req *next;
-	uint64_t id;
-	enum sn_op op;
-	char *path, *data;
-	int len, mode;
-	int n;				/* multi: ops copied at the call */
-	int *types, *versions;
-	char **paths;
-	zoo_op_result_t *results;
-	watcher_fn watcher;
-	void *wctx;
-	const void *done, *arg;
-};
-
-enum sn_kind { IT_REPLY, IT_WATCH, IT_SESSION };
-
-struct sn_item {
-	struct sn_item *next;
-	enum sn_kind kind;
-	struct sn_req *req;		/* IT_REPLY */
-	int rc;
-	bool answered;			/* the server answered (else lost) */
-	char *value;			/* created path, or data */
-	int vlen;
-	struct Stat stat;
-	struct String_vector sv;
-	int *errs;
-	int type, state;		/* IT_WATCH, IT_SESSION */
-	char *path;
-	struct sn_reg *regs;		/* collected when read */
-	int nregs;
-};
-
-static void *xcalloc(size_t n, size_t sz)
+void *sni_xcalloc(size_t n, size_t sz)
 {
 	void *p = calloc(n ? n : 1, sz);
 
@@ -54,7 +18,7 @@ static void *xcalloc(size_t n, size_t sz)
 	return p;
 }
 
-static char *xstrdup(const char *s)
+char *sni_xstrdup(const char *s)
 {
 	char *d = strdup(s);
 
@@ -80,7 +44,7 @@ void sn_trace(struct simnet *net, const char *fmt, ...)
 /* Both structs start with their next pointer. */
 struct link { struct link *next; };
 
-static void q_push(struct sn_queue *q, void *x)
+void sni_q_push(struct sn_queue *q, void *x)
 {
 	((struct link *)x)->next = NULL;
 	if (q->tail)
@@ -91,7 +55,7 @@ static void q_push(struct sn_queue *q, void *x)
 	q->n++;
 }
 
-static void *q_pop(struct sn_queue *q)
+void *sni_q_pop(struct sn_queue *q)
 {
 	struct link *x = q->head;
 
@@ -104,7 +68,7 @@ static void *q_pop(struct sn_queue *q)
 	return x;
 }
 
-static void req_free(struct sn_req *r)
+void sni_req_free(struct sn_req *r)
 {
 	free(r->path);
 	free(r->data);
@@ -116,10 +80,10 @@ static void req_free(struct sn_req *r)
 	free(r);
 }
 
-static void item_free(struct sn_item *it)
+void sni_item_free(struct sn_item *it)
 {
 	if (it->req)
-		req_free(it->req);
+		sni_req_free(it->req);
 	free(it->value);
 	szk_free_strings(&it->sv);
 	free(it->errs);
@@ -144,7 +108,7 @@ static void reg_add(struct sn_handle *h, const char *path, watcher_fn fn, void *
 		if (!h->regs)
 			abort();
 	}
-	h->regs[h->nregs++] = (struct sn_reg){ xstrdup(path), fn, ctx };
+	h->regs[h->nregs++] = (struct sn_reg){ sni_xstrdup(path), fn, ctx };
 }
 
 static int reg_find(const struct sn_handle *h, const char *path, watcher_fn fn,
@@ -167,14 +131,14 @@ static void reg_del(struct sn_handle *h, int i)
 static void collect(struct sn_handle *h, struct sn_item *it, const char *path,
 		    bool remove)
 {
-	it->regs = xcalloc((size_t)h->nregs, sizeof(*it->regs));
+	it->regs = sni_xcalloc((size_t)h->nregs, sizeof(*it->regs));
 	for (int i = 0; i < h->nregs;) {
 		if (path && strcmp(h->regs[i].path, path) != 0) {
 			i++;
 			continue;
 		}
 		it->regs[it->nregs] = h->regs[i];
-		it->regs[it->nregs++].path = xstrdup(h->regs[i].path);
+		it->regs[it->nregs++].path = sni_xstrdup(h->regs[i].path);
 		if (remove)
 			reg_del(h, i);
 		else
@@ -182,14 +146,14 @@ static void collect(struct sn_handle *h, struct sn_item *it, const char *path,
 	}
 }
 
-static void session_event(struct sn_handle *h, int state)
+void sni_session_event(struct sn_handle *h, int state)
 {
-	struct sn_item *it = xcalloc(1, sizeof(*it));
+	struct sn_item *it = sni_xcalloc(1, sizeof(*it));
 
 	it->kind = IT_SESSION;
 	it->state = state;
 	collect(h, it, NULL, state == ZOO_EXPIRED_SESSION_STATE);
-	q_push(&h->in, it);
+	sni_q_push(&h->in, it);
 }
 
 /* the transport ------------------------------------------------------------ */
@@ -201,24 +165,24 @@ static int call(struct sn_mount *m, struct sn_req *r)
 	if (h->state == SN_EXPIRED) {
 		sn_trace(m->net, "        m%d %s %s -> ZINVALIDSTATE", m->id,
 			 op_name[r->op], r->path);
-		req_free(r);
+		sni_req_free(r);
 		return ZINVALIDSTATE;
 	}
 	r->id = ++m->net->next_req;
 	sn_trace(m->net, "        m%d call #%llu %s %s %s", m->id,
 		 (unsigned long long)r->id, op_name[r->op], r->path,
 		 m->net->name_of ? m->net->name_of(m->net->hook_ctx, r->arg) : "");
-	q_push(&h->out, r);
+	sni_q_push(&h->out, r);
 	return ZOK;
 }
 
 static struct sn_req *req_new(enum sn_op op, const char *path, const void *done,
 			      const void *arg)
 {
-	struct sn_req *r = xcalloc(1, sizeof(*r));
+	struct sn_req *r = sni_xcalloc(1, sizeof(*r));
 
 	r->op = op;
-	r->path = xstrdup(path);
+	r->path = sni_xstrdup(path);
 	r->done = done;
 	r->arg = arg;
 	return r;
@@ -233,7 +197,7 @@ static int t_create(void *ctx, const char *path, const char *data, int len,
 
 	if (gen)
 		*gen = m->gen;
-	r->data = xcalloc((size_t)len + 1, 1);
+	r->data = sni_xcalloc((size_t)len + 1, 1);
 	memcpy(r->data, data, (size_t)len);
 	r->len = len;
 	r->mode = mode;
@@ -254,16 +218,16 @@ static int t_multi(void *ctx, int count, const zoo_op_t *ops,
 				   (const void *)done, arg);
 
 	r->n = count;
-	r->types = xcalloc((size_t)count, sizeof(int));
-	r->versions = xcalloc((size_t)count, sizeof(int));
-	r->paths = xcalloc((size_t)count, sizeof(char *));
+	r->types = sni_xcalloc((size_t)count, sizeof(int));
+	r->versions = sni_xcalloc((size_t)count, sizeof(int));
+	r->paths = sni_xcalloc((size_t)count, sizeof(char *));
 	for (int i = 0; i < count; i++) {
 		r->types[i] = ops[i].type;
 		if (ops[i].type == ZOO_DELETE_OP) {
-			r->paths[i] = xstrdup(ops[i].delete_op.path);
+			r->paths[i] = sni_xstrdup(ops[i].delete_op.path);
 			r->versions[i] = ops[i].delete_op.version;
 		} else {
-			r->paths[i] = xstrdup(ops[i].check_op.path);
+			r->paths[i] = sni_xstrdup(ops[i].check_op.path);
 			r->versions[i] = ops[i].check_op.version;
 		}
 	}
@@ -350,7 +314,7 @@ static struct sn_handle *handle_of(struct simnet *net, int64_t sid)
 	return NULL;
 }
 
-static void missed_add(struct sn_handle *h, int type, const char *path)
+void sni_missed_add(struct sn_handle *h, int type, const char *path)
 {
 	for (int i = 0; i < h->nmissed; i++)
 		if (strcmp(h->missed[i].path, path) == 0)
@@ -362,11 +326,11 @@ static void missed_add(struct sn_handle *h, int type, const char *path)
 			abort();
 	}
 	h->missed[h->nmissed].type = type;
-	h->missed[h->nmissed++].path = xstrdup(path);
+	h->missed[h->nmissed++].path = sni_xstrdup(path);
 }
 
 /* szk's notify: a watch of session @sid fired. */
-static void notify(void *ctx, int64_t sid, int type, const char *path)
+void sni_notify(void *ctx, int64_t sid, int type, const char *path)
 {
 	struct simnet *net = ctx;
 	struct sn_handle *h = handle_of(net, sid);
@@ -377,21 +341,21 @@ static void notify(void *ctx, int64_t sid, int type, const char *path)
 	sn_trace(net, "        watch of m%d fires: %s %s", h->m->id,
 		 type == ZOO_DELETED_EVENT ? "DELETED" : "CHANGED", path);
 	if (h->state == SN_DISCONNECTED) {
-		missed_add(h, type, path);	/* SetWatches fires it later */
+		sni_missed_add(h, type, path);	/* SetWatches fires it later */
 		return;
 	}
-	it = xcalloc(1, sizeof(*it));
+	it = sni_xcalloc(1, sizeof(*it));
 	it->kind = IT_WATCH;
 	it->type = type;
-	it->path = xstrdup(path);
-	q_push(&h->wire, it);
+	it->path = sni_xstrdup(path);
+	sni_q_push(&h->wire, it);
 }
 
 /* Apply @r at the server for @h's session; its reply goes to the wire. */
-static void apply(struct sn_handle *h, struct sn_req *r)
+void sni_apply(struct sn_handle *h, struct sn_req *r)
 {
 	struct szk *z = &h->m->net->zk;
-	struct sn_item *it = xcalloc(1, sizeof(*it));
+	struct sn_item *it = sni_xcalloc(1, sizeof(*it));
 	const char *data = NULL;
 
 	it->kind = IT_REPLY;
@@ -406,7 +370,7 @@ static void apply(struct sn_handle *h, struct sn_req *r)
 		it->rc = szk_delete(z, r->path, -1);
 		break;
 	case OP_MULTI:
-		it->errs = xcalloc((size_t)r->n, sizeof(int));
+		it->errs = sni_xcalloc((size_t)r->n, sizeof(int));
 		it->rc = szk_multi(z, r->n, r->types, r->paths, r->versions, it->errs);
 		break;
 	case OP_CHILDREN:
@@ -417,7 +381,7 @@ static void apply(struct sn_handle *h, struct sn_req *r)
 		it->rc = szk_get(z, r->path, r->op == OP_WGET ? h->sid : 0, &data,
 				 &it->vlen, &it->stat);
 		if (it->rc == ZOK) {
-			it->value = xcalloc((size_t)it->vlen + 1, 1);
+			it->value = sni_xcalloc((size_t)it->vlen + 1, 1);
 			memcpy(it->value, data, (size_t)it->vlen);
 		}
 		break;
@@ -432,7 +396,7 @@ static void apply(struct sn_handle *h, struct sn_req *r)
 		 (unsigned long long)r->id, op_name[r->op], r->path,
 		 it->value && r->op == OP_CREATE ? " = " : "",
 		 it->value && r->op == OP_CREATE ? it->value : "", zerror(it->rc));
-	q_push(&h->wire, it);
+	sni_q_push(&h->wire, it);
 }
 
 bool sn_apply(struct sn_mount *m)
@@ -440,9 +404,9 @@ bool sn_apply(struct sn_mount *m)
 	struct sn_handle *h = m->cur;
 	struct sn_req *r;
 
-	if (h->state != SN_CONNECTED || !(r = q_pop(&h->out)))
+	if (h->state != SN_CONNECTED || !(r = sni_q_pop(&h->out)))
 		return false;
-	apply(h, r);
+	sni_apply(h, r);
 	return true;
 }
 
@@ -450,7 +414,7 @@ bool sn_apply(struct sn_mount *m)
 
 bool sn_read(struct sn_handle *h)
 {
-	struct sn_item *it = q_pop(&h->wire);
+	struct sn_item *it = sni_q_pop(&h->wire);
 	int i;
 
 	if (!it)
@@ -463,7 +427,7 @@ bool sn_read(struct sn_handle *h)
 		   (i = reg_find(h, it->req->path, it->req->watcher, it->req->wctx)) >= 0) {
 		reg_del(h, i);
 	}
-	q_push(&h->in, it);
+	sni_q_push(&h->in, it);
 	return true;
 }
 
@@ -505,7 +469,7 @@ static void complete(struct sn_handle *h, struct sn_item *it)
 
 bool sn_deliver(struct sn_handle *h)
 {
-	struct sn_item *it = q_pop(&h->in);
+	struct sn_item *it = sni_q_pop(&h->in);
 	struct simnet *net = h->m->net;
 
 	if (!it)
@@ -528,291 +492,7 @@ bool sn_deliver(struct sn_handle *h)
 				       it->kind == IT_SESSION ? "" : it->path, it->regs[i].ctx);
 		}
 	}
-	item_free(it);
+	sni_item_free(it);
 	return true;
 }
 
-/* Fail @r with @rc (no server answer): queued for delivery in order. */
-static struct sn_item *failed(struct sn_req *r, int rc)
-{
-	struct sn_item *it = xcalloc(1, sizeof(*it));
-
-	it->kind = IT_REPLY;
-	it->req = r;
-	it->rc = rc;
-	return it;
-}
-
-/* Move every pending request to @fails as failed with @rc, in call order. */
-static void fail_pending(struct sn_handle *h, struct sn_queue *fails, int rc)
-{
-	struct sn_item *it;
-	struct sn_req *r;
-
-	while ((it = q_pop(&h->wire))) {
-		if (it->kind == IT_WATCH) {
-			missed_add(h, it->type, it->path);
-			item_free(it);
-			continue;
-		}
-		r = it->req;
-		it->req = NULL;
-		item_free(it);
-		q_push(fails, failed(r, rc));
-	}
-	while ((r = q_pop(&h->out)))
-		q_push(fails, failed(r, rc));
-}
-
-/* Append @fails and a session event, in an order the PRNG picks. */
-static void fail_and_tell(struct sn_handle *h, struct sn_queue *fails, int state)
-{
-	bool event_first = sim_rng_chance(h->m->net->rng, 1, 2);
-	void *x;
-
-	if (event_first)
-		session_event(h, state);
-	while ((x = q_pop(fails)))
-		q_push(&h->in, x);
-	if (!event_first)
-		session_event(h, state);
-}
-
-bool sn_drop(struct sn_mount *m)
-{
-	struct sn_handle *h = m->cur;
-	struct sn_queue fails = { 0 };
-	int k, j;
-
-	if (h->state != SN_CONNECTED)
-		return false;
-	k = (int)sim_rng_below(m->net->rng, (uint32_t)h->wire.n + 1);
-	j = (int)sim_rng_below(m->net->rng, (uint32_t)h->out.n + 1);
-	sn_trace(m->net, "        m%d: connection lost (%d read, %d more applied unseen)",
-		 m->id, k, j);
-	while (k-- > 0)
-		sn_read(h);
-	while (j-- > 0)
-		apply(h, q_pop(&h->out));
-	h->state = SN_DISCONNECTED;
-	fail_pending(h, &fails, ZCONNECTIONLOSS);
-	fail_and_tell(h, &fails, ZOO_CONNECTING_STATE);
-	return true;
-}
-
-bool sn_reconnect(struct sn_mount *m)
-{
-	struct sn_handle *h = m->cur;
-	struct sn_queue fails = { 0 };
-
-	if (h->state != SN_DISCONNECTED)
-		return false;
-	if (!szk_session_alive(&m->net->zk, h->sid)) {
-		sn_trace(m->net, "        m%d: reconnects, learns session 0x%llx expired",
-			 m->id, (unsigned long long)h->sid);
-		h->state = SN_EXPIRED;
-		fail_pending(h, &fails, ZSESSIONEXPIRED);
-		for (int i = 0; i < h->nmissed; i++)
-			free(h->missed[i].path);
-		h->nmissed = 0;
-		fail_and_tell(h, &fails, ZOO_EXPIRED_SESSION_STATE);
-		return true;
-	}
-	sn_trace(m->net, "        m%d: connected (session 0x%llx)", m->id,
-		 (unsigned long long)h->sid);
-	h->state = SN_CONNECTED;
-	h->connected_once = true;
-	session_event(h, ZOO_CONNECTED_STATE);
-	for (int i = 0; i < h->nmissed; i++) {	/* SetWatches */
-		struct sn_item *it = xcalloc(1, sizeof(*it));
-
-		it->kind = IT_WATCH;
-		it->type = h->missed[i].type;
-		it->path = h->missed[i].path;
-		q_push(&h->wire, it);
-	}
-	h->nmissed = 0;
-	m->connected_due = true;
-	m->silent_done = false;
-	return true;
-}
-
-bool sn_expire(struct sn_mount *m)
-{
-	struct sn_handle *h = m->cur;
-
-	if (h->state != SN_DISCONNECTED || !m->silent_done || !h->connected_once ||
-	    !szk_session_alive(&m->net->zk, h->sid))
-		return false;
-	sn_trace(m->net, "        server expires session 0x%llx of m%d",
-		 (unsigned long long)h->sid, m->id);
-	szk_session_expire(&m->net->zk, h->sid);
-	return true;
-}
-
-static struct sn_handle *handle_new(struct sn_mount *m)
-{
-	struct sn_handle *h = xcalloc(1, sizeof(*h));
-
-	h->m = m;
-	h->gen = m->gen;
-	h->sid = szk_session_new(&m->net->zk);
-	h->state = SN_DISCONNECTED;
-	return h;
-}
-
-static void handle_free(struct sn_handle *h)
-{
-	struct sn_item *it;
-	struct sn_req *r;
-
-	while ((r = q_pop(&h->out)))
-		req_free(r);
-	while ((it = q_pop(&h->wire)))
-		item_free(it);
-	while ((it = q_pop(&h->in)))
-		item_free(it);
-	for (int i = 0; i < h->nregs; i++)
-		free(h->regs[i].path);
-	for (int i = 0; i < h->nmissed; i++)
-		free(h->missed[i].path);
-	free(h->regs);
-	free(h->missed);
-	free(h);
-}
-
-bool sn_replace(struct sn_mount *m)
-{
-	struct sn_handle *h = m->cur;
-
-	if (h->state != SN_EXPIRED || m->expired_due)
-		return false;
-	h->next = m->old;
-	m->old = h;
-	m->gen++;
-	m->cur = handle_new(m);
-	m->expired_due = true;
-	sn_trace(m->net, "        m%d: new handle, generation %llu, session 0x%llx",
-		 m->id, (unsigned long long)m->gen, (unsigned long long)m->cur->sid);
-	return true;
-}
-
-bool sn_ev_expired(struct sn_mount *m)
-{
-	if (!m->expired_due)
-		return false;
-	for (struct sn_handle *h = m->old; h; h = h->next)
-		if (h->in.n || h->wire.n)
-			return false;	/* zookeeper_close() delivers them first */
-	while (m->old) {
-		struct sn_handle *h = m->old;
-
-		m->old = h->next;
-		handle_free(h);
-	}
-	m->expired_due = false;
-	m->expiries++;
-	sn_trace(m->net, "        m%d: engine hears: expired", m->id);
-	m->ev.expired(m->ev.arg);
-	return true;
-}
-
-bool sn_ev_connected(struct sn_mount *m)
-{
-	if (!m->connected_due || m->expired_due)
-		return false;
-	m->connected_due = false;
-	sn_trace(m->net, "        m%d: engine hears: connected", m->id);
-	m->ev.connected(m->ev.arg);
-	return true;
-}
-
-bool sn_ev_silent(struct sn_mount *m)
-{
-	if (m->cur->state != SN_DISCONNECTED || m->silent_done || m->expired_due)
-		return false;
-	m->silent_done = true;
-	m->silents++;
-	sn_trace(m->net, "        m%d: engine hears: silent", m->id);
-	m->ev.silent(m->ev.arg);
-	return true;
-}
-
-bool sn_ev_tick(struct sn_mount *m)
-{
-	if (m->cur->state != SN_CONNECTED || m->expired_due)
-		return false;
-	sn_trace(m->net, "        m%d: engine hears: tick", m->id);
-	m->ev.tick(m->ev.arg);
-	return true;
-}
-
-bool sn_busy(const struct sn_mount *m)
-{
-	const struct sn_handle *h = m->cur;
-
-	return h->out.n || h->wire.n || h->in.n || m->old || m->connected_due ||
-	       m->expired_due || h->state != SN_CONNECTED;
-}
-
-static bool deletes(const struct sn_req *r, const char *path)
-{
-	if (r->op == OP_DELETE && strcmp(r->path, path) == 0)
-		return true;
-	for (int i = 0; r->op == OP_MULTI && i < r->n; i++)
-		if (r->types[i] == ZOO_DELETE_OP && strcmp(r->paths[i], path) == 0)
-			return true;
-	return false;
-}
-
-bool sn_pending_delete(const struct sn_mount *m, const char *path)
-{
-	const struct sn_handle *h = m->cur;
-
-	for (const struct sn_req *r = h->out.head; r; r = r->next)
-		if (deletes(r, path))
-			return true;
-	for (const struct sn_item *it = h->wire.head; it; it = it->next)
-		if (it->kind == IT_REPLY && deletes(it->req, path))
-			return true;
-	for (const struct sn_item *it = h->in.head; it; it = it->next)
-		if (it->kind == IT_REPLY && deletes(it->req, path))
-			return true;
-	return false;
-}
-
-void sn_init(struct simnet *net, struct sim_rng *rng, int n, bool verbose)
-{
-	memset(net, 0, sizeof(*net));
-	net->rng = rng;
-	net->verbose = verbose;
-	szk_init(&net->zk, rng, notify, net);
-	net->mounts = xcalloc((size_t)n, sizeof(*net->mounts));
-	net->nmounts = n;
-	for (int i = 0; i < n; i++) {
-		struct sn_mount *m = &net->mounts[i];
-
-		m->net = net;
-		m->id = i;
-		m->cur = handle_new(m);
-		m->cur->state = SN_CONNECTED;	/* zks_open() waited for it */
-		m->cur->connected_once = true;
-	}
-}
-
-void sn_free(struct simnet *net)
-{
-	for (int i = 0; i < net->nmounts; i++) {
-		struct sn_mount *m = &net->mounts[i];
-
-		while (m->old) {
-			struct sn_handle *h = m->old;
-
-			m->old = h->next;
-			handle_free(h);
-		}
-		handle_free(m->cur);
-	}
-	free(net->mounts);
-	szk_free(&net->zk);
-}
