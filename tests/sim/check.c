@@ -215,7 +215,9 @@ void sim_watch_hook(void *ctx, struct sn_mount *m, int type, const char *path,
 
 /*
  * Exclusion over entries: in one directory, no two existing entries whose
- * waiters both believe they hold, one of them exclusive.
+ * waiters both believe they hold, one of them exclusive.  And no waiter
+ * has two entries at once (the second blocks the queue until the session
+ * ends).
  */
 void sim_check_step(struct world *wd)
 {
@@ -230,6 +232,12 @@ void sim_check_step(struct world *wd)
 
 			if (id < 0 || !sim_dir_of(z->nodes[i].path, wd->dirs[k]))
 				continue;
+			for (int j = i + 1; j < z->nnodes; j++)
+				if (sim_entry_owner(&z->nodes[j]) == id) {
+					sim_failf(wd, "duplicate: w%d has two entries, %s and %s",
+						  id, z->nodes[i].path, z->nodes[j].path);
+					return;
+				}
 			d = &wd->dws[id];
 			if (!believes(d))
 				continue;
