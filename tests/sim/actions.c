@@ -1,0 +1,216 @@
+/*
+ * tests/sim/actions.c - what the driver does to the world: the callers'
+ * enqueue, cancel and release, and the other clients' unlink, entries and
+ * data writes.  On the simulator's one thread, between steps of the
+ * network, never inside a transport call.
+ */
+#include "tests/sim/sim.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static struct dw *pick_dw(struct world *wd, bool (*ok)(const struct dw *))
+{
+	int n = 0, k;
+
+	for (int i = 0; i < wd->ndw; i++)
+		n += ok(&wd->dws[i]);
+	if (!n)
+		return NULL;
+	k = (int)sim_rng_below(&wd->rng, (uint32_t)n);
+	for (int i = 0; i < wd->ndw; i++)
+		if (ok(&wd->dws[i]) && k-- == 0)
+			return &wd->dws[i];
+	return NULL;
+}
+
+static bool is_live(const struct dw *d) { return !d->released; }
+static bool is_waiting(const struct dw *d) { return !d->released && d->ndone == 0; }
+bool act_is_answered(const struct dw *d) { return !d->released && d->ndone == 1; }
+
+bool act_enqueue(struct world *wd)
+{
+	int live = 0, id = wd->ndw, rc;
+	struct dw *d;
+	char data[32];
+
+	for (int i = 0; i < wd->ndw; i++)
+		live += is_live(&wd->dws[i]);
+	if (live >= SIM_MAX_LIVE)
+		return false;
+	if (wd->ndw == wd->dwcap) {
+		wd->dwcap = wd->dwcap ? 2 * wd->dwcap : 64;
+		wd->dws = realloc(wd->dws, (size_t)wd->dwcap * sizeof(*wd->dws));
+		if (!wd->dws)
+			abort();
+	}
+	d = &wd->dws[id];
+	memset(d, 0, sizeof(*d));
+	d->id = id;
+	d->mount = (int)sim_rng_below(&wd->rng, SIM_MOUNTS);
+	d->dir = (int)sim_rng_below(&wd->rng, SIM_DIRS);
+	d->kind = sim_rng_chance(&wd->rng, 1, 3) ? ZKL_SHARED : ZKL_EXCLUSIVE;
+	d->flags = sim_rng_chance(&wd->rng, 1, 6) ? ZKL_NONBLOCK : 0;
+	snprintf(data, sizeof(data), "sim=%d\n", id);
+	sn_trace(&wd->net, "  enqueue w%d: m%d %s %s%s", id, d->mount, wd->dirs[d->dir],
+		 d->kind == ZKL_EXCLUSIVE ? "exclusive" : "shared",
+		 d->flags & ZKL_NONBLOCK ? " nonblock" : "");
+	wd->ndw++;
+	rc = zkl_enqueue(wd->eng[d->mount], wd->dirs[d->dir], "job", d->kind, d->flags,
+			 data, (int)strlen(data), 1000, sim_done, (void *)(intptr_t)id,
+			 &d->w);
+	if (rc) {
+		sim_failf(wd, "enqueue: w%d refused at once: %d", id, rc);
+		d->released = true;
+		d->ndone = 1;
+	}
+	return true;
+}
+
+void act_release_dw(struct world *wd, struct dw *d)
+{
+	struct zkl_info info;
+	char *path = NULL;
+
+	zkl_info(d->w, &info, &path);
+	sn_trace(&wd->net, "  release w%d (%s)", d->id, path ? path : "no entry");
+	d->released = true;
+	zkl_release(d->w);
+	sim_check_release(wd, d, path);
+	free(path);
+}
+
+bool act_cancel(struct world *wd)
+{
+	struct dw *d = pick_dw(wd, is_waiting);
+
+	if (!d)
+		return false;
+	sn_trace(&wd->net, "  cancel w%d", d->id);
+	d->cancelled = true;
+	zkl_cancel(d->w);
+	if (d->ndone != 1)
+		sim_failf(wd, "cancel: w%d not answered when zkl_cancel() returned", d->id);
+	if (sim_rng_chance(&wd->rng, 1, 2))
+		act_release_dw(wd, d);		/* an interrupted open gives it up at once */
+	return true;
+}
+
+bool act_release(struct world *wd)
+{
+	struct dw *d = pick_dw(wd, act_is_answered);
+
+	if (!d)
+		return false;
+	act_release_dw(wd, d);
+	return true;
+}
+
+/* A random child of a random lock directory, or NULL. */
+static struct szk_node *pick_entry(struct world *wd, bool foreign_only)
+{
+	struct szk *z = &wd->net.zk;
+	const char *dir = wd->dirs[sim_rng_below(&wd->rng, SIM_DIRS)];
+	int n = 0, k;
+
+	for (int i = 0; i < z->nnodes; i++)
+		n += sim_dir_of(z->nodes[i].path, dir) &&
+		     (!foreign_only || z->nodes[i].owner == wd->foreign);
+	if (!n)
+		return NULL;
+	k = (int)sim_rng_below(&wd->rng, (uint32_t)n);
+	for (int i = 0; i < z->nnodes; i++)
+		if (sim_dir_of(z->nodes[i].path, dir) &&
+		    (!foreign_only || z->nodes[i].owner == wd->foreign) && k-- == 0)
+			return &z->nodes[i];
+	return NULL;
+}
+
+/* Another client (or rm) deletes an entry, ours or not. */
+bool act_unlink(struct world *wd)
+{
+	struct szk_node *n = pick_entry(wd, false);
+	int id;
+	char *path;
+
+	if (!n)
+		return false;
+	id = sim_entry_owner(n);
+	path = strdup(n->path);
+	sn_trace(&wd->net, "  unlink %s (w%d)", path, id);
+	if (id >= 0)
+		wd->dws[id].unlinked = true;
+	szk_delete(&wd->net.zk, path, -1);
+	free(path);
+	return true;
+}
+
+/* The foreign client, with Curator's names, joins a queue. */
+bool act_foreign_enqueue(struct world *wd)
+{
+	const char *dir = wd->dirs[sim_rng_below(&wd->rng, SIM_DIRS)];
+	bool shared = sim_rng_chance(&wd->rng, 1, 3);
+	char prefix[64], *path = NULL;
+
+	snprintf(prefix, sizeof(prefix), "%s/f-%s", dir, shared ? "read-lock-" : "lock-");
+	szk_create(&wd->net.zk, wd->foreign, prefix, "foreign\n", 8,
+		   ZOO_EPHEMERAL | ZOO_SEQUENCE, &path, NULL);
+	sn_trace(&wd->net, "  foreign enqueue %s", path);
+	free(path);
+	return true;
+}
+
+bool act_foreign_release(struct world *wd)
+{
+	struct szk_node *n = pick_entry(wd, true);
+	char *path;
+
+	if (!n)
+		return false;
+	path = strdup(n->path);
+	sn_trace(&wd->net, "  foreign release %s", path);
+	szk_delete(&wd->net.zk, path, -1);
+	free(path);
+	return true;
+}
+
+/* The foreign client gives back every entry it has. */
+void foreign_leaves(struct world *wd)
+{
+	struct szk *z = &wd->net.zk;
+
+	for (int i = 0; i < z->nnodes;) {
+		char *path;
+
+		if (z->nodes[i].owner != wd->foreign) {
+			i++;
+			continue;
+		}
+		path = strdup(z->nodes[i].path);
+		sn_trace(&wd->net, "  foreign release %s", path);
+		szk_delete(z, path, -1);	/* the last node takes slot i */
+		free(path);
+	}
+}
+
+/* A holder writes its entry (fs write()), or the foreign client its own. */
+bool act_setdata(struct world *wd)
+{
+	struct szk_node *n = pick_entry(wd, false);
+	int id;
+	char *path;
+
+	if (!n)
+		return false;
+	id = sim_entry_owner(n);
+	if (id >= 0 && !(wd->dws[id].ndone == 1 && wd->dws[id].result == 0 &&
+			 !wd->dws[id].released))
+		return false;
+	path = strdup(n->path);
+	sn_trace(&wd->net, "  set data of %s", path);
+	szk_set(&wd->net.zk, path, n->data, n->len, -1);
+	free(path);
+	return true;
+}
+

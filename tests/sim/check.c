@@ -1,0 +1,292 @@
+/*
+ * tests/sim/check.c - the invariants (see sim.h, and README.md for why each
+ * is stated as it is).  Called on the simulator's one thread: from the
+ * engine's callbacks (done, lost: the engine holds its lock for lost, so
+ * nothing here calls the engine then), from simnet's watch hook, and after
+ * each step.
+ */
+#include "tests/sim/sim.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct world *sim_world;
+
+void sim_failf(struct world *wd, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (wd->fail[0])
+		return;
+	va_start(ap, fmt);
+	vsnprintf(wd->fail, sizeof(wd->fail), fmt, ap);
+	va_end(ap);
+	sn_trace(&wd->net, "        VIOLATION: %s", wd->fail);
+}
+
+int sim_entry_owner(const struct szk_node *n)
+{
+	int id;
+
+	if (n->len > 4 && strncmp(n->data, "sim=", 4) == 0 &&
+	    sscanf(n->data + 4, "%d", &id) == 1)
+		return id;
+	return -1;
+}
+
+bool sim_dir_of(const char *path, const char *dir)
+{
+	size_t l = strlen(dir);
+
+	return strncmp(path, dir, l) == 0 && path[l] == '/' &&
+	       !strchr(path + l + 1, '/');
+}
+
+static struct dw *dw_of(struct world *wd, void *arg)
+{
+	intptr_t id = (intptr_t)arg;
+
+	if (id < 0 || id >= wd->ndw)
+		abort();
+	return &wd->dws[id];
+}
+
+static bool believes(const struct dw *d)
+{
+	return d->ndone == 1 && d->result == 0 && !d->lost && !d->released;
+}
+
+static unsigned mount_mark(struct world *wd, int mount)
+{
+	return wd->net.mounts[mount].silents + wd->net.mounts[mount].expiries;
+}
+
+/*
+ * FIFO, at the moment a grant is delivered, against the server's state:
+ * no entry before @d's (exclusive) or no exclusive entry before it
+ * (shared).  Entries only ever join behind existing ones, so what a
+ * correct grant saw still holds when it is delivered.
+ */
+static void check_fifo(struct world *wd, struct dw *d)
+{
+	struct szk *z = &wd->net.zk;
+	struct zkl_info info;
+	struct zkl_child c;
+
+	zkl_info(d->w, &info, NULL);
+	if (!info.created) {
+		sim_failf(wd, "fifo: w%d granted without an entry", d->id);
+		return;
+	}
+	for (int i = 0; i < z->nnodes; i++) {
+		const char *p = z->nodes[i].path;
+
+		if (!sim_dir_of(p, wd->dirs[d->dir]) || !zkn_parse(strrchr(p, '/') + 1, &c))
+			continue;
+		if (zkn_seq_cmp(c.seq, info.seq) >= 0)
+			continue;
+		if (d->kind == ZKL_EXCLUSIVE || c.kind == ZKL_EXCLUSIVE)
+			sim_failf(wd, "fifo: w%d (%s, seq %d) granted while %s (owner w%d) "
+				  "is before it", d->id,
+				  d->kind == ZKL_EXCLUSIVE ? "exclusive" : "shared",
+				  info.seq, p, sim_entry_owner(&z->nodes[i]));
+	}
+}
+
+void sim_done(struct zkl_waiter *w, int err, void *arg)
+{
+	struct world *wd = sim_world;
+	struct dw *d = dw_of(wd, arg);
+
+	sn_trace(&wd->net, "        done w%d: %d (%s)", d->id, err,
+		 err ? strerror(-err) : "granted");
+	if (w != d->w)
+		sim_failf(wd, "done: w%d called with another waiter", d->id);
+	if (d->released)
+		sim_failf(wd, "once: w%d answered after its release", d->id);
+	if (++d->ndone > 1)
+		sim_failf(wd, "once: w%d answered %d times (now %d, first %d)",
+			  d->id, d->ndone, err, d->result);
+	if (d->ndone > 1)
+		return;
+	d->result = err;
+	switch (err) {
+	case 0:
+		d->mark = mount_mark(wd, d->mount);
+		check_fifo(wd, d);
+		break;
+	case -EAGAIN:
+		if (!(d->flags & ZKL_NONBLOCK))
+			sim_failf(wd, "result: w%d EAGAIN without O_NONBLOCK", d->id);
+		break;
+	case -EINTR:
+		if (!d->cancelled)
+			sim_failf(wd, "result: w%d EINTR but never cancelled", d->id);
+		break;
+	case -EIO:
+		if (!d->unlinked)
+			sim_failf(wd, "result: w%d EIO but nobody deleted its entry", d->id);
+		break;
+	default:
+		sim_failf(wd, "result: w%d answered %d", d->id, err);
+	}
+}
+
+/* A loss must have a cause: its entry deleted, or its session silent or expired. */
+void sim_lost(struct zkl_waiter *w, void *arg)
+{
+	struct world *wd = sim_world;
+	struct dw *d = dw_of(wd, arg);
+
+	(void)w;
+	sn_trace(&wd->net, "        lost w%d", d->id);
+	if (d->ndone != 1 || d->result != 0)
+		sim_failf(wd, "lost: w%d lost but never granted", d->id);
+	else if (d->lost)
+		sim_failf(wd, "lost: w%d lost twice", d->id);
+	else if (d->released)
+		sim_failf(wd, "lost: w%d lost after its release", d->id);
+	else if (!d->unlinked && mount_mark(wd, d->mount) == d->mark)
+		sim_failf(wd, "lost: w%d lost with no cause (no unlink, silence, expiry)",
+			  d->id);
+	d->lost = true;
+}
+
+/* The entry @d has at the server now, or NULL. */
+static const char *entry_of(struct world *wd, const struct dw *d)
+{
+	struct szk *z = &wd->net.zk;
+
+	for (int i = 0; i < z->nnodes; i++)
+		if (sim_entry_owner(&z->nodes[i]) == d->id &&
+		    sim_dir_of(z->nodes[i].path, wd->dirs[d->dir]))
+			return z->nodes[i].path;
+	return NULL;
+}
+
+/*
+ * Herd: a delete wakes at most one exclusive waiter that still waits with
+ * its entry in place (README.md says why those others are left out).
+ */
+void sim_watch_hook(void *ctx, struct sn_mount *m, int type, const char *path,
+		    void *wctx)
+{
+	struct world *wd = ctx;
+	struct dw *d = NULL;
+	struct herd *h = NULL;
+	char *own = NULL;
+	struct zkl_info info;
+
+	(void)m;
+	if (type != ZOO_DELETED_EVENT)
+		return;
+	for (int i = 0; i < wd->ndw && !d; i++)
+		if (wd->dws[i].w == wctx && !wd->dws[i].released && wd->dws[i].ndone == 0)
+			d = &wd->dws[i];
+	if (!d || d->kind != ZKL_EXCLUSIVE || !entry_of(wd, d))
+		return;
+	zkl_info(d->w, &info, &own);
+	if (own && strcmp(own, path) == 0) {
+		free(own);
+		return;			/* the watch on its own entry */
+	}
+	free(own);
+	for (int i = 0; i < wd->nherd && !h; i++)
+		if (strcmp(wd->herd[i].path, path) == 0)
+			h = &wd->herd[i];
+	if (!h) {
+		if (wd->nherd == wd->hcap) {
+			wd->hcap = wd->hcap ? 2 * wd->hcap : 16;
+			wd->herd = realloc(wd->herd, (size_t)wd->hcap * sizeof(*wd->herd));
+			if (!wd->herd)
+				abort();
+		}
+		h = &wd->herd[wd->nherd++];
+		h->path = strdup(path);
+		h->count = 0;
+	}
+	if (++h->count > 1)
+		sim_failf(wd, "herd: the delete of %s woke %d waiting exclusive "
+			  "waiters (now w%d)", path, h->count, d->id);
+}
+
+/*
+ * Exclusion over entries: in one directory, no two existing entries whose
+ * waiters both believe they hold, one of them exclusive.  And no waiter
+ * has two entries at once (the second blocks the queue until the session
+ * ends).
+ */
+void sim_check_step(struct world *wd)
+{
+	struct szk *z = &wd->net.zk;
+
+	for (int k = 0; k < SIM_DIRS; k++) {
+		int first = -1;
+
+		for (int i = 0; i < z->nnodes; i++) {
+			int id = sim_entry_owner(&z->nodes[i]);
+			struct dw *d;
+
+			if (id < 0 || !sim_dir_of(z->nodes[i].path, wd->dirs[k]))
+				continue;
+			for (int j = i + 1; j < z->nnodes; j++)
+				if (sim_entry_owner(&z->nodes[j]) == id) {
+					sim_failf(wd, "duplicate: w%d has two entries, %s and %s",
+						  id, z->nodes[i].path, z->nodes[j].path);
+					return;
+				}
+			d = &wd->dws[id];
+			if (!believes(d))
+				continue;
+			if (first >= 0 && (d->kind == ZKL_EXCLUSIVE ||
+					   wd->dws[first].kind == ZKL_EXCLUSIVE)) {
+				sim_failf(wd, "exclusion: w%d and w%d both hold %s "
+					  "(entries exist, one exclusive)",
+					  first, id, wd->dirs[k]);
+				return;
+			}
+			if (first < 0 || d->kind == ZKL_EXCLUSIVE)
+				first = id;
+		}
+	}
+}
+
+/*
+ * Release order: once zkl_release() returns, the delete of the entry the
+ * engine knew is queued on the session (or done), so that whatever the
+ * mount sends next sees it gone (f46b592).
+ */
+void sim_check_release(struct world *wd, struct dw *d, const char *path)
+{
+	struct sn_mount *m = &wd->net.mounts[d->mount];
+
+	if (!path || !szk_find(&wd->net.zk, path) || m->cur->state == SN_EXPIRED)
+		return;
+	if (!sn_pending_delete(m, path))
+		sim_failf(wd, "release order: w%d released, but no delete of %s "
+			  "is queued on m%d", d->id, path, d->mount);
+}
+
+/*
+ * After the end phase (every session healthy, everything released, the
+ * foreign client gone, all queues drained): every waiter was answered
+ * exactly once, and no entry is left.
+ */
+void sim_check_end(struct world *wd)
+{
+	struct szk *z = &wd->net.zk;
+
+	for (int i = 0; i < wd->ndw; i++)
+		if (wd->dws[i].ndone != 1)
+			sim_failf(wd, "once: w%d (m%d, %s) answered %d times at the end",
+				  i, wd->dws[i].mount, wd->dirs[wd->dws[i].dir],
+				  wd->dws[i].ndone);
+	for (int i = 0; i < z->nnodes; i++)
+		for (int k = 0; k < SIM_DIRS; k++)
+			if (sim_dir_of(z->nodes[i].path, wd->dirs[k]))
+				sim_failf(wd, "orphan: %s (w%d) is left after the end",
+					  z->nodes[i].path, sim_entry_owner(&z->nodes[i]));
+}

@@ -1,0 +1,112 @@
+/*
+ * tests/sim/sim.h - the simulator's world: engines over simulated mounts,
+ * the waiters the driver made, and the invariants checked on them.
+ *
+ * One run (one seed) builds a world: a simulated ZooKeeper (simzk), a few
+ * mounts each with an engine (zk/lock.c) over its own simulated session
+ * (simnet), a few lock directories, and a foreign client.  The driver
+ * (sim.c) takes steps chosen by the seeded PRNG; after each one, and inside
+ * the engine's callbacks, check.c tests the invariants.  A violated one
+ * records its message in the world and ends the run.  One thread.
+ */
+#ifndef SIM_SIM_H
+#define SIM_SIM_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "zk/lock.h"
+#include "tests/sim/rng.h"
+#include "tests/sim/simnet.h"
+
+#define SIM_MOUNTS	3
+#define SIM_DIRS	2
+#define SIM_MAX_LIVE	16	/* waiters not yet released, at most */
+
+/* A waiter of the driver's: one zkl_enqueue(). */
+struct dw {
+	int id, mount, dir;
+	enum zkl_kind kind;
+	int flags;
+	struct zkl_waiter *w;	/* valid until released */
+	int ndone;		/* done calls seen: must end at exactly 1 */
+	int result;
+	bool lost, released, cancelled;
+	bool unlinked;		/* its entry was deleted by another client */
+	unsigned mark;		/* its mount's silents + expiries at the grant */
+};
+
+/* Notifications that reached exclusive waiters per deleted path (herd). */
+struct herd {
+	char *path;
+	int count;
+};
+
+struct world {
+	uint64_t seed;
+	bool verbose;
+	struct sim_rng rng;		/* every choice */
+	struct sim_rng nonce_rng;	/* the engine's getrandom() */
+	struct simnet net;
+	struct zkl_engine *eng[SIM_MOUNTS];
+	enum zkl_naming naming[SIM_MOUNTS];
+	char dirs[SIM_DIRS][32];
+	int64_t foreign;		/* the other client's session */
+	struct dw *dws;
+	int ndw, dwcap;
+	struct herd *herd;
+	int nherd, hcap;
+	int fault_rate;			/* per 1000 steps, of each fault kind */
+	bool ending;			/* the end phase: no faults */
+	long step;
+	long steps_total;
+	char fail[1024];		/* the first violation, "" if none */
+};
+
+/* The world of the running seed: the engine's callbacks find it here. */
+extern struct world *sim_world;
+
+/* actions.c: each returns false if it found nothing to act on ------------- */
+
+bool act_enqueue(struct world *wd);	/* a new waiter: random mount, dir, kind */
+bool act_cancel(struct world *wd);	/* an unanswered waiter is interrupted */
+bool act_release(struct world *wd);	/* an answered waiter is given back */
+bool act_unlink(struct world *wd);	/* another client deletes an entry */
+bool act_foreign_enqueue(struct world *wd);
+bool act_foreign_release(struct world *wd);
+bool act_setdata(struct world *wd);	/* a holder (or the other client) writes */
+void foreign_leaves(struct world *wd);	/* the other client deletes all it has */
+/* act_release_dw() - zkl_release() of @d, and the release-order check */
+void act_release_dw(struct world *wd, struct dw *d);
+bool act_is_answered(const struct dw *d);
+
+/* check.c ------------------------------------------------------------------ */
+
+/* sim_failf() - record a violation (the first one wins). */
+void sim_failf(struct world *wd, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/* The engine's done and lost callbacks (arg: the dw's id). */
+void sim_done(struct zkl_waiter *w, int err, void *arg);
+void sim_lost(struct zkl_waiter *w, void *arg);
+
+/* simnet's hook: a DELETED/CHANGED event reaches the watcher @wctx. */
+void sim_watch_hook(void *ctx, struct sn_mount *m, int type, const char *path,
+		    void *wctx);
+
+/* sim_check_step() - exclusion, over the server's entries, after a step. */
+void sim_check_step(struct world *wd);
+
+/* sim_check_release() - after zkl_release() of @d whose entry was @path. */
+void sim_check_release(struct world *wd, struct dw *d, const char *path);
+
+/* sim_check_end() - after the end phase: answered once, no orphan. */
+void sim_check_end(struct world *wd);
+
+/* sim_entry_owner() - the dw id an entry's data names, or -1 (foreign). */
+int sim_entry_owner(const struct szk_node *n);
+
+/* sim_dir_of() - is @path a child of @dir? */
+bool sim_dir_of(const char *path, const char *dir);
+
+#endif
