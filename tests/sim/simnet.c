@@ -176,7 +176,7 @@ static int call(struct sn_mount *m, struct sn_req *r)
 	return ZOK;
 }
 
-static struct sn_req *req_new(enum sn_op op, const char *path, const void *done,
+static struct sn_req *req_new(enum sn_op op, const char *path, sn_fn done,
 			      const void *arg)
 {
 	struct sn_req *r = sni_xcalloc(1, sizeof(*r));
@@ -193,7 +193,7 @@ static int t_create(void *ctx, const char *path, const char *data, int len,
 		    uint64_t *gen)
 {
 	struct sn_mount *m = ctx;
-	struct sn_req *r = req_new(OP_CREATE, path, (const void *)done, arg);
+	struct sn_req *r = req_new(OP_CREATE, path, (sn_fn)done, arg);
 
 	if (gen)
 		*gen = m->gen;
@@ -207,7 +207,7 @@ static int t_create(void *ctx, const char *path, const char *data, int len,
 static int t_remove(void *ctx, const char *path, void_completion_t done,
 		    const void *arg)
 {
-	return call(ctx, req_new(OP_DELETE, path, (const void *)done, arg));
+	return call(ctx, req_new(OP_DELETE, path, (sn_fn)done, arg));
 }
 
 static int t_multi(void *ctx, int count, const zoo_op_t *ops,
@@ -215,7 +215,7 @@ static int t_multi(void *ctx, int count, const zoo_op_t *ops,
 		   const void *arg)
 {
 	struct sn_req *r = req_new(OP_MULTI, ops[0].delete_op.path,
-				   (const void *)done, arg);
+				   (sn_fn)done, arg);
 
 	r->n = count;
 	r->types = sni_xcalloc((size_t)count, sizeof(int));
@@ -238,19 +238,19 @@ static int t_multi(void *ctx, int count, const zoo_op_t *ops,
 static int t_children(void *ctx, const char *path, strings_completion_t done,
 		      const void *arg)
 {
-	return call(ctx, req_new(OP_CHILDREN, path, (const void *)done, arg));
+	return call(ctx, req_new(OP_CHILDREN, path, (sn_fn)done, arg));
 }
 
 static int t_get(void *ctx, const char *path, data_completion_t done,
 		 const void *arg)
 {
-	return call(ctx, req_new(OP_GET, path, (const void *)done, arg));
+	return call(ctx, req_new(OP_GET, path, (sn_fn)done, arg));
 }
 
 static int t_wget(void *ctx, const char *path, watcher_fn watcher, void *wctx,
 		  data_completion_t done, const void *arg)
 {
-	struct sn_req *r = req_new(OP_WGET, path, (const void *)done, arg);
+	struct sn_req *r = req_new(OP_WGET, path, (sn_fn)done, arg);
 
 	r->watcher = watcher;
 	r->wctx = wctx;
@@ -260,7 +260,7 @@ static int t_wget(void *ctx, const char *path, watcher_fn watcher, void *wctx,
 static int t_exists(void *ctx, const char *path, stat_completion_t done,
 		    const void *arg)
 {
-	return call(ctx, req_new(OP_EXISTS, path, (const void *)done, arg));
+	return call(ctx, req_new(OP_EXISTS, path, (sn_fn)done, arg));
 }
 
 static int t_unwatch(void *ctx, const char *path, watcher_fn watcher,
@@ -274,7 +274,7 @@ static int t_unwatch(void *ctx, const char *path, watcher_fn watcher,
 		sn_trace(m->net, "        m%d unwatch %s -> ZNOWATCHER", m->id, path);
 		return ZNOWATCHER;
 	}
-	r = req_new(OP_UNWATCH, path, (const void *)done, arg);
+	r = req_new(OP_UNWATCH, path, (sn_fn)done, arg);
 	r->watcher = watcher;
 	r->wctx = wctx;
 	return call(m, r);

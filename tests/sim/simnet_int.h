@@ -11,6 +11,9 @@
 enum sn_op { OP_CREATE, OP_DELETE, OP_MULTI, OP_CHILDREN, OP_GET, OP_WGET,
 	     OP_EXISTS, OP_UNWATCH };
 
+/* Any completion: ISO C converts function pointers only to function pointers. */
+typedef void (*sn_fn)(void);
+
 struct sn_req {
 	struct sn_req *next;
 	uint64_t id;
@@ -23,7 +26,8 @@ struct sn_req {
 	zoo_op_result_t *results;
 	watcher_fn watcher;
 	void *wctx;
-	const void *done, *arg;
+	sn_fn done;			/* the completion, cast back by op */
+	const void *arg;
 };
 
 enum sn_kind { IT_REPLY, IT_WATCH, IT_SESSION };
