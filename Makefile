@@ -82,8 +82,8 @@ SIM_HDR   = $(wildcard tests/sim/*.h) $(HDR)
 SEEDS     ?= 10000
 SEED_FIRST ?= 1
 SIM_CHECK_SEEDS ?= 3000
-# seeds that fail on engine bugs, skipped by check-sim (tests/sim/README.md)
-SIM_KNOWN_BAD = 167 186 515 941 1546 1952 2055 2136 2675 2758 2857
+# seeds that fail on known engine bugs, skipped by check-sim (tests/sim/README.md): none
+SIM_KNOWN_BAD =
 
 $(BUILD)/sim/sim: $(SIM_SRC) $(SIM_HDR)
 	@mkdir -p $(@D)

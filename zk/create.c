@@ -169,6 +169,11 @@ static void resolve_next_locked(struct zkl_waiter *w)
 	int rc;
 
 	ZKL_ASSERT_HELD(&w->e->lock);
+	if (zke_stale_locked(w)) {	/* the entry went with the session */
+		zke_free_cands(w);
+		zke_stall_locked(w, S_RESOLVE);	/* on_expired() starts it over */
+		return;
+	}
 	if (w->ci >= w->ncand) {
 		zke_free_cands(w);
 		zke_create_locked(w);
@@ -224,6 +229,10 @@ void zke_resolve_locked(struct zkl_waiter *w)
 
 	ZKL_ASSERT_HELD(&w->e->lock);
 	w->state = W_RESOLVING;
+	if (zke_stale_locked(w)) {
+		zke_stall_locked(w, S_RESOLVE);	/* on_expired() starts it over */
+		return;
+	}
 	w->refs++;
 	rc = T(w)->children(w->e->t.ctx, w->dir, resolve_children_done, w);
 	if (rc == ZOK)
