@@ -20,7 +20,7 @@ SAN      = -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-re
 	   -DZKL_LOCKCHECK
 
 ZK_SRC   = zk/escape.c zk/naming.c zk/grant.c zk/errno.c zk/log.c zk/mutex.c zk/session.c zk/transport.c zk/lock.c
-FS_SRC   = fs/opts.c fs/node.c fs/attr.c fs/zop.c fs/ops.c fs/readdir.c fs/read.c fs/lockops.c fs/wbuf.c fs/flock.c fs/slots.c fs/pool.c fs/main.c
+FS_SRC   = fs/opts.c fs/node.c fs/attr.c fs/zop.c fs/ops.c fs/readdir.c fs/read.c fs/lockreq.c fs/lockops.c fs/wbuf.c fs/flock.c fs/slots.c fs/pool.c fs/main.c
 SRC      = $(ZK_SRC) $(FS_SRC)
 HDR      = $(wildcard zk/*.h fs/*.h)
 
