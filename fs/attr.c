@@ -7,13 +7,15 @@
  * recorded; a directory to the uid that made it through this mount, kept
  * here while the mount runs; anything else to the mount's owner.
  */
-#include "fs/zklockfs.h"
+#include "fs/attr.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+
+#include "fs/pool.h"
 
 static void ms_to_ts(int64_t ms, struct timespec *ts)
 {
@@ -46,13 +48,14 @@ void zklfs_fill_attr(struct zklfs *fs, struct stat *st, fuse_ino_t ino,
 	st->st_blocks = (st->st_size + 511) / 512;
 }
 
-void zklfs_pending_attr(struct zklfs *fs, struct stat *st, struct node *n)
+void zklfs_pending_attr(struct zklfs *fs, struct stat *st, fuse_ino_t ino,
+			uid_t uid)
 {
 	memset(st, 0, sizeof(*st));
-	st->st_ino = n->ino;
+	st->st_ino = ino;
 	st->st_mode = S_IFREG | 0644;
 	st->st_nlink = 1;
-	st->st_uid = n->uid;
+	st->st_uid = uid;
 	st->st_gid = fs->gid;
 	st->st_blksize = 4096;
 	clock_gettime(CLOCK_REALTIME, &st->st_mtim);

@@ -29,10 +29,12 @@
  * directory, so flock(2) on a lock directory stays local to this host.
  *
  * Threads: the handlers run on the FUSE thread; a lock request is answered
- * by fs/lockops.c from the engine's done callback, F_GETLK from ZooKeeper
+ * by fs/lockreq.c from the engine's done callback, F_GETLK from ZooKeeper
  * completions.
+ *
+ * Depends on: fs/handlers.h, fs/lockreq.h, fs/wbuf.h.
  */
-#include "fs/zklockfs.h"
+#include "fs/handlers.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -40,6 +42,8 @@
 #include <string.h>
 #include <sys/file.h>
 
+#include "fs/lockreq.h"
+#include "fs/wbuf.h"
 #include "zk/errno.h"
 #include "zk/grant.h"
 #include "zk/log.h"
@@ -60,6 +64,17 @@ static bool holder_fd(struct node *n, const struct fuse_file_info *fi)
 }
 
 /*
+ * The holder's descriptor of @n gives its lock back (LOCK_UN, or before a
+ * conversion) and stays open.  The data written first, on the session the
+ * delete goes to: it is in the old entry before the entry goes.
+ */
+static void giveback(struct zklfs *fs, struct node *n)
+{
+	zklfs_wbuf_close(fs, n);
+	lockreq_giveback(fs, n);
+}
+
+/*
  * LOCK_SH, LOCK_EX or LOCK_UN on the holder's descriptor of @n; with @nb
  * fail rather than wait.
  */
@@ -70,9 +85,9 @@ static void lock_op(fuse_req_t req, struct node *n, int op, bool nb)
 	bool busy, has, holds;
 
 	zkl_mutex_lock(&fs->lock);
-	busy = n->inflight;
-	has = n->w != NULL;
-	holds = has && n->granted && !n->lost && n->kind == want;
+	busy = n->lr->inflight;
+	has = n->lr->w != NULL;
+	holds = has && n->lr->granted && !n->lr->lost && n->lr->kind == want;
 	zkl_mutex_unlock(&fs->lock);
 	if (busy) {
 		/*
@@ -95,17 +110,17 @@ static void lock_op(fuse_req_t req, struct node *n, int op, bool nb)
 		return;
 	}
 	/* refused before the entry is given back, not after */
-	if (op != LOCK_UN && zklfs_lock_deadlocks(req, n)) {
+	if (op != LOCK_UN && lockreq_deadlocks(req, n)) {
 		fuse_reply_err(req, EDEADLK);
 		return;
 	}
 	if (has)
-		zklfs_lock_giveback(fs, n);
+		giveback(fs, n);
 	if (op == LOCK_UN) {
 		fuse_reply_err(req, 0);
 		return;
 	}
-	zklfs_lock_request(req, n, want, nb ? ZKL_NONBLOCK : 0);
+	lockreq_request(req, n, want, nb ? ZKL_NONBLOCK : 0);
 }
 
 /* A lock asked for on a descriptor that cannot carry one. */
@@ -315,13 +330,13 @@ void zklfs_getlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 	kind = lock->l_type == F_WRLCK ? ZKL_EXCLUSIVE : ZKL_SHARED;
 	op = calloc(1, sizeof(*op));
 	zkl_mutex_lock(&fs->lock);
-	dir = n->dir ? strdup(n->dir) : n->path ?
+	dir = n->lr ? strdup(n->lr->dir) : n->path ?
 	      strndup(n->path, zkn_parent_len(n->path)) : NULL;
 	if (op) {
-		op->has_own = holder_fd(n, fi) && n->w && n->granted;
-		op->own = n->seq;
+		op->has_own = holder_fd(n, fi) && n->lr->w && n->lr->granted;
+		op->own = n->lr ? n->lr->seq : 0;
 	}
-	held = op && op->has_own && !n->lost && n->kind == kind;
+	held = op && op->has_own && !n->lr->lost && n->lr->kind == kind;
 	zkl_mutex_unlock(&fs->lock);
 	if (held) {			/* F_SETLK would be 0 at once */
 		free(op);

@@ -7,7 +7,11 @@
  * waiting parent that the mount is up.  Shutdown: answer pending opens,
  * close the sessions (the server drops every entry at once), unmount.
  */
-#include "fs/zklockfs.h"
+#include "fs/attr.h"
+#include "fs/handlers.h"
+#include "fs/lockreq.h"
+#include "fs/node.h"
+#include "fs/pool.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -164,6 +168,7 @@ int main(int argc, char *argv[])
 	fs.gid = getgid();
 	if (gethostname(fs.host, sizeof(fs.host) - 1) != 0)
 		strcpy(fs.host, "localhost");
+	zkl_mutex_init(&fs.wb_send, ZKL_RANK_WBSEND, "fs->wb_send");
 	zkl_mutex_init(&fs.lock, ZKL_RANK_FS, "fs->lock");
 	zkl_log_init("zklockfs", false, opts.debug);
 	if (!opts.foreground && daemon_start() != 0) {
@@ -176,10 +181,10 @@ int main(int argc, char *argv[])
 	sigaddset(&sigs, SIGTERM);
 	sigaddset(&sigs, SIGHUP);
 	pthread_sigmask(SIG_BLOCK, &sigs, &old);
-	err = zklfs_pool_open(&fs);
+	err = zklfs_pool_open(&fs, lockreq_lost);
 	if (err)
 		goto out_nodes;
-	if (zklfs_nodes_init(&fs) != 0 || zklfs_owners_init(&fs) != 0) {
+	if (zklfs_nodes_init(&fs, zklfs_lock_node_end) != 0 || zklfs_owners_init(&fs) != 0) {
 		zkl_log(LOG_ERR, "out of memory");
 		goto out_nodes;
 	}
@@ -214,6 +219,7 @@ out_nodes:
 	zklfs_nodes_free(&fs);
 	zklfs_owners_free(&fs);
 	zkl_mutex_destroy(&fs.lock);
+	zkl_mutex_destroy(&fs.wb_send);
 	free(fs.mountpoint);
 out_args:
 	free(opts.mountpoint);

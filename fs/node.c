@@ -1,5 +1,5 @@
-/* fs/node.c - the inode table: inode numbers are node addresses. */
-#include "fs/zklockfs.h"
+/* fs/node.c - the inode table: inode numbers are node addresses (node.h). */
+#include "fs/node.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -7,25 +7,37 @@
 #include <string.h>
 #include <time.h>
 
+#include "zk/naming.h"
+
 #define HSIZE 16384
+
+/* A slot of the listing cache (see node.h); fs->lock. */
+struct lsc {
+	char *dir;
+	uint64_t busy_until_ms;		/* MKNOD seen here until then */
+	uint64_t fresh_until_ms;	/* @names valid until then; 0: none */
+	char **names;			/* sorted (strcmp) */
+	size_t n;
+};
 
 static void lsc_drop_names(struct lsc *l);
 
 
-int zklfs_nodes_init(struct zklfs *fs)
+int zklfs_nodes_init(struct zklfs *fs, zklfs_node_end_fn *end)
 {
-	zkl_mutex_init(&fs->wb_send, ZKL_RANK_WBSEND, "fs->wb_send");
+	fs->node_end = end;
 	fs->hsize = HSIZE;
 	fs->htab = calloc(fs->hsize, sizeof(*fs->htab));
 	fs->lsc = calloc(ZKLFS_LSC_SLOTS, sizeof(*fs->lsc));
-	if (!fs->htab || !fs->lsc)
+	fs->root = calloc(1, sizeof(*fs->root));
+	if (!fs->htab || !fs->lsc || !fs->root)
 		return -ENOMEM;
-	memset(&fs->root, 0, sizeof(fs->root));
-	fs->root.ino = FUSE_ROOT_ID;
-	fs->root.type = NODE_DIR;
-	fs->root.path = strdup(fs->conf->root);
-	fs->root.nlookup = 1;
-	return fs->root.path ? 0 : -ENOMEM;
+	fs->root->fs = fs;
+	fs->root->ino = FUSE_ROOT_ID;
+	fs->root->type = NODE_DIR;
+	fs->root->path = strdup(fs->conf->root);
+	fs->root->nlookup = 1;
+	return fs->root->path ? 0 : -ENOMEM;
 }
 
 static void link_locked(struct zklfs *fs, struct node *n)
@@ -40,14 +52,10 @@ static void link_locked(struct zklfs *fs, struct node *n)
 static void node_destroy(struct node *n)
 {
 	free(n->path);
-	free(n->dir);
-	free(n->name);
-	free(n->wb.buf);
 	free(n);
 }
 
-/* Unlink @n from fs->all, then free it. Without fs->lock. */
-static void node_free(struct node *n)
+void node_free(struct node *n)
 {
 	struct zklfs *fs = n->fs;
 
@@ -58,7 +66,8 @@ static void node_free(struct node *n)
 		fs->all = n->anext;
 	if (n->anext)
 		n->anext->aprev = n->aprev;
-	zklfs_wbuf_forget_locked(fs, n);
+	if (n->lr)
+		fs->node_end(fs, n);	/* frees n->lr */
 	zkl_mutex_unlock(&fs->lock);
 	node_destroy(n);
 }
@@ -69,6 +78,11 @@ void zklfs_nodes_free(struct zklfs *fs)
 		struct node *n = fs->all;
 
 		fs->all = n->anext;
+		if (n->lr) {
+			zkl_mutex_lock(&fs->lock);
+			fs->node_end(fs, n);
+			zkl_mutex_unlock(&fs->lock);
+		}
 		node_destroy(n);
 	}
 	free(fs->htab);
@@ -77,16 +91,18 @@ void zklfs_nodes_free(struct zklfs *fs)
 		free(fs->lsc[i].dir);
 	}
 	free(fs->lsc);
-	free(fs->root.path);
-	zkl_mutex_destroy(&fs->wb_send);
+	if (fs->root)
+		free(fs->root->path);
+	free(fs->root);
+	fs->root = NULL;
 }
 
 struct node *node_of(struct zklfs *fs, fuse_ino_t ino)
 {
-	return ino == FUSE_ROOT_ID ? &fs->root : (struct node *)(uintptr_t)ino;
+	return ino == FUSE_ROOT_ID ? fs->root : (struct node *)(uintptr_t)ino;
 }
 
-static void unhash_locked(struct zklfs *fs, struct node *n)
+void node_unhash_locked(struct zklfs *fs, struct node *n)
 {
 	struct node **pp = &fs->htab[zkn_hash(n->path) % fs->hsize];
 
@@ -119,7 +135,7 @@ void node_unhash_path_locked(struct zklfs *fs, const char *path)
 	ZKL_ASSERT_HELD(&fs->lock);
 	for (; n; n = n->hnext) {
 		if (strcmp(n->path, path) == 0) {
-			unhash_locked(fs, n);
+			node_unhash_locked(fs, n);
 			return;
 		}
 	}
@@ -131,9 +147,9 @@ struct node *node_lookup_locked(struct zklfs *fs, const char *path,
 	struct node *n;
 
 	ZKL_ASSERT_HELD(&fs->lock);
-	if (strcmp(path, fs->root.path) == 0) {
-		fs->root.nlookup++;
-		return &fs->root;
+	if (strcmp(path, fs->root->path) == 0) {
+		fs->root->nlookup++;
+		return fs->root;
 	}
 	for (n = fs->htab[zkn_hash(path) % fs->hsize]; n; n = n->hnext)
 		if (strcmp(n->path, path) == 0)
@@ -159,20 +175,13 @@ struct node *node_lookup_locked(struct zklfs *fs, const char *path,
 	return n;
 }
 
-struct node *node_new_pending_locked(struct zklfs *fs, const char *dir,
-				     const char *name)
+struct node *node_new_pending_locked(struct zklfs *fs)
 {
 	struct node *n = calloc(1, sizeof(*n));
 
 	ZKL_ASSERT_HELD(&fs->lock);
 	if (!n)
 		return NULL;
-	n->dir = strdup(dir);
-	n->name = strdup(name);
-	if (!n->dir || !n->name) {
-		node_destroy(n);
-		return NULL;
-	}
 	n->fs = fs;
 	n->ino = (fuse_ino_t)(uintptr_t)n;
 	n->type = NODE_PENDING;
@@ -185,49 +194,26 @@ void node_forget(struct zklfs *fs, struct node *n, uint64_t nlookup)
 {
 	bool gone;
 
-	if (n == &fs->root)
+	if (n == fs->root)
 		return;
 	zkl_mutex_lock(&fs->lock);
 	n->nlookup = n->nlookup > nlookup ? n->nlookup - nlookup : 0;
-	gone = n->nlookup == 0 && !n->w;
+	gone = n->nlookup == 0 && !n->pinned;
 	if (gone && n->hashed)
-		unhash_locked(fs, n);
+		node_unhash_locked(fs, n);
 	zkl_mutex_unlock(&fs->lock);
 	if (gone)
 		node_free(n);
 }
 
-void node_drop_lock(struct zklfs *fs, struct node *n)
+char *zklfs_node_path(struct zklfs *fs, struct node *n)
 {
-	struct zkl_waiter *w;
-	bool gone;
+	char *p;
 
 	zkl_mutex_lock(&fs->lock);
-	if (n->intr_busy) {		/* lock_interrupt() drops it when done */
-		n->drop_deferred = true;
-		zkl_mutex_unlock(&fs->lock);
-		return;
-	}
-	w = n->w;
-	n->w = NULL;
-	n->inflight = false;
-	if (w) {
-		if (n->lprev)
-			n->lprev->lnext = n->lnext;
-		else if (fs->locks[(unsigned)n->tid % ZKLFS_TID_BUCKETS] == n)
-			fs->locks[(unsigned)n->tid % ZKLFS_TID_BUCKETS] = n->lnext;
-		if (n->lnext)
-			n->lnext->lprev = n->lprev;
-		n->lnext = n->lprev = NULL;
-	}
-	gone = w && n->nlookup == 0;	/* FORGET came while it held w */
-	if (gone && n->hashed)
-		unhash_locked(fs, n);
+	p = n->path ? strdup(n->path) : NULL;
 	zkl_mutex_unlock(&fs->lock);
-	if (w)
-		zkl_release(w);
-	if (gone)
-		node_free(n);
+	return p;
 }
 
 uint64_t zklfs_now_ms(void)

@@ -5,9 +5,18 @@
  * returns; the completion, on the ZooKeeper thread, answers the request.
  * Listings are fs/readdir.c's, data and xattrs fs/read.c's, locks
  * fs/lockops.c's and fs/flock.c's, a holder's writes fs/wbuf.c's.
+ *
+ * Depends on: fs/handlers.h (the handlers of the table), fs/zop.h,
+ * fs/attr.h, fs/wbuf.h, fs/lockreq.h, fs/node.h, fs/pool.h; nothing
+ * depends on it but fs/main.c (the table).
  */
-#include "fs/zop.h"
+#include "fs/handlers.h"
+
+#include "fs/attr.h"
 #include "fs/limits.h"
+#include "fs/lockreq.h"
+#include "fs/wbuf.h"
+#include "fs/zop.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -111,7 +120,7 @@ static void zklfs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	}
 	/* the kernel looks a name up before its MKDIR or MKNOD: refused
 	 * here, no directory or entry is made past the bounds */
-	if (zklfs_path_check(fs->root.path, p->path, name)) {
+	if (zklfs_path_check(fs->root->path, p->path, name)) {
 		zkl_log(LOG_NOTICE, "path refused: longer than %d bytes or deeper "
 			"than %d levels below ROOT", ZKLFS_PATH_MAX, ZKLFS_DEPTH_MAX);
 		fuse_reply_err(req, ENAMETOOLONG);
@@ -194,7 +203,7 @@ static void zklfs_getattr(fuse_req_t req, fuse_ino_t ino,
 	if (!path) {			/* a lock request not yet in ZooKeeper */
 		struct stat st;
 
-		zklfs_pending_attr(fs, &st, n);
+		zklfs_pending_attr(fs, &st, n->ino, n->lr->uid);
 		fuse_reply_attr(req, &st, 0.0);
 		return;
 	}
@@ -276,7 +285,7 @@ static void zklfs_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
 
 	(void)mode;
 	if (!err)
-		err = zklfs_path_check(fs->root.path, p->path, name);
+		err = zklfs_path_check(fs->root->path, p->path, name);
 	if (!err && zklfs_hidden(fs, p->path, name))
 		err = -EEXIST;
 	if (err) {

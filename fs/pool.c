@@ -20,22 +20,45 @@
  * mount each other session sends a sync before its next request (in
  * order on that session, so the request sees the change).
  */
-#include "fs/zklockfs.h"
+#include "fs/pool.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "fs/slots.h"
 #include "zk/log.h"
 
 #define DIRS_MAX 65536		/* beyond: a hash of the path, not stored */
 
-int zklfs_pool_open(struct zklfs *fs)
+struct zklfs_pool;
+
+/* A sync sent on pool slot @slot (its completion's argument). */
+struct pool_sync {
+	struct zklfs_pool *pool;
+	int slot;
+};
+
+/* fs->pool: the mount's sessions. */
+struct zklfs_pool {
+	int n;					/* conf->sessions, once opened */
+	struct zks zks[ZKLFS_SESSIONS_MAX];
+	struct zkl_engine *engines[ZKLFS_SESSIONS_MAX];	/* engine i on zks[i] */
+	struct zkl_mutex mu;			/* slots */
+	struct zklfs_slots slots;
+	struct pool_sync sync[ZKLFS_SESSIONS_MAX];
+	uint64_t links[ZKLFS_SESSIONS_MAX];	/* zks_links() at the last look */
+};
+
+int zklfs_pool_open(struct zklfs *fs, zkl_lost_fn lost)
 {
 	const struct zklfs_conf *conf = fs->conf;
-	struct zklfs_pool *p = &fs->pool;
+	struct zklfs_pool *p;
 	int err;
 
+	p = fs->pool = calloc(1, sizeof(*fs->pool));
+	if (!p)
+		return -ENOMEM;
 	zkl_mutex_init(&p->mu, ZKL_RANK_POOL, "pool->mu");
 	if (zklfs_slots_init(&p->slots, conf->sessions, DIRS_MAX) != 0)
 		return -ENOMEM;
@@ -56,7 +79,7 @@ int zklfs_pool_open(struct zklfs *fs)
 	for (int i = 0; i < p->n; i++) {
 		struct zkl_transport t = zkl_session_transport(&p->zks[i]);
 
-		p->engines[i] = zkl_engine_new(&t, conf->naming, zklfs_lock_lost);
+		p->engines[i] = zkl_engine_new(&t, conf->naming, lost);
 		if (!p->engines[i]) {
 			zkl_log(LOG_ERR, "out of memory");
 			return -ENOMEM;
@@ -67,7 +90,7 @@ int zklfs_pool_open(struct zklfs *fs)
 
 int zklfs_pool_start(struct zklfs *fs)
 {
-	struct zklfs_pool *p = &fs->pool;
+	struct zklfs_pool *p = fs->pool;
 
 	for (int i = 0; i < p->n; i++) {
 		struct zks_events ev = zkl_engine_events(p->engines[i]);
@@ -82,21 +105,23 @@ int zklfs_pool_start(struct zklfs *fs)
 
 void zklfs_pool_shutdown(struct zklfs *fs)
 {
-	for (int i = 0; i < fs->pool.n; i++)
-		if (fs->pool.engines[i])
-			zkl_engine_shutdown(fs->pool.engines[i]);
+	for (int i = 0; fs->pool && i < fs->pool->n; i++)
+		if (fs->pool->engines[i])
+			zkl_engine_shutdown(fs->pool->engines[i]);
 }
 
 void zklfs_pool_close(struct zklfs *fs)
 {
-	for (int i = 0; i < fs->pool.n; i++)
-		zks_close(&fs->pool.zks[i]);
+	for (int i = 0; fs->pool && i < fs->pool->n; i++)
+		zks_close(&fs->pool->zks[i]);
 }
 
 void zklfs_pool_free(struct zklfs *fs)
 {
-	struct zklfs_pool *p = &fs->pool;
+	struct zklfs_pool *p = fs->pool;
 
+	if (!p)
+		return;
 	for (int i = 0; i < p->n; i++) {
 		if (p->engines[i])
 			zkl_engine_free(p->engines[i]);
@@ -104,6 +129,8 @@ void zklfs_pool_free(struct zklfs *fs)
 	}
 	zklfs_slots_free(&p->slots);
 	zkl_mutex_destroy(&p->mu);
+	free(p);
+	fs->pool = NULL;
 }
 
 /*
@@ -140,7 +167,7 @@ static void sync_done(int rc, const char *value, const void *data)
 /* The slot of @dir; sends the sync that slot owes first. */
 static int pool_slot(struct zklfs *fs, const char *dir)
 {
-	struct zklfs_pool *p = &fs->pool;
+	struct zklfs_pool *p = fs->pool;
 	bool sync;
 	int slot;
 
@@ -165,7 +192,7 @@ static int pool_slot(struct zklfs *fs, const char *dir)
 
 struct zks *zklfs_session(struct zklfs *fs, const char *dir)
 {
-	return &fs->pool.zks[pool_slot(fs, dir)];
+	return &fs->pool->zks[pool_slot(fs, dir)];
 }
 
 struct zks *zklfs_session_of(struct zklfs *fs, const char *path, bool is_dir)
@@ -174,7 +201,7 @@ struct zks *zklfs_session_of(struct zklfs *fs, const char *path, bool is_dir)
 	char buf[1024], *dir;
 	struct zks *s;
 
-	if (is_dir || fs->pool.n <= 1)
+	if (is_dir || fs->pool->n <= 1)
 		return zklfs_session(fs, path);
 	dir = len < sizeof(buf) ? buf : malloc(len + 1);
 	if (!dir)
@@ -189,12 +216,17 @@ struct zks *zklfs_session_of(struct zklfs *fs, const char *path, bool is_dir)
 
 struct zkl_engine *zklfs_engine(struct zklfs *fs, const char *dir)
 {
-	return fs->pool.engines[pool_slot(fs, dir)];
+	return fs->pool->engines[pool_slot(fs, dir)];
+}
+
+int zklfs_session_slot(struct zklfs *fs, const struct zks *zks)
+{
+	return (int)(zks - fs->pool->zks);
 }
 
 void zklfs_ns_changed(struct zklfs *fs, const char *dir)
 {
-	struct zklfs_pool *p = &fs->pool;
+	struct zklfs_pool *p = fs->pool;
 
 	if (p->n <= 1)
 		return;

@@ -1,7 +1,14 @@
 /*
  * fs/read.c - what an entry says: its data (read) and the extended
  * attributes of entries and directories.
+ *
+ * Depends on: fs/handlers.h, fs/zop.h, fs/lockreq.h (our own lock's state),
+ * fs/wbuf.h (data written, not yet sent).
  */
+#include "fs/handlers.h"
+
+#include "fs/lockreq.h"
+#include "fs/wbuf.h"
 #include "fs/zop.h"
 
 #include <errno.h>
@@ -52,11 +59,11 @@ void zklfs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	struct node *n = node_of(fs, ino);
 	struct zop *op;
 
-	if (zklfs_holder_lost(fs, n, fi)) {
+	if (lockreq_holder_lost(fs, n, fi)) {
 		fuse_reply_err(req, EIO);
 		return;
 	}
-	if (zklfs_holder_idle(fs, n, fi)) {
+	if (lockreq_holder_idle(fs, n, fi)) {
 		fuse_reply_err(req, ENOLCK);
 		return;
 	}
@@ -201,7 +208,7 @@ void zklfs_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 		if (strcmp(name, xattr_names[i]) == 0)
 			x = (enum xattr)i;
 	/* our own lock: the engine knows, even while ZooKeeper is away */
-	if ((x == X_STATE || x == X_TOKEN) && zklfs_own_state(fs, n, &own)) {
+	if ((x == X_STATE || x == X_TOKEN) && lockreq_own_state(fs, n, &own)) {
 		if (x == X_STATE)
 			snprintf(val, sizeof(val), "%s", own.lost ? "lost" :
 				 own.granted ? "held" : "waiting");
@@ -212,7 +219,7 @@ void zklfs_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 	}
 	op = zop_new(req, n, zklfs_node_path(fs, n));
 	if (!op) {			/* a lock node holding no entry */
-		if (x == X_STATE && zklfs_lock_waiting(fs, n)) {
+		if (x == X_STATE && lockreq_waiting(fs, n)) {
 			reply_xattr_value(req, size, "waiting", strlen("waiting"));
 			return;
 		}

@@ -2,7 +2,12 @@
  * fs/readdir.c - listing a directory: a lock's queue in order, then its
  * subdirectories.  OPENDIR lists the znode once; READDIR pages through
  * that listing; RELEASEDIR frees it.
+ *
+ * Depends on: fs/handlers.h, fs/zop.h, fs/attr.h.
  */
+#include "fs/handlers.h"
+
+#include "fs/attr.h"
 #include "fs/zop.h"
 
 #include <errno.h>

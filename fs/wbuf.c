@@ -20,13 +20,15 @@
  * or the node's end sets f->n to NULL (fs->lock), and the completion
  * then answers its fsync, if any, and frees it, touching no node.
  */
-#include "fs/zklockfs.h"
+#include "fs/wbuf.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
+#include "fs/attr.h"
+#include "fs/handlers.h"
 #include "zk/errno.h"
 #include "zk/log.h"
 
@@ -34,7 +36,7 @@
 struct wflight {
 	struct zklfs *fs;
 	struct node *n;			/* NULL once n let its entry go; fs->lock */
-	struct wflight *next;		/* n->wb.flights; fs->lock */
+	struct wflight *next;		/* n->lr->wb.flights; fs->lock */
 	struct wflight *batch;		/* a tick's list of sends to make */
 	struct zks *zks;
 	fuse_req_t req;			/* an FSYNC to answer, or NULL */
@@ -54,21 +56,21 @@ static void flight_free(struct wflight *f)
 /* Mark @n dirty.  Return: true if a tick must be asked for (wb_schedule()). */
 static bool dirty_locked(struct zklfs *fs, struct node *n)
 {
-	struct wb_tick *t = &fs->wb_ticks[n->wb.zks - fs->pool.zks];
+	struct wb_tick *t = &fs->wb_ticks[zklfs_session_slot(fs, n->lr->wb.zks)];
 
 	ZKL_ASSERT_HELD(&fs->lock);
-	if (!n->wb.dirty) {
-		n->wb.dirty = true;
-		n->wb.dprev = NULL;
-		n->wb.dnext = fs->dirty;
+	if (!n->lr->wb.dirty) {
+		n->lr->wb.dirty = true;
+		n->lr->wb.dprev = NULL;
+		n->lr->wb.dnext = fs->dirty;
 		if (fs->dirty)
-			fs->dirty->wb.dprev = n;
+			fs->dirty->lr->wb.dprev = n;
 		fs->dirty = n;
 	}
 	if (t->queued)
 		return false;
 	t->fs = fs;
-	t->zks = n->wb.zks;
+	t->zks = n->lr->wb.zks;
 	t->queued = true;
 	return true;
 }
@@ -76,25 +78,25 @@ static bool dirty_locked(struct zklfs *fs, struct node *n)
 static void undirty_locked(struct zklfs *fs, struct node *n)
 {
 	ZKL_ASSERT_HELD(&fs->lock);
-	if (!n->wb.dirty)
+	if (!n->lr->wb.dirty)
 		return;
-	if (n->wb.dprev)
-		n->wb.dprev->wb.dnext = n->wb.dnext;
+	if (n->lr->wb.dprev)
+		n->lr->wb.dprev->lr->wb.dnext = n->lr->wb.dnext;
 	else
-		fs->dirty = n->wb.dnext;
-	if (n->wb.dnext)
-		n->wb.dnext->wb.dprev = n->wb.dprev;
-	n->wb.dnext = n->wb.dprev = NULL;
-	n->wb.dirty = false;
+		fs->dirty = n->lr->wb.dnext;
+	if (n->lr->wb.dnext)
+		n->lr->wb.dnext->lr->wb.dprev = n->lr->wb.dprev;
+	n->lr->wb.dnext = n->lr->wb.dprev = NULL;
+	n->lr->wb.dirty = false;
 }
 
 /* The sends in flight about @n no longer name it. */
 static void detach_locked(struct node *n)
 {
 	ZKL_ASSERT_HELD(&n->fs->lock);
-	for (struct wflight *f = n->wb.flights; f; f = f->next)
+	for (struct wflight *f = n->lr->wb.flights; f; f = f->next)
 		f->n = NULL;
-	n->wb.flights = NULL;
+	n->lr->wb.flights = NULL;
 }
 
 static void unlink_flight_locked(struct wflight *f)
@@ -104,7 +106,7 @@ static void unlink_flight_locked(struct wflight *f)
 	ZKL_ASSERT_HELD(&f->fs->lock);
 	if (!f->n)
 		return;
-	for (pp = &f->n->wb.flights; *pp; pp = &(*pp)->next)
+	for (pp = &f->n->lr->wb.flights; *pp; pp = &(*pp)->next)
 		if (*pp == f) {
 			*pp = f->next;
 			break;
@@ -116,7 +118,7 @@ static void unlink_flight_locked(struct wflight *f)
 static bool holds_locked(const struct node *n)
 {
 	ZKL_ASSERT_HELD(&n->fs->lock);
-	return n->granted && n->path && !n->lost;
+	return n->lr->granted && n->path && !n->lr->lost;
 }
 
 /*
@@ -134,23 +136,23 @@ static struct wflight *take_locked(struct zklfs *fs, struct node *n,
 		return NULL;
 	f->path = strdup(n->path);
 	if (!barrier)
-		f->data = malloc(n->wb.len ? n->wb.len : 1);
+		f->data = malloc(n->lr->wb.len ? n->lr->wb.len : 1);
 	if (!f->path || (!barrier && !f->data)) {
 		flight_free(f);
 		return NULL;
 	}
 	if (!barrier) {
-		memcpy(f->data, n->wb.buf, n->wb.len);
-		f->len = (int)n->wb.len;
+		memcpy(f->data, n->lr->wb.buf, n->lr->wb.len);
+		f->len = (int)n->lr->wb.len;
 		undirty_locked(fs, n);
 	}
 	f->fs = fs;
 	f->n = n;
-	f->zks = n->wb.zks;
+	f->zks = n->lr->wb.zks;
 	f->req = req;
 	f->barrier = barrier;
-	f->next = n->wb.flights;
-	n->wb.flights = f;
+	f->next = n->lr->wb.flights;
+	n->lr->wb.flights = f;
 	return f;
 }
 
@@ -159,7 +161,7 @@ static void wb_tick_run(void *arg, bool go);
 /* Ask for a tick of @zks (dirty_locked() said so).  Without fs->lock. */
 static void wb_schedule(struct zklfs *fs, struct zks *zks)
 {
-	struct wb_tick *t = &fs->wb_ticks[zks - fs->pool.zks];
+	struct wb_tick *t = &fs->wb_ticks[zklfs_session_slot(fs, zks)];
 
 	if (zks_later(zks, wb_tick_run, t) == 0)
 		return;
@@ -195,19 +197,19 @@ static void flight_done(int rc, const struct Stat *zs, const void *data)
 	unlink_flight_locked(f);
 	if (n && err == EAGAIN && !f->barrier) {
 		/* the latest data (never older) is sent again at the next tick */
-		log = !n->wb.retrying;
-		n->wb.retrying = true;
+		log = !n->lr->wb.retrying;
+		n->lr->wb.retrying = true;
 		if (holds_locked(n))
 			sched = dirty_locked(fs, n);
 	} else if (n && err) {
-		if (!f->req && !n->wb.err)
-			n->wb.err = -err;	/* for the next fsync */
+		if (!f->req && !n->lr->wb.err)
+			n->lr->wb.err = -err;	/* for the next fsync */
 	} else if (n && !f->barrier) {
-		n->wb.retrying = false;
+		n->lr->wb.retrying = false;
 	}
 	if (f->req && !err && n) {
-		err = -n->wb.err;	/* an earlier send's, not yet reported */
-		n->wb.err = 0;
+		err = -n->lr->wb.err;	/* an earlier send's, not yet reported */
+		n->lr->wb.err = 0;
 	}
 	zkl_mutex_unlock(&fs->lock);
 	/* a call site per cause: the log's rate limit is per call site */
@@ -265,8 +267,8 @@ static void wb_tick_run(void *arg, bool go)
 	zkl_mutex_lock(&fs->lock);
 	t->queued = false;
 	for (n = fs->dirty; n; n = next) {
-		next = n->wb.dnext;
-		if (n->wb.zks != t->zks)
+		next = n->lr->wb.dnext;
+		if (n->lr->wb.zks != t->zks)
 			continue;
 		if (!holds_locked(n)) {
 			undirty_locked(fs, n);	/* lost or given back: nowhere to go */
@@ -312,11 +314,11 @@ void zklfs_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
 		fuse_reply_err(req, EACCES);
 		return;
 	}
-	if (zklfs_holder_lost(fs, n, fi)) {
+	if (lockreq_holder_lost(fs, n, fi)) {
 		fuse_reply_err(req, EIO);
 		return;
 	}
-	if (zklfs_holder_idle(fs, n, fi)) {
+	if (lockreq_holder_idle(fs, n, fi)) {
 		fuse_reply_err(req, ENOLCK);
 		return;
 	}
@@ -326,10 +328,10 @@ void zklfs_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
 		fuse_reply_err(req, EFBIG);
 		return;
 	}
-	zks = zklfs_session(fs, n->dir);	/* n->dir never changes */
+	zks = zklfs_session(fs, n->lr->dir);	/* lr->dir never changes */
 	zkl_mutex_lock(&fs->lock);
-	len = off == 0 ? 0 : n->wb.len;		/* a write at the start replaces */
-	nb = realloc(n->wb.buf, end > len ? end : len ? len : 1);
+	len = off == 0 ? 0 : n->lr->wb.len;		/* a write at the start replaces */
+	nb = realloc(n->lr->wb.buf, end > len ? end : len ? len : 1);
 	if (!nb) {
 		zkl_mutex_unlock(&fs->lock);
 		fuse_reply_err(req, ENOMEM);
@@ -338,9 +340,9 @@ void zklfs_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
 	if ((size_t)off > len)
 		memset(nb + len, 0, (size_t)off - len);
 	memcpy(nb + off, buf, size);
-	n->wb.buf = nb;
-	n->wb.len = end > len ? end : len;
-	n->wb.zks = zks;
+	n->lr->wb.buf = nb;
+	n->lr->wb.len = end > len ? end : len;
+	n->lr->wb.zks = zks;
 	sched = dirty_locked(fs, n);
 	zkl_mutex_unlock(&fs->lock);
 	if (sched)
@@ -367,11 +369,11 @@ void zklfs_wbuf_setsize(fuse_req_t req, struct node *n, off_t size,
 		fuse_reply_err(req, EACCES);
 		return;
 	}
-	if (zklfs_holder_lost(fs, n, fi)) {
+	if (lockreq_holder_lost(fs, n, fi)) {
 		fuse_reply_err(req, EIO);
 		return;
 	}
-	if (zklfs_holder_idle(fs, n, fi)) {
+	if (lockreq_holder_idle(fs, n, fi)) {
 		fuse_reply_err(req, ENOLCK);
 		return;
 	}
@@ -383,25 +385,25 @@ void zklfs_wbuf_setsize(fuse_req_t req, struct node *n, off_t size,
 		fuse_reply_err(req, EFBIG);
 		return;
 	}
-	zks = zklfs_session(fs, n->dir);
+	zks = zklfs_session(fs, n->lr->dir);
 	zkl_mutex_lock(&fs->lock);
-	nb = realloc(n->wb.buf, len ? len : 1);
+	nb = realloc(n->lr->wb.buf, len ? len : 1);
 	if (!nb) {
 		zkl_mutex_unlock(&fs->lock);
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
-	if (len > n->wb.len)
-		memset(nb + n->wb.len, 0, len - n->wb.len);
-	n->wb.buf = nb;
-	n->wb.len = len;
-	n->wb.zks = zks;
+	if (len > n->lr->wb.len)
+		memset(nb + n->lr->wb.len, 0, len - n->lr->wb.len);
+	n->lr->wb.buf = nb;
+	n->lr->wb.len = len;
+	n->lr->wb.zks = zks;
 	sched = dirty_locked(fs, n);
 	zkl_mutex_unlock(&fs->lock);
 	if (sched)
 		wb_schedule(fs, zks);
 	/* ours, held: what stat would say once sent, owner the opener */
-	zklfs_pending_attr(fs, &st, n);
+	zklfs_pending_attr(fs, &st, n->ino, n->lr->uid);
 	st.st_size = size;
 	st.st_blocks = (size + 511) / 512;
 	fuse_reply_attr(req, &st, 0.0);
@@ -420,23 +422,23 @@ void zklfs_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
 		fuse_reply_err(req, 0);	/* nothing of ours to send */
 		return;
 	}
-	if (zklfs_holder_lost(fs, n, fi)) {
+	if (lockreq_holder_lost(fs, n, fi)) {
 		fuse_reply_err(req, EIO);
 		return;
 	}
 	zkl_mutex_lock(&fs->wb_send);
 	zkl_mutex_lock(&fs->lock);
-	if (n->lost) {
+	if (n->lr->lost) {
 		err = -EIO;		/* lost since the look above */
 	} else if (!holds_locked(n)) {
 		err = 0;		/* given back (LOCK_UN): nothing held */
-	} else if (n->wb.dirty || n->wb.flights) {
+	} else if (n->lr->wb.dirty || n->lr->wb.flights) {
 		/* with sets in flight only, an exists behind them, in order */
-		f = take_locked(fs, n, req, !n->wb.dirty);
+		f = take_locked(fs, n, req, !n->lr->wb.dirty);
 		err = f ? 0 : -ENOMEM;
 	} else {
-		err = n->wb.err;	/* every set answered: any error is known */
-		n->wb.err = 0;
+		err = n->lr->wb.err;	/* every set answered: any error is known */
+		n->lr->wb.err = 0;
 	}
 	zkl_mutex_unlock(&fs->lock);
 	if (f)
@@ -452,16 +454,18 @@ bool zklfs_wbuf_read(struct zklfs *fs, struct node *n, fuse_req_t req,
 	char *copy = NULL;
 	size_t len = 0;
 
+	if (!n->lr)
+		return false;		/* not a lock node: no data of ours */
 	zkl_mutex_lock(&fs->lock);
-	if (!n->wb.dirty && !n->wb.flights) {
+	if (!n->lr->wb.dirty && !n->lr->wb.flights) {
 		zkl_mutex_unlock(&fs->lock);
 		return false;		/* ZooKeeper has it: ask there */
 	}
-	if (off >= 0 && (size_t)off < n->wb.len) {
-		len = n->wb.len - (size_t)off < size ? n->wb.len - (size_t)off : size;
+	if (off >= 0 && (size_t)off < n->lr->wb.len) {
+		len = n->lr->wb.len - (size_t)off < size ? n->lr->wb.len - (size_t)off : size;
 		copy = malloc(len);
 		if (copy)
-			memcpy(copy, n->wb.buf + off, len);
+			memcpy(copy, n->lr->wb.buf + off, len);
 	}
 	zkl_mutex_unlock(&fs->lock);
 	if (len && !copy)
@@ -474,9 +478,11 @@ bool zklfs_wbuf_read(struct zklfs *fs, struct node *n, fuse_req_t req,
 
 void zklfs_wbuf_attr(struct zklfs *fs, struct node *n, struct stat *st)
 {
+	if (!n->lr)
+		return;
 	zkl_mutex_lock(&fs->lock);
-	if (n->wb.dirty || n->wb.flights) {
-		st->st_size = (off_t)n->wb.len;
+	if (n->lr->wb.dirty || n->lr->wb.flights) {
+		st->st_size = (off_t)n->lr->wb.len;
 		st->st_blocks = (st->st_size + 511) / 512;
 	}
 	zkl_mutex_unlock(&fs->lock);
@@ -489,24 +495,24 @@ void zklfs_wbuf_close(struct zklfs *fs, struct node *n)
 
 	zkl_mutex_lock(&fs->wb_send);
 	zkl_mutex_lock(&fs->lock);
-	if (n->wb.dirty && holds_locked(n)) {
+	if (n->lr->wb.dirty && holds_locked(n)) {
 		f = take_locked(fs, n, NULL, false);
 		lost = !f;
 	}
 	undirty_locked(fs, n);
 	detach_locked(n);		/* nobody left to tell how they went */
-	free(n->wb.buf);
-	n->wb.buf = NULL;
-	n->wb.len = 0;			/* a new entry starts with new data */
-	n->wb.err = 0;
-	n->wb.retrying = false;
+	free(n->lr->wb.buf);
+	n->lr->wb.buf = NULL;
+	n->lr->wb.len = 0;			/* a new entry starts with new data */
+	n->lr->wb.err = 0;
+	n->lr->wb.retrying = false;
 	zkl_mutex_unlock(&fs->lock);
 	if (f)
 		flight_send(f);
 	zkl_mutex_unlock(&fs->wb_send);
 	if (lost)
 		zkl_log(LOG_WARNING, "the last data written to %s in %s not sent: out of memory",
-			n->name, n->dir);
+			n->lr->name, n->lr->dir);
 }
 
 void zklfs_wbuf_forget_locked(struct zklfs *fs, struct node *n)

@@ -101,13 +101,3 @@ static bool zop_again(struct zop *op, int rc)
 		op->deadline_ms = now + (uint64_t)zks_timeout_ms(op->zks);
 	return now < op->deadline_ms && zks_later(op->zks, zop_resend, op) == 0;
 }
-
-char *zklfs_node_path(struct zklfs *fs, struct node *n)
-{
-	char *p;
-
-	zkl_mutex_lock(&fs->lock);
-	p = n->path ? strdup(n->path) : NULL;
-	zkl_mutex_unlock(&fs->lock);
-	return p;
-}

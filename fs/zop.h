@@ -7,11 +7,14 @@
  * (stat, listing, data) may be sent again while the session is away
  * (zop_send()); writes never are: their outcome may be unknown.  A zop is
  * owned by whoever holds it, one thread at a time: no lock.
+ *
+ * Depends on: fs/node.h, fs/pool.h.
  */
 #ifndef FS_ZOP_H
 #define FS_ZOP_H
 
-#include "fs/zklockfs.h"
+#include "fs/node.h"
+#include "fs/pool.h"
 
 struct dirlist;
 

@@ -7,11 +7,12 @@
  *
  *   ZKL_RANK_WBSEND  fs->wb_send     a holder's data from taking to sending
  *                                    (fs/wbuf.c; FUSE and supervisor threads)
- *   ZKL_RANK_DIRLIST dirlist->lock   an open directory's listing (fs/ops.c)
+ *   ZKL_RANK_DIRLIST dirlist->lock   an open directory's listing (fs/readdir.c)
  *   ZKL_RANK_ENGINE  engine->lock    every waiter and queue (zk/lock.c); the
  *                                    engine's @lost callback runs under it
- *   ZKL_RANK_FS      fs->lock        the inode table and lock nodes
- *                                    (fs/zklockfs.h); zklfs_lock_lost()
+ *   ZKL_RANK_FS      fs->lock        the inode table, lock requests and
+ *                                    holders' data (fs/mount.h, fs/node.h,
+ *                                    fs/lockreq.h, fs/wbuf.h); lockreq_lost()
  *                                    takes it under the engine's lock
  *   ZKL_RANK_OWNERS  fs->owners_mu   the directories made here (fs/attr.c)
  *   ZKL_RANK_POOL    pool->mu        which session a directory has (fs/pool.c)

@@ -1,0 +1,80 @@
+/*
+ * fs/handlers.h - the FUSE handlers each file exports for fs/ops.c's
+ * table, and what fs/main.c needs of them at start-up and exit.
+ *
+ * Depends on: fs/node.h.  Included by the handler files (fs/lockops.c,
+ * fs/flock.c, fs/wbuf.c, fs/read.c, fs/readdir.c, fs/ops.c) and
+ * fs/main.c, never by a module below them: the handler files call down
+ * (fs/lockreq.h, fs/wbuf.h, fs/zop.h, fs/attr.h, fs/node.h, fs/pool.h),
+ * not into each other, except that fs/ops.c (the table) names them all.
+ *
+ * Threads: every handler runs on the FUSE loop thread, copies what it
+ * needs and returns without waiting for ZooKeeper; a request it cannot
+ * answer at once is answered later on the ZooKeeper completion thread.
+ * A handler holds fs->lock only briefly, never across a fuse_reply_*().
+ */
+#ifndef FS_HANDLERS_H
+#define FS_HANDLERS_H
+
+#include "fs/node.h"
+
+/* fs/ops.c: the table (lookup, forget, getattr, setattr, mkdir, unlink,
+ * rmdir, the refused ones, statfs are its own) */
+extern const struct fuse_lowlevel_ops zklfs_ops;
+
+/* fs/lockops.c: a lock node's MKNOD, OPEN, RELEASE, POLL */
+void zklfs_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
+		 mode_t mode, dev_t rdev);
+void zklfs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void zklfs_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void zklfs_poll(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
+		struct fuse_pollhandle *ph);
+
+/* zklfs_lock_node_end() - the inode table's fs->node_end (fs/main.c gives
+ * it to zklfs_nodes_init()): a lock node ends, its data is forgotten
+ * (zklfs_wbuf_forget_locked()) and its request freed.  Under fs->lock. */
+void zklfs_lock_node_end(struct zklfs *fs, struct node *n);
+
+/* fs/flock.c: flock(2) and fcntl(2) record locks on entries */
+void zklfs_flock(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
+		 int op);
+void zklfs_getlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
+		 struct flock *lock);
+void zklfs_setlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
+		 struct flock *lock, int sleep);
+
+/* fs/wbuf.c: WRITE on the holder's descriptor (the data changed in memory,
+ * answered at once; see fs/wbuf.h) */
+void zklfs_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
+		 off_t off, struct fuse_file_info *fi);
+
+/*
+ * fs/wbuf.c: FSYNC: on the holder's descriptor, sends the data if not sent
+ * and answers once ZooKeeper has done every set sent so far: 0, or the
+ * error of one of them that no fsync reported yet (EIO: the entry is
+ * gone, the lock lost; EAGAIN: the connection was lost, the data is sent
+ * again at the next tick; else as zk_errno()).
+ */
+void zklfs_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
+		 struct fuse_file_info *fi);
+
+/* fs/read.c: an entry's data and the xattrs */
+void zklfs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		struct fuse_file_info *fi);
+void zklfs_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size);
+void zklfs_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size);
+void zklfs_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
+		    const char *value, size_t size, int flags);
+void zklfs_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name);
+
+/* fs/readdir.c: listings */
+void zklfs_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void zklfs_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		   struct fuse_file_info *fi);
+void zklfs_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+
+/* zklfs_dirlists_free() - at exit: the listings of directories still
+ * open.  Main thread. */
+void zklfs_dirlists_free(struct zklfs *fs);
+
+#endif

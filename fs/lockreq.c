@@ -1,0 +1,512 @@
+/*
+ * fs/lockreq.c - a lock request: enqueue, the grant or refusal answered,
+ * the interrupt handshake, the give-back, the loss (see lockreq.h).
+ *
+ * open(O_CREAT) of a new NAME reaches us as MKNOD, under the directory's
+ * lock, then OPEN, outside it (we have no create op, see docs/DESIGN.md).
+ * MKNOD makes a lock node and its request and touches no ZooKeeper, so
+ * mknod(2) alone leaves nothing behind; OPEN enqueues and is answered
+ * later, from the engine's done callback, when the lock is granted or
+ * refused.  A flock(2)/fcntl(2) request on the holder's descriptor
+ * (fs/flock.c) that must enqueue anew is answered the same way.
+ */
+#include "fs/lockreq.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "fs/tid.h"
+#include "zk/log.h"
+
+struct node *lockreq_node(struct zklfs *fs, const char *dir, const char *name,
+			  uid_t uid)
+{
+	struct lockreq *lr = calloc(1, sizeof(*lr));
+	struct node *n = NULL;
+
+	if (!lr)
+		return NULL;
+	lr->dir = strdup(dir);
+	lr->name = strdup(name);
+	lr->uid = uid;
+	if (lr->dir && lr->name) {
+		zkl_mutex_lock(&fs->lock);
+		n = node_new_pending_locked(fs);
+		if (n) {
+			n->lr = lr;
+			lr->node = n;
+		}
+		zkl_mutex_unlock(&fs->lock);
+	}
+	if (!n)
+		lockreq_free(lr);
+	return n;
+}
+
+void lockreq_free(struct lockreq *lr)
+{
+	free(lr->dir);
+	free(lr->name);
+	free(lr->wb.buf);
+	free(lr);
+}
+
+/* Read up to @size - 1 bytes of /proc/@pid/@what into @buf: the length. */
+static size_t proc_read(pid_t pid, const char *what, char *buf, size_t size)
+{
+	char path[64];
+	ssize_t n;
+	int fd;
+
+	buf[0] = '\0';
+	snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, what);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	n = read(fd, buf, size - 1);
+	close(fd);
+	n = n < 0 ? 0 : n;
+	buf[n] = '\0';
+	return (size_t)n;
+}
+
+/*
+ * When thread @tid started (fs/tid.h): 0 if unknown.  /proc/TID/stat is
+ * the thread's own even when TID is not a process: it is found by its id.
+ */
+static unsigned long long thread_start(pid_t tid)
+{
+	char stat[1024];
+
+	proc_read(tid, "stat", stat, sizeof(stat));
+	return zklfs_stat_start(stat);
+}
+
+/* The process of thread @tid (FUSE tells the thread).  A thread-group
+ * leader is its own process, and only a leader has a pidfd: one syscall
+ * instead of formatting /proc/TID/status, which cost more than the rest
+ * of an open. */
+static pid_t thread_group(pid_t tid)
+{
+	char status[2048], *t;
+	int fd = (int)syscall(SYS_pidfd_open, tid, 0);
+
+	if (fd >= 0) {
+		close(fd);
+		return tid;
+	}
+	proc_read(tid, "status", status, sizeof(status));
+	t = strstr(status, "\nTgid:");
+	return t ? (pid_t)atoi(t + 6) : tid;
+}
+
+/* The holder lines of a new entry (docs/SPEC.md: host, pid, uid, cmd, since, mount). */
+static int holder_data(struct zklfs *fs, const struct fuse_ctx *ctx, pid_t pid,
+		       char *buf, size_t size)
+{
+	char cmd[64], since[32];
+	time_t now = time(NULL);
+	struct tm tm;
+	size_t n = proc_read(pid, "comm", cmd, sizeof(cmd));
+
+	/*
+	 * The process's name only: its arguments may hold secrets, and every
+	 * user and ZooKeeper client reads this.  A name is whatever the
+	 * process set (prctl): no control character may break the lines.
+	 */
+	while (n > 0 && cmd[n - 1] == '\n')
+		n--;
+	cmd[n] = '\0';
+	for (size_t i = 0; i < n; i++)
+		if ((unsigned char)cmd[i] < 0x20 || cmd[i] == 0x7f)
+			cmd[i] = '?';
+	gmtime_r(&now, &tm);
+	strftime(since, sizeof(since), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	return snprintf(buf, size, "host=%s\npid=%d\nuid=%u\ncmd=%s\nsince=%s\nmount=%s\n",
+			fs->host, (int)pid, (unsigned)ctx->uid, cmd, since,
+			fs->mountpoint);
+}
+
+/*
+ * Answer the request waiting on @n with @err, or with the lock: its OPEN
+ * (the holder's descriptor), or with @fdreq a flock/fcntl request on that
+ * descriptor (0).  A refused request leaves @n holding nothing.
+ */
+static void lock_answer(struct zklfs *fs, struct node *n, fuse_req_t req,
+			bool fdreq, int err)
+{
+	struct lockreq *lr = n->lr;
+	struct fuse_file_info fi;
+	struct zkl_info info;
+	char *path;
+
+	if (err) {
+		if (err != -EAGAIN && err != -EINTR)
+			zkl_log(LOG_WARNING, "lock '%s' in %s failed: %s", lr->name,
+				lr->dir, strerror(-err));
+		lockreq_drop(fs, n);		/* ends inflight */
+		fuse_reply_err(req, -err);
+		return;
+	}
+	zkl_info(lr->w, &info, &path);
+	zkl_mutex_lock(&fs->lock);
+	lr->inflight = false;
+	lr->granted = true;
+	if (info.lost)			/* lost before lr->w was set: not heard */
+		lr->lost = true;
+	lr->seq = info.seq;
+	lr->czxid = info.czxid;
+	free(n->path);
+	n->path = path;
+	if (path)
+		node_hash_locked(fs, n);
+	fi = lr->fi;
+	zkl_mutex_unlock(&fs->lock);
+	if (fdreq) {
+		fuse_reply_err(req, 0);
+		return;
+	}
+	fi.fh = FH_HOLDER;
+	fi.direct_io = 1;
+	fi.keep_cache = 0;
+	fi.noflush = 1;		/* close() owes us nothing: the lock ends at RELEASE */
+	if (fuse_reply_open(req, &fi) == -ENOENT)	/* the opener is gone */
+		lockreq_drop(fs, n);
+}
+
+/* The engine's answer: on the ZooKeeper thread, or inside zkl_cancel(). */
+static void lock_done(struct zkl_waiter *w, int err, void *arg)
+{
+	struct node *n = arg;
+	struct lockreq *lr = n->lr;
+	struct zklfs *fs = n->fs;
+	fuse_req_t req;
+	bool fdreq;
+
+	(void)w;
+	zkl_mutex_lock(&fs->lock);
+	if (!lr->armed) {		/* the handler is still setting up */
+		lr->have_result = true;
+		lr->result = err;
+		zkl_mutex_unlock(&fs->lock);
+		return;
+	}
+	req = lr->req;
+	fdreq = lr->fdreq;
+	lr->req = NULL;
+	zkl_mutex_unlock(&fs->lock);
+	if (req)
+		lock_answer(fs, n, req, fdreq, err);
+}
+
+/*
+ * FUSE_INTERRUPT of a waiting OPEN: runs with the request's lock held, which
+ * the reply does not take: the answer may come on a ZooKeeper thread at the
+ * same time, and its lockreq_drop() would let @w go while we use it.  So
+ * that drop waits (intr_busy) and is done here, after zkl_cancel().
+ */
+static void lock_interrupt(fuse_req_t req, void *arg)
+{
+	struct node *n = arg;
+	struct lockreq *lr = n->lr;
+	struct zklfs *fs = n->fs;
+	struct zkl_waiter *w;
+	bool drop;
+
+	(void)req;
+	zkl_mutex_lock(&fs->lock);
+	w = lr->w;
+	lr->intr_busy = w != NULL;
+	zkl_mutex_unlock(&fs->lock);
+	if (!w)
+		return;
+	zkl_cancel(w);			/* answers EINTR through lock_done */
+	zkl_mutex_lock(&fs->lock);
+	lr->intr_busy = false;
+	drop = lr->drop_deferred;
+	lr->drop_deferred = false;
+	zkl_mutex_unlock(&fs->lock);
+	if (drop)
+		lockreq_drop(fs, n);
+}
+
+/*
+ * Does an entry of @n's directory other than @n's own wait for or hold a
+ * lock for thread @tid started at @start (0: any thread of that id)?
+ */
+static bool tid_in_dir(struct zklfs *fs, struct node *n, pid_t tid,
+		       unsigned long long start)
+{
+	struct lockreq *lr = n->lr;
+	struct lockreq *l;
+
+	zkl_mutex_lock(&fs->lock);
+	for (l = fs->locks[(unsigned)tid % ZKLFS_TID_BUCKETS]; l; l = l->lnext)
+		if (zklfs_same_thread(tid, start, l->tid, l->tid_start) &&
+		    l != lr && strcmp(l->dir, lr->dir) == 0)
+			break;
+	zkl_mutex_unlock(&fs->lock);
+	return l != NULL;
+}
+
+bool lockreq_deadlocks(fuse_req_t req, struct node *n)
+{
+	struct lockreq *lr = n->lr;
+	struct zklfs *fs = n->fs;
+	pid_t tid = fuse_req_ctx(req)->pid;
+	unsigned long long start;
+
+	/*
+	 * FUSE says pid 0 for a caller outside our pid namespace (we run in a
+	 * container, it does not): such callers cannot be told apart, so
+	 * none of them is refused.
+	 */
+	if (!tid || !tid_in_dir(fs, n, tid, 0))
+		return false;
+	/*
+	 * The id matches: is it the same thread, or one given its id since,
+	 * while a child keeps the old one's entry?  Only now is the caller's
+	 * start read (fs/tid.h): an open whose id has no entry there, the
+	 * common case, reads it once, in lock_enqueue().  The caller waits
+	 * in this request, so the id is its own while we read.
+	 */
+	start = thread_start(tid);
+	if (!tid_in_dir(fs, n, tid, start))
+		return false;
+	zkl_log(LOG_NOTICE, "thread %d already holds or waits for %s: EDEADLK",
+		(int)tid, lr->dir);
+	return true;
+}
+
+/*
+ * Enqueue @n's entry of @kind for @req (its OPEN, or with @fdreq a
+ * flock/fcntl request) and leave the answer to lock_done().  The thread
+ * that asks may not already hold or wait in that directory: EDEADLK.
+ */
+static void lock_enqueue(fuse_req_t req, struct node *n, enum zkl_kind kind,
+			 int flags, bool fdreq)
+{
+	struct lockreq *lr = n->lr;
+	struct zklfs *fs = n->fs;
+	const struct fuse_ctx *ctx = fuse_req_ctx(req);
+	struct zkl_waiter *w = NULL;
+	char data[1024];
+	fuse_req_t late = NULL;
+	struct lockreq **head;
+	int len, err, result = 0;
+	unsigned long long start;
+	pid_t pid;
+
+	if (lockreq_deadlocks(req, n)) {
+		fuse_reply_err(req, EDEADLK);
+		return;
+	}
+	/* while the thread waits in @req its id is its own: read it now */
+	start = ctx->pid ? thread_start(ctx->pid) : 0;
+	pid = thread_group(ctx->pid);
+	len = holder_data(fs, ctx, pid, data, sizeof(data));
+	if (len >= (int)sizeof(data))
+		len = sizeof(data) - 1;
+	zkl_mutex_lock(&fs->lock);
+	lr->tid = ctx->pid;
+	lr->tid_start = start;
+	lr->kind = kind;
+	lr->req = req;
+	lr->fdreq = fdreq;
+	lr->inflight = true;
+	lr->armed = lr->have_result = false;
+	zkl_mutex_unlock(&fs->lock);
+	/* lr->uid: the opener's, whoever asks for a conversion on its fd */
+	err = zkl_enqueue(zklfs_engine(fs, lr->dir), lr->dir, lr->name, kind, flags,
+			  data, len, lr->uid, lock_done, n, &w);
+	if (err) {
+		zkl_mutex_lock(&fs->lock);
+		lr->req = NULL;
+		lr->inflight = false;
+		zkl_mutex_unlock(&fs->lock);
+		zkl_log(LOG_WARNING, "lock '%s' in %s: %s", lr->name, lr->dir, strerror(-err));
+		fuse_reply_err(req, -err);
+		return;
+	}
+	zkl_mutex_lock(&fs->lock);
+	lr->w = w;
+	n->pinned = true;		/* until lockreq_drop() */
+	head = &fs->locks[(unsigned)lr->tid % ZKLFS_TID_BUCKETS];
+	lr->lnext = *head;
+	lr->lprev = NULL;
+	if (*head)
+		(*head)->lprev = lr;
+	*head = lr;
+	zkl_mutex_unlock(&fs->lock);
+	fuse_req_interrupt_func(req, lock_interrupt, n);	/* last: may run now */
+	zkl_mutex_lock(&fs->lock);
+	lr->armed = true;
+	if (lr->have_result) {
+		late = lr->req;
+		lr->req = NULL;
+		result = lr->result;
+	}
+	zkl_mutex_unlock(&fs->lock);
+	if (late)
+		lock_answer(fs, n, late, fdreq, result);
+}
+
+void lockreq_open(fuse_req_t req, struct node *n, struct fuse_file_info *fi)
+{
+	struct lockreq *lr = n->lr;
+	enum zkl_kind kind = (fi->flags & O_ACCMODE) == O_RDONLY ? ZKL_SHARED : ZKL_EXCLUSIVE;
+
+	zkl_mutex_lock(&n->fs->lock);
+	lr->fi = *fi;
+	zkl_mutex_unlock(&n->fs->lock);
+	lock_enqueue(req, n, kind, (fi->flags & O_NONBLOCK) ? ZKL_NONBLOCK : 0, false);
+}
+
+void lockreq_request(fuse_req_t req, struct node *n, enum zkl_kind kind,
+		     int flags)
+{
+	lock_enqueue(req, n, kind, flags, true);
+}
+
+void lockreq_drop(struct zklfs *fs, struct node *n)
+{
+	struct lockreq *lr = n->lr;
+	struct zkl_waiter *w;
+	bool gone;
+
+	zkl_mutex_lock(&fs->lock);
+	if (lr->intr_busy) {		/* lock_interrupt() drops it when done */
+		lr->drop_deferred = true;
+		zkl_mutex_unlock(&fs->lock);
+		return;
+	}
+	w = lr->w;
+	lr->w = NULL;
+	lr->inflight = false;
+	if (w) {
+		if (lr->lprev)
+			lr->lprev->lnext = lr->lnext;
+		else if (fs->locks[(unsigned)lr->tid % ZKLFS_TID_BUCKETS] == lr)
+			fs->locks[(unsigned)lr->tid % ZKLFS_TID_BUCKETS] = lr->lnext;
+		if (lr->lnext)
+			lr->lnext->lprev = lr->lprev;
+		lr->lnext = lr->lprev = NULL;
+		n->pinned = false;
+	}
+	gone = w && n->nlookup == 0;	/* FORGET came while it held w */
+	if (gone && n->hashed)
+		node_unhash_locked(fs, n);
+	zkl_mutex_unlock(&fs->lock);
+	if (w)
+		zkl_release(w);
+	if (gone)
+		node_free(n);
+}
+
+void lockreq_giveback(struct zklfs *fs, struct node *n)
+{
+	struct lockreq *lr = n->lr;
+
+	/* from then on a loss of the old entry is not this descriptor's
+	 * (lockreq_lost() checks lr->w) */
+	lockreq_drop(fs, n);
+	zkl_mutex_lock(&fs->lock);
+	if (n->path && n->hashed)
+		node_unhash_path_locked(fs, n->path);
+	free(n->path);
+	n->path = NULL;
+	lr->granted = lr->lost = false;
+	lr->seq = 0;
+	lr->czxid = 0;
+	zkl_mutex_unlock(&fs->lock);
+}
+
+/* Under the engine's lock: record the loss and wake the holder's poller. */
+void lockreq_lost(struct zkl_waiter *w, void *arg)
+{
+	struct node *n = arg;
+	struct lockreq *lr = n->lr;
+	struct zklfs *fs = n->fs;
+	struct fuse_pollhandle *ph;
+
+	zkl_mutex_lock(&fs->lock);
+	if (lr->w != w) {		/* given back, or not yet taken in */
+		zkl_mutex_unlock(&fs->lock);
+		return;
+	}
+	lr->lost = true;
+	ph = lr->ph;
+	lr->ph = NULL;
+	zkl_mutex_unlock(&fs->lock);
+	if (ph) {
+		fuse_lowlevel_notify_poll(ph);
+		fuse_pollhandle_destroy(ph);
+	}
+}
+
+bool lockreq_holder_lost(struct zklfs *fs, struct node *n,
+			 const struct fuse_file_info *fi)
+{
+	struct lockreq *lr = n->lr;
+	bool lost;
+
+	if (!fi || fi->fh != FH_HOLDER || !lr)
+		return false;
+	zkl_mutex_lock(&fs->lock);
+	lost = lr->lost;
+	zkl_mutex_unlock(&fs->lock);
+	return lost;
+}
+
+bool lockreq_waiting(struct zklfs *fs, struct node *n)
+{
+	struct lockreq *lr = n->lr;
+	bool waiting;
+
+	if (!lr)
+		return false;
+	zkl_mutex_lock(&fs->lock);
+	waiting = lr->inflight;
+	zkl_mutex_unlock(&fs->lock);
+	return waiting;
+}
+
+bool lockreq_holder_idle(struct zklfs *fs, struct node *n,
+			 const struct fuse_file_info *fi)
+{
+	struct lockreq *lr = n->lr;
+	bool idle;
+
+	if (!fi || fi->fh != FH_HOLDER || !lr)
+		return false;
+	zkl_mutex_lock(&fs->lock);
+	idle = !lr->granted || !n->path;
+	zkl_mutex_unlock(&fs->lock);
+	return idle;
+}
+
+bool lockreq_own_state(struct zklfs *fs, struct node *n, struct zkl_info *info)
+{
+	struct lockreq *lr = n->lr;
+	bool mine;
+
+	if (!lr) {			/* a directory or another's entry */
+		memset(info, 0, sizeof(*info));
+		return false;
+	}
+	zkl_mutex_lock(&fs->lock);
+	mine = lr->w != NULL && lr->granted;
+	info->created = info->granted = mine;
+	info->lost = lr->lost;
+	info->seq = lr->seq;
+	info->czxid = lr->czxid;
+	zkl_mutex_unlock(&fs->lock);
+	return mine;
+}
+

@@ -1,0 +1,163 @@
+/*
+ * fs/lockreq.h - a lock request: a lock node's place in its lock's queue.
+ *
+ * Depends on: fs/node.h, fs/pool.h (the engine of the lock's directory).
+ * Calls up into no module: the holder's data (fs/wbuf.h) and the
+ * handlers (fs/handlers.h) sit above it.
+ *
+ * A lock node (NODE_PENDING, made by MKNOD) owns one struct lockreq,
+ * n->lr, for its whole life: the lock asked for, the request waiting for
+ * the grant (its OPEN, or a flock/fcntl request on the holder's
+ * descriptor), the interrupt handshake, the entry once granted, its
+ * loss, the holder's poller and data.  Every field is under fs->lock.
+ *
+ * Threads: a request is made on the FUSE thread and answered from the
+ * engine's done callback (the ZooKeeper thread, or inside zkl_cancel() on
+ * the FUSE thread that interrupts); the engine's lost callback,
+ * lockreq_lost(), runs under the engine's lock and takes fs->lock.
+ */
+#ifndef FS_LOCKREQ_H
+#define FS_LOCKREQ_H
+
+#include "fs/node.h"
+#include "fs/pool.h"
+
+/* What the holder's descriptor of a lock node is (fuse_file_info.fh). */
+#define FH_PLAIN	0	/* opened without O_CREAT: read only */
+#define FH_HOLDER	1	/* the lock's own descriptor */
+
+struct wflight;
+
+/*
+ * The data written through a holder's descriptor.  Its fields are
+ * fs/wbuf.c's alone; lockreq_free() frees @buf.  Every field under
+ * fs->lock.
+ */
+struct zklfs_wbuf {
+	char *buf;			/* the latest data written */
+	size_t len;
+	bool dirty;			/* newer than what was sent */
+	struct node *dnext, *dprev;	/* fs->dirty, while dirty */
+	struct zks *zks;		/* the lock's session, once written */
+	struct wflight *flights;	/* sends not yet answered */
+	int err;			/* -errno of a send no fsync reported */
+	bool retrying;			/* a send met a connection loss: logged */
+};
+
+/* A lock node's request; every field under fs->lock. */
+struct lockreq {
+	struct node *node;		/* whose: fixed */
+	char *dir;			/* the lock's znode: fixed */
+	char *name;			/* the NAME asked for: fixed */
+	uid_t uid;			/* the opener's (MKNOD's caller): fixed */
+	struct zkl_waiter *w;		/* our place in the queue, until
+					   given back (n->pinned meanwhile) */
+	fuse_req_t req;			/* the request waiting for the grant:
+					   the OPEN, or a lock request */
+	bool fdreq;			/* req is a flock/fcntl lock request
+					   on the holder's descriptor, not
+					   the OPEN */
+	bool inflight;			/* a request waits on w, until its
+					   answer has set the state */
+	struct fuse_file_info fi;	/* copied from that OPEN */
+	enum zkl_kind kind;		/* of w */
+	pid_t tid;			/* the thread that asked (EDEADLK) */
+	unsigned long long tid_start;	/* and when it started, 0 if unknown:
+					   its id may be given again (fs/tid.h) */
+	bool armed;			/* interrupt handler registered */
+	bool intr_busy;			/* the interrupt handler is using w */
+	bool drop_deferred;		/* lockreq_drop() came meanwhile */
+	bool have_result;		/* answer arrived before armed */
+	int result;
+	bool opened;			/* an OPEN took this node */
+	bool granted;			/* the request was answered with the lock */
+	bool lost;			/* the lock was lost: EIO, POLLERR */
+	int32_t seq;			/* of our entry, once granted */
+	int64_t czxid;
+	struct fuse_pollhandle *ph;	/* the holder's poller to wake */
+	struct zklfs_wbuf wb;		/* written through the holder's fd */
+	struct lockreq *lnext, *lprev;	/* fs->locks[tid % ZKLFS_TID_BUCKETS],
+					   while w is set */
+};
+
+/*
+ * lockreq_node() - MKNOD: a fresh lock node (one lookup) for the lock
+ * NAME @name in the directory @dir, asked for by @uid, with its request,
+ * which holds nothing yet.  FUSE thread, without fs->lock.
+ * Return: NULL on ENOMEM.
+ */
+struct node *lockreq_node(struct zklfs *fs, const char *dir, const char *name,
+			  uid_t uid);
+
+/* lockreq_free() - free @lr (its node ends: see zklfs_node_end_fn). */
+void lockreq_free(struct lockreq *lr);
+
+/*
+ * lockreq_open() - the first OPEN @req of lock node @n (@fi copied):
+ * enqueue an entry, shared for O_RDONLY, exclusive otherwise, and answer
+ * @req later: the holder's descriptor (FH_HOLDER) once granted, or an
+ * errno (EDEADLK, EAGAIN with O_NONBLOCK, EINTR, ...).  FUSE thread,
+ * without fs->lock.
+ */
+void lockreq_open(fuse_req_t req, struct node *n, struct fuse_file_info *fi);
+
+/*
+ * lockreq_request() - a flock(2)/fcntl(2) lock request @req on the
+ * holder's descriptor of @n, which holds no waiter (lockreq_giveback()
+ * first): enqueue an entry of @kind (@flags: ZKL_NONBLOCK) and answer @req
+ * later, 0 once it is granted or an errno.  FUSE thread, without fs->lock.
+ */
+void lockreq_request(fuse_req_t req, struct node *n, enum zkl_kind kind,
+		     int flags);
+
+/*
+ * lockreq_deadlocks() - would @req's thread wait on itself: does it
+ * already hold or wait for another entry in @n's directory?  A thread is
+ * its id and its start time (fs/tid.h): an entry asked for by a thread
+ * gone since, whose id was given again, is not the caller's.  Reads the
+ * caller's /proc/TID/stat only if its id has an entry there.  Logs why.
+ * FUSE thread, without fs->lock.
+ */
+bool lockreq_deadlocks(fuse_req_t req, struct node *n);
+
+/*
+ * lockreq_drop() - give back @n's place in its queue (deleting the entry)
+ * and free @n if the kernel has already forgotten it.  Send the holder's
+ * data first (zklfs_wbuf_close()).  Any thread; without fs->lock.  While
+ * an interrupt handler is using the waiter, the drop is left to it.
+ */
+void lockreq_drop(struct zklfs *fs, struct node *n);
+
+/*
+ * lockreq_giveback() - the holder's descriptor of @n gives its lock back
+ * (LOCK_UN, or before a conversion) and stays open: lockreq_drop(), and
+ * the entry forgotten: @n holds nothing.  Send the data first
+ * (zklfs_wbuf_close()).  FUSE thread, without fs->lock.
+ */
+void lockreq_giveback(struct zklfs *fs, struct node *n);
+
+/* lockreq_lost() - the engines' lost callback (see zkl_lost_fn): record
+ * the loss and wake the holder's poller.  Under the engine's lock. */
+void lockreq_lost(struct zkl_waiter *w, void *arg);
+
+/*
+ * What the handlers ask of a request; each takes fs->lock briefly, so
+ * call them without it.  Any node: a node with no request holds nothing.
+ *
+ * lockreq_holder_lost() - is @fi the holder's descriptor of a lost lock?
+ * lockreq_holder_idle() - is @fi the holder's descriptor of @n while it
+ * holds no entry (given back with LOCK_UN or F_UNLCK, or a conversion
+ * under way)?  Its read, write and truncate are ENOLCK.
+ * lockreq_waiting() - does a request (OPEN or lock) wait on @n's entry?
+ * lockreq_own_state() - for a lock we hold through @n: its state, seq and
+ * czxid, from memory (even while ZooKeeper is away).  Return: false if
+ * @n is not a lock held (or lost) through this mount.
+ */
+bool lockreq_holder_lost(struct zklfs *fs, struct node *n,
+			 const struct fuse_file_info *fi);
+bool lockreq_holder_idle(struct zklfs *fs, struct node *n,
+			 const struct fuse_file_info *fi);
+bool lockreq_waiting(struct zklfs *fs, struct node *n);
+bool lockreq_own_state(struct zklfs *fs, struct node *n, struct zkl_info *info);
+
+#endif

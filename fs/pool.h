@@ -1,0 +1,56 @@
+/*
+ * fs/pool.h - the mount's ZooKeeper sessions (-o sessions=N), and which one
+ * the requests about a directory go to.
+ *
+ * Depends on: fs/mount.h, and the engine's and the session's headers
+ * (zk/lock.h, zk/session.h).  Knows nothing of nodes or lock requests:
+ * the engines' lost callback is given to zklfs_pool_open().
+ *
+ * Its state, fs->pool, is its own (struct zklfs_pool is private to
+ * fs/pool.c), guarded by pool->mu, the innermost mutex of the lock map.
+ */
+#ifndef FS_POOL_H
+#define FS_POOL_H
+
+#include "fs/mount.h"
+#include "zk/lock.h"
+#include "zk/session.h"
+
+/*
+ * Start-up, main thread: zklfs_pool_open() (every session, the root,
+ * every engine, whose lost callback is @lost), zklfs_pool_start() (the
+ * supervisors).  Shutdown: zklfs_pool_shutdown() (every engine answers
+ * its waiters), then zklfs_pool_close() (the server drops our entries),
+ * zklfs_pool_free().  Each may follow a failed or partial earlier step.
+ * Return: 0 or -errno.
+ */
+int zklfs_pool_open(struct zklfs *fs, zkl_lost_fn lost);
+int zklfs_pool_start(struct zklfs *fs);
+void zklfs_pool_shutdown(struct zklfs *fs);
+void zklfs_pool_close(struct zklfs *fs);
+void zklfs_pool_free(struct zklfs *fs);
+
+/*
+ * zklfs_session() - the session every request about the directory @dir
+ * (or about a child of it) goes to; zklfs_engine() - its lock engine.
+ * Any thread; takes pool->mu.
+ */
+struct zks *zklfs_session(struct zklfs *fs, const char *dir);
+struct zkl_engine *zklfs_engine(struct zklfs *fs, const char *dir);
+
+/* zklfs_session_of() - the session of requests about the znode @path: a
+ * directory's (@is_dir) own, a file's its directory's. */
+struct zks *zklfs_session_of(struct zklfs *fs, const char *path, bool is_dir);
+
+/* zklfs_session_slot() - the index (0 .. sessions-1) of @zks, one of the
+ * mount's sessions.  Any thread; no lock. */
+int zklfs_session_slot(struct zklfs *fs, const struct zks *zks);
+
+/*
+ * zklfs_ns_changed() - a mkdir or rmdir of @dir through this mount is done
+ * (or its outcome unknown): the other sessions sync before their next
+ * request.  Call it before replying.  Any thread.
+ */
+void zklfs_ns_changed(struct zklfs *fs, const char *dir);
+
+#endif

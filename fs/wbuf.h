@@ -1,0 +1,60 @@
+/*
+ * fs/wbuf.h - the holder's data: coalesced writes.
+ *
+ * Depends on: fs/lockreq.h (the data is its request's, n->lr->wb: it has
+ * somewhere to go only while the request holds its entry), fs/node.h,
+ * fs/pool.h (the lock's session), fs/attr.h.
+ *
+ * A holder's write() and truncate change its data in memory and answer at
+ * once; the data goes to ZooKeeper as one setData of the latest bytes, at
+ * the next supervisor tick of the lock's session (zks_later()), at fsync,
+ * or at the give-back (close, LOCK_UN) before the entry's delete.  Every
+ * set goes on the lock's session, where the create and the delete go, so
+ * ZooKeeper does them in that order.  Taking, sending and answering:
+ * fs->wb_send, then fs->lock; completions take fs->lock alone.  The FUSE
+ * handlers WRITE and FSYNC are in fs/handlers.h.
+ */
+#ifndef FS_WBUF_H
+#define FS_WBUF_H
+
+#include <sys/stat.h>
+
+#include "fs/lockreq.h"
+
+/* Largest entry data we write: ZooKeeper refuses packets of 1 MiB. */
+#define ZKLFS_DATA_MAX (1024 * 1024 - 1024)
+
+/*
+ * zklfs_wbuf_setsize() - SETATTR of the size (truncate, O_TRUNC) through
+ * @fi: on the holder's descriptor, the data is cut or zero-filled to @size
+ * and the attributes answered at once.  FUSE thread.
+ */
+void zklfs_wbuf_setsize(fuse_req_t req, struct node *n, off_t size,
+			struct fuse_file_info *fi);
+
+/*
+ * zklfs_wbuf_read() - while @n has data ZooKeeper has not answered for,
+ * READ is answered from it (what this mount wrote, it reads back).
+ * Return: true if @req was answered.  FUSE thread, without fs->lock.
+ */
+bool zklfs_wbuf_read(struct zklfs *fs, struct node *n, fuse_req_t req,
+		     size_t size, off_t off);
+
+/* zklfs_wbuf_attr() - the same for the size in @st.  Any node; any
+ * thread, without fs->lock. */
+void zklfs_wbuf_attr(struct zklfs *fs, struct node *n, struct stat *st);
+
+/*
+ * zklfs_wbuf_close() - @n's holder lets its entry go (RELEASE, LOCK_UN):
+ * its unsent data is sent now, so call it before the delete
+ * (lockreq_drop(): same session, the data is in ZooKeeper before the
+ * entry is deleted), and the data is forgotten.  FUSE thread, without
+ * fs->lock.
+ */
+void zklfs_wbuf_close(struct zklfs *fs, struct node *n);
+
+/* zklfs_wbuf_forget_locked() - lock node @n ends: off fs->dirty, and the
+ * sends in flight no longer name it.  Under fs->lock. */
+void zklfs_wbuf_forget_locked(struct zklfs *fs, struct node *n);
+
+#endif
