@@ -33,7 +33,7 @@ from harness import (session_watches, GRANT_TIMEOUT, NOT_GRANTED_WAIT, SHARED, S
                      start_waiter, take, tcp_peers, wait_for, wait_gone,
                      wait_no_entries)
 
-# fs/zklockfs.h: ZooKeeper's jute.maxbuffer (1 MiB) less room for the
+# fs/wbuf.h: ZooKeeper's jute.maxbuffer (1 MiB) less room for the
 # request's path and header
 ZKLFS_DATA_MAX = 1024 * 1024 - 1024
 

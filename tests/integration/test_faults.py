@@ -780,7 +780,7 @@ def test_wait_interrupted_during_outage_leaves_no_entry(proxy, mount, zk, zkc,
 # Regression test (docs/SPEC.md, "Errors": every failure is a clear errno and, in the
 # daemon's log, one line saying why; fixed in 29d321f): up to 9b0b120
 # requests failing because ZooKeeper was unreachable were answered silently
-# (fs/lockops.c write_done(), fs/ops.c zop_fail() after lookup_done() etc.):
+# (the write path, now fs/wbuf.c; fs/zop.c zop_fail() after lookup_done() etc.):
 # write() on a held lock's descriptor failed with ETIMEDOUT (stopped server)
 # or EIO (leader election) with nothing in the log.
 @pytest.mark.timeout(120)
