@@ -37,7 +37,7 @@ static void adopt_locked(struct zkl_waiter *w, const char *path, int64_t czxid,
 		return;
 	}
 	if (prelisted)
-		w->state = W_CHECKING;	/* its reply comes next: zke_children_done() */
+		zke_set_state_locked(w, W_CHECKING);	/* its reply comes next: zke_children_done() */
 	else
 		zke_wait_locked(w);
 }
@@ -78,7 +78,7 @@ int zke_send_create_locked(struct zkl_waiter *w)
 	int rc;
 
 	ZKL_ASSERT_HELD(&w->e->lock);
-	w->state = W_CREATING;
+	zke_set_state_locked(w, W_CREATING);
 	w->refs++;
 	rc = T(w)->create(w->e->t.ctx, w->prefix, w->data, w->len,
 			 ZOO_EPHEMERAL_SEQUENTIAL, create_done, w, &w->gen);
@@ -228,7 +228,7 @@ void zke_resolve_locked(struct zkl_waiter *w)
 	int rc;
 
 	ZKL_ASSERT_HELD(&w->e->lock);
-	w->state = W_RESOLVING;
+	zke_set_state_locked(w, W_RESOLVING);
 	if (zke_stale_locked(w)) {
 		zke_stall_locked(w, S_RESOLVE);	/* on_expired() starts it over */
 		return;

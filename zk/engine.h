@@ -114,6 +114,13 @@ void zke_free_cands(struct zkl_waiter *w);
 void zke_waiter_free(struct zkl_waiter *w);
 void zke_put_locked(struct zkl_waiter *w);
 void zke_unlock_fire(struct zkl_engine *e);
+/*
+ * zke_set_state_locked() - the one way a waiter's state changes; a move the
+ * table of zk/lock.c does not allow aborts in the sanitizer builds
+ * (ZKL_LOCKCHECK).  zke_state_legal() - is @from -> @to allowed?
+ */
+bool zke_state_legal(enum wstate from, enum wstate to);
+void zke_set_state_locked(struct zkl_waiter *w, enum wstate to);
 void zke_stall_locked(struct zkl_waiter *w, enum stall what);
 enum stall zke_unstall_locked(struct zkl_waiter *w);
 void zke_answer_locked(struct zkl_waiter *w, int err, bool advance);

@@ -34,6 +34,47 @@
  * without a listing also makes sure the waiter's own entry is still there:
  * the hand-off's delete checks it in the same transaction, a grant on a
  * notification looks it up first.
+ *
+ * The state machine.  A waiter's state (enum wstate, zk/engine.h) changes
+ * only through zke_set_state_locked(), which aborts on a move this table
+ * does not allow (sanitizer builds; the simulator checks every schedule):
+ *
+ *   state       event                                  -> action, new state
+ *   ----------  -------------------------------------  -----------------------
+ *   CREATING    create done                            -> queue it; PARKED if
+ *                                                         behind ours not yet
+ *                                                         granted, else list:
+ *                                                         CHECKING
+ *               create outcome unknown (conn. loss)    -> stall; RESOLVING
+ *                                                         when back
+ *               create refused                         -> DONE (its errno)
+ *   RESOLVING   an entry with our nonce, version 0,    -> adopt it, as created
+ *               our session (zk/adopt.h)
+ *               none                                   -> CREATING afresh
+ *   CHECKING    listing: first (shared: no exclusive   -> HELD
+ *               before it)
+ *               behind another client's entry          -> PARKED -> WATCHING it
+ *               behind ours                            -> PARKED or LOCALWAIT
+ *               not first, with O_NONBLOCK             -> DONE (EAGAIN), delete
+ *               own entry gone                         -> DONE (EIO)
+ *   PARKED,     the entry of ours before it answered   -> wait anew: LOCALWAIT,
+ *   LOCALWAIT   or deleted                                WATCHING or CHECKING
+ *               hand-off (our delete of the lowest)    -> HELD
+ *   WATCHING    the watched entry went, was lowest     -> CONFIRMING
+ *               went, or changed                       -> CHECKING
+ *   CONFIRMING  own entry there / gone                 -> HELD / DONE (EIO)
+ *   HELD        own entry deleted, session silent or   -> DONE (lost), delete
+ *               expired
+ *   DONE        its create is still unresolved         -> RESOLVING (to delete
+ *                                                         the orphan)
+ *   any before  cancel (signal, O_NONBLOCK)            -> DONE (EINTR), delete
+ *   an answer   connection loss                        -> stall: the same step
+ *                                                         again when back
+ *               session expired                        -> CREATING afresh
+ *               (a waiter of a replaced handle sends nothing on the new one
+ *               until then: zke_stale_locked())
+ *   any         zkl_release()                          -> delete the entry; freed
+ *                                                         with its last reference
  */
 #include "zk/engine.h"
 

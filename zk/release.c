@@ -168,7 +168,7 @@ void zke_lose_locked(struct zkl_waiter *w, const char *why)
 	if (w->lost || w->released || !w->answered || w->result != 0)
 		return;
 	w->lost = true;
-	w->state = W_DONE;
+	zke_set_state_locked(w, W_DONE);
 	zkl_log(LOG_WARNING, "lock %s lost: %s", w->path ? w->path : w->dir, why);
 	w->e->lost(w, w->arg);
 	zke_delete_locked(w);
@@ -202,11 +202,11 @@ void zke_wait_locked(struct zkl_waiter *w)
 	if (w->flags & ZKL_NONBLOCK) {
 		zke_check_locked(w);	/* it must know now */
 	} else if (w->qprev && !w->qprev->answered) {
-		w->state = W_PARKED;
+		zke_set_state_locked(w, W_PARKED);
 	} else if (!w->pred_known) {
 		zke_check_locked(w);
 	} else if (zke_queue_find_locked(w, w->pred_seq)) {
-		w->state = W_LOCALWAIT;
+		zke_set_state_locked(w, W_LOCALWAIT);
 	} else if (w->pred_local) {
 		zke_check_locked(w);	/* ours, and gone: look again */
 	} else {

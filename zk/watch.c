@@ -141,7 +141,7 @@ static void confirm_locked(struct zkl_waiter *w)
 	int rc;
 
 	ZKL_ASSERT_HELD(&w->e->lock);
-	w->state = W_CONFIRMING;
+	zke_set_state_locked(w, W_CONFIRMING);
 	if (zke_stale_locked(w)) {
 		zke_stall_locked(w, S_CHECK);	/* on_expired() starts it over */
 		return;
@@ -202,7 +202,7 @@ void zke_watch_locked(struct zkl_waiter *w)
 	int rc;
 
 	ZKL_ASSERT_HELD(&w->e->lock);
-	w->state = W_WATCHING;
+	zke_set_state_locked(w, W_WATCHING);
 	if (zke_stale_locked(w)) {
 		zke_stall_locked(w, S_CHECK);	/* on_expired() starts it over */
 		return;
@@ -269,7 +269,7 @@ static void learn_locked(struct zkl_waiter *w, const struct String_vector *sv)
 	} else if (mine == ZKL_WAIT && (w->flags & ZKL_NONBLOCK)) {
 		zke_fail_locked(w, -EAGAIN);
 	} else if (mine == ZKL_WAIT) {
-		w->state = W_PARKED;	/* zke_wait_locked() below says how */
+		zke_set_state_locked(w, W_PARKED);	/* zke_wait_locked() below says how */
 	}
 	for (x = many ? q->head : w; x; x = many ? x->qnext : NULL)
 		if (x->grant_now) {
@@ -306,7 +306,7 @@ void zke_check_locked(struct zkl_waiter *w)
 	int rc;
 
 	ZKL_ASSERT_HELD(&w->e->lock);
-	w->state = W_CHECKING;
+	zke_set_state_locked(w, W_CHECKING);
 	if (zke_stale_locked(w)) {
 		zke_stall_locked(w, S_CHECK);	/* on_expired() starts it over */
 		return;
