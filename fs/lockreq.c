@@ -510,3 +510,10 @@ bool lockreq_own_state(struct zklfs *fs, struct node *n, struct zkl_info *info)
 	return mine;
 }
 
+int lockreq_holder_errno(struct zklfs *fs, struct node *n,
+			 const struct fuse_file_info *fi)
+{
+	if (lockreq_holder_lost(fs, n, fi))
+		return EIO;
+	return lockreq_holder_idle(fs, n, fi) ? ENOLCK : 0;
+}

@@ -157,6 +157,10 @@ bool lockreq_holder_lost(struct zklfs *fs, struct node *n,
 			 const struct fuse_file_info *fi);
 bool lockreq_holder_idle(struct zklfs *fs, struct node *n,
 			 const struct fuse_file_info *fi);
+/* lockreq_holder_errno() - EIO if lost, ENOLCK if idle, else 0: the
+ * answer of the holder's read, write and truncate when not 0. */
+int lockreq_holder_errno(struct zklfs *fs, struct node *n,
+			 const struct fuse_file_info *fi);
 bool lockreq_waiting(struct zklfs *fs, struct node *n);
 bool lockreq_own_state(struct zklfs *fs, struct node *n, struct zkl_info *info);
 

@@ -58,13 +58,11 @@ void zklfs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	struct zklfs *fs = fs_of(req);
 	struct node *n = node_of(fs, ino);
 	struct zop *op;
+	int err;
 
-	if (lockreq_holder_lost(fs, n, fi)) {
-		fuse_reply_err(req, EIO);
-		return;
-	}
-	if (lockreq_holder_idle(fs, n, fi)) {
-		fuse_reply_err(req, ENOLCK);
+	err = lockreq_holder_errno(fs, n, fi);
+	if (err) {
+		fuse_reply_err(req, err);
 		return;
 	}
 	if (zklfs_wbuf_read(fs, n, req, size, off))

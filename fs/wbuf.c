@@ -309,17 +309,15 @@ void zklfs_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
 	struct zks *zks;
 	bool sched;
 	char *nb;
+	int err;
 
 	if (fi->fh != FH_HOLDER) {
 		fuse_reply_err(req, EACCES);
 		return;
 	}
-	if (lockreq_holder_lost(fs, n, fi)) {
-		fuse_reply_err(req, EIO);
-		return;
-	}
-	if (lockreq_holder_idle(fs, n, fi)) {
-		fuse_reply_err(req, ENOLCK);
+	err = lockreq_holder_errno(fs, n, fi);
+	if (err) {
+		fuse_reply_err(req, err);
 		return;
 	}
 	if (off < 0 || end > ZKLFS_DATA_MAX) {
@@ -359,6 +357,7 @@ void zklfs_wbuf_setsize(fuse_req_t req, struct node *n, off_t size,
 	size_t len = (size_t)size;
 	bool sched;
 	char *nb;
+	int err;
 
 	if (n->type == NODE_DIR) {
 		fuse_reply_err(req, EISDIR);
@@ -369,12 +368,9 @@ void zklfs_wbuf_setsize(fuse_req_t req, struct node *n, off_t size,
 		fuse_reply_err(req, EACCES);
 		return;
 	}
-	if (lockreq_holder_lost(fs, n, fi)) {
-		fuse_reply_err(req, EIO);
-		return;
-	}
-	if (lockreq_holder_idle(fs, n, fi)) {
-		fuse_reply_err(req, ENOLCK);
+	err = lockreq_holder_errno(fs, n, fi);
+	if (err) {
+		fuse_reply_err(req, err);
 		return;
 	}
 	if (size < 0) {

@@ -171,7 +171,7 @@ static void resolve_next_locked(struct zkl_waiter *w)
 	ZKL_ASSERT_HELD(&w->e->lock);
 	if (zke_stale_locked(w)) {	/* the entry went with the session */
 		zke_free_cands(w);
-		zke_stall_locked(w, S_RESOLVE);	/* on_expired() starts it over */
+		zke_fresh_locked(w, S_RESOLVE);
 		return;
 	}
 	if (w->ci >= w->ncand) {
@@ -229,10 +229,8 @@ void zke_resolve_locked(struct zkl_waiter *w)
 
 	ZKL_ASSERT_HELD(&w->e->lock);
 	zke_set_state_locked(w, W_RESOLVING);
-	if (zke_stale_locked(w)) {
-		zke_stall_locked(w, S_RESOLVE);	/* on_expired() starts it over */
+	if (!zke_fresh_locked(w, S_RESOLVE))
 		return;
-	}
 	w->refs++;
 	rc = T(w)->children(w->e->t.ctx, w->dir, resolve_children_done, w);
 	if (rc == ZOK)

@@ -139,6 +139,9 @@ void zke_learn_pred_locked(struct zkl_waiter *w, const struct zkl_child *pred,
 
 /* zk/watch.c: watches, listings, the decision */
 bool zke_stale_locked(struct zkl_waiter *w);
+/* zke_fresh_locked() - may @w send on the session?  A stale waiter stalls
+ * with @redo instead, and on_expired() starts it over: false. */
+bool zke_fresh_locked(struct zkl_waiter *w, enum stall redo);
 void zke_own_watcher(zhandle_t *zh, int type, int state, const char *path,
 		     void *ctx);
 void zke_own_watch_done(int rc, const char *value, int len,

@@ -31,6 +31,14 @@ bool zke_stale_locked(struct zkl_waiter *w)
 	return w->gen != T(w)->generation(w->e->t.ctx);
 }
 
+bool zke_fresh_locked(struct zkl_waiter *w, enum stall redo)
+{
+	if (!zke_stale_locked(w))
+		return true;
+	zke_stall_locked(w, redo);	/* on_expired() starts it over */
+	return false;
+}
+
 /* Our own entry was deleted, not by us: a holder lost it, a waiter fails. */
 static void gone_self_locked(struct zkl_waiter *w)
 {
@@ -100,10 +108,8 @@ void zke_own_watch_locked(struct zkl_waiter *w)
 	ZKL_ASSERT_HELD(&w->e->lock);
 	if (w->own_armed || w->own_inflight || !w->path || w->deleting)
 		return;
-	if (zke_stale_locked(w)) {
-		zke_stall_locked(w, S_OWNWATCH);	/* on_expired() decides */
+	if (!zke_fresh_locked(w, S_OWNWATCH))
 		return;
-	}
 	w->refs += 2;			/* the completion and the watch */
 	w->own_inflight = true;
 	if (T(w)->wget(w->e->t.ctx, w->path, zke_own_watcher, w, zke_own_watch_done, w) != ZOK) {
@@ -142,10 +148,8 @@ static void confirm_locked(struct zkl_waiter *w)
 
 	ZKL_ASSERT_HELD(&w->e->lock);
 	zke_set_state_locked(w, W_CONFIRMING);
-	if (zke_stale_locked(w)) {
-		zke_stall_locked(w, S_CHECK);	/* on_expired() starts it over */
+	if (!zke_fresh_locked(w, S_CHECK))
 		return;
-	}
 	w->refs++;
 	rc = T(w)->exists(w->e->t.ctx, w->path, confirm_done, w);
 	if (rc == ZOK)
@@ -203,10 +207,8 @@ void zke_watch_locked(struct zkl_waiter *w)
 
 	ZKL_ASSERT_HELD(&w->e->lock);
 	zke_set_state_locked(w, W_WATCHING);
-	if (zke_stale_locked(w)) {
-		zke_stall_locked(w, S_CHECK);	/* on_expired() starts it over */
+	if (!zke_fresh_locked(w, S_CHECK))
 		return;
-	}
 	w->refs += 2;			/* the completion and the watch */
 	rc = T(w)->wget(w->e->t.ctx, w->pred, pred_watcher, w, pred_done, w);
 	if (rc == ZOK)
@@ -307,10 +309,8 @@ void zke_check_locked(struct zkl_waiter *w)
 
 	ZKL_ASSERT_HELD(&w->e->lock);
 	zke_set_state_locked(w, W_CHECKING);
-	if (zke_stale_locked(w)) {
-		zke_stall_locked(w, S_CHECK);	/* on_expired() starts it over */
+	if (!zke_fresh_locked(w, S_CHECK))
 		return;
-	}
 	w->refs++;
 	rc = T(w)->children(w->e->t.ctx, w->dir, zke_children_done, w);
 	if (rc == ZOK)
