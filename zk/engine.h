@@ -29,6 +29,13 @@ enum wstate {
 	W_DONE,		/* answered with an error, or lost */
 };
 
+/* The watch on our own entry (it tells us if someone else deletes it). */
+enum own {
+	OWN_OFF,	/* none */
+	OWN_SETTING,	/* a get with a watch is out: its reply is due */
+	OWN_ARMED,	/* set: it fires once, or is removed (zke_unwatch_locked()) */
+};
+
 /* What to redo once the session is back. */
 enum stall { S_NONE, S_CREATE, S_RESOLVE, S_CHECK, S_OWNWATCH, S_DELETE };
 
@@ -65,8 +72,8 @@ struct zkl_waiter {
 	bool released;			/* the caller gave its reference back */
 	bool deleting;
 	bool lost;
-	bool own_armed;			/* the watch on our own entry is set */
-	bool own_inflight;		/* ... is being set: its reply is due */
+	enum own own;			/* the watch on our own entry:
+					   zke_set_own_locked() */
 	bool pred_known;		/* a listing showed whom we must outlive */
 	bool pred_local;		/* ... and it was an entry of ours */
 	bool pred_first;		/* ... and the lowest: once it is gone, ours holds */
@@ -120,6 +127,10 @@ void zke_unlock_fire(struct zkl_engine *e);
  * (ZKL_LOCKCHECK).  zke_state_legal() - is @from -> @to allowed?
  */
 bool zke_state_legal(enum wstate from, enum wstate to);
+/* zke_set_own_locked() - the one way the own watch's state changes:
+ * OFF -> SETTING -> ARMED or OFF, ARMED -> OFF, and anything -> OFF when
+ * the session's watches are gone; other moves abort (sanitizer builds). */
+void zke_set_own_locked(struct zkl_waiter *w, enum own to);
 void zke_set_state_locked(struct zkl_waiter *w, enum wstate to);
 void zke_stall_locked(struct zkl_waiter *w, enum stall what);
 enum stall zke_unstall_locked(struct zkl_waiter *w);

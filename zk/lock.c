@@ -169,7 +169,7 @@ static void on_expired_step(struct zkl_waiter *w)
 	zke_lose_locked(w, "the ZooKeeper session expired");
 	zke_queue_unlink_locked(w);
 	w->pred_known = w->pred_local = w->pred_first = false;
-	w->own_armed = w->own_inflight = false;	/* that session's watches are gone */
+	zke_set_own_locked(w, OWN_OFF);	/* that session's watches are gone */
 	if (w->answered || w->released)
 		return;
 	free(w->path);
@@ -221,7 +221,7 @@ static void on_tick(void *arg)
 	for (struct zkl_waiter *w = e->all; w; w = w->next)
 		if ((w->state == W_HELD || w->state == W_WATCHING ||
 		     w->state == W_LOCALWAIT) && w->path && !w->lost && !w->released &&
-		    !w->deleting && !w->own_armed && !w->own_inflight &&
+		    !w->deleting && w->own == OWN_OFF &&
 		    w->stall == S_NONE)
 			zke_own_watch_locked(w);
 	zke_unlock_fire(e);
@@ -354,9 +354,9 @@ void zke_unwatch_locked(struct zkl_waiter *w)
 	 * Removing every watch on the path would take that waiter's too, and
 	 * with it the one event that gives its reference back: let both fire.
 	 */
-	if (!w->own_armed || !w->path || w->deleting || watched_by_another_locked(w))
+	if (w->own != OWN_ARMED || !w->path || w->deleting || watched_by_another_locked(w))
 		return;
-	w->own_armed = false;
+	zke_set_own_locked(w, OWN_OFF);
 	w->refs++;
 	if (T(w)->unwatch(w->e->t.ctx, w->path, zke_own_watcher, w, unwatch_done, w) != ZOK)
 		w->refs--;		/* not there (it fired): nothing to undo */

@@ -220,6 +220,27 @@ void zke_set_state_locked(struct zkl_waiter *w, enum wstate to)
 	w->state = to;
 }
 
+void zke_set_own_locked(struct zkl_waiter *w, enum own to)
+{
+	static const unsigned legal_own[] = {
+		[OWN_OFF] = 1u << OWN_OFF | 1u << OWN_SETTING,
+		[OWN_SETTING] = 1u << OWN_OFF | 1u << OWN_ARMED,
+		[OWN_ARMED] = 1u << OWN_OFF,
+	};
+
+	ZKL_ASSERT_HELD(&w->e->lock);
+#ifdef ZKL_LOCKCHECK
+	if (!(legal_own[w->own] & (1u << to))) {
+		fprintf(stderr, "zklockfs: waiter %s: own watch %d -> %d\n",
+			w->path ? w->path : w->prefix, (int)w->own, (int)to);
+		abort();
+	}
+#else
+	(void)legal_own;
+#endif
+	w->own = to;
+}
+
 /*
  * Park @w until the session is back, to redo @what.  A parked waiter holds a
  * reference of its own: its caller may have given it up (an interrupted

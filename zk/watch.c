@@ -65,7 +65,8 @@ void zke_own_watcher(zhandle_t *zh, int type, int state, const char *path,
 	if (type == ZOO_SESSION_EVENT && state != ZOO_EXPIRED_SESSION_STATE)
 		return;			/* the watch stays armed */
 	zkl_mutex_lock(&e->lock);
-	w->own_armed = false;
+	if (w->own == OWN_ARMED)	/* else removed, and maybe set again */
+		zke_set_own_locked(w, OWN_OFF);
 	if (type == ZOO_DELETED_EVENT)
 		gone_self_locked(w);
 	else if (type == ZOO_CHANGED_EVENT && !w->lost && !w->released)
@@ -82,10 +83,8 @@ void zke_own_watch_done(int rc, const char *value, int len,
 
 	(void)value, (void)len, (void)stat;
 	zkl_mutex_lock(&e->lock);
-	w->own_inflight = false;
-	if (rc == ZOK) {
-		w->own_armed = true;
-	} else {
+	zke_set_own_locked(w, rc == ZOK ? OWN_ARMED : OWN_OFF);
+	if (rc != ZOK) {
 		w->refs--;		/* no watch was left */
 		if (rc == ZNONODE)
 			gone_self_locked(w);
@@ -106,15 +105,15 @@ void zke_own_watch_done(int rc, const char *value, int len,
 void zke_own_watch_locked(struct zkl_waiter *w)
 {
 	ZKL_ASSERT_HELD(&w->e->lock);
-	if (w->own_armed || w->own_inflight || !w->path || w->deleting)
+	if (w->own != OWN_OFF || !w->path || w->deleting)
 		return;
 	if (!zke_fresh_locked(w, S_OWNWATCH))
 		return;
 	w->refs += 2;			/* the completion and the watch */
-	w->own_inflight = true;
+	zke_set_own_locked(w, OWN_SETTING);
 	if (T(w)->wget(w->e->t.ctx, w->path, zke_own_watcher, w, zke_own_watch_done, w) != ZOK) {
 		w->refs -= 2;
-		w->own_inflight = false;
+		zke_set_own_locked(w, OWN_OFF);
 		zke_stall_locked(w, S_OWNWATCH);
 	}
 }
