@@ -165,11 +165,10 @@ uid_t zklfs_owner(struct zklfs *fs, const char *path, enum node_type type,
 			uid = d->uid;
 		zkl_mutex_unlock(&fs->owners_mu);
 	} else {
-		const char *slash = strrchr(path, '/');
-		char *dir = slash == path ? strdup("/") : strndup(path, (size_t)(slash - path));
+		char *dir = strndup(path, zkn_parent_len(path));
 		uint32_t owner;
 
-		if (dir && zkl_owner(zklfs_engine(fs, dir), path, &owner))
+		if (dir && zkl_owner(zklfs_engine(fs, dir), dir, path, &owner))
 			uid = (uid_t)owner;
 		free(dir);
 	}

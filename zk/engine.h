@@ -124,14 +124,13 @@ void zke_unlock_fire(struct zkl_engine *e);
 /*
  * zke_set_state_locked() - the one way a waiter's state changes; a move the
  * table of zk/lock.c does not allow aborts in the sanitizer builds
- * (ZKL_LOCKCHECK).  zke_state_legal() - is @from -> @to allowed?
+ * (ZKL_LOCKCHECK).
  */
-bool zke_state_legal(enum wstate from, enum wstate to);
+void zke_set_state_locked(struct zkl_waiter *w, enum wstate to);
 /* zke_set_own_locked() - the one way the own watch's state changes:
  * OFF -> SETTING -> ARMED or OFF, ARMED -> OFF, and anything -> OFF when
  * the session's watches are gone; other moves abort (sanitizer builds). */
 void zke_set_own_locked(struct zkl_waiter *w, enum own to);
-void zke_set_state_locked(struct zkl_waiter *w, enum wstate to);
 void zke_stall_locked(struct zkl_waiter *w, enum stall what);
 enum stall zke_unstall_locked(struct zkl_waiter *w);
 void zke_answer_locked(struct zkl_waiter *w, int err, bool advance);

@@ -399,18 +399,12 @@ void zkl_info(struct zkl_waiter *w, struct zkl_info *info, char **path)
 	zkl_mutex_unlock(&e->lock);
 }
 
-bool zkl_owner(struct zkl_engine *e, const char *path, uint32_t *owner)
+bool zkl_owner(struct zkl_engine *e, const char *dir, const char *path,
+	       uint32_t *owner)
 {
-	const char *slash = strrchr(path, '/');
 	struct zkl_queue *q;
 	struct zkl_waiter *w = NULL;
-	char *dir;
 
-	if (!slash)
-		return false;
-	dir = slash == path ? strdup("/") : strndup(path, (size_t)(slash - path));
-	if (!dir)
-		return false;
 	zkl_mutex_lock(&e->lock);
 	q = zke_queue_find_dir_locked(e, dir);
 	for (w = q ? q->head : NULL; w && (!w->path || strcmp(w->path, path) != 0);
@@ -419,7 +413,6 @@ bool zkl_owner(struct zkl_engine *e, const char *path, uint32_t *owner)
 	if (w)
 		*owner = w->owner;
 	zkl_mutex_unlock(&e->lock);
-	free(dir);
 	return w != NULL;
 }
 

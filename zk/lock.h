@@ -100,12 +100,14 @@ int zkl_enqueue(struct zkl_engine *e, const char *dir, const char *name,
 		struct zkl_waiter **out);
 
 /*
- * zkl_owner() - is @path an entry of this engine's (created, not yet gone)?
- * Then *@owner gets the tag it was enqueued with.  Unlike the entry's data,
+ * zkl_owner() - is @path, a child of the lock @dir, an entry of this
+ * engine's (created, not yet gone)?  Then *@owner gets the tag it was
+ * enqueued with.  Unlike the entry's data,
  * which its holder or any client may rewrite, the tag is what this daemon
  * recorded.  Any thread; takes the engine's lock.
  */
-bool zkl_owner(struct zkl_engine *e, const char *path, uint32_t *owner);
+bool zkl_owner(struct zkl_engine *e, const char *dir, const char *path,
+	       uint32_t *owner);
 
 /*
  * zkl_cancel() - stop waiting: if @w is not yet answered, its entry is

@@ -199,24 +199,29 @@ static const char *const state_names[] = {
 	"WATCHING", "CONFIRMING", "HELD", "DONE",
 };
 
-bool zke_state_legal(enum wstate from, enum wstate to)
+/*
+ * A move of one of @w's small state machines: allowed if @ok (its
+ * table's row has it).  The sanitizer builds abort on any other, naming it.
+ */
+static void check_move(const struct zkl_waiter *w, const char *what, bool ok,
+		       const char *from, const char *to)
 {
-	return legal[from] & (1u << to);
+#ifdef ZKL_LOCKCHECK
+	if (!ok) {
+		fprintf(stderr, "zklockfs: waiter %s: illegal move of its %s: %s -> %s\n",
+			w->path ? w->path : w->prefix, what, from, to);
+		abort();
+	}
+#else
+	(void)w, (void)what, (void)ok, (void)from, (void)to;
+#endif
 }
 
 void zke_set_state_locked(struct zkl_waiter *w, enum wstate to)
 {
 	ZKL_ASSERT_HELD(&w->e->lock);
-#ifdef ZKL_LOCKCHECK
-	if (!zke_state_legal(w->state, to)) {
-		fprintf(stderr, "zklockfs: waiter %s: illegal move %s -> %s\n",
-			w->path ? w->path : w->prefix, state_names[w->state],
-			state_names[to]);
-		abort();
-	}
-#else
-	(void)state_names;
-#endif
+	check_move(w, "state", legal[w->state] & (1u << to), state_names[w->state],
+		   state_names[to]);
 	w->state = to;
 }
 
@@ -227,17 +232,11 @@ void zke_set_own_locked(struct zkl_waiter *w, enum own to)
 		[OWN_SETTING] = 1u << OWN_OFF | 1u << OWN_ARMED,
 		[OWN_ARMED] = 1u << OWN_OFF,
 	};
+	static const char *const own_names[] = { "OFF", "SETTING", "ARMED" };
 
 	ZKL_ASSERT_HELD(&w->e->lock);
-#ifdef ZKL_LOCKCHECK
-	if (!(legal_own[w->own] & (1u << to))) {
-		fprintf(stderr, "zklockfs: waiter %s: own watch %d -> %d\n",
-			w->path ? w->path : w->prefix, (int)w->own, (int)to);
-		abort();
-	}
-#else
-	(void)legal_own;
-#endif
+	check_move(w, "own watch", legal_own[w->own] & (1u << to), own_names[w->own],
+		   own_names[to]);
 	w->own = to;
 }
 
