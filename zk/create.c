@@ -24,6 +24,8 @@ static void adopt_locked(struct zkl_waiter *w, const char *path, int64_t czxid,
 	ZKL_ASSERT_HELD(&w->e->lock);
 	free(w->path);
 	w->path = strdup(path);
+	if (w->path)
+		zke_set_entry_locked(w, ENTRY_LIVE);
 	w->czxid = czxid;
 	if (!w->path || !zkn_parse(zkn_base(path), &me)) {
 		zkl_log(LOG_ERR, "created %s but cannot read its sequence", path);
@@ -32,7 +34,7 @@ static void adopt_locked(struct zkl_waiter *w, const char *path, int64_t czxid,
 	}
 	w->seq = me.seq;
 	zke_queue_insert_locked(w);
-	if (w->answered || w->released) {
+	if (zke_answered(w) || w->released) {
 		zke_delete_locked(w);	/* given up while it was being made */
 		return;
 	}
@@ -89,7 +91,7 @@ int zke_send_create_locked(struct zkl_waiter *w)
 		 * shows the new entry, and the grant costs one round trip.
 		 */
 		q = zke_queue_find_dir_locked(w->e, w->dir);
-		if (!q || !q->tail || q->tail->answered || (w->flags & ZKL_NONBLOCK)) {
+		if (!q || !q->tail || zke_answered(q->tail) || (w->flags & ZKL_NONBLOCK)) {
 			w->refs++;
 			w->prelisted = T(w)->children(w->e->t.ctx, w->dir, zke_children_done, w) == ZOK;
 			if (!w->prelisted)
@@ -111,7 +113,7 @@ void zke_create_locked(struct zkl_waiter *w)
 	int rc;
 
 	ZKL_ASSERT_HELD(&w->e->lock);
-	if (w->answered || w->released)
+	if (zke_answered(w) || w->released)
 		return;			/* nothing to make any more */
 	rc = zke_send_create_locked(w);
 	if (rc != ZOK)

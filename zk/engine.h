@@ -36,8 +36,33 @@ enum own {
 	OWN_ARMED,	/* set: it fires once, or is removed (zke_unwatch_locked()) */
 };
 
-/* What to redo once the session is back. */
+/* What to redo once the session is back: zke_stall_locked(). */
 enum stall { S_NONE, S_CREATE, S_RESOLVE, S_CHECK, S_OWNWATCH, S_DELETE };
+
+/* What the caller was told: zke_set_answer_locked(). */
+enum answer {
+	ANS_NONE,	/* nothing yet */
+	ANS_GRANTED,	/* it holds the lock */
+	ANS_REFUSED,	/* an errno (result) */
+	ANS_LOST,	/* granted, then told the lock is lost */
+};
+
+/* Our entry: zke_set_entry_locked().  @path names it in all but NONE. */
+enum entry {
+	ENTRY_NONE,	/* not made, or not known to be */
+	ENTRY_LIVE,	/* there, ours to delete */
+	ENTRY_DELETING,	/* our delete is out */
+	ENTRY_GONE,	/* deleted, or gone with its session */
+};
+
+/* Whom a listing showed we must outlive: zke_learn_pred_locked(). */
+enum ahead {
+	AHEAD_UNKNOWN,		/* no listing yet, or it went */
+	AHEAD_THEIRS,		/* another client's entry */
+	AHEAD_THEIRS_LOWEST,	/* ... the lowest: once it goes, ours holds */
+	AHEAD_OURS,		/* an entry of this engine's */
+	AHEAD_OURS_LOWEST,
+};
 
 #define QBUCKETS 1024
 
@@ -57,6 +82,9 @@ struct zkl_engine {
 	struct zkl_waiter *fire, *fire_tail;	/* answered, done not yet run */
 	struct zkl_queue *qtab[QBUCKETS];
 	bool shutdown;
+	bool silent;		/* heard nothing for the session timeout, and
+				   neither connected nor expired since: no
+				   grant (zke_grant_locked()) */
 };
 
 struct zkl_waiter {
@@ -66,20 +94,22 @@ struct zkl_waiter {
 	struct zkl_queue *q;		/* once our entry exists, until it is gone */
 	struct zkl_waiter *qprev, *qnext;
 	int refs;
-	enum wstate state;
-	enum stall stall;
-	bool answered;			/* done has run or is about to */
+	/*
+	 * Where it is, as six small machines, each changed by its one
+	 * zke_set_*_locked() (or zke_stall_locked()), moves checked in the
+	 * sanitizer builds.
+	 */
+	enum wstate state;		/* the table of zk/lock.c */
+	enum stall stall;		/* what to redo when the session is back */
+	enum answer ans;		/* what the caller was told */
+	enum entry entry;		/* our entry at the server */
+	enum own own;			/* the watch on our own entry */
+	enum ahead ahead;		/* whom we must outlive (pred, pred_seq) */
 	bool released;			/* the caller gave its reference back */
-	bool deleting;
-	bool lost;
-	enum own own;			/* the watch on our own entry:
-					   zke_set_own_locked() */
-	bool pred_known;		/* a listing showed whom we must outlive */
-	bool pred_local;		/* ... and it was an entry of ours */
-	bool pred_first;		/* ... and the lowest: once it is gone, ours holds */
-	bool grant_now;			/* learn_locked(): granted by this listing */
-	bool confirmed;			/* handoff_done(): its entry is there */
 	bool prelisted;			/* a listing follows the create (pipelined) */
+	bool marked;			/* within one locked pass only: to be
+					   granted (a listing's verdict, or the
+					   hand-off checked its entry) */
 	int flags;
 	uint32_t owner;			/* the caller's tag: zkl_owner() */
 	int result;			/* what done is told */
@@ -100,6 +130,16 @@ struct zkl_waiter {
 	zkl_done_fn done;
 	void *arg;
 };
+
+static inline bool zke_answered(const struct zkl_waiter *w)
+{
+	return w->ans != ANS_NONE;
+}
+
+static inline bool zke_ahead_lowest(const struct zkl_waiter *w)
+{
+	return w->ahead == AHEAD_THEIRS_LOWEST || w->ahead == AHEAD_OURS_LOWEST;
+}
 
 /* The transport's operations, for a waiter's calls. */
 #define T(w) ((w)->e->t.ops)
@@ -131,9 +171,23 @@ void zke_set_state_locked(struct zkl_waiter *w, enum wstate to);
  * OFF -> SETTING -> ARMED or OFF, ARMED -> OFF, and anything -> OFF when
  * the session's watches are gone; other moves abort (sanitizer builds). */
 void zke_set_own_locked(struct zkl_waiter *w, enum own to);
+/* zke_set_answer_locked(): NONE -> GRANTED or REFUSED, GRANTED -> LOST. */
+void zke_set_answer_locked(struct zkl_waiter *w, enum answer to);
+/* zke_set_entry_locked(): NONE -> LIVE -> DELETING -> GONE -> NONE (made
+ * afresh after an expiry), DELETING -> LIVE (the delete to be redone),
+ * LIVE -> GONE (its session expired). */
+void zke_set_entry_locked(struct zkl_waiter *w, enum entry to);
 void zke_stall_locked(struct zkl_waiter *w, enum stall what);
 enum stall zke_unstall_locked(struct zkl_waiter *w);
 void zke_answer_locked(struct zkl_waiter *w, int err, bool advance);
+/*
+ * zke_grant_locked() - answer @w granted, unless the session is silent: a
+ * reply read after the mount declared its holders lost may be older than
+ * the session (the server may have expired it and granted the next one),
+ * so the grant is withheld and @w lists again once the session is back or
+ * starts over after its expiry.  Return: whether @w was answered.
+ */
+bool zke_grant_locked(struct zkl_waiter *w, bool advance);
 
 /* zk/release.c: deletes, hand-offs, waiting on entries of ours */
 void zke_delete_locked(struct zkl_waiter *w);

@@ -75,6 +75,13 @@
  *               until then: zke_stale_locked())
  *   any         zkl_release()                          -> delete the entry; freed
  *                                                         with its last reference
+ *   (a grant)   while the session is silent            -> withheld: stall, and
+ *                                                         list again when back
+ *                                                         (zke_grant_locked())
+ *
+ * The waiter's other small machines (stall, answer, entry, own watch, whom
+ * it must outlive) are set by their own zke_set_*_locked(), moves checked
+ * too: docs/DESIGN.md §9 has their table.
  */
 #include "zk/engine.h"
 
@@ -107,11 +114,11 @@ static void resume_locked(struct zkl_waiter *w)
 		zke_resolve_locked(w);
 		break;
 	case S_CHECK:
-		if (!w->answered)
+		if (!zke_answered(w))
 			zke_check_locked(w);
 		break;
 	case S_OWNWATCH:
-		if (!w->lost && !w->released)
+		if (w->ans != ANS_LOST && !w->released)
 			zke_own_watch_locked(w);
 		break;
 	case S_DELETE:
@@ -165,26 +172,38 @@ static void on_expired_step(struct zkl_waiter *w)
 	if (!zke_stale_locked(w) && w->stall != S_CREATE)
 		return;
 	zke_unstall_locked(w);
-	w->deleting = true;
+	if (w->entry == ENTRY_LIVE || w->entry == ENTRY_DELETING)
+		zke_set_entry_locked(w, ENTRY_GONE);	/* with the session */
 	zke_lose_locked(w, "the ZooKeeper session expired");
 	zke_queue_unlink_locked(w);
-	w->pred_known = w->pred_local = w->pred_first = false;
+	w->ahead = AHEAD_UNKNOWN;
 	zke_set_own_locked(w, OWN_OFF);	/* that session's watches are gone */
-	if (w->answered || w->released)
+	if (zke_answered(w) || w->released)
 		return;
 	free(w->path);
 	w->path = NULL;
-	w->deleting = false;
+	if (w->entry == ENTRY_GONE)
+		zke_set_entry_locked(w, ENTRY_NONE);
 	zke_create_locked(w);
+}
+
+/* Say whether the session is silent (zke_grant_locked() withholds grants). */
+static void set_silent(struct zkl_engine *e, bool silent)
+{
+	zkl_mutex_lock(&e->lock);
+	e->silent = silent;
+	zkl_mutex_unlock(&e->lock);
 }
 
 static void on_connected(void *arg)
 {
+	set_silent(arg, false);
 	for_each_waiter(arg, resume_locked);
 }
 
 static void on_silent(void *arg)
 {
+	set_silent(arg, true);
 	for_each_waiter(arg, on_silent_step);
 }
 
@@ -192,6 +211,7 @@ static void on_expired(void *arg)
 {
 	struct zkl_engine *e = arg;
 
+	set_silent(e, false);	/* the new session's replies are fresh */
 	for_each_waiter(e, on_expired_step);
 	/* those of the new session may have waited behind old ones */
 	zkl_mutex_lock(&e->lock);
@@ -220,8 +240,8 @@ static void on_tick(void *arg)
 	zkl_mutex_lock(&e->lock);
 	for (struct zkl_waiter *w = e->all; w; w = w->next)
 		if ((w->state == W_HELD || w->state == W_WATCHING ||
-		     w->state == W_LOCALWAIT) && w->path && !w->lost && !w->released &&
-		    !w->deleting && w->own == OWN_OFF &&
+		     w->state == W_LOCALWAIT) && w->entry == ENTRY_LIVE &&
+		    w->ans != ANS_LOST && !w->released && w->own == OWN_OFF &&
 		    w->stall == S_NONE)
 			zke_own_watch_locked(w);
 	zke_unlock_fire(e);
@@ -307,7 +327,7 @@ void zkl_cancel(struct zkl_waiter *w)
 	struct zkl_engine *e = w->e;
 
 	zkl_mutex_lock(&e->lock);
-	if (!w->answered)
+	if (!zke_answered(w))
 		zke_fail_locked(w, -EINTR);
 	zke_unlock_fire(e);
 }
@@ -332,7 +352,7 @@ static bool watched_by_another_locked(struct zkl_waiter *w)
 {
 	ZKL_ASSERT_HELD(&w->e->lock);
 	for (struct zkl_waiter *x = w->q ? w->qnext : NULL; x; x = x->qnext)
-		if (x->state == W_WATCHING && x->pred_known && x->pred_seq == w->seq)
+		if (x->state == W_WATCHING && x->ahead != AHEAD_UNKNOWN && x->pred_seq == w->seq)
 			return true;
 	return false;
 }
@@ -354,7 +374,7 @@ void zke_unwatch_locked(struct zkl_waiter *w)
 	 * Removing every watch on the path would take that waiter's too, and
 	 * with it the one event that gives its reference back: let both fire.
 	 */
-	if (w->own != OWN_ARMED || !w->path || w->deleting || watched_by_another_locked(w))
+	if (w->own != OWN_ARMED || w->entry != ENTRY_LIVE || watched_by_another_locked(w))
 		return;
 	zke_set_own_locked(w, OWN_OFF);
 	w->refs++;
@@ -389,8 +409,8 @@ void zkl_info(struct zkl_waiter *w, struct zkl_info *info, char **path)
 
 	zkl_mutex_lock(&e->lock);
 	info->created = w->path != NULL;
-	info->granted = w->answered && w->result == 0;
-	info->lost = w->lost;
+	info->granted = w->ans == ANS_GRANTED || w->ans == ANS_LOST;
+	info->lost = w->ans == ANS_LOST;
 	info->seq = w->seq;
 	info->czxid = w->czxid;
 	info->kind = w->kind;

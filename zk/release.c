@@ -19,15 +19,17 @@ static void deleted_locked(struct zkl_waiter *w, int rc)
 	bool held;
 
 	ZKL_ASSERT_HELD(&w->e->lock);
+	if (w->entry != ENTRY_DELETING)
+		return;		/* gone with its session meanwhile (on_expired()) */
 	if (rc_stalls(rc)) {
-		w->deleting = false;
+		zke_set_entry_locked(w, ENTRY_LIVE);
 		zke_stall_locked(w, S_DELETE);	/* the session may live: delete later */
 		return;
 	}
+	zke_set_entry_locked(w, ENTRY_GONE);
 	if (rc != ZOK && rc != ZNONODE)
 		zkl_log(LOG_WARNING, "cannot delete %s: %s", w->path, zerror(rc));
-	held = rc == ZOK && w->answered && w->result == 0 && !w->lost &&
-	       w->kind == ZKL_EXCLUSIVE;
+	held = rc == ZOK && w->ans == ANS_GRANTED && w->kind == ZKL_EXCLUSIVE;
 	zke_gone_locked(w, rc == ZOK, held);
 }
 
@@ -74,10 +76,10 @@ static void handoff_done(int rc, const void *data)
 		}
 	if (rc == ZOK || bad == 0) {
 		for (int i = 0; rc == ZOK && i < h->n; i++)
-			h->x[i]->confirmed = true;
+			h->x[i]->marked = true;
 		deleted_locked(l, rc == ZOK ? ZOK : (h->res[0].err ? h->res[0].err : rc));
 		for (int i = 0; i < h->n; i++)
-			h->x[i]->confirmed = false;
+			h->x[i]->marked = false;
 	} else {
 		send_delete_locked(l);	/* a waiter lost its entry: plain delete */
 	}
@@ -91,14 +93,13 @@ static void handoff_done(int rc, const void *data)
 /* The waiters of ours a hand-off on @l's delete could grant (zke_gone_locked()). */
 static struct handoff *handoff_new_locked(struct zkl_waiter *l)
 {
-	bool held = l->answered && l->result == 0 && !l->lost &&
-		    l->kind == ZKL_EXCLUSIVE;
+	bool held = l->ans == ANS_GRANTED && l->kind == ZKL_EXCLUSIVE;
 	struct handoff *h = NULL;
 
 	ZKL_ASSERT_HELD(&l->e->lock);
-	for (struct zkl_waiter *x = l->qnext; x && x->pred_known &&
+	for (struct zkl_waiter *x = l->qnext; x && x->ahead != AHEAD_UNKNOWN &&
 	     x->pred_seq == l->seq; x = x->qnext) {
-		if (x->answered || !x->path || !(held || x->pred_first))
+		if (zke_answered(x) || !x->path || !(held || zke_ahead_lowest(x)))
 			continue;
 		if (!h && !(h = calloc(1, sizeof(*h))))
 			return NULL;
@@ -118,7 +119,7 @@ static void send_delete_locked(struct zkl_waiter *w)
 	rc = T(w)->remove(w->e->t.ctx, w->path, delete_done, w);
 	if (rc != ZOK) {
 		w->refs--;
-		w->deleting = false;
+		zke_set_entry_locked(w, ENTRY_LIVE);
 		zke_stall_locked(w, S_DELETE);
 	}
 }
@@ -129,9 +130,9 @@ void zke_delete_locked(struct zkl_waiter *w)
 	int rc;
 
 	ZKL_ASSERT_HELD(&w->e->lock);
-	if (!w->path || w->deleting)
+	if (w->entry != ENTRY_LIVE)
 		return;
-	w->deleting = true;
+	zke_set_entry_locked(w, ENTRY_DELETING);
 	h = handoff_new_locked(w);
 	if (!h) {
 		send_delete_locked(w);
@@ -165,9 +166,9 @@ void zke_fail_locked(struct zkl_waiter *w, int err)
 void zke_lose_locked(struct zkl_waiter *w, const char *why)
 {
 	ZKL_ASSERT_HELD(&w->e->lock);
-	if (w->lost || w->released || !w->answered || w->result != 0)
+	if (w->ans != ANS_GRANTED || w->released)
 		return;
-	w->lost = true;
+	zke_set_answer_locked(w, ANS_LOST);
 	zke_set_state_locked(w, W_DONE);
 	zkl_log(LOG_WARNING, "lock %s lost: %s", w->path ? w->path : w->dir, why);
 	w->e->lost(w, w->arg);
@@ -197,17 +198,17 @@ void zke_trouble_locked(struct zkl_waiter *w, int rc, enum stall redo,
 void zke_wait_locked(struct zkl_waiter *w)
 {
 	ZKL_ASSERT_HELD(&w->e->lock);
-	if (w->answered || w->e->shutdown)
+	if (zke_answered(w) || w->e->shutdown)
 		return;
 	if (w->flags & ZKL_NONBLOCK) {
 		zke_check_locked(w);	/* it must know now */
-	} else if (w->qprev && !w->qprev->answered) {
+	} else if (w->qprev && !zke_answered(w->qprev)) {
 		zke_set_state_locked(w, W_PARKED);
-	} else if (!w->pred_known) {
+	} else if (w->ahead == AHEAD_UNKNOWN) {
 		zke_check_locked(w);
 	} else if (zke_queue_find_locked(w, w->pred_seq)) {
 		zke_set_state_locked(w, W_LOCALWAIT);
-	} else if (w->pred_local) {
+	} else if (w->ahead == AHEAD_OURS || w->ahead == AHEAD_OURS_LOWEST) {
 		zke_check_locked(w);	/* ours, and gone: look again */
 	} else {
 		zke_watch_locked(w);
@@ -220,7 +221,7 @@ void zke_settle_locked(struct zkl_waiter *w)
 	if (!w)
 		return;
 	ZKL_ASSERT_HELD(&w->e->lock);
-	if (!w->answered && (w->state == W_PARKED || w->state == W_LOCALWAIT))
+	if (!zke_answered(w) && (w->state == W_PARKED || w->state == W_LOCALWAIT))
 		zke_wait_locked(w);
 }
 
@@ -241,13 +242,13 @@ void zke_gone_locked(struct zkl_waiter *l, bool deleted, bool handoff)
 	if (!l->q)
 		return;
 	zke_queue_unlink_locked(l);
-	for (x = first; x && x->pred_known && x->pred_seq == seq; x = x->qnext)
-		if (deleted && (handoff || x->pred_first) && x->confirmed)
-			zke_answer_locked(x, 0, false);	/* else it lists: settle */
+	for (x = first; x && x->ahead != AHEAD_UNKNOWN && x->pred_seq == seq; x = x->qnext)
+		if (deleted && (handoff || zke_ahead_lowest(x)) && x->marked)
+			zke_grant_locked(x, false);	/* else it lists: settle */
 	for (x = first; x; x = x->qnext) {
-		bool behind = x->pred_known && x->pred_seq == seq;
+		bool behind = x->ahead != AHEAD_UNKNOWN && x->pred_seq == seq;
 
-		if (behind && !x->answered && x->state == W_WATCHING)
+		if (behind && !zke_answered(x) && x->state == W_WATCHING)
 			zke_check_locked(x);	/* watched it before it was ours */
 		else
 			zke_settle_locked(x);
@@ -264,13 +265,14 @@ void zke_learn_pred_locked(struct zkl_waiter *w, const struct zkl_child *pred,
 
 	ZKL_ASSERT_HELD(&w->e->lock);
 	if (!path) {
-		w->pred_known = false;	/* it will list for itself */
+		w->ahead = AHEAD_UNKNOWN;	/* it will list for itself */
 		return;
 	}
 	free(w->pred);
 	w->pred = path;
-	w->pred_known = true;
 	w->pred_seq = pred->seq;
-	w->pred_local = zke_queue_find_locked(w, pred->seq) != NULL;
-	w->pred_first = first;
+	if (zke_queue_find_locked(w, pred->seq))
+		w->ahead = first ? AHEAD_OURS_LOWEST : AHEAD_OURS;
+	else
+		w->ahead = first ? AHEAD_THEIRS_LOWEST : AHEAD_THEIRS;
 }

@@ -240,14 +240,53 @@ void zke_set_own_locked(struct zkl_waiter *w, enum own to)
 	w->own = to;
 }
 
+void zke_set_answer_locked(struct zkl_waiter *w, enum answer to)
+{
+	static const unsigned legal_ans[] = {
+		[ANS_NONE] = 1u << ANS_GRANTED | 1u << ANS_REFUSED,
+		[ANS_GRANTED] = 1u << ANS_LOST,
+	};
+	static const char *const ans_names[] = { "NONE", "GRANTED", "REFUSED", "LOST" };
+
+	ZKL_ASSERT_HELD(&w->e->lock);
+	check_move(w, "answer", legal_ans[w->ans] & (1u << to), ans_names[w->ans],
+		   ans_names[to]);
+	w->ans = to;
+}
+
+void zke_set_entry_locked(struct zkl_waiter *w, enum entry to)
+{
+	static const unsigned legal_entry[] = {
+		[ENTRY_NONE] = 1u << ENTRY_LIVE,
+		[ENTRY_LIVE] = 1u << ENTRY_DELETING | 1u << ENTRY_GONE,
+		[ENTRY_DELETING] = 1u << ENTRY_LIVE | 1u << ENTRY_GONE,
+		[ENTRY_GONE] = 1u << ENTRY_NONE,
+	};
+	static const char *const entry_names[] = { "NONE", "LIVE", "DELETING", "GONE" };
+
+	ZKL_ASSERT_HELD(&w->e->lock);
+	check_move(w, "entry", legal_entry[w->entry] & (1u << to), entry_names[w->entry],
+		   entry_names[to]);
+	w->entry = to;
+}
+
 /*
- * Park @w until the session is back, to redo @what.  A parked waiter holds a
- * reference of its own: its caller may have given it up (an interrupted
- * open whose create is unresolved), and the redo must still happen.
+ * Park @w until the session is back, to redo @what (zke_unstall_locked()
+ * takes it out).  A parked waiter holds a reference of its own: its caller
+ * may have given it up (an interrupted open whose create is unresolved),
+ * and the redo must still happen.
  */
 void zke_stall_locked(struct zkl_waiter *w, enum stall what)
 {
+	static const char *const stall_names[] = {
+		"NONE", "CREATE", "RESOLVE", "CHECK", "OWNWATCH", "DELETE",
+	};
+
 	ZKL_ASSERT_HELD(&w->e->lock);
+	/* a stalled step stalls again, or gives way to the delete */
+	check_move(w, "stall", what != S_NONE && (w->stall == S_NONE ||
+		   w->stall == what || what == S_DELETE),
+		   stall_names[w->stall], stall_names[what]);
 	if (w->stall == S_NONE)
 		w->refs++;
 	w->stall = what;
@@ -276,9 +315,9 @@ void zke_answer_locked(struct zkl_waiter *w, int err, bool advance)
 	struct zkl_engine *e = w->e;
 
 	ZKL_ASSERT_HELD(&w->e->lock);
-	if (w->answered)
+	if (zke_answered(w))
 		return;
-	w->answered = true;
+	zke_set_answer_locked(w, err ? ANS_REFUSED : ANS_GRANTED);
 	w->result = err;
 	zke_set_state_locked(w, err ? W_DONE : W_HELD);
 	w->refs++;			/* held across done */
@@ -290,4 +329,18 @@ void zke_answer_locked(struct zkl_waiter *w, int err, bool advance)
 	e->fire_tail = w;
 	if (advance)
 		zke_settle_locked(w->qnext);
+}
+
+bool zke_grant_locked(struct zkl_waiter *w, bool advance)
+{
+	ZKL_ASSERT_HELD(&w->e->lock);
+	if (zke_answered(w))
+		return false;		/* cancelled meanwhile */
+	if (w->e->silent) {
+		zke_set_state_locked(w, W_CHECKING);
+		zke_stall_locked(w, S_CHECK);
+		return false;
+	}
+	zke_answer_locked(w, 0, advance);
+	return true;
 }

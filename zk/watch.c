@@ -43,11 +43,11 @@ bool zke_fresh_locked(struct zkl_waiter *w, enum stall redo)
 static void gone_self_locked(struct zkl_waiter *w)
 {
 	ZKL_ASSERT_HELD(&w->e->lock);
-	if (w->answered) {
+	if (zke_answered(w)) {
 		zke_lose_locked(w, "its entry was deleted by someone else");
-	} else if (w->path && !w->deleting && zke_stale_locked(w)) {
+	} else if (w->entry == ENTRY_LIVE && zke_stale_locked(w)) {
 		zke_stall_locked(w, S_CHECK);	/* on_expired() starts it over */
-	} else if (w->path && !w->deleting) {
+	} else if (w->entry == ENTRY_LIVE) {
 		zkl_log(LOG_WARNING, "%s was deleted while it waited", w->path);
 		zke_fail_locked(w, -EIO);
 	}
@@ -69,7 +69,7 @@ void zke_own_watcher(zhandle_t *zh, int type, int state, const char *path,
 		zke_set_own_locked(w, OWN_OFF);
 	if (type == ZOO_DELETED_EVENT)
 		gone_self_locked(w);
-	else if (type == ZOO_CHANGED_EVENT && !w->lost && !w->released)
+	else if (type == ZOO_CHANGED_EVENT && w->ans != ANS_LOST && !w->released)
 		zke_own_watch_locked(w);	/* data written: watch on */
 	zke_put_locked(w);
 	zke_unlock_fire(e);
@@ -88,8 +88,7 @@ void zke_own_watch_done(int rc, const char *value, int len,
 		w->refs--;		/* no watch was left */
 		if (rc == ZNONODE)
 			gone_self_locked(w);
-		else if (rc_stalls(rc) && w->answered && w->result == 0 &&
-			 !w->lost && !w->released)
+		else if (rc_stalls(rc) && w->ans == ANS_GRANTED && !w->released)
 			zke_stall_locked(w, S_OWNWATCH);	/* a waiter's own path redoes it */
 	}
 	zke_put_locked(w);
@@ -105,7 +104,7 @@ void zke_own_watch_done(int rc, const char *value, int len,
 void zke_own_watch_locked(struct zkl_waiter *w)
 {
 	ZKL_ASSERT_HELD(&w->e->lock);
-	if (w->own != OWN_OFF || !w->path || w->deleting)
+	if (w->own != OWN_OFF || w->entry != ENTRY_LIVE)
 		return;
 	if (!zke_fresh_locked(w, S_OWNWATCH))
 		return;
@@ -125,10 +124,10 @@ static void confirm_done(int rc, const struct Stat *stat, const void *data)
 
 	(void)stat;
 	zkl_mutex_lock(&e->lock);
-	if (w->answered || w->state != W_CONFIRMING)
+	if (zke_answered(w) || w->state != W_CONFIRMING)
 		;
 	else if (rc == ZOK)
-		zke_answer_locked(w, 0, true);
+		zke_grant_locked(w, true);
 	else if (rc == ZNONODE)
 		gone_self_locked(w);
 	else
@@ -168,9 +167,9 @@ static void pred_watcher(zhandle_t *zh, int type, int state, const char *path,
 	if (type == ZOO_SESSION_EVENT && state != ZOO_EXPIRED_SESSION_STATE)
 		return;			/* the watch stays armed */
 	zkl_mutex_lock(&e->lock);
-	if (type == ZOO_SESSION_EVENT || w->answered || w->state != W_WATCHING)
+	if (type == ZOO_SESSION_EVENT || zke_answered(w) || w->state != W_WATCHING)
 		;
-	else if (type == ZOO_DELETED_EVENT && w->pred_first)
+	else if (type == ZOO_DELETED_EVENT && zke_ahead_lowest(w))
 		confirm_locked(w);	/* it held the lock: nothing before us */
 	else
 		zke_check_locked(w);
@@ -188,7 +187,7 @@ static void pred_done(int rc, const char *value, int len,
 	zkl_mutex_lock(&e->lock);
 	if (rc != ZOK) {
 		w->refs--;		/* no watch was left */
-		if (w->answered || w->state != W_WATCHING)
+		if (zke_answered(w) || w->state != W_WATCHING)
 			;
 		else if (rc == ZNONODE)
 			zke_check_locked(w);	/* it went before we looked */
@@ -249,14 +248,14 @@ static void learn_locked(struct zkl_waiter *w, const struct String_vector *sv)
 		const struct zkl_child *pred = NULL;
 		enum zkl_verdict v;
 
-		if (x != w && (x->answered || x->state != W_PARKED))
+		if (x != w && (zke_answered(x) || x->state != W_PARKED))
 			continue;
 		v = many ? zkl_walk_decide(&wk, x->seq, x->kind, &pred)
 			 : zkl_decide(kids, n, x->seq, x->kind, &pred);
 		if (x == w)
 			mine = v;
 		if (v == ZKL_GRANTED)
-			x->grant_now = true;
+			x->marked = true;
 		else if (v == ZKL_WAIT)
 			zke_learn_pred_locked(x, pred, pred == low);
 	}
@@ -273,12 +272,12 @@ static void learn_locked(struct zkl_waiter *w, const struct String_vector *sv)
 		zke_set_state_locked(w, W_PARKED);	/* zke_wait_locked() below says how */
 	}
 	for (x = many ? q->head : w; x; x = many ? x->qnext : NULL)
-		if (x->grant_now) {
-			x->grant_now = false;
-			zke_answer_locked(x, 0, false);
+		if (x->marked) {
+			x->marked = false;
+			zke_grant_locked(x, false);
 		}
 	if (!many) {
-		zke_settle_locked(w->answered ? w->qnext : w);
+		zke_settle_locked(zke_answered(w) ? w->qnext : w);
 		return;
 	}
 	for (x = q->head; x; x = x->qnext)
@@ -292,7 +291,7 @@ void zke_children_done(int rc, const struct String_vector *strings,
 	struct zkl_engine *e = w->e;
 
 	zkl_mutex_lock(&e->lock);
-	if (w->answered || w->state != W_CHECKING)
+	if (zke_answered(w) || w->state != W_CHECKING)
 		;
 	else if (rc != ZOK)
 		zke_trouble_locked(w, rc, S_CHECK, "cannot list the queue of");

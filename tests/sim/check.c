@@ -214,6 +214,36 @@ void sim_watch_hook(void *ctx, struct sn_mount *m, int type, const char *path,
 }
 
 /*
+ * Exclusion over beliefs, whatever the server holds: no two waiters that
+ * believe they hold one lock, one of them exclusive, unless one's entry was
+ * deleted by another client (that is breaking a lock: its holder learns it
+ * from its watch, and a grant behind it may come first).  A session the
+ * server expires was silent first, and silence tells every holder it is
+ * lost, so an expiry never leaves a believer behind.
+ */
+static void check_beliefs(struct world *wd)
+{
+	for (int k = 0; k < SIM_DIRS; k++) {
+		int first = -1;
+
+		for (int i = 0; i < wd->ndw; i++) {
+			struct dw *d = &wd->dws[i];
+
+			if (d->dir != k || d->unlinked || !believes(d))
+				continue;
+			if (first >= 0 && (d->kind == ZKL_EXCLUSIVE ||
+					   wd->dws[first].kind == ZKL_EXCLUSIVE)) {
+				sim_failf(wd, "belief: w%d and w%d both believe they hold %s, "
+					  "one exclusive", first, i, wd->dirs[k]);
+				return;
+			}
+			if (first < 0 || d->kind == ZKL_EXCLUSIVE)
+				first = i;
+		}
+	}
+}
+
+/*
  * Exclusion over entries: in one directory, no two existing entries whose
  * waiters both believe they hold, one of them exclusive.  And no waiter
  * has two entries at once (the second blocks the queue until the session
@@ -222,6 +252,8 @@ void sim_watch_hook(void *ctx, struct sn_mount *m, int type, const char *path,
 void sim_check_step(struct world *wd)
 {
 	struct szk *z = &wd->net.zk;
+
+	check_beliefs(wd);
 
 	for (int k = 0; k < SIM_DIRS; k++) {
 		int first = -1;

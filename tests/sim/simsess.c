@@ -204,9 +204,16 @@ bool sn_ev_connected(struct sn_mount *m)
 	return true;
 }
 
+/*
+ * Silence: a whole session timeout with nothing heard.  A reconnection is
+ * heard (zk/session.c refreshes last_heard_ms with it), and the supervisor
+ * tells the engine within a period, so its connected event always comes
+ * before a later silence.
+ */
 bool sn_ev_silent(struct sn_mount *m)
 {
-	if (m->cur->state != SN_DISCONNECTED || m->silent_done || m->expired_due)
+	if (m->cur->state != SN_DISCONNECTED || m->silent_done || m->expired_due ||
+	    m->connected_due)
 		return false;
 	m->silent_done = true;
 	m->silents++;
