@@ -21,13 +21,13 @@ SAN      = -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-re
 
 # the lock engine: what the simulator (tests/sim) drives without a server
 ENGINE_SRC = zk/waiter.c zk/release.c zk/watch.c zk/create.c zk/lock.c zk/mutex.c
-ZK_SRC   = zk/escape.c zk/naming.c zk/grant.c zk/errno.c zk/log.c zk/creds.c zk/session.c \
+ZK_SRC   = zk/escape.c zk/naming.c zk/grant.c zk/limit.c zk/errno.c zk/log.c zk/creds.c zk/session.c \
 	   zk/calls.c zk/transport.c $(ENGINE_SRC)
 FS_SRC   = fs/opts.c fs/node.c fs/attr.c fs/zop.c fs/ops.c fs/readdir.c fs/read.c fs/lockreq.c fs/lockops.c fs/wbuf.c fs/flock.c fs/slots.c fs/pool.c fs/main.c
 SRC      = $(ZK_SRC) $(FS_SRC)
 HDR      = $(wildcard zk/*.h fs/*.h)
 
-UNIT     = naming grant opts errno slots adopt log mutex tid
+UNIT     = naming grant limit opts errno slots adopt log mutex tid
 UNIT_BIN = $(UNIT:%=$(BUILD)/unit/test_%)
 
 .PHONY: all asan unit check check-unit check-sim check-integration check-asan run stop deps bench clean \
@@ -58,6 +58,7 @@ asan: $(BUILD)/asan/zklockfs $(BUILD)/asan/zklock
 # unit tests: the pure logic, with cmocka
 $(BUILD)/unit/test_naming: tests/unit/test_naming.c zk/naming.c
 $(BUILD)/unit/test_grant:  tests/unit/test_grant.c zk/grant.c zk/naming.c
+$(BUILD)/unit/test_limit:  tests/unit/test_limit.c zk/limit.c
 $(BUILD)/unit/test_opts:   tests/unit/test_opts.c fs/opts.c zk/naming.c
 $(BUILD)/unit/test_errno:  tests/unit/test_errno.c zk/errno.c
 $(BUILD)/unit/test_slots:  tests/unit/test_slots.c fs/slots.c zk/naming.c
@@ -129,7 +130,7 @@ check-asan: $(BUILD)/asan/zklockfs $(BUILD)/asan/zklock
 # fuzzing: the pure parsers under libFuzzer (clang), each target for
 # FUZZ_SECONDS over a fresh copy of its seed corpus tests/fuzz/corpus/T/ in
 # $(BUILD)/fuzz/corpus/T/; a crash fails, its input kept as $(BUILD)/fuzz/crash-T-*.
-FUZZ         = names grant source opts
+FUZZ         = names grant limit source opts
 FUZZ_BIN     = $(FUZZ:%=$(BUILD)/fuzz/fuzz_%)
 FUZZ_SECONDS ?= 60
 FUZZ_CC      ?= clang
@@ -137,6 +138,7 @@ FUZZ_SAN     = -fsanitize=fuzzer,address,undefined -fno-omit-frame-pointer -fno-
 
 $(BUILD)/fuzz/fuzz_names:  tests/fuzz/fuzz_names.c zk/naming.c
 $(BUILD)/fuzz/fuzz_grant:  tests/fuzz/fuzz_grant.c zk/grant.c zk/naming.c
+$(BUILD)/fuzz/fuzz_limit:  tests/fuzz/fuzz_limit.c zk/limit.c
 $(BUILD)/fuzz/fuzz_source: tests/fuzz/fuzz_source.c fs/opts.c zk/naming.c
 $(BUILD)/fuzz/fuzz_opts:   tests/fuzz/fuzz_opts.c fs/opts.c zk/naming.c
 $(FUZZ_BIN): $(HDR) $(wildcard tests/fuzz/*.h)

@@ -130,3 +130,78 @@ enum zkl_verdict zkl_walk_decide(struct zkl_walk *wk, int32_t seq,
 		*watch = pred;
 	return pred ? ZKL_WAIT : ZKL_GRANTED;
 }
+
+/* semaphores ------------------------------------------------------------- */
+
+enum zkl_verdict zkl_decide_limit(const struct zkl_child *kids, size_t n,
+				  int32_t our_seq, unsigned limit)
+{
+	size_t before = 0;
+	bool found = false;
+
+	for (size_t i = 0; i < n; i++) {
+		if (kids[i].seq == our_seq)
+			found = true;
+		else if (zkn_seq_cmp(kids[i].seq, our_seq) < 0)
+			before++;
+	}
+	if (!found)
+		return ZKL_MISSING;
+	return before < limit ? ZKL_GRANTED : ZKL_WAIT;
+}
+
+size_t zkl_holders_limit(const struct zkl_child *kids, size_t n, unsigned limit,
+			 const struct zkl_child **out, size_t max)
+{
+	const struct zkl_child *last = NULL;
+	size_t want = limit < n ? limit : n;
+
+	/* the next lowest after @last, as many times as @out has room */
+	for (size_t count = 0; count < want && count < max; count++) {
+		const struct zkl_child *next = NULL;
+
+		for (size_t i = 0; i < n; i++)
+			if ((!last || zkn_seq_cmp(kids[i].seq, last->seq) > 0) &&
+			    (!next || zkn_seq_cmp(kids[i].seq, next->seq) < 0))
+				next = &kids[i];
+		if (!next)
+			return count;	/* numbers not in one serial order */
+		out[count] = last = next;
+	}
+	return want;
+}
+
+const struct zkl_child *zkl_blocker_limit(const struct zkl_child *kids, size_t n,
+					  unsigned limit, bool has_own, int32_t own)
+{
+	const struct zkl_child *first = NULL;
+	size_t count = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		if (has_own && kids[i].seq == own)
+			continue;
+		count++;
+		if (!first || zkn_seq_cmp(kids[i].seq, first->seq) < 0)
+			first = &kids[i];
+	}
+	return count >= limit ? first : NULL;
+}
+
+enum zkl_verdict zkl_walk_decide_limit(struct zkl_walk *wk, int32_t seq,
+				       unsigned limit)
+{
+	while (wk->i < wk->n && zkn_seq_cmp(wk->kids[wk->i].seq, seq) < 0) {
+		wk->prev = &wk->kids[wk->i++];
+		if (wk->prev->kind == ZKL_EXCLUSIVE)
+			wk->lastx = wk->prev;
+	}
+	if (wk->i == wk->n || wk->kids[wk->i].seq != seq)
+		return ZKL_MISSING;
+	return wk->i < limit ? ZKL_GRANTED : ZKL_WAIT;
+}
+
+const struct zkl_child *zkl_next_holder(const struct zkl_child *sorted, size_t n,
+					unsigned limit)
+{
+	return limit < n ? &sorted[limit] : NULL;
+}

@@ -65,6 +65,38 @@ const struct zkl_child *zkl_blocker(const struct zkl_child *kids, size_t n,
 				    enum zkl_kind kind, bool has_own,
 				    int32_t own);
 
+/*
+ * Semaphores.  A lock znode whose data sets a limit N (zk/limit.h) lets N
+ * entries hold at once: an entry holds when fewer than N entries, of any
+ * kind, come before it.  The functions below take that @limit (1 to
+ * ZKL_LIMIT_MAX); a lock without one is decided by those above.
+ */
+#define ZKL_LIMIT_MAX 1000
+
+/*
+ * zkl_decide_limit() - does the entry @our_seq hold, under @limit?  No
+ * entry to outlive is named: a waiter of a semaphore may be granted by the
+ * going of any of the entries before it.  O(n).
+ */
+enum zkl_verdict zkl_decide_limit(const struct zkl_child *kids, size_t n,
+				  int32_t our_seq, unsigned limit);
+
+/*
+ * zkl_holders_limit() - the first @limit entries in queue order, as
+ * zkl_holders() stores them.  O(n * min(@limit, @max)).  Return: how many
+ * hold (at most @limit).
+ */
+size_t zkl_holders_limit(const struct zkl_child *kids, size_t n, unsigned limit,
+			 const struct zkl_child **out, size_t max);
+
+/*
+ * zkl_blocker_limit() - zkl_blocker() under @limit: an entry enqueued now
+ * waits iff @limit entries (not counting @own, if @has_own) are there.
+ * Return: NULL if it would hold at once, else the lowest of them.
+ */
+const struct zkl_child *zkl_blocker_limit(const struct zkl_child *kids, size_t n,
+					  unsigned limit, bool has_own, int32_t own);
+
 /* zkl_sort() - sort @kids in queue order (ascending serial order). */
 void zkl_sort(struct zkl_child *kids, size_t n);
 
@@ -91,5 +123,17 @@ void zkl_walk_init(struct zkl_walk *wk, const struct zkl_child *kids, size_t n);
 enum zkl_verdict zkl_walk_decide(struct zkl_walk *wk, int32_t seq,
 				 enum zkl_kind kind,
 				 const struct zkl_child **watch);
+
+/* zkl_walk_decide_limit() - zkl_decide_limit() over the walk, likewise. */
+enum zkl_verdict zkl_walk_decide_limit(struct zkl_walk *wk, int32_t seq,
+				       unsigned limit);
+
+/*
+ * zkl_next_holder() - in the sorted @kids, the entry that holds next under
+ * @limit, once any one of the first @limit goes: the one at index @limit.
+ * Return: NULL if there is none (nobody waits).
+ */
+const struct zkl_child *zkl_next_holder(const struct zkl_child *sorted, size_t n,
+					unsigned limit);
 
 #endif

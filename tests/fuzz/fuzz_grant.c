@@ -17,7 +17,8 @@
  *   shared entry); zkl_walk_decide() over the sorted listing agrees with
  *   zkl_decide(); zkl_lowest() is the first; zkl_blocker() is the lowest
  *   entry an entry enqueued now would wait behind, NULL iff it would be
- *   granted at once, with or without leaving out one's own entry.
+ *   granted at once, with or without leaving out one's own entry; and
+ *   under a limit (semaphores), what limited() says.
  */
 #include "tests/fuzz/fuzz.h"
 #include "zk/grant.h"
@@ -94,6 +95,35 @@ static void consistent(const struct zkl_child *kids, size_t n,
 		blockers(kids, n, sorted, true, kids[i].seq);
 }
 
+/*
+ * Under a limit L (semaphores), for distinct ordered numbers: the entry at
+ * index i holds iff i < L, by zkl_decide_limit() and by the walk; the
+ * holders are the first min(L, n); the next holder is index L; a new
+ * entry waits iff n >= L, behind the lowest.
+ */
+static void limited(const struct zkl_child *kids, size_t n,
+		    const struct zkl_child *sorted, unsigned limit)
+{
+	const struct zkl_child *h[MAX_KIDS], *b, *nx;
+	struct zkl_walk wk;
+	size_t nh = zkl_holders_limit(kids, n, limit, h, MAX_KIDS);
+
+	CHECK(nh == (limit < n ? limit : n));
+	for (size_t i = 0; i < nh; i++)
+		CHECK(in(h[i], kids, n) && h[i]->seq == sorted[i].seq);
+	zkl_walk_init(&wk, sorted, n);
+	for (size_t i = 0; i < n; i++) {
+		enum zkl_verdict v = zkl_decide_limit(kids, n, sorted[i].seq, limit);
+
+		CHECK(v == (i < limit ? ZKL_GRANTED : ZKL_WAIT));
+		CHECK(zkl_walk_decide_limit(&wk, sorted[i].seq, limit) == v);
+	}
+	nx = zkl_next_holder(sorted, n, limit);
+	CHECK(n > limit ? nx == &sorted[limit] : nx == NULL);
+	b = zkl_blocker_limit(kids, n, limit, false, 0);
+	CHECK(n >= limit ? b && in(b, kids, n) && b->seq == sorted[0].seq : b == NULL);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	char *names[MAX_KIDS];
@@ -163,8 +193,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		for (size_t j = i + 1; ordered && j < n; j++)
 			ordered = zkn_seq_cmp(sorted[i].seq, sorted[j].seq) < 0 &&
 				  zkn_seq_cmp(sorted[j].seq, sorted[i].seq) > 0;
-	if (distinct && ordered)
+	if (distinct && ordered) {
 		consistent(kids, n, sorted, h, nh);
+		limited(kids, n, sorted, 1 + (size ? data[0] % 8 : 0));
+		limited(kids, n, sorted, ZKL_LIMIT_MAX);
+	}
 
 	free(sorted);
 	free(kids);

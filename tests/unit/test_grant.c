@@ -234,6 +234,97 @@ static void test_blocker_of_a_new_shared_is_the_first_exclusive(void **state)
 	assert_int_equal(zkl_blocker(kids + 3, 2, ZKL_SHARED, false, 0)->seq, 2147483647);
 }
 
+/* Semaphores: up to N hold, whatever their kind, in queue order. */
+static void test_limit_grants_the_first_n_whatever_their_kind(void **state)
+{
+	struct zkl_child kids[] = { EXCL(10), SHARED(11), EXCL(12), EXCL(13), SHARED(14) };
+
+	(void)state;
+	assert_int_equal(zkl_decide_limit(kids, 5, 10, 3), ZKL_GRANTED);
+	assert_int_equal(zkl_decide_limit(kids, 5, 11, 3), ZKL_GRANTED);
+	assert_int_equal(zkl_decide_limit(kids, 5, 12, 3), ZKL_GRANTED);
+	assert_int_equal(zkl_decide_limit(kids, 5, 13, 3), ZKL_WAIT);
+	assert_int_equal(zkl_decide_limit(kids, 5, 14, 3), ZKL_WAIT);
+	assert_int_equal(zkl_decide_limit(kids, 5, 9, 3), ZKL_MISSING);
+	/* a limit of 1 is a mutex: a shared entry behind a shared one waits */
+	assert_int_equal(zkl_decide_limit(kids + 1, 1, 11, 1), ZKL_GRANTED);
+	assert_int_equal(zkl_decide_limit(kids + 3, 2, 14, 1), ZKL_WAIT);
+	/* any holder going, not only the first, lets the next one in */
+	kids[1] = kids[4];		/* 11 goes: 10 12 13 14 are left */
+	assert_int_equal(zkl_decide_limit(kids, 4, 13, 3), ZKL_GRANTED);
+	assert_int_equal(zkl_decide_limit(kids, 4, 14, 3), ZKL_WAIT);
+}
+
+static void test_limit_across_counter_wrap(void **state)
+{
+	struct zkl_child kids[] = { EXCL(-2147483647 - 1), EXCL(2147483646),
+				    EXCL(2147483647), EXCL(-2147483647) };
+
+	(void)state;
+	/* order: 2147483646, 2147483647, INT32_MIN, INT32_MIN + 1 */
+	assert_int_equal(zkl_decide_limit(kids, 4, 2147483647, 2), ZKL_GRANTED);
+	assert_int_equal(zkl_decide_limit(kids, 4, -2147483647 - 1, 2), ZKL_WAIT);
+	assert_int_equal(zkl_decide_limit(kids, 4, -2147483647 - 1, 3), ZKL_GRANTED);
+}
+
+static void test_walk_limit_agrees_with_decide_limit(void **state)
+{
+	struct zkl_child kids[64];
+	unsigned int rnd = 777;
+
+	(void)state;
+	for (int round = 0; round < 200; round++) {
+		size_t n = 1 + round % 40;
+		unsigned limit = 1 + (unsigned)round % 7;
+		int32_t seq = (int32_t)(round * 11) - 100;
+		struct zkl_walk wk;
+
+		for (size_t i = 0; i < n; i++) {
+			rnd = rnd * 1103515245u + 12345u;
+			seq += 1 + (int32_t)((rnd >> 16) % 3);
+			kids[i] = (struct zkl_child){ .name = "k", .seq = seq,
+				.kind = (rnd >> 8) % 2 ? ZKL_EXCLUSIVE : ZKL_SHARED };
+		}
+		zkl_sort(kids, n);
+		zkl_walk_init(&wk, kids, n);
+		for (size_t i = 0; i < n; i++) {
+			if (i % 4 == 2)
+				continue;	/* entries may be skipped */
+			assert_int_equal(zkl_walk_decide_limit(&wk, kids[i].seq, limit),
+					 zkl_decide_limit(kids, n, kids[i].seq, limit));
+			assert_int_equal(zkl_decide_limit(kids, n, kids[i].seq, limit),
+					 i < limit ? ZKL_GRANTED : ZKL_WAIT);
+		}
+		/* the next holder is the first that waits */
+		if (n > limit)
+			assert_int_equal(zkl_next_holder(kids, n, limit)->seq, kids[limit].seq);
+		else
+			assert_null(zkl_next_holder(kids, n, limit));
+	}
+}
+
+static void test_holders_and_blocker_under_a_limit(void **state)
+{
+	struct zkl_child kids[] = { SHARED(7), EXCL(3), EXCL(5), SHARED(4) };
+	const struct zkl_child *h[4];
+
+	(void)state;
+	assert_int_equal(zkl_holders_limit(kids, 4, 2, h, 4), 2);
+	assert_int_equal(h[0]->seq, 3);
+	assert_int_equal(h[1]->seq, 4);
+	assert_int_equal(zkl_holders_limit(kids, 4, 10, h, 4), 4);
+	assert_int_equal(h[3]->seq, 7);
+	/* room for one: the count is still the number that hold */
+	assert_int_equal(zkl_holders_limit(kids, 4, 3, h, 1), 3);
+	assert_int_equal(h[0]->seq, 3);
+	assert_int_equal(zkl_holders_limit(kids, 0, 3, h, 4), 0);
+	/* a new entry waits iff the limit is taken; its own is left out */
+	assert_int_equal(zkl_blocker_limit(kids, 4, 4, false, 0)->seq, 3);
+	assert_null(zkl_blocker_limit(kids, 4, 5, false, 0));
+	assert_null(zkl_blocker_limit(kids, 4, 4, true, 3));
+	assert_int_equal(zkl_blocker_limit(kids, 4, 3, true, 3)->seq, 4);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -253,6 +344,10 @@ int main(void)
 		cmocka_unit_test(test_walk_across_counter_wrap),
 		cmocka_unit_test(test_blocker_of_a_new_exclusive_is_the_first_entry),
 		cmocka_unit_test(test_blocker_of_a_new_shared_is_the_first_exclusive),
+		cmocka_unit_test(test_limit_grants_the_first_n_whatever_their_kind),
+		cmocka_unit_test(test_limit_across_counter_wrap),
+		cmocka_unit_test(test_walk_limit_agrees_with_decide_limit),
+		cmocka_unit_test(test_holders_and_blocker_under_a_limit),
 	};
 
 	return cmocka_run_group_tests_name("grant", tests, NULL, NULL);

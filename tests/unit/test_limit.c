@@ -1,0 +1,109 @@
+/* tests/unit/test_limit.c - a semaphore's limit in a lock znode's data (zk/limit.c). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <string.h>
+
+#include "zk/limit.h"
+
+#define PARSE(s) zkl_limit_parse((s), sizeof(s) - 1)
+
+static void test_parse_reads_the_first_limit_line(void **state)
+{
+	(void)state;
+	assert_int_equal(PARSE(""), 0);
+	assert_int_equal(PARSE("limit=5"), 5);
+	assert_int_equal(PARSE("limit=5\n"), 5);
+	assert_int_equal(PARSE("owner=1000\nlimit=1000\n"), 1000);
+	assert_int_equal(PARSE("limit=3\nlimit=7\n"), 3);
+	/* another client's data: no limit */
+	assert_int_equal(PARSE("10.0.0.7"), 0);
+	assert_int_equal(PARSE("xlimit=5\n"), 0);
+	assert_int_equal(PARSE(" limit=5\n"), 0);
+}
+
+static void test_parse_refuses_what_is_not_a_limit(void **state)
+{
+	(void)state;
+	assert_int_equal(PARSE("limit=0\n"), 0);
+	assert_int_equal(PARSE("limit=1001\n"), 0);
+	assert_int_equal(PARSE("limit=05\n"), 0);
+	assert_int_equal(PARSE("limit=-5\n"), 0);
+	assert_int_equal(PARSE("limit=+5\n"), 0);
+	assert_int_equal(PARSE("limit=5 \n"), 0);
+	assert_int_equal(PARSE("limit=\n"), 0);
+	assert_int_equal(PARSE("limit=99999999999999999999\n"), 0);
+	/* a NUL is a byte like any other, never the end */
+	assert_int_equal(zkl_limit_parse("limit=5\0", 8), 0);
+}
+
+static void test_value_is_a_plain_number_in_range(void **state)
+{
+	unsigned v = 0;
+
+	(void)state;
+	assert_int_equal(zkl_limit_value("5", 1, &v), 0);
+	assert_int_equal(v, 5);
+	assert_int_equal(zkl_limit_value("1000\n", 5, &v), 0);
+	assert_int_equal(v, 1000);
+	assert_int_equal(zkl_limit_value("0", 1, &v), -EINVAL);
+	assert_int_equal(zkl_limit_value("1001", 4, &v), -EINVAL);
+	assert_int_equal(zkl_limit_value("", 0, &v), -EINVAL);
+	assert_int_equal(zkl_limit_value("\n", 1, &v), -EINVAL);
+	assert_int_equal(zkl_limit_value("5\n\n", 3, &v), -EINVAL);
+	assert_int_equal(zkl_limit_value("five", 4, &v), -EINVAL);
+	assert_int_equal(v, 1000);	/* untouched on failure */
+}
+
+static void edit(const char *in, unsigned limit, const char *want)
+{
+	char out[128];
+	int n = zkl_limit_edit(in, strlen(in), limit, out, sizeof(out));
+
+	assert_int_equal(n, (int)strlen(want));
+	assert_memory_equal(out, want, (size_t)n);
+	assert_int_equal(zkl_limit_parse(out, (size_t)n), limit);
+}
+
+static void test_edit_keeps_every_other_line(void **state)
+{
+	(void)state;
+	edit("", 5, "limit=5\n");
+	edit("limit=5\n", 7, "limit=7\n");
+	edit("a=1\nlimit=5\nb=2\n", 9, "a=1\nlimit=9\nb=2\n");
+	edit("a=1", 2, "a=1\nlimit=2\n");
+	edit("a=1\nlimit=5\nlimit=6\nb=2", 3, "a=1\nlimit=3\nb=2");
+	/* removed */
+	edit("a=1\nlimit=5\nb=2\n", 0, "a=1\nb=2\n");
+	edit("limit=5\n", 0, "");
+	edit("a=1", 0, "a=1");
+	/* a malformed limit line is replaced too: one limit line after */
+	edit("limit=abc\n", 4, "limit=4\n");
+}
+
+static void test_edit_that_does_not_fit(void **state)
+{
+	char out[8];
+
+	(void)state;
+	assert_int_equal(zkl_limit_edit("", 0, 5, out, 7), -E2BIG);
+	assert_int_equal(zkl_limit_edit("", 0, 5, out, 8), 8);
+	assert_int_equal(zkl_limit_edit("abcdefgh", 8, 0, out, 7), -E2BIG);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_parse_reads_the_first_limit_line),
+		cmocka_unit_test(test_parse_refuses_what_is_not_a_limit),
+		cmocka_unit_test(test_value_is_a_plain_number_in_range),
+		cmocka_unit_test(test_edit_keeps_every_other_line),
+		cmocka_unit_test(test_edit_that_does_not_fit),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
