@@ -186,7 +186,7 @@ def test_open_in_a_directory_gone_is_enoent_and_leaves_nothing(zkc_server,
             os.close(os.open(os.path.join(d, "me"), flags))
         assert ei.value.errno == errno.ENOENT, os.strerror(ei.value.errno)
     assert raw.exists(m.zkpath("gone")) is None, "the open made a znode"
-    assert "cannot enqueue" in m.log_tail(), m.log_tail()
+    assert "/gone: the directory is gone" in m.log_tail(), m.log_tail()
     os.mkdir(d)
     h = take(d, "me")
     assert raw.get_children(m.zkpath("gone")) == [h.entry]
