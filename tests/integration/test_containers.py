@@ -71,8 +71,12 @@ def zklock_under(wrap, *args):
     tool = zklock_binary()
     if not os.access(tool, os.X_OK):
         pytest.skip("zklock not built: %s (set $ZKLOCK)" % tool)
+    env = dict(os.environ)
+    if wrap:        # LeakSanitizer cannot work under ptrace (strace)
+        env["ASAN_OPTIONS"] = ":".join(
+            x for x in (env.get("ASAN_OPTIONS"), "detect_leaks=0") if x)
     p = spawn(wrap + [tool] + list(args), stdout=subprocess.DEVNULL,
-              stderr=subprocess.PIPE)
+              stderr=subprocess.PIPE, env=env)
     try:
         _, err = p.communicate(timeout=RUN_TIMEOUT)
     except subprocess.TimeoutExpired:
