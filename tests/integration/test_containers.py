@@ -21,9 +21,10 @@ import time
 
 import pytest
 
+import faultproxy
 import harness
-from harness import (SLOW, fusermount, mount_entry, spawn,
-                     take, wait_for)
+from harness import (GRANT_TIMEOUT, SLOW, fusermount, lock_state, mount_entry,
+                     spawn, take, wait_for)
 
 CHECK_MS = 500
 # a container goes within one check interval of its last entry; the bound
@@ -195,6 +196,40 @@ def test_open_in_a_directory_gone_is_enoent_and_leaves_nothing(zkc_server,
     h = take(d, "me")
     assert raw.get_children(m.zkpath("gone")) == [h.entry]
     h.release()
+
+
+@pytest.mark.timeout(60)
+def test_waiter_enqueued_again_after_expiry_in_a_directory_gone(zkc_server,
+                                                                 mount, raw):
+    """A waiting open is enqueued again after its session expired. If the
+    server deleted its directory meanwhile (the expiry took every entry, so
+    the container was empty), that open fails with ENOENT: the daemon never
+    makes a directory on its own."""
+    px = faultproxy.FaultProxy(zkc_server.host, zkc_server.port).start()
+    try:
+        timeout_ms = 2000
+        P = mount(server=zkc_server, connect=px.hostport, opts=["containers"],
+                  session_timeout=timeout_ms)
+        d = P.p("expiring")
+        os.mkdir(d)
+        h = take(d, "h")
+        w = harness.start_waiter(d, "w")
+        px.blackhole()
+        try:
+            wait_for(lambda: raw.exists(P.zkpath("expiring")) is None,
+                     timeout_ms / 1000.0 + GONE_WITHIN,
+                     "the session to expire and the server to delete the "
+                     "emptied container")
+        finally:
+            px.heal()
+        assert w.wait_error(GRANT_TIMEOUT) == "ENOENT"
+        wait_for(lambda: lock_state(h) == "lost", GRANT_TIMEOUT,
+                 "the holder to see its lock lost")
+        assert raw.exists(P.zkpath("expiring")) is None, \
+            "the daemon made the directory again"
+        h.release()
+    finally:
+        px.stop()
 
 
 def test_zklock_makes_a_gone_directory_again(zkc_server, mount, raw):
