@@ -89,7 +89,9 @@ static void usage(const char *prog)
 	       "    -o acl=ACL             with auth_file, the ACL of every znode made:\n"
 	       "                           creator-read (default), creator or open\n"
 	       "    -o sessions=N          ZooKeeper sessions, directories spread over them\n"
-	       "                           (1..%d, default %d)\n\n",
+	       "                           (1..%d, default %d)\n"
+	       "    -o containers          mkdir makes container znodes, which the server\n"
+	       "                           deletes once their last entry is gone\n\n",
 	       prog, ZKLFS_DEFAULT_SESSION_TIMEOUT, ZKLFS_SESSIONS_MAX, ZKLFS_DEFAULT_SESSIONS);
 }
 

@@ -298,8 +298,10 @@ static void zklfs_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
-	/* on the new directory's own session: its entries will be made there */
-	zop_started(op, zks_acreate(zklfs_session(fs, op->path), op->path, NULL, -1, 0,
+	/* on the new directory's own session: its entries will be made there;
+	 * -o containers: a container, which the server deletes once emptied */
+	zop_started(op, zks_acreate(zklfs_session(fs, op->path), op->path, NULL, -1,
+				    fs->conf->containers ? ZOO_CONTAINER : ZOO_PERSISTENT,
 				    mkdir_done, op, NULL));
 }
 

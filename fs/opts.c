@@ -18,6 +18,8 @@ static const struct fuse_opt zklfs_opts[] = {
 	ZOPT("auth_file=%s", auth_file),
 	ZOPT("acl=%s", acl_str),
 	ZOPT("sessions=%d", sessions),
+	ZOPT("containers", containers),
+	ZOPT("containers=%s", containers_str),
 	FUSE_OPT_KEY("_netdev", KEY_DISCARD),
 	FUSE_OPT_KEY("nofail", KEY_DISCARD),
 	FUSE_OPT_KEY("noauto", KEY_DISCARD),
@@ -123,6 +125,10 @@ int zklfs_opts_parse(struct fuse_args *args, struct zklfs_conf *conf)
 			conf->sessions, ZKLFS_SESSIONS_MAX);
 		return -EINVAL;
 	}
+	if (conf->containers_str) {
+		fprintf(stderr, "zklockfs: containers takes no value (write -o containers)\n");
+		return -EINVAL;
+	}
 	if (conf->naming_str && zkn_parse_scheme(conf->naming_str, &conf->naming)) {
 		fprintf(stderr, "zklockfs: unknown naming=%s (want curator or kazoo)\n",
 			conf->naming_str);
@@ -151,5 +157,6 @@ void zklfs_conf_free(struct zklfs_conf *conf)
 	free(conf->naming_str);
 	free(conf->auth_file);
 	free(conf->acl_str);
+	free(conf->containers_str);
 	memset(conf, 0, sizeof(*conf));
 }

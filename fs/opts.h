@@ -1,9 +1,8 @@
 /*
  * fs/opts.h - the command line: zklockfs [-f] [-d] [-o OPT,...] CONNECT[/ROOT] MNT
  *
- * Our own -o options (session_timeout=, naming=, auth_file=, acl=, sessions=)
- * are taken out
- * of @args; the FUSE ones and the mount point are left for libfuse.
+ * Our own -o options (session_timeout=, naming=, auth_file=, acl=, sessions=,
+ * containers) are taken out of @args; the FUSE ones and the mount point are left for libfuse.
  * fstab-only options (_netdev, nofail, noauto, auto, user, users, defaults,
  * x-systemd.*, comment=) are accepted and dropped.  Main thread only.
  */
@@ -26,6 +25,8 @@ struct zklfs_conf {
 	enum zkl_acl acl;	/* ZKL_ACL_OPEN without auth_file */
 	char *acl_str;
 	int sessions;		/* ZooKeeper sessions of the mount, 1..ZKLFS_SESSIONS_MAX */
+	int containers;		/* -o containers: mkdir makes container znodes */
+	char *containers_str;	/* "containers=..." given: refused */
 	int show_help, show_version;
 };
 

@@ -66,7 +66,8 @@ static void create_done(int rc, const char *path, const struct Stat *stat,
 	else if (rc_stalls(rc))
 		zke_stall_locked(w, S_CREATE);	/* never sent */
 	else {
-		zkl_log(LOG_WARNING, "cannot enqueue in %s: %s", w->dir, zerror(rc));
+		zkl_log(LOG_WARNING, "cannot enqueue in %s: %s", w->dir,
+			rc == ZNONODE ? "the directory is gone" : zerror(rc));
 		zke_answer_locked(w, zk_errno(rc), false);
 	}
 	zke_put_locked(w);

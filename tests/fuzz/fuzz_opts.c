@@ -9,8 +9,8 @@
  * argument (ASan); it answers 0 or -EINVAL; on 0 (other than --help and
  * --version) the source obeys check_source() (ROOT starts with '/', ...)
  * and is what zklfs_parse_source() makes of it, session_timeout= and
- * sessions= are in range, and naming is what naming= said (curator if
- * absent); what is left for libfuse still starts with argv[0].
+ * sessions= are in range, naming is what naming= said (curator if
+ * absent), containers is a flag that no value came with; what is left for libfuse still starts with argv[0].
  */
 #define FUSE_USE_VERSION 314
 #include <errno.h>
@@ -56,6 +56,7 @@ static void check_conf(const struct zklfs_conf *conf)
 	if (conf->naming_str)
 		CHECK(zkn_parse_scheme(conf->naming_str, &naming) == 0);
 	CHECK(conf->naming == naming);
+	CHECK((conf->containers == 0 || conf->containers == 1) && !conf->containers_str);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -91,9 +91,12 @@ def session_watches(zk, session):
 
 
 class ZooKeeperServer:
-    def __init__(self, workdir, extra=""):
+    def __init__(self, workdir, extra="", jvm_flags=()):
         self.workdir = workdir
         self.extra = extra          # zoo.cfg lines that override ours
+        # java options before the main class: system properties that only
+        # the command line sets (-Dznode.container.checkIntervalMs=MS)
+        self.jvm_flags = list(jvm_flags)
         self.host = "127.0.0.1"
         self.port = None
         self.proc = None
@@ -127,7 +130,7 @@ class ZooKeeperServer:
         argv = [JAVA, "-Xms32m", "-Xmx" + xmx,
                 "-Dzookeeper.root.logger=INFO,CONSOLE",
                 "-Dzookeeper.console.threshold=INFO",
-                "-Dzookeeper.log.dir=" + self.workdir,
+                "-Dzookeeper.log.dir=" + self.workdir] + self.jvm_flags + [
                 "-cp", zookeeper_classpath(), main_class, cfg]
         with open(self.log, "ab") as logf:
             self.proc = subprocess.Popen(argv, cwd=self.workdir,
@@ -366,16 +369,18 @@ class ZooKeeperEnsemble:
 
 
 @contextlib.contextmanager
-def zookeeper(tmp_path_factory, name="zookeeper", n=1, extra=""):
+def zookeeper(tmp_path_factory, name="zookeeper", n=1, extra="", jvm_flags=()):
     """A ZooKeeper of a fixture's own, in a fresh dir of tmp_path_factory:
-    standalone (n=1; `extra` zoo.cfg lines override the test settings) or
-    an ensemble of n; started (its .started_in: the seconds that took),
-    yielded, stopped by pid."""
+    standalone (n=1; `extra` zoo.cfg lines override the test settings,
+    `jvm_flags` are java options such as -Dprop=value) or an ensemble of
+    n; started (its .started_in: the seconds that took), yielded, stopped
+    by pid."""
     workdir = str(tmp_path_factory.mktemp(name))
     if n == 1:
-        server = ZooKeeperServer(workdir, extra=extra)
+        server = ZooKeeperServer(workdir, extra=extra, jvm_flags=jvm_flags)
     else:
-        assert not extra, "extra zoo.cfg lines are for a standalone server"
+        assert not (extra or jvm_flags), \
+            "extra zoo.cfg lines and java options are for a standalone server"
         server = ZooKeeperEnsemble(workdir, n)
     t0 = time.monotonic()
     try:

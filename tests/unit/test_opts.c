@@ -72,6 +72,7 @@ static void test_defaults(void **state)
 	assert_null(conf.auth_file);
 	assert_int_equal(conf.acl, ZKL_ACL_OPEN);	/* no credentials */
 	assert_int_equal(conf.sessions, ZKLFS_DEFAULT_SESSIONS);
+	assert_int_equal(conf.containers, 0);	/* mkdir makes persistent znodes */
 	/* the mount point stays for fuse_parse_cmdline */
 	assert_int_equal(args.argc, 2);
 	assert_string_equal(args.argv[1], "/mnt");
@@ -82,7 +83,7 @@ static void test_defaults(void **state)
 static void test_our_options_and_fstab_ones(void **state)
 {
 	const char *argv[] = { "zklockfs", "-o",
-		"session_timeout=4000,naming=kazoo,_netdev,allow_other,nofail,x-systemd.automount,auth_file=/etc/zk.auth,sessions=4",
+		"session_timeout=4000,naming=kazoo,_netdev,allow_other,nofail,x-systemd.automount,auth_file=/etc/zk.auth,sessions=4,containers",
 		"zk:2181", "/mnt", "-f" };
 	struct fuse_args args;
 	struct zklfs_conf conf;
@@ -94,6 +95,7 @@ static void test_our_options_and_fstab_ones(void **state)
 	assert_string_equal(conf.auth_file, "/etc/zk.auth");
 	assert_int_equal(conf.acl, ZKL_ACL_CREATOR_READ);	/* the default with them */
 	assert_int_equal(conf.sessions, 4);
+	assert_int_equal(conf.containers, 1);
 	assert_string_equal(conf.root, "/");
 	/* only allow_other is left for libfuse, with -f and the mount point */
 	int seen_allow = 0;
@@ -103,6 +105,7 @@ static void test_our_options_and_fstab_ones(void **state)
 		assert_null(strstr(args.argv[i], "x-systemd"));
 		assert_null(strstr(args.argv[i], "naming"));
 		assert_null(strstr(args.argv[i], "sessions"));
+		assert_null(strstr(args.argv[i], "containers"));
 		seen_allow |= strstr(args.argv[i], "allow_other") != NULL;
 	}
 	assert_true(seen_allow);
@@ -120,6 +123,11 @@ static void test_bad_options(void **state)
 		{ "zklockfs", "-o", "sessions=9", "zk:2181", "/mnt" },
 	};
 	const char *badsrc[] = { "zklockfs", "zk:2181/a/../b", "/mnt" };
+	const char *containers[][5] = {	/* a flag: no value, not even an empty one */
+		{ "zklockfs", "-o", "containers=1", "zk:2181", "/mnt" },
+		{ "zklockfs", "-o", "containers=", "zk:2181", "/mnt" },
+		{ "zklockfs", "-o", "containers=no", "zk:2181", "/mnt" },
+	};
 	struct fuse_args args;
 	struct zklfs_conf conf;
 
@@ -138,6 +146,11 @@ static void test_bad_options(void **state)
 	fuse_opt_free_args(&args);
 	for (size_t i = 0; i < sizeof(sessions) / sizeof(*sessions); i++) {
 		assert_int_equal(parse(&conf, &args, 5, sessions[i]), -EINVAL);
+		zklfs_conf_free(&conf);
+		fuse_opt_free_args(&args);
+	}
+	for (size_t i = 0; i < sizeof(containers) / sizeof(*containers); i++) {
+		assert_int_equal(parse(&conf, &args, 5, containers[i]), -EINVAL);
 		zklfs_conf_free(&conf);
 		fuse_opt_free_args(&args);
 	}

@@ -40,6 +40,7 @@ int zkl_entry_take(struct zkl_run *r, const char *path)
 		    (o->shared ? O_RDONLY : O_WRONLY) |
 		    (o->nonblock ? O_NONBLOCK : 0);
 	bool timed = !o->nonblock && o->timeout > 0;
+	int remakes = ZKL_ENTRY_REMAKES;
 	int err = 0;
 
 	if (timed) {
@@ -60,6 +61,13 @@ int zkl_entry_take(struct zkl_run *r, const char *path)
 		if (r->lockfd >= 0)
 			break;
 		err = -errno;
+		if (err == -ENOENT && remakes-- > 0) {
+			/* the directory went since we made it: again */
+			err = zkl_lockdir_remake(r->dir);
+			if (err)
+				break;
+			continue;
+		}
 		if (err != -EINTR)
 			break;
 		/* a stop signal (^Z) also ends the wait: queue again */

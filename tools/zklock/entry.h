@@ -22,14 +22,23 @@
  */
 int zkl_entry_default_name(char **out);
 
+/* How many times zkl_entry_take() makes a vanished r->dir again. */
+#define ZKL_ENTRY_REMAKES	5
+
 /*
  * zkl_entry_take() - open() the lock at @path (r->dir/r->name), waiting as
  * long as r->o allows: -n adds O_NONBLOCK; -w arms the timer of signals.h,
  * whose SIGALRM interrupts the open() with EINTR, which removes the entry.
  * A SIGINT/SIGTERM/SIGHUP ends the wait the same way; a stop signal (^Z)
- * does too, and the entry is queued again. zkl_sig_install() must have run.
+ * does too, and the entry is queued again. An open() that fails with
+ * ENOENT found r->dir gone (zklockfs -o containers: the server deletes an
+ * emptied directory, maybe between our mkdir and our open): it is made
+ * again (zkl_lockdir_remake()) and opened again, up to ZKL_ENTRY_REMAKES
+ * times. zkl_sig_install() must have run.
  * Return: 0 with r->lockfd; -EAGAIN (busy, -n); -ETIMEDOUT (-w expired);
- * -EINTR (a signal, see zkl_sig_caught()); another negative errno.
+ * -EINTR (a signal, see zkl_sig_caught()); -ENOENT (r->dir went each
+ * time); -ENOTZKLOCKFS (r->dir is no longer on zklockfs); another negative
+ * errno.
  */
 int zkl_entry_take(struct zkl_run *r, const char *path);
 

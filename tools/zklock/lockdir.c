@@ -99,6 +99,51 @@ static size_t zkl_parent_len(const char *p, size_t len)
 	return len;
 }
 
+/*
+ * mkdir the first @len bytes of @p once its parent is proven a zklockfs
+ * directory; a parent that is gone too is made again first, up to @levels
+ * levels up.  mkdir() asks the mount even while the kernel still remembers
+ * the directory (it revalidates the name it creates); stat() would not.
+ */
+static int zkl_mkdir_up(char *p, size_t len, int levels)
+{
+	size_t plen = zkl_parent_len(p, len);
+	char save = p[plen];
+	int err;
+
+	p[plen] = '\0';
+	err = zkl_lockdir_check(plen ? p : ".");
+	p[plen] = save;
+	if (err == -ENOENT && plen > 0 && levels > 0)
+		err = zkl_mkdir_up(p, plen, levels - 1);
+	if (err)
+		return err;
+	save = p[len];
+	p[len] = '\0';
+	err = mkdir(p, 0777) < 0 && errno != EEXIST ? -errno : 0;
+	p[len] = save;
+	return err;
+}
+
+/* See lockdir.h. */
+int zkl_lockdir_remake(const char *dir)
+{
+	char *p = strdup(dir);
+	size_t len;
+	int err;
+
+	if (!p)
+		return -ENOMEM;
+	len = strlen(p);
+	while (len > 1 && p[len - 1] == '/')
+		p[--len] = '\0';
+	err = zkl_mkdir_up(p, len, ZKL_LOCKDIR_LEVELS);
+	if (!err)
+		err = zkl_lockdir_is_dir(p);
+	free(p);
+	return err;
+}
+
 /* See lockdir.h. */
 int zkl_lockdir_make(const char *dir)
 {
@@ -115,6 +160,8 @@ int zkl_lockdir_make(const char *dir)
 	if (err != -ENOENT) {
 		if (!err)
 			err = zkl_lockdir_check(p);
+		if (err == -ENOENT)	/* gone, though the kernel remembers it */
+			err = zkl_lockdir_remake(p);
 		goto out_free;
 	}
 	/* walk up to the first ancestor that exists: it must be ours */

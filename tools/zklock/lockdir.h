@@ -53,10 +53,25 @@ int zkl_lockdir_is_dir(const char *path);
  * zkl_lockdir_make() - mkdir -p @dir on zklockfs: find the deepest existing
  * ancestor, insist that it is a zklockfs directory, then create the rest
  * (EEXIST from a racing zklock is fine). Nothing is created on any other
- * file system. An existing @dir is only checked.
+ * file system. An existing @dir is only checked, unless zklockfs says it
+ * is gone (then zkl_lockdir_remake()).
  * Return: 0, -ENOTZKLOCKFS or another negative errno.
  */
 int zkl_lockdir_make(const char *dir);
+
+/* How many levels up zkl_lockdir_remake() makes again (zklockfs's depth). */
+#define ZKL_LOCKDIR_LEVELS	64
+
+/*
+ * zkl_lockdir_remake() - make @dir again after it went behind our back (a
+ * ZooKeeper container that the server deleted once its last entry was
+ * gone, with zklockfs -o containers), and its ancestors that went with it,
+ * each only in a directory proven on zklockfs. mkdir() is always asked,
+ * whatever stat() says: the kernel remembers a directory for a second
+ * after the server deleted it. EEXIST (another zklock was first) is fine.
+ * Return: 0, -ENOTZKLOCKFS or another negative errno.
+ */
+int zkl_lockdir_remake(const char *dir);
 
 /*
  * zkl_lockdir_failed() - say on stderr why @dir cannot be used (@err, a

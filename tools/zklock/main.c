@@ -13,7 +13,9 @@
  * - zklock speaks only to the mount, never to ZooKeeper. LOCKDIR must be on a
  *   zklockfs mount (a FUSE file system whose directories answer the
  *   user.zklockfs.holders xattr); missing components are created (mkdir -p),
- *   but only below a directory that is already on zklockfs.
+ *   but only below a directory that is already on zklockfs. If the open
+ *   finds LOCKDIR gone (zklockfs -o containers: the server deletes emptied
+ *   directories), LOCKDIR is made again and opened again, 5 times at most.
  * - The lock is taken with open(LOCKDIR/NAME, O_CREAT|O_EXCL|O_CLOEXEC and
  *   O_WRONLY (exclusive) or O_RDONLY (shared)). The descriptor is close-on-
  *   exec: the command never inherits it, so the lock lives exactly as long as
@@ -170,6 +172,10 @@ static int zkl_acquire(struct zkl_run *r)
 			warnx("interrupted by signal %d while waiting",
 			      zkl_sig_caught());
 		err = 128 + zkl_sig_caught();
+		break;
+	case -ENOENT:
+	case -ENOTZKLOCKFS:
+		err = zkl_lockdir_failed(r->dir, err);
 		break;
 	case -EINVAL:
 	case -ENAMETOOLONG:
