@@ -95,6 +95,12 @@ int zks_achildren(struct zks *s, const char *path, strings_completion_t done,
 	return zh_put(s, zoo_aget_children(zh_hold(s), path, 0, done, arg));
 }
 
+int zks_achildren2(struct zks *s, const char *path,
+		   strings_stat_completion_t done, const void *arg)
+{
+	return zh_put(s, zoo_aget_children2(zh_hold(s), path, 0, done, arg));
+}
+
 uint64_t zks_links(struct zks *s)
 {
 	return atomic_load(&s->links);

@@ -198,7 +198,7 @@ static void resolve_next_locked(struct zkl_waiter *w)
 }
 
 static void resolve_children_done(int rc, const struct String_vector *sv,
-				  const void *data)
+				  const struct Stat *dir, const void *data)
 {
 	struct zkl_waiter *w = (struct zkl_waiter *)data;
 	struct zkl_engine *e = w->e;
@@ -207,6 +207,7 @@ static void resolve_children_done(int rc, const struct String_vector *sv,
 	struct zkl_child c;
 
 	/* answered meanwhile or not, an entry of ours must be found */
+	(void)dir;
 	zkl_mutex_lock(&e->lock);
 	if (rc != ZOK) {
 		zke_trouble_locked(w, rc, S_RESOLVE, "cannot list the queue of");

@@ -213,7 +213,7 @@ void zke_own_watch_done(int rc, const char *value, int len,
 void zke_own_watch_locked(struct zkl_waiter *w);
 void zke_watch_locked(struct zkl_waiter *w);
 void zke_children_done(int rc, const struct String_vector *strings,
-		       const void *data);
+		       const struct Stat *dir, const void *data);
 void zke_check_locked(struct zkl_waiter *w);
 
 /* zk/create.c: creating an entry, finding it again after an unknown create */

@@ -156,6 +156,8 @@ int zks_aset(struct zks *s, const char *path, const char *data, int len,
 	     stat_completion_t done, const void *arg);
 int zks_achildren(struct zks *s, const char *path, strings_completion_t done,
 		  const void *arg);
+int zks_achildren2(struct zks *s, const char *path,
+		   strings_stat_completion_t done, const void *arg);
 /*
  * zks_async_sync() - ZooKeeper's sync: the requests sent after it on this
  * session see every change the ensemble had committed when it reached the

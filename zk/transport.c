@@ -23,10 +23,10 @@ static int t_multi(void *ctx, int count, const zoo_op_t *ops,
 	return zks_amulti(ctx, count, ops, results, done, arg);
 }
 
-static int t_children(void *ctx, const char *path, strings_completion_t done,
-		      const void *arg)
+static int t_children(void *ctx, const char *path,
+		      strings_stat_completion_t done, const void *arg)
 {
-	return zks_achildren(ctx, path, done, arg);
+	return zks_achildren2(ctx, path, done, arg);
 }
 
 static int t_get(void *ctx, const char *path, data_completion_t done,

@@ -46,8 +46,10 @@ struct zkl_transport_ops {
 	int (*multi)(void *ctx, int count, const zoo_op_t *ops,
 		     zoo_op_result_t *results, void_completion_t done,
 		     const void *arg);
-	int (*children)(void *ctx, const char *path, strings_completion_t done,
-			const void *arg);
+	/* as zoo_aget_children2(): the names, and the Stat of @path itself
+	 * (its dataLength says whether a limit may be set: zk/limit.h) */
+	int (*children)(void *ctx, const char *path,
+			strings_stat_completion_t done, const void *arg);
 	int (*get)(void *ctx, const char *path, data_completion_t done,
 		   const void *arg);
 	/* a one-shot data watch: @watcher(NULL, type, state, path, @wctx) */

@@ -285,11 +285,12 @@ static void learn_locked(struct zkl_waiter *w, const struct String_vector *sv)
 }
 
 void zke_children_done(int rc, const struct String_vector *strings,
-		       const void *data)
+		       const struct Stat *dir, const void *data)
 {
 	struct zkl_waiter *w = (struct zkl_waiter *)data;
 	struct zkl_engine *e = w->e;
 
+	(void)dir;			/* its limit: semaphores, to come */
 	zkl_mutex_lock(&e->lock);
 	if (zke_answered(w) || w->state != W_CHECKING)
 		;

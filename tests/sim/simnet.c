@@ -235,8 +235,8 @@ static int t_multi(void *ctx, int count, const zoo_op_t *ops,
 	return call(ctx, r);
 }
 
-static int t_children(void *ctx, const char *path, strings_completion_t done,
-		      const void *arg)
+static int t_children(void *ctx, const char *path,
+		      strings_stat_completion_t done, const void *arg)
 {
 	return call(ctx, req_new(OP_CHILDREN, path, (sn_fn)done, arg));
 }
@@ -375,6 +375,8 @@ void sni_apply(struct sn_handle *h, struct sn_req *r)
 		break;
 	case OP_CHILDREN:
 		it->rc = szk_children(z, r->path, &it->sv);
+		if (it->rc == ZOK)
+			szk_exists(z, r->path, &it->stat);	/* the parent's */
 		break;
 	case OP_GET:
 	case OP_WGET:
@@ -453,7 +455,8 @@ static void complete(struct sn_handle *h, struct sn_item *it)
 		((void_completion_t)r->done)(it->rc, r->arg);
 		break;
 	case OP_CHILDREN:
-		((strings_completion_t)r->done)(it->rc, ok ? &it->sv : NULL, r->arg);
+		((strings_stat_completion_t)r->done)(it->rc, ok ? &it->sv : NULL,
+						     ok ? &it->stat : NULL, r->arg);
 		break;
 	case OP_GET:
 	case OP_WGET:
