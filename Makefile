@@ -20,7 +20,7 @@ SAN      = -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-re
 	   -DZKL_LOCKCHECK
 
 # the lock engine: what the simulator (tests/sim) drives without a server
-ENGINE_SRC = zk/waiter.c zk/release.c zk/watch.c zk/create.c zk/lock.c zk/mutex.c
+ENGINE_SRC = zk/waiter.c zk/release.c zk/watch.c zk/create.c zk/sem.c zk/lock.c zk/mutex.c
 ZK_SRC   = zk/escape.c zk/naming.c zk/grant.c zk/limit.c zk/errno.c zk/log.c zk/creds.c zk/session.c \
 	   zk/calls.c zk/transport.c $(ENGINE_SRC)
 FS_SRC   = fs/opts.c fs/node.c fs/attr.c fs/zop.c fs/ops.c fs/readdir.c fs/read.c fs/lockreq.c fs/lockops.c fs/wbuf.c fs/flock.c fs/slots.c fs/pool.c fs/main.c
@@ -77,7 +77,7 @@ unit: $(UNIT_BIN)
 # zk/log.c (the simulator logs into its trace).  `make sim` runs SEEDS seeds
 # from SEED_FIRST; `make sim SEED=x` replays seed x with a trace.
 # check-sim runs the bounded range that check-unit runs.
-SIM_SRC   = $(ENGINE_SRC) zk/grant.c zk/naming.c zk/errno.c zk/escape.c \
+SIM_SRC   = $(ENGINE_SRC) zk/grant.c zk/limit.c zk/naming.c zk/errno.c zk/escape.c \
 	    tests/sim/sim.c tests/sim/actions.c tests/sim/check.c tests/sim/simnet.c tests/sim/simsess.c tests/sim/simzk.c
 SIM_HDR   = $(wildcard tests/sim/*.h) $(HDR)
 SEEDS     ?= 10000

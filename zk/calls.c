@@ -86,7 +86,13 @@ int zks_aexists(struct zks *s, const char *path, stat_completion_t done,
 int zks_aset(struct zks *s, const char *path, const char *data, int len,
 	     stat_completion_t done, const void *arg)
 {
-	return zh_put(s, zoo_aset(zh_hold(s), path, data, len, -1, done, arg));
+	return zks_aset_version(s, path, data, len, -1, done, arg);
+}
+
+int zks_aset_version(struct zks *s, const char *path, const char *data, int len,
+		     int version, stat_completion_t done, const void *arg)
+{
+	return zh_put(s, zoo_aset(zh_hold(s), path, data, len, version, done, arg));
 }
 
 int zks_achildren(struct zks *s, const char *path, strings_completion_t done,

@@ -33,6 +33,8 @@ static void adopt_locked(struct zkl_waiter *w, const char *path, int64_t czxid,
 		return;
 	}
 	w->seq = me.seq;
+	w->limit = 0;			/* a new entry: no listing decided it yet */
+	w->dver = 0;
 	zke_queue_insert_locked(w);
 	if (zke_answered(w) || w->released) {
 		zke_delete_locked(w);	/* given up while it was being made */
@@ -123,6 +125,19 @@ void zke_create_locked(struct zkl_waiter *w)
 
 static void resolve_next_locked(struct zkl_waiter *w);
 
+/* Is @name, in @w's lock, the entry of another waiter of ours? */
+static bool taken_locked(struct zkl_waiter *w, const char *name)
+{
+	size_t dl = strlen(w->dir);
+
+	ZKL_ASSERT_HELD(&w->e->lock);
+	for (struct zkl_waiter *x = w->e->all; x; x = x->next)
+		if (x != w && x->path && strncmp(x->path, w->dir, dl) == 0 &&
+		    x->path[dl] == '/' && strcmp(x->path + dl + 1, name) == 0)
+			return true;
+	return false;
+}
+
 static void resolve_get_done(int rc, const char *value, int len,
 			     const struct Stat *stat, const void *data)
 {
@@ -132,17 +147,16 @@ static void resolve_get_done(int rc, const char *value, int len,
 
 	zkl_mutex_lock(&e->lock);
 	/*
-	 * Our nonce is world-readable: an entry is ours only if it is also
-	 * unchanged since its create and of the session our create went on.
+	 * Our nonce is world-readable: an entry is ours only if it is also of
+	 * the session our create went on, and no other waiter's (zk/adopt.h).
 	 */
 	if (rc == ZOK && stat)
-		v = zka_candidate(value, len, w->nonce, stat->version,
-				  stat->ephemeralOwner,
-				  T(w)->session_of(w->e->t.ctx, w->gen));
+		v = zka_candidate(value, len, w->nonce, stat->ephemeralOwner,
+				  T(w)->session_of(w->e->t.ctx, w->gen),
+				  taken_locked(w, w->cands[w->ci]));
 	if (v == ZKA_PLANTED)
 		zkl_log(LOG_WARNING, "%s/%s carries our nonce but is not ours "
-			"(version %d, owner 0x%llx): left alone", w->dir,
-			w->cands[w->ci], (int)stat->version,
+			"(owner 0x%llx): left alone", w->dir, w->cands[w->ci],
 			(unsigned long long)stat->ephemeralOwner);
 	if (v == ZKA_OURS) {
 		char *path = zkn_join(w->dir, w->cands[w->ci]);

@@ -25,6 +25,7 @@ enum wstate {
 	W_LOCALWAIT,	/* must outlive an entry of ours: waits for our delete */
 	W_WATCHING,	/* watching another client's entry before ours */
 	W_CONFIRMING,	/* it went and was the lowest: is our entry there? */
+	W_SEMWAIT,	/* a semaphore's: waits to be poked (zk/sem.c) */
 	W_HELD,		/* granted */
 	W_DONE,		/* answered with an error, or lost */
 };
@@ -71,6 +72,12 @@ struct zkl_queue {
 	char *dir;
 	struct zkl_queue *hnext;	/* e->qtab chain */
 	struct zkl_waiter *head, *tail;
+	/* the limit the lock znode's data sets (0: none), as read at its
+	 * creation zxid and data version (zk/sem.c) */
+	unsigned limit;
+	bool lknown;
+	int64_t lczxid;
+	int32_t lversion;
 };
 
 struct zkl_engine {
@@ -112,6 +119,10 @@ struct zkl_waiter {
 					   hand-off checked its entry) */
 	int flags;
 	uint32_t owner;			/* the caller's tag: zkl_owner() */
+	unsigned limit;			/* the semaphore's, as its last listing
+					   was decided (0: a plain lock) */
+	int32_t dver;			/* our entry's data version, last seen:
+					   a poke raises it (zk/sem.c) */
 	int result;			/* what done is told */
 	enum zkl_kind kind;
 	int32_t seq;
@@ -220,6 +231,13 @@ void zke_check_locked(struct zkl_waiter *w);
 int zke_send_create_locked(struct zkl_waiter *w);
 void zke_create_locked(struct zkl_waiter *w);
 void zke_resolve_locked(struct zkl_waiter *w);
+
+/* zk/sem.c: semaphores (a limit of N holders) */
+bool zke_limit_current_locked(struct zkl_waiter *w, const struct Stat *dir);
+void zke_read_limit_locked(struct zkl_waiter *w);
+void zke_semwait_locked(struct zkl_waiter *w);
+void zke_poke_locked(struct zkl_waiter *l);
+void zke_sem_tick_locked(struct zkl_engine *e);
 
 /* zk/lock.c: the API */
 void zke_unwatch_locked(struct zkl_waiter *w);

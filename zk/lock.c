@@ -240,10 +240,12 @@ static void on_tick(void *arg)
 	zkl_mutex_lock(&e->lock);
 	for (struct zkl_waiter *w = e->all; w; w = w->next)
 		if ((w->state == W_HELD || w->state == W_WATCHING ||
-		     w->state == W_LOCALWAIT) && w->entry == ENTRY_LIVE &&
+		     w->state == W_LOCALWAIT || w->state == W_SEMWAIT) &&
+		    w->entry == ENTRY_LIVE &&
 		    w->ans != ANS_LOST && !w->released && w->own == OWN_OFF &&
 		    w->stall == S_NONE)
 			zke_own_watch_locked(w);
+	zke_sem_tick_locked(e);
 	zke_unlock_fire(e);
 }
 

@@ -12,7 +12,9 @@
  *        |-- must wait: for an entry of ours, until our delete of it; for
  *        |   another client's, watch only that entry (no herd effect);
  *        |   then list the children again, or, if that entry was the
- *        |   lowest, be granted at once (a hand-off)
+ *        |   lowest, be granted at once (a hand-off).  In a semaphore
+ *        |   (a limit of N holders in DIR's data) wait to be poked by
+ *        |   the release that lets it in (zk/sem.c)
  *        |-- O_NONBLOCK and not granted: delete ---> done(-EAGAIN)
  *        '-- zkl_cancel(): delete ------------------> done(-EINTR)
  *   zkl_release()  delete the entry (if any) and drop the caller's reference
@@ -108,6 +110,15 @@ int zkl_enqueue(struct zkl_engine *e, const char *dir, const char *name,
  */
 bool zkl_owner(struct zkl_engine *e, const char *dir, const char *path,
 	       uint32_t *owner);
+
+/*
+ * zkl_limit_changed() - this mount just set the limit of the lock @dir
+ * from @before to @now (0: none, a plain lock): wake the waiters a larger
+ * limit lets in (a poke each: zk/sem.c); the others see it at their next
+ * listing.  Any thread but a done callback's; does not block.
+ */
+void zkl_limit_changed(struct zkl_engine *e, const char *dir, unsigned before,
+		       unsigned now);
 
 /*
  * zkl_cancel() - stop waiting: if @w is not yet answered, its entry is

@@ -31,6 +31,9 @@ static void deleted_locked(struct zkl_waiter *w, int rc)
 		zkl_log(LOG_WARNING, "cannot delete %s: %s", w->path, zerror(rc));
 	held = rc == ZOK && w->ans == ANS_GRANTED && w->kind == ZKL_EXCLUSIVE;
 	zke_gone_locked(w, rc == ZOK, held);
+	/* a semaphore's holder, or a waiter let in, went: let the next one in */
+	if (rc == ZOK && w->limit && (w->ans == ANS_GRANTED || w->dver > 0))
+		zke_poke_locked(w);
 }
 
 static void delete_done(int rc, const void *data)
@@ -204,6 +207,8 @@ void zke_wait_locked(struct zkl_waiter *w)
 		zke_check_locked(w);	/* it must know now */
 	} else if (w->qprev && !zke_answered(w->qprev)) {
 		zke_set_state_locked(w, W_PARKED);
+	} else if (w->limit) {
+		zke_semwait_locked(w);	/* until poked: zk/sem.c */
 	} else if (w->ahead == AHEAD_UNKNOWN) {
 		zke_check_locked(w);
 	} else if (zke_queue_find_locked(w, w->pred_seq)) {

@@ -154,6 +154,8 @@ int zks_aexists(struct zks *s, const char *path, stat_completion_t done,
 		const void *arg);
 int zks_aset(struct zks *s, const char *path, const char *data, int len,
 	     stat_completion_t done, const void *arg);
+int zks_aset_version(struct zks *s, const char *path, const char *data, int len,
+		     int version, stat_completion_t done, const void *arg);
 int zks_achildren(struct zks *s, const char *path, strings_completion_t done,
 		  const void *arg);
 int zks_achildren2(struct zks *s, const char *path,

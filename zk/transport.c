@@ -47,6 +47,12 @@ static int t_exists(void *ctx, const char *path, stat_completion_t done,
 	return zks_aexists(ctx, path, done, arg);
 }
 
+static int t_set(void *ctx, const char *path, const char *data, int len,
+		 int version, stat_completion_t done, const void *arg)
+{
+	return zks_aset_version(ctx, path, data, len, version, done, arg);
+}
+
 static int t_unwatch(void *ctx, const char *path, watcher_fn watcher,
 		     void *wctx, void_completion_t done, const void *arg)
 {
@@ -72,6 +78,7 @@ static const struct zkl_transport_ops session_ops = {
 	.wget = t_wget,
 	.exists = t_exists,
 	.unwatch = t_unwatch,
+	.set = t_set,
 	.generation = t_generation,
 	.session_of = t_session_of,
 };

@@ -57,6 +57,9 @@ struct zkl_transport_ops {
 		    data_completion_t done, const void *arg);
 	int (*exists)(void *ctx, const char *path, stat_completion_t done,
 		      const void *arg);
+	/* setData at @version (-1: any) */
+	int (*set)(void *ctx, const char *path, const char *data, int len,
+		   int version, stat_completion_t done, const void *arg);
 	/* remove every data watch of this session on @path, at the server */
 	int (*unwatch)(void *ctx, const char *path, watcher_fn watcher,
 		       void *wctx, void_completion_t done, const void *arg);

@@ -183,11 +183,12 @@ static const unsigned legal[] = {
 	[W_RESOLVING]	= STARTS_OVER | B(W_RESOLVING) | B(W_PARKED),
 	[W_CHECKING]	= STARTS_OVER | B(W_PARKED) | B(W_HELD),
 	[W_PARKED]	= STARTS_OVER | B(W_PARKED) | B(W_LOCALWAIT) | B(W_WATCHING) |
-			  B(W_HELD),
+			  B(W_SEMWAIT) | B(W_HELD),
 	[W_LOCALWAIT]	= STARTS_OVER | B(W_PARKED) | B(W_LOCALWAIT) | B(W_WATCHING) |
 			  B(W_HELD),
 	[W_WATCHING]	= STARTS_OVER | B(W_CONFIRMING) | B(W_HELD),
 	[W_CONFIRMING]	= STARTS_OVER | B(W_HELD),
+	[W_SEMWAIT]	= STARTS_OVER | B(W_PARKED) | B(W_HELD),
 	[W_HELD]	= B(W_DONE),
 	[W_DONE]	= B(W_RESOLVING),
 };
@@ -196,7 +197,7 @@ static const unsigned legal[] = {
 
 static const char *const state_names[] = {
 	"CREATING", "RESOLVING", "CHECKING", "PARKED", "LOCALWAIT",
-	"WATCHING", "CONFIRMING", "HELD", "DONE",
+	"WATCHING", "CONFIRMING", "SEMWAIT", "HELD", "DONE",
 };
 
 /*

@@ -53,6 +53,18 @@ static void gone_self_locked(struct zkl_waiter *w)
 	}
 }
 
+/*
+ * A change of the data of @w's own entry, while it waits with nothing in
+ * flight, is a poke (zk/sem.c): list again.  A waiter of a plain lock too:
+ * the lock may have just become a semaphore.
+ */
+static bool poked_locked(struct zkl_waiter *w)
+{
+	ZKL_ASSERT_HELD(&w->e->lock);
+	return !zke_answered(w) && (w->state == W_SEMWAIT || w->state == W_WATCHING ||
+				    w->state == W_LOCALWAIT);
+}
+
 /* The watch on our own entry: while it waits for a grant without a listing, and held. */
 void zke_own_watcher(zhandle_t *zh, int type, int state, const char *path,
 		     void *ctx)
@@ -67,10 +79,13 @@ void zke_own_watcher(zhandle_t *zh, int type, int state, const char *path,
 	zkl_mutex_lock(&e->lock);
 	if (w->own == OWN_ARMED)	/* else removed, and maybe set again */
 		zke_set_own_locked(w, OWN_OFF);
-	if (type == ZOO_DELETED_EVENT)
+	if (type == ZOO_DELETED_EVENT) {
 		gone_self_locked(w);
-	else if (type == ZOO_CHANGED_EVENT && w->ans != ANS_LOST && !w->released)
+	} else if (type == ZOO_CHANGED_EVENT && w->ans != ANS_LOST && !w->released) {
+		if (poked_locked(w))
+			zke_check_locked(w);	/* a holder went, or the limit grew */
 		zke_own_watch_locked(w);	/* data written: watch on */
+	}
 	zke_put_locked(w);
 	zke_unlock_fire(e);
 }
@@ -81,9 +96,15 @@ void zke_own_watch_done(int rc, const char *value, int len,
 	struct zkl_waiter *w = (struct zkl_waiter *)data;
 	struct zkl_engine *e = w->e;
 
-	(void)value, (void)len, (void)stat;
+	(void)value, (void)len;
 	zkl_mutex_lock(&e->lock);
 	zke_set_own_locked(w, rc == ZOK ? OWN_ARMED : OWN_OFF);
+	if (rc == ZOK && stat->version != w->dver) {
+		w->dver = stat->version;
+		/* poked before the watch was set: no event will say so */
+		if (poked_locked(w))
+			zke_check_locked(w);
+	}
 	if (rc != ZOK) {
 		w->refs--;		/* no watch was left */
 		if (rc == ZNONODE)
@@ -226,6 +247,7 @@ static void learn_locked(struct zkl_waiter *w, const struct String_vector *sv)
 {
 	struct zkl_queue *q = w->q;
 	bool many = q && q->head != q->tail;
+	unsigned limit = q ? q->limit : 0;
 	enum zkl_verdict mine = ZKL_MISSING;
 	struct zkl_child *kids;
 	struct zkl_waiter *x;
@@ -248,16 +270,26 @@ static void learn_locked(struct zkl_waiter *w, const struct String_vector *sv)
 		const struct zkl_child *pred = NULL;
 		enum zkl_verdict v;
 
-		if (x != w && (zke_answered(x) || x->state != W_PARKED))
+		if (x != w && (zke_answered(x) ||
+			       (x->state != W_PARKED && x->state != W_SEMWAIT)))
 			continue;
-		v = many ? zkl_walk_decide(&wk, x->seq, x->kind, &pred)
-			 : zkl_decide(kids, n, x->seq, x->kind, &pred);
+		x->limit = limit;
+		if (limit)		/* a semaphore: zk/sem.c */
+			x->ahead = AHEAD_UNKNOWN;
+		if (limit)
+			v = many ? zkl_walk_decide_limit(&wk, x->seq, limit)
+				 : zkl_decide_limit(kids, n, x->seq, limit);
+		else
+			v = many ? zkl_walk_decide(&wk, x->seq, x->kind, &pred)
+				 : zkl_decide(kids, n, x->seq, x->kind, &pred);
 		if (x == w)
 			mine = v;
 		if (v == ZKL_GRANTED)
 			x->marked = true;
-		else if (v == ZKL_WAIT)
+		else if (v == ZKL_WAIT && !limit)
 			zke_learn_pred_locked(x, pred, pred == low);
+		if (v == ZKL_WAIT && x != w && x->state == W_SEMWAIT)
+			zke_set_state_locked(x, W_PARKED);	/* settled below */
 	}
 	free(kids);
 
@@ -290,12 +322,13 @@ void zke_children_done(int rc, const struct String_vector *strings,
 	struct zkl_waiter *w = (struct zkl_waiter *)data;
 	struct zkl_engine *e = w->e;
 
-	(void)dir;			/* its limit: semaphores, to come */
 	zkl_mutex_lock(&e->lock);
 	if (zke_answered(w) || w->state != W_CHECKING)
 		;
 	else if (rc != ZOK)
 		zke_trouble_locked(w, rc, S_CHECK, "cannot list the queue of");
+	else if (!zke_limit_current_locked(w, dir))
+		zke_read_limit_locked(w);	/* then lists again (zk/sem.c) */
 	else
 		learn_locked(w, strings);
 	zke_put_locked(w);

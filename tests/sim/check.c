@@ -67,7 +67,7 @@ static unsigned mount_mark(struct world *wd, int mount)
 /*
  * FIFO, at the moment a grant is delivered, against the server's state:
  * no entry before @d's (exclusive) or no exclusive entry before it
- * (shared).  Entries only ever join behind existing ones, so what a
+ * (shared); in a semaphore, fewer entries before it than the limit.  Entries only ever join behind existing ones, so what a
  * correct grant saw still holds when it is delivered.
  */
 static void check_fifo(struct world *wd, struct dw *d)
@@ -75,6 +75,7 @@ static void check_fifo(struct world *wd, struct dw *d)
 	struct szk *z = &wd->net.zk;
 	struct zkl_info info;
 	struct zkl_child c;
+	unsigned before = 0, limit = wd->lim_hi[d->dir];
 
 	zkl_info(d->w, &info, NULL);
 	if (!info.created) {
@@ -88,7 +89,10 @@ static void check_fifo(struct world *wd, struct dw *d)
 			continue;
 		if (zkn_seq_cmp(c.seq, info.seq) >= 0)
 			continue;
-		if (d->kind == ZKL_EXCLUSIVE || c.kind == ZKL_EXCLUSIVE)
+		if (limit && ++before >= limit)
+			sim_failf(wd, "fifo: w%d (seq %d) granted with %u entries before it, "
+				  "limit %u", d->id, info.seq, before, limit);
+		else if (!limit && (d->kind == ZKL_EXCLUSIVE || c.kind == ZKL_EXCLUSIVE))
 			sim_failf(wd, "fifo: w%d (%s, seq %d) granted while %s (owner w%d) "
 				  "is before it", d->id,
 				  d->kind == ZKL_EXCLUSIVE ? "exclusive" : "shared",
@@ -225,13 +229,19 @@ static void check_beliefs(struct world *wd)
 {
 	for (int k = 0; k < SIM_DIRS; k++) {
 		int first = -1;
+		unsigned count = 0;
 
 		for (int i = 0; i < wd->ndw; i++) {
 			struct dw *d = &wd->dws[i];
 
 			if (d->dir != k || d->unlinked || !believes(d))
 				continue;
-			if (first >= 0 && (d->kind == ZKL_EXCLUSIVE ||
+			if (wd->limit[k] && ++count > wd->lim_hi[k]) {
+				sim_failf(wd, "belief: %u waiters (now w%d) believe they hold "
+					  "%s, limit %u", count, i, wd->dirs[k], wd->lim_hi[k]);
+				return;
+			}
+			if (!wd->limit[k] && first >= 0 && (d->kind == ZKL_EXCLUSIVE ||
 					   wd->dws[first].kind == ZKL_EXCLUSIVE)) {
 				sim_failf(wd, "belief: w%d and w%d both believe they hold %s, "
 					  "one exclusive", first, i, wd->dirs[k]);
@@ -257,6 +267,7 @@ void sim_check_step(struct world *wd)
 
 	for (int k = 0; k < SIM_DIRS; k++) {
 		int first = -1;
+		unsigned count = 0;
 
 		for (int i = 0; i < z->nnodes; i++) {
 			int id = sim_entry_owner(&z->nodes[i]);
@@ -273,7 +284,12 @@ void sim_check_step(struct world *wd)
 			d = &wd->dws[id];
 			if (!believes(d))
 				continue;
-			if (first >= 0 && (d->kind == ZKL_EXCLUSIVE ||
+			if (wd->limit[k] && ++count > wd->lim_hi[k]) {
+				sim_failf(wd, "exclusion: %u holders' entries in %s (now w%d's), "
+					  "limit %u", count, wd->dirs[k], id, wd->lim_hi[k]);
+				return;
+			}
+			if (!wd->limit[k] && first >= 0 && (d->kind == ZKL_EXCLUSIVE ||
 					   wd->dws[first].kind == ZKL_EXCLUSIVE)) {
 				sim_failf(wd, "exclusion: w%d and w%d both hold %s "
 					  "(entries exist, one exclusive)",

@@ -161,6 +161,27 @@ static bool run_driver_act(struct world *wd, enum act a)
 }
 
 /*
+ * A semaphore's limit goes from 2 to 3 or back, set by a mount (as
+ * setfattr does, fs/): every 200 steps, not by the world's generator, so
+ * that seeds without a semaphore keep their schedules.
+ */
+static void change_limit(struct world *wd)
+{
+	unsigned before = wd->limit[0], now = before == 2 ? 3 : 2;
+	int m = (int)((wd->seed + (uint64_t)wd->step) % SIM_MOUNTS);
+	char data[16];
+	int n = snprintf(data, sizeof(data), "limit=%u\n", now);
+
+	sn_trace(&wd->net, "  m%d sets the limit of %s: %u -> %u", m, wd->dirs[0],
+		 before, now);
+	szk_set(&wd->net.zk, wd->dirs[0], data, n, -1);
+	wd->limit[0] = now;
+	if (now > wd->lim_hi[0])
+		wd->lim_hi[0] = now;
+	zkl_limit_changed(wd->eng[m], wd->dirs[0], before, now);
+}
+
+/*
  * One step: pick an enabled action by weight and take it.
  * Return: false if nothing was enabled (quiescent).
  */
@@ -197,6 +218,8 @@ static bool step(struct world *wd)
 		}
 	}
 checked:
+	if (wd->limit[0] && !wd->ending && wd->step % 200 == 0)
+		change_limit(wd);
 	sim_check_step(wd);
 	return true;
 }
@@ -272,6 +295,19 @@ static void world_init(struct world *wd, uint64_t seed, bool verbose)
 	for (int k = 0; k < SIM_DIRS; k++) {
 		snprintf(wd->dirs[k], sizeof(wd->dirs[k]), "/locks/d%d", k);
 		szk_create(&wd->net.zk, 0, wd->dirs[k], "", 0, 0, NULL, NULL);
+	}
+	/*
+	 * One seed in three makes d0 a semaphore of 2 or 3.  Chosen from the
+	 * seed, not the world's generator, so that the other seeds' schedules
+	 * are those they were before semaphores.
+	 */
+	if (seed % 3 == 2) {
+		char data[16];
+		int n;
+
+		wd->limit[0] = wd->lim_hi[0] = 2 + (unsigned)(seed / 3 % 2);
+		n = snprintf(data, sizeof(data), "limit=%u\n", wd->limit[0]);
+		szk_set(&wd->net.zk, wd->dirs[0], data, n, -1);
 	}
 	/* one seed in two starts a queue just before the counter's wrap */
 	if (sim_rng_chance(&wd->rng, 1, 2))

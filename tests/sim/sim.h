@@ -51,6 +51,9 @@ struct world {
 	struct zkl_engine *eng[SIM_MOUNTS];
 	enum zkl_naming naming[SIM_MOUNTS];
 	char dirs[SIM_DIRS][32];
+	unsigned limit[SIM_DIRS];	/* a semaphore's (0: a plain lock) */
+	unsigned lim_hi[SIM_DIRS];	/* the highest it has been: holders
+					   let in under it may still hold */
 	int64_t foreign;		/* the other client's session */
 	struct dw *dws;
 	int ndw, dwcap;

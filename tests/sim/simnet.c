@@ -7,7 +7,7 @@
 #include <string.h>
 
 static const char *const op_name[] = { "create", "delete", "multi", "children",
-				       "get", "wget", "exists", "unwatch" };
+				       "get", "wget", "exists", "unwatch", "set" };
 
 void *sni_xcalloc(size_t n, size_t sz)
 {
@@ -257,6 +257,18 @@ static int t_wget(void *ctx, const char *path, watcher_fn watcher, void *wctx,
 	return call(ctx, r);
 }
 
+static int t_set(void *ctx, const char *path, const char *data, int len,
+		 int version, stat_completion_t done, const void *arg)
+{
+	struct sn_req *r = req_new(OP_SET, path, (sn_fn)done, arg);
+
+	r->data = sni_xcalloc((size_t)len + 1, 1);
+	memcpy(r->data, data, (size_t)len);
+	r->len = len;
+	r->mode = version;
+	return call(ctx, r);
+}
+
 static int t_exists(void *ctx, const char *path, stat_completion_t done,
 		    const void *arg)
 {
@@ -295,7 +307,7 @@ static int64_t t_session_of(void *ctx, uint64_t gen)
 static const struct zkl_transport_ops sn_ops = {
 	.create = t_create, .remove = t_remove, .multi = t_multi,
 	.children = t_children, .get = t_get, .wget = t_wget,
-	.exists = t_exists, .unwatch = t_unwatch,
+	.exists = t_exists, .unwatch = t_unwatch, .set = t_set,
 	.generation = t_generation, .session_of = t_session_of,
 };
 
@@ -390,6 +402,11 @@ void sni_apply(struct sn_handle *h, struct sn_req *r)
 	case OP_EXISTS:
 		it->rc = szk_exists(z, r->path, &it->stat);
 		break;
+	case OP_SET:
+		it->rc = szk_set(z, r->path, r->data, r->len, r->mode);
+		if (it->rc == ZOK)
+			szk_exists(z, r->path, &it->stat);
+		break;
 	case OP_UNWATCH:
 		it->rc = szk_unwatch(z, h->sid, r->path);
 		break;
@@ -465,6 +482,7 @@ static void complete(struct sn_handle *h, struct sn_item *it)
 					     r->arg);
 		break;
 	case OP_EXISTS:
+	case OP_SET:
 		((stat_completion_t)r->done)(it->rc, ok ? &it->stat : NULL, r->arg);
 		break;
 	}

@@ -9,7 +9,7 @@
 #include "tests/sim/simnet.h"
 
 enum sn_op { OP_CREATE, OP_DELETE, OP_MULTI, OP_CHILDREN, OP_GET, OP_WGET,
-	     OP_EXISTS, OP_UNWATCH };
+	     OP_EXISTS, OP_UNWATCH, OP_SET };
 
 /* Any completion: ISO C converts function pointers only to function pointers. */
 typedef void (*sn_fn)(void);
@@ -19,7 +19,7 @@ struct sn_req {
 	uint64_t id;
 	enum sn_op op;
 	char *path, *data;
-	int len, mode;
+	int len, mode;			/* OP_SET: mode is the version */
 	int n;				/* multi: ops copied at the call */
 	int *types, *versions;
 	char **paths;
