@@ -46,6 +46,7 @@
 #include "fs/wbuf.h"
 #include "zk/errno.h"
 #include "zk/grant.h"
+#include "zk/limit.h"
 #include "zk/log.h"
 
 /* The kernel's largest pid (PID_MAX_LIMIT). */
@@ -171,6 +172,7 @@ struct getlk {
 	enum zkl_kind kind;
 	bool has_own;			/* leave out the asker's own entry */
 	int32_t own;
+	unsigned limit;			/* the lock's, if a semaphore */
 	struct flock lk;		/* the answer */
 	uint64_t deadline_ms;		/* retries end then (0: none yet) */
 };
@@ -283,7 +285,8 @@ static void getlk_children_done(int rc, const struct String_vector *sv,
 		getlk_reply(op, ZSYSTEMERROR);
 		return;
 	}
-	b = zkl_blocker(kids, n, op->kind, op->has_own, op->own);
+	b = op->limit ? zkl_blocker_limit(kids, n, op->limit, op->has_own, op->own)
+		      : zkl_blocker(kids, n, op->kind, op->has_own, op->own);
 	memset(&op->lk, 0, sizeof(op->lk));
 	op->lk.l_whence = SEEK_SET;
 	op->lk.l_type = F_UNLCK;
@@ -301,9 +304,24 @@ static void getlk_children_done(int rc, const struct String_vector *sv,
 		getlk_reply(op, rc);
 }
 
+/* The lock's limit, if a semaphore (zk/limit.h); then its listing. */
+static void getlk_limit_done(int rc, const char *value, int len,
+			     const struct Stat *zs, const void *data)
+{
+	struct getlk *op = (struct getlk *)data;
+
+	(void)zs;
+	if (rc == ZOK) {
+		op->limit = zkl_limit_parse(value, len > 0 ? (size_t)len : 0);
+		rc = zks_achildren(op->zks, op->dir, getlk_children_done, op);
+	}
+	if (rc != ZOK)
+		getlk_reply(op, rc);
+}
+
 static void getlk_send(struct getlk *op)
 {
-	int rc = zks_achildren(op->zks, op->dir, getlk_children_done, op);
+	int rc = zks_aget(op->zks, op->dir, getlk_limit_done, op);
 
 	if (rc != ZOK)
 		getlk_reply(op, rc);

@@ -3,10 +3,12 @@
  * attributes of entries and directories.
  *
  * Depends on: fs/handlers.h, fs/zop.h, fs/lockreq.h (our own lock's state),
- * fs/wbuf.h (data written, not yet sent).
+ * fs/wbuf.h (data written, not yet sent), fs/limitattr.h (a semaphore's
+ * limit).
  */
 #include "fs/handlers.h"
 
+#include "fs/limitattr.h"
 #include "fs/lockreq.h"
 #include "fs/wbuf.h"
 #include "fs/zop.h"
@@ -19,6 +21,7 @@
 
 #include "zk/errno.h"
 #include "zk/grant.h"
+#include "zk/limit.h"
 #include "zk/log.h"
 
 /* read --------------------------------------------------------------------- */
@@ -120,7 +123,8 @@ static void xattr_children_done(int rc, const struct String_vector *sv,
 	}
 	if (op->attr == X_HOLDERS) {
 		const struct zkl_child **h = malloc(sizeof(*h) * (n + 1));
-		size_t nh = h ? zkl_holders(kids, n, h, n) : 0;
+		size_t nh = !h ? 0 : op->off ? zkl_holders_limit(kids, n, (unsigned)op->off, h, n)
+				     : zkl_holders(kids, n, h, n);
 		FILE *f = h ? open_memstream(&val, &len) : NULL;
 
 		for (size_t i = 0; f && i < nh; i++)
@@ -135,7 +139,8 @@ static void xattr_children_done(int rc, const struct String_vector *sv,
 		const char *s = "gone";
 
 		if (zkn_parse(zkn_base(op->path), &me)) {
-			switch (zkl_decide(kids, n, me.seq, me.kind, NULL)) {
+			switch (op->off ? zkl_decide_limit(kids, n, me.seq, (unsigned)op->off)
+					: zkl_decide(kids, n, me.seq, me.kind, NULL)) {
 			case ZKL_GRANTED: s = "held"; break;
 			case ZKL_WAIT: s = "waiting"; break;
 			case ZKL_MISSING: s = "gone"; break;
@@ -174,19 +179,43 @@ static int token_send(struct zop *op)
 	return zks_aexists(op->zks, op->path, token_done, op);
 }
 
-/* The listing the xattr needs: the directory's (holders), the entry's
- * directory's (state). */
+/* The lock's directory: @op's own (holders), its parent's (an entry's state). */
+static char *xattr_dir(const struct zop *op)
+{
+	return op->attr == X_HOLDERS ? strdup(op->path)
+				     : strndup(op->path, zkn_parent_len(op->path));
+}
+
+/* The lock's limit (zk/limit.h) is in op->off; now its listing. */
+static void xattr_limit_done(int rc, const char *value, int len,
+			     const struct Stat *zs, const void *data)
+{
+	struct zop *op = (struct zop *)data;
+	char *dir;
+
+	(void)zs;
+	if (rc != ZOK) {
+		zop_fail(op, rc);
+		return;
+	}
+	op->off = (off_t)zkl_limit_parse(value, len > 0 ? (size_t)len : 0);
+	dir = xattr_dir(op);
+	rc = dir ? zks_achildren(op->zks, dir, xattr_children_done, op) : ZSYSTEMERROR;
+	free(dir);
+	if (rc != ZOK)
+		zop_fail(op, rc);
+}
+
+/* The listing the xattr needs, after the limit of a semaphore: the
+ * directory's (holders), the entry's directory's (state). */
 static int xattr_list_send(struct zop *op)
 {
-	char *dir;
+	char *dir = xattr_dir(op);
 	int rc;
 
-	if (op->attr == X_HOLDERS)
-		return zks_achildren(op->zks, op->path, xattr_children_done, op);
-	dir = strndup(op->path, zkn_parent_len(op->path));
 	if (!dir)
 		return ZSYSTEMERROR;
-	rc = zks_achildren(op->zks, dir, xattr_children_done, op);
+	rc = zks_aget(op->zks, dir, xattr_limit_done, op);
 	free(dir);
 	return rc;
 }
@@ -202,6 +231,13 @@ void zklfs_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 	char val[64];
 	struct zkl_info own;
 
+	if (strcmp(name, ZKLFS_LIMIT_XATTR) == 0) {
+		if (n->type == NODE_DIR)
+			zklfs_limit_get(req, n, size);
+		else
+			fuse_reply_err(req, ENODATA);
+		return;
+	}
 	for (size_t i = 1; i < sizeof(xattr_names) / sizeof(*xattr_names); i++)
 		if (strcmp(name, xattr_names[i]) == 0)
 			x = (enum xattr)i;
@@ -268,18 +304,32 @@ void zklfs_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 		memcpy(buf + len, xattr_names[i], strlen(xattr_names[i]) + 1);
 		len += strlen(xattr_names[i]) + 1;
 	}
+	if (n->type == NODE_DIR) {
+		memcpy(buf + len, ZKLFS_LIMIT_XATTR, sizeof(ZKLFS_LIMIT_XATTR));
+		len += sizeof(ZKLFS_LIMIT_XATTR);
+	}
 	reply_xattr_value(req, size, buf, len);
 }
 
 void zklfs_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 			   const char *value, size_t size, int flags)
 {
-	(void)ino, (void)name, (void)value, (void)size, (void)flags;
-	fuse_reply_err(req, ENOTSUP);
+	struct zklfs *fs = fs_of(req);
+	struct node *n = node_of(fs, ino);
+
+	if (strcmp(name, ZKLFS_LIMIT_XATTR) == 0 && n->type == NODE_DIR)
+		zklfs_limit_set(req, n, value ? value : "", size, flags);
+	else
+		fuse_reply_err(req, ENOTSUP);
 }
 
 void zklfs_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 {
-	(void)ino, (void)name;
-	fuse_reply_err(req, ENOTSUP);
+	struct zklfs *fs = fs_of(req);
+	struct node *n = node_of(fs, ino);
+
+	if (strcmp(name, ZKLFS_LIMIT_XATTR) == 0 && n->type == NODE_DIR)
+		zklfs_limit_set(req, n, NULL, 0, 0);
+	else
+		fuse_reply_err(req, ENOTSUP);
 }

@@ -1,0 +1,193 @@
+/*
+ * fs/limitattr.c - user.zklockfs.limit of a lock directory (see
+ * limitattr.h).
+ */
+#include "fs/limitattr.h"
+
+#include "fs/attr.h"
+#include "fs/pool.h"
+#include "fs/zop.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/xattr.h>
+
+#include "zk/limit.h"
+#include "zk/lock.h"
+#include "zk/log.h"
+
+#define SET_TRIES 5			/* the data keeps changing under us */
+
+/* reading --------------------------------------------------------------------- */
+
+static void get_done(int rc, const char *value, int len, const struct Stat *zs,
+		     const void *data)
+{
+	struct zop *op = (struct zop *)data;
+	unsigned limit;
+	char val[16];
+
+	(void)zs;
+	if (rc != ZOK) {
+		zop_fail(op, rc);
+		return;
+	}
+	limit = zkl_limit_parse(value, len > 0 ? (size_t)len : 0);
+	if (!limit) {
+		fuse_reply_err(op->req, ENODATA);
+	} else {
+		snprintf(val, sizeof(val), "%u", limit);
+		if (op->size == 0)
+			fuse_reply_xattr(op->req, strlen(val));
+		else if (op->size < strlen(val))
+			fuse_reply_err(op->req, ERANGE);
+		else
+			fuse_reply_buf(op->req, val, strlen(val));
+	}
+	zop_free(op);
+}
+
+static int get_send(struct zop *op)
+{
+	return zks_aget(op->zks, op->path, get_done, op);
+}
+
+void zklfs_limit_get(fuse_req_t req, struct node *n, size_t size)
+{
+	struct zklfs *fs = fs_of(req);
+	struct zop *op = zop_new(req, n, zklfs_node_path(fs, n));
+
+	if (!op) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	op->size = size;
+	zop_send(op, zklfs_session(fs, op->path), get_send);
+}
+
+/* writing --------------------------------------------------------------------- */
+
+/* A setxattr or removexattr of the limit, between its calls. */
+struct limit_set {
+	struct zop *op;
+	unsigned now;			/* 0: remove */
+	unsigned before;
+	int flags;			/* XATTR_CREATE, XATTR_REPLACE */
+	int tries;
+	char *data;			/* what is sent */
+};
+
+static void set_free(struct limit_set *ls)
+{
+	free(ls->data);
+	free(ls);
+}
+
+/* Answer @ls's request with @err (0: done) and free it. */
+static void set_reply(struct limit_set *ls, int err)
+{
+	fuse_reply_err(ls->op->req, err);
+	zop_free(ls->op);
+	set_free(ls);
+}
+
+static void read_for_set(struct limit_set *ls);
+
+static void set_done(int rc, const struct Stat *zs, const void *data)
+{
+	struct limit_set *ls = (struct limit_set *)data;
+	struct zop *op = ls->op;
+
+	(void)zs;
+	if (rc == ZBADVERSION && ++ls->tries < SET_TRIES) {
+		read_for_set(ls);	/* changed since we read it: again */
+		return;
+	}
+	if (rc != ZOK) {
+		zop_fail(op, rc);
+		set_free(ls);
+		return;
+	}
+	zkl_limit_changed(zklfs_engine(op->fs, op->path), op->path, ls->before, ls->now);
+	set_reply(ls, 0);
+}
+
+static void got_for_set(int rc, const char *value, int len, const struct Stat *zs,
+			const void *data)
+{
+	struct limit_set *ls = (struct limit_set *)data;
+	struct zop *op = ls->op;
+	size_t have = len > 0 ? (size_t)len : 0, cap = have + 16;
+	int n;
+
+	if (rc != ZOK) {
+		zop_fail(op, rc);
+		set_free(ls);
+		return;
+	}
+	if (op->uid != 0 && op->uid != op->fs->uid &&
+	    op->uid != zklfs_owner(op->fs, op->path, NODE_DIR, zs)) {
+		zkl_log(LOG_NOTICE, "setting a limit refused: uid %u owns neither "
+			"the directory nor the mount", (unsigned)op->uid);
+		set_reply(ls, EPERM);
+		return;
+	}
+	ls->before = zkl_limit_parse(value, have);
+	if ((ls->flags & XATTR_CREATE) && ls->before) {
+		set_reply(ls, EEXIST);
+		return;
+	}
+	if (((ls->flags & XATTR_REPLACE) || !ls->now) && !ls->before) {
+		set_reply(ls, ENODATA);
+		return;
+	}
+	free(ls->data);
+	ls->data = malloc(cap);
+	n = ls->data ? zkl_limit_edit(value, have, ls->now, ls->data, cap) : -ENOMEM;
+	if (n < 0) {
+		set_reply(ls, n == -E2BIG ? E2BIG : ENOMEM);
+		return;
+	}
+	rc = zks_aset_version(zklfs_session(op->fs, op->path), op->path, ls->data, n,
+			      zs->version, set_done, ls);
+	if (rc != ZOK) {
+		zop_fail(op, rc);
+		set_free(ls);
+	}
+}
+
+static void read_for_set(struct limit_set *ls)
+{
+	struct zop *op = ls->op;
+	int rc = zks_aget(zklfs_session(op->fs, op->path), op->path, got_for_set, ls);
+
+	if (rc != ZOK) {
+		zop_fail(op, rc);
+		set_free(ls);
+	}
+}
+
+void zklfs_limit_set(fuse_req_t req, struct node *n, const char *value,
+		     size_t len, int flags)
+{
+	struct zklfs *fs = fs_of(req);
+	struct limit_set *ls;
+	unsigned now = 0;
+
+	if (value && zkl_limit_value(value, len, &now) != 0) {
+		fuse_reply_err(req, EINVAL);
+		return;
+	}
+	ls = calloc(1, sizeof(*ls));
+	if (ls)
+		ls->op = zop_new(req, n, zklfs_node_path(fs, n));
+	if (!ls || !ls->op) {
+		free(ls);
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	ls->now = now;
+	ls->flags = flags;
+	read_for_set(ls);
+}
