@@ -946,3 +946,23 @@ def test_help_and_version(zklock):
     assert rc == 0 and "--list" in out and "Usage" in out
     rc, out, _ = zk(zklock, "-V")
     assert rc == 0 and out.startswith("zklock")
+
+
+def test_limit_makes_a_semaphore_like_consul_lock_n(mount, zklock):
+    """-L N: the directory zklock makes is a semaphore of N holders (set if
+    it has none); a directory with another limit is refused (66)."""
+    m = mount()
+    d = os.path.join(m.path, "sem")
+    rc, out, err = zk(zklock, "-L", "2", d, "echo", "ran")
+    assert (rc, out) == (0, "ran\n"), err
+    assert os.getxattr(d, "user.zklockfs.limit") == b"2"
+    h1 = take(d, "h1")
+    rc, out, _ = zk(zklock, "-n", "-L", "2", d, "echo", "second")
+    assert (rc, out) == (0, "second\n")          # one of two places left
+    h2 = take(d, "h2")
+    assert zk(zklock, "-n", "-L", "2", d, "true")[0] == 1
+    rc, _, err = zk(zklock, "-L", "3", d, "true")
+    assert rc == 66 and "a semaphore of 2 holders, not 3" in err
+    assert zk(zklock, "-L", "0", d, "true")[0] == 64
+    h1.release()
+    h2.release()

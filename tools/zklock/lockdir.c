@@ -7,6 +7,7 @@
 
 #include <err.h>
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -192,6 +193,27 @@ int zkl_lockdir_make(const char *dir)
 	err = zkl_lockdir_is_dir(p);
 out_free:
 	free(p);
+	return err;
+}
+
+/* See lockdir.h. */
+int zkl_lockdir_limit(const char *dir, unsigned limit)
+{
+	char want[16], *have = NULL;
+	int n = snprintf(want, sizeof(want), "%u", limit), err = 0;
+
+	if (setxattr(dir, XATTR_LIMIT, want, (size_t)n, XATTR_CREATE) == 0)
+		return 0;
+	if (errno != EEXIST)
+		return -errno;
+	n = (int)zkl_lockdir_xattr(-1, dir, XATTR_LIMIT, &have);
+	if (n < 0)
+		return n == -ENODATA ? -EAGAIN : n;	/* removed meanwhile */
+	if (strcmp(have, want) != 0) {
+		warnx("%s: a semaphore of %s holders, not %s", dir, have, want);
+		err = -EEXIST;
+	}
+	free(have);
 	return err;
 }
 

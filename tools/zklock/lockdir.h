@@ -21,6 +21,7 @@
 #define XATTR_STATE	"user.zklockfs.state"	/* of an entry */
 #define XATTR_TOKEN	"user.zklockfs.token"	/* of an entry */
 #define XATTR_HOLDERS	"user.zklockfs.holders"	/* of a lock directory */
+#define XATTR_LIMIT	"user.zklockfs.limit"	/* of a lock directory */
 
 /* "Not a zklockfs directory", as an errno that nothing else here returns. */
 #define ENOTZKLOCKFS	EMEDIUMTYPE
@@ -72,6 +73,14 @@ int zkl_lockdir_make(const char *dir);
  * Return: 0, -ENOTZKLOCKFS or another negative errno.
  */
 int zkl_lockdir_remake(const char *dir);
+
+/*
+ * zkl_lockdir_limit() - make @dir a semaphore of @limit holders (-L): set
+ * its limit if it has none; one that it has already must be @limit.
+ * Return: 0; -EEXIST (another limit, said on stderr); another negative
+ * errno (-EPERM: not the directory's owner).
+ */
+int zkl_lockdir_limit(const char *dir, unsigned limit);
 
 /*
  * zkl_lockdir_failed() - say on stderr why @dir cannot be used (@err, a

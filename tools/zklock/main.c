@@ -105,6 +105,10 @@ static int zkl_prepare(struct zkl_run *r)
 	int err;
 
 	err = zkl_lockdir_make(o->lockdir);
+	if (!err && o->limit)
+		err = zkl_lockdir_limit(o->lockdir, o->limit);
+	if (err == -EEXIST)
+		return ZKL_EXIT_NODIR;		/* another limit: said */
 	if (err)
 		return zkl_lockdir_failed(o->lockdir, err);
 	r->dir = realpath(o->lockdir, NULL);

@@ -46,6 +46,8 @@ static void __attribute__((noreturn)) zkl_usage(FILE *f, int status)
 "  -E, --conflict-exit-code N exit status for -n/-w failures (default 1)\n"
 "  -c, --command CMD          run CMD with $SHELL -c (default /bin/sh)\n"
 "  -N, --name NAME            entry name (default: the host name)\n"
+"  -L, --limit N              LOCKDIR is a semaphore of N holders (1 to 1000):\n"
+"                             set if it has no limit, else it must be N\n"
 "  -k, --kill-after SECS      SIGKILL what is left of the command's processes\n"
 "                             SECS after SIGTERM (lost lock, or left behind\n"
 "                             by the command; default 10)\n"
@@ -87,6 +89,20 @@ static int zkl_parse_code(const char *s, int *out)
 	if (errno || end == s || *end || v < 0 || v > 255)
 		return -EINVAL;
 	*out = (int)v;
+	return 0;
+}
+
+/* -L N: a semaphore's limit, 1 to 1000 (as zklockfs takes it). */
+static int zkl_parse_limit(const char *s, unsigned *out)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (errno || end == s || *end || v < 1 || v > 1000 || *s == '+' || *s == '0')
+		return -EINVAL;
+	*out = (unsigned)v;
 	return 0;
 }
 
@@ -139,6 +155,7 @@ int zkl_opts_parse(int argc, char **argv, struct zkl_opts *o)
 		{ "conflict-exit-code",	required_argument,	NULL, 'E' },
 		{ "command",		required_argument,	NULL, 'c' },
 		{ "name",		required_argument,	NULL, 'N' },
+		{ "limit",		required_argument,	NULL, 'L' },
 		{ "kill-after",		required_argument,	NULL, 'k' },
 		{ "close",		no_argument,		NULL, 'o' },
 		{ "verbose",		no_argument,		NULL, OPT_VERBOSE },
@@ -151,7 +168,7 @@ int zkl_opts_parse(int argc, char **argv, struct zkl_opts *o)
 
 	*o = (struct zkl_opts){ .timeout = -1, .kill_after = 10,
 				.conflict_code = ZKL_EXIT_CONFLICT };
-	while ((c = getopt_long(argc, argv, "+sxenw:E:c:N:k:ohV", longopts,
+	while ((c = getopt_long(argc, argv, "+sxenw:E:c:N:L:k:ohV", longopts,
 				NULL)) != -1) {
 		switch (c) {
 		case 's':
@@ -179,6 +196,10 @@ int zkl_opts_parse(int argc, char **argv, struct zkl_opts *o)
 			if (!zkl_opts_name_ok(optarg))
 				return zkl_bad_usage("invalid entry name: '%s'", optarg);
 			o->name = optarg;
+			break;
+		case 'L':
+			if (zkl_parse_limit(optarg, &o->limit))
+				return zkl_bad_usage("invalid limit: '%s' (1 to 1000)", optarg);
 			break;
 		case 'k':
 			if (zkl_parse_seconds(optarg, &o->kill_after))

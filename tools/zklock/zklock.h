@@ -37,6 +37,7 @@ struct zkl_opts {
 	bool done;		/* --help/--version answered: exit 0 */
 	double kill_after;	/* --kill-after SECONDS, after a loss */
 	const char *name;	/* -N NAME; NULL: from the host name */
+	unsigned limit;		/* -L N: a semaphore of N holders; 0: none */
 	const char *shell_cmd;	/* -c 'SHELL COMMAND' */
 	const char *lockdir;
 	char **argv;		/* COMMAND [ARG...]; NULL with -c */
