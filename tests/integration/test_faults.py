@@ -428,7 +428,9 @@ def test_reads_in_flight_when_the_connection_breaks_are_sent_again(
         ("holders", lambda: os.getxattr(P.path, harness.XATTR_HOLDERS)))]
     for t in threads:
         t.start()
-    wait_for(lambda: count(GETDATA) > n_get and count(GETCHILDREN) >= n_list + 2,
+    # the stat's getData, the listing's getChildren, and the holders'
+    # first request: the lock's data (a semaphore's limit), then its listing
+    wait_for(lambda: count(GETDATA) >= n_get + 2 and count(GETCHILDREN) >= n_list + 1,
              10, "the three requests sent (ops seen: %r)" % px.ops())
     t0 = time.monotonic()
     px.close_all()                  # their replies are lost with it
