@@ -63,6 +63,12 @@
  *   WATCHING    the watched entry went, was lowest     -> CONFIRMING
  *               went, or changed                       -> CHECKING
  *   CONFIRMING  own entry there / gone                 -> HELD / DONE (EIO)
+ *   PARKED      a semaphore's listing said wait        -> SEMWAIT: own watch
+ *   SEMWAIT     poked (own entry's data changed: a     -> CHECKING
+ *               release let it in), or the tick (the
+ *               first of ours), or the limit grew
+ *               a listing of another of ours decides   -> HELD, or PARKED
+ *               for it                                    and SEMWAIT again
  *   HELD        own entry deleted, session silent or   -> DONE (lost), delete
  *               expired
  *   DONE        its create is still unresolved         -> RESOLVING (to delete

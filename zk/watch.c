@@ -274,14 +274,14 @@ static void learn_locked(struct zkl_waiter *w, const struct String_vector *sv)
 			       (x->state != W_PARKED && x->state != W_SEMWAIT)))
 			continue;
 		x->limit = limit;
-		if (limit)		/* a semaphore: zk/sem.c */
+		if (limit) {		/* a semaphore: no one entry to outlive */
 			x->ahead = AHEAD_UNKNOWN;
-		if (limit)
 			v = many ? zkl_walk_decide_limit(&wk, x->seq, limit)
 				 : zkl_decide_limit(kids, n, x->seq, limit);
-		else
+		} else {
 			v = many ? zkl_walk_decide(&wk, x->seq, x->kind, &pred)
 				 : zkl_decide(kids, n, x->seq, x->kind, &pred);
+		}
 		if (x == w)
 			mine = v;
 		if (v == ZKL_GRANTED)
