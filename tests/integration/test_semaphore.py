@@ -214,3 +214,44 @@ def test_getlk_counts_against_the_limit(mount):
     b.wait_granted()
     a.release()
     b.release()
+
+
+def test_one_release_wakes_one_waiter_in_a_semaphore(mount, zk, zkc):
+    """The herd figure of issue 14: 50 waiters on 5 mounts, limit 5, queued
+    round robin. Holders leave out of queue order (the middle one of those
+    holding, each time): every release lets exactly the next waiter in and
+    must notify that waiter's mount alone (its poke), never every mount."""
+    from test_locking import _fired_watches, _child_watches
+    from harness import record_figure
+    nm, nw, limit = 5, 50, 5
+    ms = [mount() for _ in range(nm)]
+    dirs = [lockdir(ms[0])] + [seen_dir(m) for m in ms[1:]]
+    os.setxattr(dirs[0], LIMIT, str(limit).encode())
+    lks = [start_waiter(dirs[i % nm], "w%02d" % i, RDWR) for i in range(nw)]
+    for lk in lks[:limit]:
+        lk.wait_granted()
+    holding = list(lks[:limit])
+    waiting = list(lks[limit:])
+    assert_queued(waiting[0], dirs[limit % nm])
+    assert _child_watches(zk) == 0
+    fired = []
+    n = _fired_watches(zk, zkc, ms[0])
+    while waiting:
+        out = holding.pop(len(holding) // 2)
+        out.release()
+        nxt = waiting.pop(0)
+        nxt.wait_granted()
+        if waiting:
+            assert waiting[0].poll_status(0) is None, "%s granted before its turn" % (
+                waiting[0].entry)
+        holding.append(nxt)
+        now = _fired_watches(zk, zkc, ms[0])
+        fired.append(now - n)
+        n = now
+    for lk in holding:
+        lk.release()
+    record_figure("semaphore of %d, %d waiters on %d mounts: %d releases "
+                  "sent %d notifications (%.2f each) %r" % (
+                      limit, nw, nm, len(fired), sum(fired),
+                      sum(fired) / len(fired), fired))
+    assert max(fired) <= 2 and sum(fired) <= len(fired) + len(fired) // 4, fired
