@@ -112,18 +112,24 @@ void zkl_walk_init(struct zkl_walk *wk, const struct zkl_child *kids, size_t n)
 	*wk = (struct zkl_walk){ .kids = kids, .n = n };
 }
 
+/* Move the cursor up to @seq.  Return: whether @seq is there. */
+static bool walk_to(struct zkl_walk *wk, int32_t seq)
+{
+	while (wk->i < wk->n && zkn_seq_cmp(wk->kids[wk->i].seq, seq) < 0) {
+		wk->prev = &wk->kids[wk->i++];
+		if (wk->prev->kind == ZKL_EXCLUSIVE)
+			wk->lastx = wk->prev;
+	}
+	return wk->i < wk->n && wk->kids[wk->i].seq == seq;
+}
+
 enum zkl_verdict zkl_walk_decide(struct zkl_walk *wk, int32_t seq,
 				 enum zkl_kind kind,
 				 const struct zkl_child **watch)
 {
 	const struct zkl_child *pred;
 
-	while (wk->i < wk->n && zkn_seq_cmp(wk->kids[wk->i].seq, seq) < 0) {
-		wk->prev = &wk->kids[wk->i++];
-		if (wk->prev->kind == ZKL_EXCLUSIVE)
-			wk->lastx = wk->prev;
-	}
-	if (wk->i == wk->n || wk->kids[wk->i].seq != seq)
+	if (!walk_to(wk, seq))
 		return ZKL_MISSING;
 	pred = kind == ZKL_SHARED ? wk->lastx : wk->prev;
 	if (watch)
@@ -190,12 +196,7 @@ const struct zkl_child *zkl_blocker_limit(const struct zkl_child *kids, size_t n
 enum zkl_verdict zkl_walk_decide_limit(struct zkl_walk *wk, int32_t seq,
 				       unsigned limit)
 {
-	while (wk->i < wk->n && zkn_seq_cmp(wk->kids[wk->i].seq, seq) < 0) {
-		wk->prev = &wk->kids[wk->i++];
-		if (wk->prev->kind == ZKL_EXCLUSIVE)
-			wk->lastx = wk->prev;
-	}
-	if (wk->i == wk->n || wk->kids[wk->i].seq != seq)
+	if (!walk_to(wk, seq))
 		return ZKL_MISSING;
 	return wk->i < limit ? ZKL_GRANTED : ZKL_WAIT;
 }
