@@ -291,24 +291,65 @@ void zklfs_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 	zop_free(op);
 }
 
-void zklfs_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
+/* The names of the xattrs @type has, and the limit if @limit: into @buf. */
+static size_t xattr_list(enum node_type type, bool limit, char *buf)
 {
-	struct zklfs *fs = fs_of(req);
-	struct node *n = node_of(fs, ino);
-	char buf[256];
 	size_t len = 0;
 
 	for (size_t i = 1; i < sizeof(xattr_names) / sizeof(*xattr_names); i++) {
-		if ((i == X_HOLDERS) != (n->type == NODE_DIR))
+		if ((i == X_HOLDERS) != (type == NODE_DIR))
 			continue;
 		memcpy(buf + len, xattr_names[i], strlen(xattr_names[i]) + 1);
 		len += strlen(xattr_names[i]) + 1;
 	}
-	if (n->type == NODE_DIR) {
+	if (limit) {
 		memcpy(buf + len, ZKLFS_LIMIT_XATTR, sizeof(ZKLFS_LIMIT_XATTR));
 		len += sizeof(ZKLFS_LIMIT_XATTR);
 	}
-	reply_xattr_value(req, size, buf, len);
+	return len;
+}
+
+/* A directory lists user.zklockfs.limit only when it sets one. */
+static void listxattr_dir_done(int rc, const char *value, int len,
+			       const struct Stat *zs, const void *data)
+{
+	struct zop *op = (struct zop *)data;
+	char buf[256];
+
+	(void)zs;
+	if (rc != ZOK) {
+		zop_fail(op, rc);
+		return;
+	}
+	reply_xattr_value(op->req, op->size, buf,
+			  xattr_list(NODE_DIR, zkl_limit_parse(value, len > 0 ? (size_t)len : 0),
+				     buf));
+	zop_free(op);
+}
+
+static int listxattr_dir_send(struct zop *op)
+{
+	return zks_aget(op->zks, op->path, listxattr_dir_done, op);
+}
+
+void zklfs_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
+{
+	struct zklfs *fs = fs_of(req);
+	struct node *n = node_of(fs, ino);
+	struct zop *op;
+	char buf[256];
+
+	if (n->type != NODE_DIR) {
+		reply_xattr_value(req, size, buf, xattr_list(n->type, false, buf));
+		return;
+	}
+	op = zop_new(req, n, zklfs_node_path(fs, n));
+	if (!op) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	op->size = size;
+	zop_send(op, zklfs_session(fs, op->path), listxattr_dir_send);
 }
 
 void zklfs_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,

@@ -25,8 +25,9 @@ def test_limit_is_kept_in_the_lock_znodes_data(mount, zkc):
     with pytest.raises(OSError) as e:
         os.getxattr(d, LIMIT)
     assert e.value.errno == errno.ENODATA
-    assert LIMIT in os.listxattr(d)
+    assert LIMIT not in os.listxattr(d)        # getfattr -d: no error for it
     os.setxattr(d, LIMIT, b"3")
+    assert LIMIT in os.listxattr(d)
     assert os.getxattr(d, LIMIT) == b"3"
     assert zkc.get_data(m.zkpath("L"))[0] == b"limit=3\n"
     os.setxattr(d, LIMIT, b"5\n")               # what `echo 5 |` gives
