@@ -174,3 +174,9 @@ uid_t zklfs_owner(struct zklfs *fs, const char *path, enum node_type type,
 	}
 	return uid;
 }
+
+bool zklfs_may_own(struct zklfs *fs, uid_t uid, const char *path,
+		   enum node_type type, const struct Stat *zs)
+{
+	return uid == 0 || uid == fs->uid || uid == zklfs_owner(fs, path, type, zs);
+}

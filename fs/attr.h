@@ -37,6 +37,11 @@ void zklfs_dir_made(struct zklfs *fs, const char *path, int64_t czxid, uid_t uid
 void zklfs_dir_gone(struct zklfs *fs, const char *path);
 uid_t zklfs_owner(struct zklfs *fs, const char *path, enum node_type type,
 		  const struct Stat *zs);
+/* zklfs_may_own() - may @uid do what only an owner does to @path (unlink,
+ * rmdir, set a limit, ask its holder to let go)?  The sticky-bit rule of
+ * /tmp: the znode's owner, the mount's owner, root. */
+bool zklfs_may_own(struct zklfs *fs, uid_t uid, const char *path,
+		   enum node_type type, const struct Stat *zs);
 
 /* zklfs_pending_attr() - the stat of lock node @ino whose entry is not made
  * yet, owned by its opener @uid.  Any thread. */

@@ -126,8 +126,7 @@ static void got_for_set(int rc, const char *value, int len, const struct Stat *z
 		set_free(ls);
 		return;
 	}
-	if (op->uid != 0 && op->uid != op->fs->uid &&
-	    op->uid != zklfs_owner(op->fs, op->path, NODE_DIR, zs)) {
+	if (!zklfs_may_own(op->fs, op->uid, op->path, NODE_DIR, zs)) {
 		zkl_log(LOG_NOTICE, "setting a limit refused: uid %u owns neither "
 			"the directory nor the mount", (unsigned)op->uid);
 		set_reply(ls, EPERM);

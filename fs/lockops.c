@@ -104,33 +104,23 @@ void zklfs_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 
 /*
  * A regular file is always readable and writable; the holder's descriptor
- * also reports POLLERR|POLLHUP once the lock is lost, waking a poller that
- * is already waiting (we keep its poll handle).
+ * also reports POLLERR|POLLHUP once the lock is lost, and POLLPRI once its
+ * holder is asked to let go, waking a poller that is already waiting (we
+ * keep its poll handle).
  */
 void zklfs_poll(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 		struct fuse_pollhandle *ph)
 {
 	struct zklfs *fs = fuse_req_userdata(req);
 	struct node *n = node_of(fs, ino);
-	struct fuse_pollhandle *old = NULL;
-	bool lost = false;
 
 	if (fi->fh == FH_HOLDER) {
-		zkl_mutex_lock(&fs->lock);
-		lost = n->lr->lost;
-		if (ph && !lost) {
-			old = n->lr->ph;
-			n->lr->ph = ph;
-			ph = NULL;
-		}
-		zkl_mutex_unlock(&fs->lock);
+		fuse_reply_poll(req, lockreq_holder_poll(fs, n, ph));
+		return;
 	}
-	if (old)
-		fuse_pollhandle_destroy(old);
 	if (ph)
 		fuse_pollhandle_destroy(ph);
-	fuse_reply_poll(req, lost ? POLLERR | POLLHUP :
-			POLLIN | POLLRDNORM | POLLOUT | POLLWRNORM);
+	fuse_reply_poll(req, POLLIN | POLLRDNORM | POLLOUT | POLLWRNORM);
 }
 
 void zklfs_lock_node_end(struct zklfs *fs, struct node *n)

@@ -14,6 +14,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -160,6 +161,8 @@ static void lock_answer(struct zklfs *fs, struct node *n, fuse_req_t req,
 	lr->granted = true;
 	if (info.lost)			/* lost before lr->w was set: not heard */
 		lr->lost = true;
+	if (info.revoking)		/* asked while it waited */
+		lr->revoking = true;
 	lr->seq = info.seq;
 	lr->czxid = info.czxid;
 	free(n->path);
@@ -421,14 +424,15 @@ void lockreq_giveback(struct zklfs *fs, struct node *n)
 		node_unhash_path_locked(fs, n->path);
 	free(n->path);
 	n->path = NULL;
-	lr->granted = lr->lost = false;
+	lr->granted = lr->lost = lr->revoking = false;
 	lr->seq = 0;
 	lr->czxid = 0;
 	zkl_mutex_unlock(&fs->lock);
 }
 
-/* Under the engine's lock: record the loss and wake the holder's poller. */
-void lockreq_lost(struct zkl_waiter *w, void *arg)
+/* Under the engine's lock: record that @w's lock is lost (else that its
+ * holder is asked to let go), and wake the holder's poller. */
+static void holder_event(struct zkl_waiter *w, void *arg, bool lost)
 {
 	struct node *n = arg;
 	struct lockreq *lr = n->lr;
@@ -440,7 +444,10 @@ void lockreq_lost(struct zkl_waiter *w, void *arg)
 		zkl_mutex_unlock(&fs->lock);
 		return;
 	}
-	lr->lost = true;
+	if (lost)
+		lr->lost = true;
+	else
+		lr->revoking = true;
 	ph = lr->ph;
 	lr->ph = NULL;
 	zkl_mutex_unlock(&fs->lock);
@@ -448,6 +455,39 @@ void lockreq_lost(struct zkl_waiter *w, void *arg)
 		fuse_lowlevel_notify_poll(ph);
 		fuse_pollhandle_destroy(ph);
 	}
+}
+
+void lockreq_lost(struct zkl_waiter *w, void *arg)
+{
+	holder_event(w, arg, true);
+}
+
+void lockreq_revoked(struct zkl_waiter *w, void *arg)
+{
+	holder_event(w, arg, false);
+}
+
+unsigned lockreq_holder_poll(struct zklfs *fs, struct node *n,
+			     struct fuse_pollhandle *ph)
+{
+	struct lockreq *lr = n->lr;
+	struct fuse_pollhandle *old = NULL;
+	unsigned ev;
+
+	zkl_mutex_lock(&fs->lock);
+	ev = lr->lost ? POLLERR | POLLHUP : POLLIN | POLLRDNORM | POLLOUT | POLLWRNORM |
+		       (lr->revoking ? POLLPRI : 0);
+	if (ph && !lr->lost) {
+		old = lr->ph;		/* the newest poller is the one to wake */
+		lr->ph = ph;
+		ph = NULL;
+	}
+	zkl_mutex_unlock(&fs->lock);
+	if (old)
+		fuse_pollhandle_destroy(old);
+	if (ph)
+		fuse_pollhandle_destroy(ph);
+	return ev;
 }
 
 bool lockreq_holder_lost(struct zklfs *fs, struct node *n,
@@ -504,6 +544,7 @@ bool lockreq_own_state(struct zklfs *fs, struct node *n, struct zkl_info *info)
 	mine = lr->w != NULL && lr->granted;
 	info->created = info->granted = mine;
 	info->lost = lr->lost;
+	info->revoking = lr->revoking;
 	info->seq = lr->seq;
 	info->czxid = lr->czxid;
 	zkl_mutex_unlock(&fs->lock);

@@ -72,6 +72,7 @@ struct lockreq {
 	bool opened;			/* an OPEN took this node */
 	bool granted;			/* the request was answered with the lock */
 	bool lost;			/* the lock was lost: EIO, POLLERR */
+	bool revoking;			/* its holder is asked to let go: POLLPRI */
 	int32_t seq;			/* of our entry, once granted */
 	int64_t czxid;
 	struct fuse_pollhandle *ph;	/* the holder's poller to wake */
@@ -139,6 +140,16 @@ void lockreq_giveback(struct zklfs *fs, struct node *n);
 /* lockreq_lost() - the engines' lost callback (see zkl_lost_fn): record
  * the loss and wake the holder's poller.  Under the engine's lock. */
 void lockreq_lost(struct zkl_waiter *w, void *arg);
+
+/* lockreq_revoked() - the engines' revoke callback (zkl_engine_on_revoke()):
+ * record the request and wake the holder's poller.  Under the engine's lock. */
+void lockreq_revoked(struct zkl_waiter *w, void *arg);
+
+/* lockreq_holder_poll() - what poll() reports on @n's holder descriptor:
+ * POLLERR|POLLHUP once lost; else readable, writable, and POLLPRI once its
+ * holder is asked to let go.  Keeps @ph (or frees it) to wake the poller. */
+unsigned lockreq_holder_poll(struct zklfs *fs, struct node *n,
+			     struct fuse_pollhandle *ph);
 
 /*
  * What the handlers ask of a request; each takes fs->lock briefly, so

@@ -338,8 +338,7 @@ static void rmdir_done(int rc, const void *data)
  */
 static bool may_remove(struct zop *op, enum node_type type, const struct Stat *zs)
 {
-	if (op->uid == 0 || op->uid == op->fs->uid ||
-	    op->uid == zklfs_owner(op->fs, op->path, type, zs))
+	if (zklfs_may_own(op->fs, op->uid, op->path, type, zs))
 		return true;
 	zkl_log(LOG_NOTICE, "%s refused: uid %u owns neither it nor the mount",
 		type == NODE_DIR ? "rmdir" : "unlink", (unsigned)op->uid);

@@ -50,7 +50,7 @@ struct zklfs_pool {
 	uint64_t links[ZKLFS_SESSIONS_MAX];	/* zks_links() at the last look */
 };
 
-int zklfs_pool_open(struct zklfs *fs, zkl_lost_fn lost)
+int zklfs_pool_open(struct zklfs *fs, zkl_lost_fn lost, zkl_lost_fn revoked)
 {
 	const struct zklfs_conf *conf = fs->conf;
 	struct zklfs_pool *p;
@@ -84,6 +84,7 @@ int zklfs_pool_open(struct zklfs *fs, zkl_lost_fn lost)
 			zkl_log(LOG_ERR, "out of memory");
 			return -ENOMEM;
 		}
+		zkl_engine_on_revoke(p->engines[i], revoked);
 	}
 	return 0;
 }

@@ -18,13 +18,13 @@
 
 /*
  * Start-up, main thread: zklfs_pool_open() (every session, the root,
- * every engine, whose lost callback is @lost), zklfs_pool_start() (the
- * supervisors).  Shutdown: zklfs_pool_shutdown() (every engine answers
- * its waiters), then zklfs_pool_close() (the server drops our entries),
- * zklfs_pool_free().  Each may follow a failed or partial earlier step.
+ * every engine, whose lost and revoke callbacks are @lost and @revoked),
+ * zklfs_pool_start() (the supervisors).  Shutdown: zklfs_pool_shutdown()
+ * (every engine answers its waiters), then zklfs_pool_close() (the server
+ * drops our entries), zklfs_pool_free().  Each may follow a failed or partial earlier step.
  * Return: 0 or -errno.
  */
-int zklfs_pool_open(struct zklfs *fs, zkl_lost_fn lost);
+int zklfs_pool_open(struct zklfs *fs, zkl_lost_fn lost, zkl_lost_fn revoked);
 int zklfs_pool_start(struct zklfs *fs);
 void zklfs_pool_shutdown(struct zklfs *fs);
 void zklfs_pool_close(struct zklfs *fs);

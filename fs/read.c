@@ -4,12 +4,13 @@
  *
  * Depends on: fs/handlers.h, fs/zop.h, fs/lockreq.h (our own lock's state),
  * fs/wbuf.h (data written, not yet sent), fs/limitattr.h (a semaphore's
- * limit).
+ * limit), fs/revoke.h (asking a holder to let go).
  */
 #include "fs/handlers.h"
 
 #include "fs/limitattr.h"
 #include "fs/lockreq.h"
+#include "fs/revoke.h"
 #include "fs/wbuf.h"
 #include "fs/zop.h"
 
@@ -245,6 +246,7 @@ void zklfs_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 	if ((x == X_STATE || x == X_TOKEN) && lockreq_own_state(fs, n, &own)) {
 		if (x == X_STATE)
 			snprintf(val, sizeof(val), "%s", own.lost ? "lost" :
+				 own.revoking ? "revoking" :
 				 own.granted ? "held" : "waiting");
 		else
 			snprintf(val, sizeof(val), "%lld %d", (long long)own.czxid, own.seq);
@@ -360,6 +362,8 @@ void zklfs_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 
 	if (strcmp(name, ZKLFS_LIMIT_XATTR) == 0 && n->type == NODE_DIR)
 		zklfs_limit_set(req, n, value ? value : "", size, flags);
+	else if (strcmp(name, ZKLFS_REVOKE_XATTR) == 0 && n->type != NODE_DIR)
+		zklfs_revoke(req, n, value ? value : "", size);
 	else
 		fuse_reply_err(req, ENOTSUP);
 }

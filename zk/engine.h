@@ -84,6 +84,7 @@ struct zkl_engine {
 	struct zkl_transport t;		/* how we reach ZooKeeper */
 	enum zkl_naming naming;
 	zkl_lost_fn lost;
+	zkl_lost_fn revoked;		/* zkl_engine_on_revoke(), or NULL */
 	struct zkl_mutex lock;
 	struct zkl_waiter *all, *all_tail;	/* every live waiter, oldest first */
 	struct zkl_waiter *fire, *fire_tail;	/* answered, done not yet run */
@@ -113,6 +114,7 @@ struct zkl_waiter {
 	enum own own;			/* the watch on our own entry */
 	enum ahead ahead;		/* whom we must outlive (pred, pred_seq) */
 	bool released;			/* the caller gave its reference back */
+	bool revoked;			/* its data asked it to let go; only set */
 	bool prelisted;			/* a listing follows the create (pipelined) */
 	bool marked;			/* within one locked pass only: to be
 					   granted (a listing's verdict, or the

@@ -262,6 +262,13 @@ struct zks_events zkl_engine_events(struct zkl_engine *e)
 
 /* the API ------------------------------------------------------------------ */
 
+void zkl_engine_on_revoke(struct zkl_engine *e, zkl_lost_fn revoked)
+{
+	zkl_mutex_lock(&e->lock);
+	e->revoked = revoked;
+	zkl_mutex_unlock(&e->lock);
+}
+
 struct zkl_engine *zkl_engine_new(const struct zkl_transport *t,
 				  enum zkl_naming naming, zkl_lost_fn lost)
 {
@@ -419,6 +426,7 @@ void zkl_info(struct zkl_waiter *w, struct zkl_info *info, char **path)
 	info->created = w->path != NULL;
 	info->granted = w->ans == ANS_GRANTED || w->ans == ANS_LOST;
 	info->lost = w->ans == ANS_LOST;
+	info->revoking = w->revoked;
 	info->seq = w->seq;
 	info->czxid = w->czxid;
 	info->kind = w->kind;

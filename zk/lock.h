@@ -62,6 +62,19 @@ typedef void (*zkl_done_fn)(struct zkl_waiter *w, int err, void *arg);
  */
 typedef void (*zkl_lost_fn)(struct zkl_waiter *w, void *arg);
 
+/*
+ * zkl_engine_on_revoke() - run @revoked (as the lost callback runs: once,
+ * under the engine's lock, only to record and wake) when a granted entry's
+ * data becomes "__REVOKE__": someone asks its holder to let go (Curator's
+ * convention; user.zklockfs.revoke).  A request that came while it waited
+ * is reported by zkl_info() at the grant instead.  Call before the first
+ * enqueue.
+ */
+void zkl_engine_on_revoke(struct zkl_engine *e, zkl_lost_fn revoked);
+
+/* The data of a revocation request: Curator's LockInternals.REVOKE_MESSAGE. */
+#define ZKL_REVOKE_DATA "__REVOKE__"
+
 /* Flags for zkl_enqueue(). */
 #define ZKL_NONBLOCK	0x1	/* fail with -EAGAIN rather than wait */
 
@@ -137,6 +150,7 @@ void zkl_release(struct zkl_waiter *w);
 /* What a caller may read of a waiter; copies, taken under the engine lock. */
 struct zkl_info {
 	bool created, granted, lost;
+	bool revoking;			/* asked to let go (zkl_engine_on_revoke()) */
 	int32_t seq;
 	int64_t czxid;
 	enum zkl_kind kind;

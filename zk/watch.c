@@ -96,9 +96,14 @@ void zke_own_watch_done(int rc, const char *value, int len,
 	struct zkl_waiter *w = (struct zkl_waiter *)data;
 	struct zkl_engine *e = w->e;
 
-	(void)value, (void)len;
 	zkl_mutex_lock(&e->lock);
 	zke_set_own_locked(w, rc == ZOK ? OWN_ARMED : OWN_OFF);
+	if (rc == ZOK && !w->revoked && len == (int)strlen(ZKL_REVOKE_DATA) && value &&
+	    memcmp(value, ZKL_REVOKE_DATA, (size_t)len) == 0) {
+		w->revoked = true;	/* asked to let go; its own writes do not undo it */
+		if (w->ans == ANS_GRANTED && !w->released && e->revoked)
+			e->revoked(w, w->arg);
+	}
 	if (rc == ZOK && stat->version != w->dver) {
 		w->dver = stat->version;
 		/* poked before the watch was set: no event will say so */

@@ -208,9 +208,10 @@ while True:
             out("ok")
         elif c == "getxattr":
             out("ok " + os.getxattr(fd, args[0]).hex())
-        elif c == "poll":
+        elif c in ("poll", "pollpri"):     # pollpri: wait for POLLPRI alone
             p = select.poll()
-            p.register(fd, select.POLLIN | select.POLLOUT | select.POLLPRI)
+            p.register(fd, select.POLLPRI if c == "pollpri" else
+                       select.POLLIN | select.POLLOUT | select.POLLPRI)
             ev = p.poll(int(args[0]) if args else 0)
             out("ok %d" % (ev[0][1] if ev else 0))
         elif c == "sendfd":                # pass fd over a unix socket

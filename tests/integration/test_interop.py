@@ -20,6 +20,7 @@ client are missing the tests say SKIPPED with the reason.
 
 import json
 import os
+import select
 import re
 import shutil
 import subprocess
@@ -29,7 +30,7 @@ import time
 import pytest
 
 import harness
-from harness import (session_watches, lock_state, lockdir, GRANT_TIMEOUT, NOT_GRANTED_WAIT, PY, SHARED, SLOW, WRITE,
+from harness import (RDWR, session_watches, lock_state, lockdir, GRANT_TIMEOUT, NOT_GRANTED_WAIT, PY, SHARED, SLOW, WRITE,
                      XATTR_HOLDERS, Locker, entries,
                      getxattr_str, parse_entry, read_file, seq_of,
                      start_waiter, take, wait_for, wait_gone, wait_no_entries)
@@ -719,4 +720,50 @@ def test_mutual_exclusion_curator_kazoo_zklockfs(mount, zk, curator_cp,
             cl.proc.wait(10)
         else:
             cl.quit()
+    wait_no_entries(d)
+
+
+# --- revocation (docs/SPEC.md, "Beyond the mutex") ------------------------------
+
+def test_our_revoke_makes_a_revocable_curator_holder_release(mount, zk, curator_cp):
+    """setfattr user.zklockfs.revoke on a revocable Curator holder's node
+    sets its data to __REVOKE__: Curator's listener releases, and the
+    zklockfs waiter behind it is granted."""
+    c = Curator(curator_cp, zk.hostport, zpath_of(mount))
+    m = mount()
+    d = lockdir(m)
+    c.wait_ready()
+    c.send("revocable")
+    c.expect("revocable")
+    c.acquire()
+    c.expect("acquired")
+    cname = new_entry(d, set(), CURATOR_NODE)
+    w = start_waiter(d, "fs")
+    w.assert_waiting()
+    os.setxattr(os.path.join(d, cname), "user.zklockfs.revoke", b"1")
+    c.expect("revoked-released")
+    w.wait_granted()
+    w.release()
+    c.quit()
+    wait_no_entries(d)
+
+
+def test_curator_revoker_reaches_our_holder(mount, zk, curator_cp):
+    """Curator's Revoker.attemptRevoke() on a zklockfs holder's entry: its
+    descriptor reports POLLPRI and user.zklockfs.state reads revoking; the
+    lock is not broken."""
+    c = Curator(curator_cp, zk.hostport, zpath_of(mount))
+    m = mount()
+    d = lockdir(m)
+    h = take(d, "fs", RDWR)
+    c.wait_ready()
+    assert not int(h.ok("poll 0")) & select.POLLPRI
+    c.send("revoke " + zpath_of(mount) + "/" + h.entry)
+    c.expect("revoke-sent")
+    ev = int(h.ok("pollpri %d" % (GRANT_TIMEOUT * 1000), timeout=GRANT_TIMEOUT + 5))
+    assert ev & select.POLLPRI and not ev & (select.POLLERR | select.POLLHUP), ev
+    assert lock_state(h) == "revoking"
+    assert entries(d) == [h.entry]
+    h.release()
+    c.quit()
     wait_no_entries(d)

@@ -966,3 +966,40 @@ def test_limit_makes_a_semaphore_like_consul_lock_n(mount, zklock):
     assert zk(zklock, "-L", "0", d, "true")[0] == 64
     h1.release()
     h2.release()
+
+
+# --- revocation ---------------------------------------------------------------------
+
+WAIT_FOR_SIGNAL = (
+    "import signal, sys\n"
+    "def on(sig, frame):\n"
+    "    print('got', signal.Signals(sig).name, flush=True); sys.exit(0)\n"
+    "for s in (signal.SIGUSR1, signal.SIGUSR2, signal.SIGHUP):\n"
+    "    signal.signal(s, on)\n"
+    "print('in', flush=True)\n"
+    "signal.pause()\n")
+
+
+@pytest.mark.parametrize("opts, sig", [((), "SIGUSR1"),
+                                        (("--on-revoke=usr2",), "SIGUSR2"),
+                                        (("--on-revoke", "1"), "SIGHUP")])
+def test_a_request_to_let_go_reaches_the_command(mount, zklock, opts, sig):
+    """setfattr user.zklockfs.revoke on zklock's entry: zklock passes it on
+    to its command as SIGUSR1 (or --on-revoke's signal), once; the lock is
+    still held until the command ends."""
+    m = mount()
+    d = m.p("L")
+    r = Run(zklock, *opts, "-N", "me", d, harness.PY, "-c", WAIT_FOR_SIGNAL)
+    assert r.expect_line() == "in"
+    e = wait_entry_of(d, "me")
+    os.setxattr(os.path.join(d, e), "user.zklockfs.revoke", b"1")
+    assert r.expect_line() == "got " + sig
+    assert r.finish() == 0
+    assert "asked to let go" in r.err
+    wait_no_entries(d)
+
+
+def test_on_revoke_takes_a_signal(zklock):
+    rc, _, err = zk(zklock, "--on-revoke=NOPE", "/tmp", "true")
+    assert rc == 64 and "invalid signal" in err
+    assert zk(zklock, "--on-revoke=0", "/tmp", "true")[0] == 64

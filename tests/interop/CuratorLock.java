@@ -13,6 +13,10 @@
 //                     -> N times: acquire, append "enter TAG\n" to LOGFILE,
 //                        sleep PAUSE_MS, append "exit TAG\n", release;
 //                        then "cycled N" (or "error ...")
+//   revocable         -> makeRevocable(): when asked to let go (its node's
+//                        data set to __REVOKE__), releases on the worker and
+//                        prints "revoked-released"; answers "revocable"
+//   revoke PATH       -> Revoker.attemptRevoke(PATH): "revoke-sent" | "error ..."
 //   quit (or EOF)     -> closes the session, "bye", exits
 // acquire, release and cycle run one after another on one worker thread
 // (InterProcessMutex is owned by the thread that acquired it).
@@ -29,6 +33,7 @@ import java.util.concurrent.TimeUnit;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
 import org.apache.curator.framework.recipes.locks.InterProcessMutex;
+import org.apache.curator.framework.recipes.locks.Revoker;
 import org.apache.curator.retry.RetryOneTime;
 
 public class CuratorLock {
@@ -137,6 +142,25 @@ public class CuratorLock {
                         say("error " + oneLine(e));
                     }
                 });
+                break;
+            case "revocable":
+                mutex.makeRevocable(forLock -> worker.submit(() -> {
+                    try {
+                        mutex.release();
+                        say("revoked-released");
+                    } catch (Throwable e) {
+                        say("error " + oneLine(e));
+                    }
+                }));
+                say("revocable");
+                break;
+            case "revoke":
+                try {
+                    Revoker.attemptRevoke(client, w[1]);
+                    say("revoke-sent");
+                } catch (Throwable e) {
+                    say("error " + oneLine(e));
+                }
                 break;
             case "quit":
                 client.close();

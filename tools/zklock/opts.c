@@ -13,7 +13,9 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <signal.h>
 #include <string.h>
+#include <strings.h>
 
 #ifndef ZKLOCK_VERSION
 #define ZKLOCK_VERSION "0.1"
@@ -52,6 +54,8 @@ static void __attribute__((noreturn)) zkl_usage(FILE *f, int status)
 "                             SECS after SIGTERM (lost lock, or left behind\n"
 "                             by the command; default 10)\n"
 "  -o, --close                accepted for flock(1) compatibility (always so)\n"
+"      --on-revoke SIG        signal for the command when someone asks the\n"
+"                             lock's holder to let go (default USR1)\n"
 "      --verbose              say how long getting the lock took\n"
 "      --list                 print LOCKDIR's queue\n"
 "  -h, --help                 this text\n"
@@ -106,6 +110,33 @@ static int zkl_parse_limit(const char *s, unsigned *out)
 	return 0;
 }
 
+/* --on-revoke=SIG: a name (USR1, SIGUSR1; any case) or a number, 1..SIGRTMAX. */
+static int zkl_parse_signal(const char *s, int *out)
+{
+	static const struct { const char *name; int sig; } names[] = {
+		{ "HUP", SIGHUP }, { "INT", SIGINT }, { "QUIT", SIGQUIT },
+		{ "USR1", SIGUSR1 }, { "USR2", SIGUSR2 }, { "ALRM", SIGALRM },
+		{ "TERM", SIGTERM }, { "CONT", SIGCONT }, { "WINCH", SIGWINCH },
+		{ "KILL", SIGKILL },
+	};
+	char *end;
+	long v;
+
+	if (strncasecmp(s, "SIG", 3) == 0)
+		s += 3;
+	for (size_t i = 0; i < sizeof(names) / sizeof(*names); i++)
+		if (strcasecmp(s, names[i].name) == 0) {
+			*out = names[i].sig;
+			return 0;
+		}
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (errno || end == s || *end || v < 1 || v > SIGRTMAX)
+		return -EINVAL;
+	*out = (int)v;
+	return 0;
+}
+
 /* See opts.h. A NAME leaves room for the longest marker and number. */
 bool zkl_opts_name_ok(const char *name)
 {
@@ -144,7 +175,7 @@ static int __attribute__((format(printf, 1, 2))) zkl_bad_usage(const char *fmt, 
 /* See opts.h. */
 int zkl_opts_parse(int argc, char **argv, struct zkl_opts *o)
 {
-	enum { OPT_VERBOSE = 256, OPT_LIST };
+	enum { OPT_VERBOSE = 256, OPT_LIST, OPT_ON_REVOKE };
 	static const struct option longopts[] = {
 		{ "shared",		no_argument,		NULL, 's' },
 		{ "exclusive",		no_argument,		NULL, 'x' },
@@ -159,6 +190,7 @@ int zkl_opts_parse(int argc, char **argv, struct zkl_opts *o)
 		{ "kill-after",		required_argument,	NULL, 'k' },
 		{ "close",		no_argument,		NULL, 'o' },
 		{ "verbose",		no_argument,		NULL, OPT_VERBOSE },
+		{ "on-revoke",		required_argument,	NULL, OPT_ON_REVOKE },
 		{ "list",		no_argument,		NULL, OPT_LIST },
 		{ "help",		no_argument,		NULL, 'h' },
 		{ "version",		no_argument,		NULL, 'V' },
@@ -167,7 +199,8 @@ int zkl_opts_parse(int argc, char **argv, struct zkl_opts *o)
 	int c, rest;
 
 	*o = (struct zkl_opts){ .timeout = -1, .kill_after = 10,
-				.conflict_code = ZKL_EXIT_CONFLICT };
+				.conflict_code = ZKL_EXIT_CONFLICT,
+				.on_revoke = SIGUSR1 };
 	while ((c = getopt_long(argc, argv, "+sxenw:E:c:N:L:k:ohV", longopts,
 				NULL)) != -1) {
 		switch (c) {
@@ -212,6 +245,10 @@ int zkl_opts_parse(int argc, char **argv, struct zkl_opts *o)
 			break;
 		case OPT_LIST:
 			o->list = true;
+			break;
+		case OPT_ON_REVOKE:
+			if (zkl_parse_signal(optarg, &o->on_revoke))
+				return zkl_bad_usage("invalid signal: '%s'", optarg);
 			break;
 		case 'h':
 			zkl_usage(stdout, 0);

@@ -32,6 +32,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <signal.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
@@ -362,7 +363,8 @@ int zkl_tree_supervise(struct zkl_run *r, int *status)
 {
 	struct pollfd pfd[2] = {
 		{ .fd = r->sigfd, .events = POLLIN },
-		{ .fd = r->lockfd, .events = 0 },	/* POLLERR|POLLHUP: lost */
+		/* POLLERR|POLLHUP: lost; POLLPRI: asked to let go */
+		{ .fd = r->lockfd, .events = POLLPRI },
 	};
 	enum { RUNNING, TERMINATING, KILLING } phase = RUNNING;
 	double kill_at = 0;
@@ -402,7 +404,17 @@ int zkl_tree_supervise(struct zkl_run *r, int *status)
 				continue;
 			return -errno;
 		}
-		if (pfd[1].revents) {
+		if ((pfd[1].revents & POLLPRI) &&
+		    !(pfd[1].revents & (POLLERR | POLLHUP))) {
+			pfd[1].events = 0;	/* told once: now only a loss */
+			r->revoked = true;
+			if (phase == RUNNING && r->child) {
+				warnx("asked to let go of %s: sent %s to %s (pid %d)",
+				      r->entry, strsignal(r->o->on_revoke), r->argv[0],
+				      (int)r->child);
+				kill(r->child, r->o->on_revoke);
+			}
+		} else if (pfd[1].revents) {
 			r->lost = true;
 			pfd[1].fd = -1;		/* told once is enough */
 			if (phase == RUNNING) {

@@ -37,6 +37,8 @@ struct zkl_opts {
 	bool done;		/* --help/--version answered: exit 0 */
 	double kill_after;	/* --kill-after SECONDS, after a loss */
 	const char *name;	/* -N NAME; NULL: from the host name */
+	int on_revoke;		/* --on-revoke=SIG: passed to the command when
+				   its holder is asked to let go (SIGUSR1) */
 	unsigned limit;		/* -L N: a semaphore of N holders; 0: none */
 	const char *shell_cmd;	/* -c 'SHELL COMMAND' */
 	const char *lockdir;
@@ -61,6 +63,7 @@ struct zkl_run {
 	pid_t child;		/* the command; 0 before it runs */
 	sigset_t orig_mask;	/* zklock's mask at start, the command's mask */
 	bool lost;		/* the lock was lost while the command ran */
+	bool revoked;		/* asked to let go: told the command (once) */
 	bool blind;		/* /proc unreadable: the command alone is seen */
 	bool kill_failed;	/* a kill failed and was reported (once) */
 };

@@ -1,0 +1,68 @@
+/* fs/revoke.c - user.zklockfs.revoke of an entry (see revoke.h). */
+#include "fs/revoke.h"
+
+#include "fs/attr.h"
+#include "fs/pool.h"
+#include "fs/zop.h"
+
+#include <errno.h>
+#include <string.h>
+
+#include "zk/lock.h"
+#include "zk/log.h"
+
+static void revoke_done(int rc, const struct Stat *zs, const void *data)
+{
+	struct zop *op = (struct zop *)data;
+
+	(void)zs;
+	if (rc != ZOK) {
+		zop_fail(op, rc);
+		return;
+	}
+	fuse_reply_err(op->req, 0);
+	zop_free(op);
+}
+
+/* Who owns the entry is known now: ask its holder, if allowed. */
+static void revoke_got(int rc, const struct Stat *zs, const void *data)
+{
+	struct zop *op = (struct zop *)data;
+
+	if (rc != ZOK) {
+		zop_fail(op, rc);
+		return;
+	}
+	if (zs->ephemeralOwner == 0) {
+		zop_fail(op, ZNOCHILDRENFOREPHEMERALS);	/* not an entry */
+		return;
+	}
+	if (!zklfs_may_own(op->fs, op->uid, op->path, NODE_FILE, zs)) {
+		zkl_log(LOG_NOTICE, "revocation refused: uid %u owns neither the "
+			"entry nor the mount", (unsigned)op->uid);
+		fuse_reply_err(op->req, EPERM);
+		zop_free(op);
+		return;
+	}
+	rc = zks_aset(zklfs_session_of(op->fs, op->path, false), op->path,
+		      ZKL_REVOKE_DATA, (int)strlen(ZKL_REVOKE_DATA), revoke_done, op);
+	zop_started(op, rc);
+}
+
+void zklfs_revoke(fuse_req_t req, struct node *n, const char *value, size_t len)
+{
+	struct zklfs *fs = fs_of(req);
+	struct zop *op;
+
+	if (!((len == 1 || (len == 2 && value[1] == '\n')) && value[0] == '1')) {
+		fuse_reply_err(req, EINVAL);
+		return;
+	}
+	op = zop_new(req, n, zklfs_node_path(fs, n));
+	if (!op) {
+		fuse_reply_err(req, n->path ? ENOMEM : ENOENT);
+		return;
+	}
+	zop_started(op, zks_aexists(zklfs_session_of(fs, op->path, false), op->path,
+				    revoke_got, op));
+}
