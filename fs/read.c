@@ -23,6 +23,7 @@
 #include "zk/errno.h"
 #include "zk/grant.h"
 #include "zk/limit.h"
+#include "zk/metrics.h"
 #include "zk/log.h"
 
 /* read --------------------------------------------------------------------- */
@@ -85,6 +86,9 @@ void zklfs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 /* xattr -------------------------------------------------------------------- */
 
 enum xattr { X_NONE, X_SEQ, X_KIND, X_STATE, X_TOKEN, X_HOLDERS };
+
+/* The mount's figures, Prometheus text (zk/metrics.h): its root only. */
+#define ZKLFS_METRICS_XATTR "user.zklockfs.metrics"
 
 static const char *const xattr_names[] = {
 	[X_SEQ] = "user.zklockfs.seq",
@@ -221,6 +225,21 @@ static int xattr_list_send(struct zop *op)
 	return rc;
 }
 
+/* The mount's figures (zk/metrics.h), on its root directory. */
+static void reply_metrics(fuse_req_t req, size_t size)
+{
+	size_t len = zkl_metrics_format(NULL, 0) + 256, n;
+	char *buf = malloc(len);	/* room for figures grown meanwhile */
+
+	if (!buf) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	n = zkl_metrics_format(buf, len);
+	reply_xattr_value(req, size, buf, n < len ? n : len - 1);
+	free(buf);
+}
+
 void zklfs_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 			   size_t size)
 {
@@ -232,6 +251,13 @@ void zklfs_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 	char val[64];
 	struct zkl_info own;
 
+	if (strcmp(name, ZKLFS_METRICS_XATTR) == 0) {
+		if (n->ino == FUSE_ROOT_ID)
+			reply_metrics(req, size);
+		else
+			fuse_reply_err(req, ENODATA);
+		return;
+	}
 	if (strcmp(name, ZKLFS_LIMIT_XATTR) == 0) {
 		if (n->type == NODE_DIR)
 			zklfs_limit_get(req, n, size);
@@ -293,11 +319,16 @@ void zklfs_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 	zop_free(op);
 }
 
-/* The names of the xattrs @type has, and the limit if @limit: into @buf. */
-static size_t xattr_list(enum node_type type, bool limit, char *buf)
+/* The names of the xattrs @type has, the limit if @limit, the figures if
+ * @root: into @buf. */
+static size_t xattr_list(enum node_type type, bool limit, bool root, char *buf)
 {
 	size_t len = 0;
 
+	if (root) {
+		memcpy(buf + len, ZKLFS_METRICS_XATTR, sizeof(ZKLFS_METRICS_XATTR));
+		len += sizeof(ZKLFS_METRICS_XATTR);
+	}
 	for (size_t i = 1; i < sizeof(xattr_names) / sizeof(*xattr_names); i++) {
 		if ((i == X_HOLDERS) != (type == NODE_DIR))
 			continue;
@@ -325,7 +356,7 @@ static void listxattr_dir_done(int rc, const char *value, int len,
 	}
 	reply_xattr_value(op->req, op->size, buf,
 			  xattr_list(NODE_DIR, zkl_limit_parse(value, len > 0 ? (size_t)len : 0),
-				     buf));
+				     op->node->ino == FUSE_ROOT_ID, buf));
 	zop_free(op);
 }
 
@@ -342,7 +373,7 @@ void zklfs_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 	char buf[256];
 
 	if (n->type != NODE_DIR) {
-		reply_xattr_value(req, size, buf, xattr_list(n->type, false, buf));
+		reply_xattr_value(req, size, buf, xattr_list(n->type, false, false, buf));
 		return;
 	}
 	op = zop_new(req, n, zklfs_node_path(fs, n));

@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "zk/lock.h"
+#include "zk/metrics.h"
 #include "zk/mutex.h"
 
 enum wstate {
@@ -123,6 +124,7 @@ struct zkl_waiter {
 	uint32_t owner;			/* the caller's tag: zkl_owner() */
 	unsigned limit;			/* the semaphore's, as its last listing
 					   was decided (0: a plain lock) */
+	uint64_t t_enq, t_grant;	/* zkl_metrics_now_us() at both */
 	int32_t dver;			/* our entry's data version, last seen:
 					   a poke raises it (zk/sem.c) */
 	int result;			/* what done is told */
@@ -205,7 +207,7 @@ bool zke_grant_locked(struct zkl_waiter *w, bool advance);
 /* zk/release.c: deletes, hand-offs, waiting on entries of ours */
 void zke_delete_locked(struct zkl_waiter *w);
 void zke_fail_locked(struct zkl_waiter *w, int err);
-void zke_lose_locked(struct zkl_waiter *w, const char *why);
+void zke_lose_locked(struct zkl_waiter *w, enum zkl_loss cause, const char *why);
 void zke_trouble_locked(struct zkl_waiter *w, int rc, enum stall redo,
 			const char *what);
 void zke_wait_locked(struct zkl_waiter *w);

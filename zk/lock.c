@@ -163,7 +163,8 @@ static void for_each_waiter(struct zkl_engine *e, void (*step)(struct zkl_waiter
 
 static void on_silent_step(struct zkl_waiter *w)
 {
-	zke_lose_locked(w, "nothing heard from ZooKeeper for the session timeout");
+	zke_lose_locked(w, ZKL_LOSS_SILENT,
+			"nothing heard from ZooKeeper for the session timeout");
 }
 
 static void on_expired_step(struct zkl_waiter *w)
@@ -180,7 +181,7 @@ static void on_expired_step(struct zkl_waiter *w)
 	zke_unstall_locked(w);
 	if (w->entry == ENTRY_LIVE || w->entry == ENTRY_DELETING)
 		zke_set_entry_locked(w, ENTRY_GONE);	/* with the session */
-	zke_lose_locked(w, "the ZooKeeper session expired");
+	zke_lose_locked(w, ZKL_LOSS_EXPIRED, "the ZooKeeper session expired");
 	zke_queue_unlink_locked(w);
 	w->ahead = AHEAD_UNKNOWN;
 	zke_set_own_locked(w, OWN_OFF);	/* that session's watches are gone */
@@ -332,6 +333,8 @@ int zkl_enqueue(struct zkl_engine *e, const char *dir, const char *name,
 		zkl_mutex_unlock(&e->lock);
 		return zk_errno(rc);
 	}
+	w->t_enq = zkl_metrics_now_us();
+	zkl_metrics_enqueued();
 	*out = w;
 	zkl_mutex_unlock(&e->lock);
 	return 0;
@@ -402,6 +405,8 @@ void zkl_release(struct zkl_waiter *w)
 	struct zkl_engine *e = w->e;
 
 	zkl_mutex_lock(&e->lock);
+	if (w->ans == ANS_GRANTED && !w->released)
+		zkl_metrics_released(zkl_metrics_now_us() - w->t_grant);
 	w->released = true;
 	/*
 	 * Delete now, even while the watch on our own entry is being set: the

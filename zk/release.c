@@ -166,12 +166,13 @@ void zke_fail_locked(struct zkl_waiter *w, int err)
 }
 
 /* A held lock is gone: tell the caller once, and make sure the entry goes. */
-void zke_lose_locked(struct zkl_waiter *w, const char *why)
+void zke_lose_locked(struct zkl_waiter *w, enum zkl_loss cause, const char *why)
 {
 	ZKL_ASSERT_HELD(&w->e->lock);
 	if (w->ans != ANS_GRANTED || w->released)
 		return;
 	zke_set_answer_locked(w, ANS_LOST);
+	zkl_metrics_lost(cause);
 	zke_set_state_locked(w, W_DONE);
 	zkl_log(LOG_WARNING, "lock %s lost: %s", w->path ? w->path : w->dir, why);
 	w->e->lost(w, w->arg);

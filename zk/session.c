@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "zk/errno.h"
+#include "zk/metrics.h"
 #include "zk/creds.h"
 #include "zk/log.h"
 
@@ -76,10 +77,15 @@ static void zks_watcher(zhandle_t *zh, int type, int state, const char *path,
 		s->was_disconnected = false;
 		s->silent = false;
 	} else if (state == ZOO_CONNECTING_STATE) {
+		if (!s->was_disconnected)
+			zkl_metrics_connection_lost();
 		s->was_disconnected = true;
 	} else if (state == ZOO_EXPIRED_SESSION_STATE) {
+		if (!s->expired)
+			zkl_metrics_expired();
 		s->expired = true;
 	}
+	zkl_metrics_session_state(state);
 	pthread_cond_broadcast(&s->cond);
 	pthread_mutex_unlock(&s->lock);
 }

@@ -320,6 +320,12 @@ void zke_answer_locked(struct zkl_waiter *w, int err, bool advance)
 		return;
 	zke_set_answer_locked(w, err ? ANS_REFUSED : ANS_GRANTED);
 	w->result = err;
+	if (err) {
+		zkl_metrics_refused(err);
+	} else {
+		w->t_grant = zkl_metrics_now_us();
+		zkl_metrics_granted(w->t_grant - w->t_enq);
+	}
 	zke_set_state_locked(w, err ? W_DONE : W_HELD);
 	w->refs++;			/* held across done */
 	w->fnext = NULL;

@@ -44,7 +44,7 @@ static void gone_self_locked(struct zkl_waiter *w)
 {
 	ZKL_ASSERT_HELD(&w->e->lock);
 	if (zke_answered(w)) {
-		zke_lose_locked(w, "its entry was deleted by someone else");
+		zke_lose_locked(w, ZKL_LOSS_DELETED, "its entry was deleted by someone else");
 	} else if (w->entry == ENTRY_LIVE && zke_stale_locked(w)) {
 		zke_stall_locked(w, S_CHECK);	/* on_expired() starts it over */
 	} else if (w->entry == ENTRY_LIVE) {

@@ -22,6 +22,7 @@
 #define XATTR_TOKEN	"user.zklockfs.token"	/* of an entry */
 #define XATTR_HOLDERS	"user.zklockfs.holders"	/* of a lock directory */
 #define XATTR_LIMIT	"user.zklockfs.limit"	/* of a lock directory */
+#define XATTR_METRICS	"user.zklockfs.metrics"	/* of a mount point */
 
 /* "Not a zklockfs directory", as an errno that nothing else here returns. */
 #define ENOTZKLOCKFS	EMEDIUMTYPE

@@ -255,6 +255,23 @@ static void zkl_run_free(struct zkl_run *r)
 	free(r->token);
 }
 
+/* --metrics: the mount's figures (user.zklockfs.metrics of its root), as is. */
+static int zkl_metrics(const char *mnt)
+{
+	char *val = NULL;
+	ssize_t n = zkl_lockdir_xattr(-1, mnt, XATTR_METRICS, &val);
+
+	if (n < 0)
+		return zkl_lockdir_failed(mnt, n == -ENODATA || n == -ENOTSUP ?
+					  -ENOTZKLOCKFS : (int)n);
+	if (fwrite(val, 1, (size_t)n, stdout) != (size_t)n || fflush(stdout) == EOF) {
+		free(val);
+		return ZKL_EXIT_OSERR;
+	}
+	free(val);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct zkl_opts o;
@@ -267,6 +284,8 @@ int main(int argc, char **argv)
 		return fflush(stdout) == EOF ? ZKL_EXIT_OSERR : 0;
 	if (o.list)
 		return zkl_list(o.lockdir);
+	if (o.metrics)
+		return zkl_metrics(o.lockdir);
 
 	/* the command gets our mask as we got it; -w needs SIGALRM */
 	status = zkl_sig_install(&r.orig_mask);

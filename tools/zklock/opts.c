@@ -36,6 +36,7 @@ static void __attribute__((noreturn)) zkl_usage(FILE *f, int status)
 "  zklock [options] LOCKDIR COMMAND [ARG...]\n"
 "  zklock [options] LOCKDIR -c 'SHELL COMMAND'\n"
 "  zklock --list LOCKDIR\n"
+"  zklock --metrics MOUNTPOINT\n"
 "\n"
 "Run a command while holding a zklockfs (ZooKeeper) lock. LOCKDIR is a\n"
 "directory on a zklockfs mount, created if missing.\n"
@@ -58,6 +59,8 @@ static void __attribute__((noreturn)) zkl_usage(FILE *f, int status)
 "                             lock's holder to let go (default USR1)\n"
 "      --verbose              say how long getting the lock took\n"
 "      --list                 print LOCKDIR's queue\n"
+"      --metrics              print the figures of the mount at LOCKDIR (its\n"
+"                             mount point), in the Prometheus text format\n"
 "  -h, --help                 this text\n"
 "  -V, --version              version\n"
 "\n"
@@ -175,7 +178,7 @@ static int __attribute__((format(printf, 1, 2))) zkl_bad_usage(const char *fmt, 
 /* See opts.h. */
 int zkl_opts_parse(int argc, char **argv, struct zkl_opts *o)
 {
-	enum { OPT_VERBOSE = 256, OPT_LIST, OPT_ON_REVOKE };
+	enum { OPT_VERBOSE = 256, OPT_LIST, OPT_ON_REVOKE, OPT_METRICS };
 	static const struct option longopts[] = {
 		{ "shared",		no_argument,		NULL, 's' },
 		{ "exclusive",		no_argument,		NULL, 'x' },
@@ -192,6 +195,7 @@ int zkl_opts_parse(int argc, char **argv, struct zkl_opts *o)
 		{ "verbose",		no_argument,		NULL, OPT_VERBOSE },
 		{ "on-revoke",		required_argument,	NULL, OPT_ON_REVOKE },
 		{ "list",		no_argument,		NULL, OPT_LIST },
+		{ "metrics",		no_argument,		NULL, OPT_METRICS },
 		{ "help",		no_argument,		NULL, 'h' },
 		{ "version",		no_argument,		NULL, 'V' },
 		{ NULL, 0, NULL, 0 }
@@ -246,6 +250,9 @@ int zkl_opts_parse(int argc, char **argv, struct zkl_opts *o)
 		case OPT_LIST:
 			o->list = true;
 			break;
+		case OPT_METRICS:
+			o->metrics = true;
+			break;
 		case OPT_ON_REVOKE:
 			if (zkl_parse_signal(optarg, &o->on_revoke))
 				return zkl_bad_usage("invalid signal: '%s'", optarg);
@@ -266,9 +273,10 @@ int zkl_opts_parse(int argc, char **argv, struct zkl_opts *o)
 	if (!*o->lockdir)
 		return zkl_bad_usage("empty LOCKDIR");
 	rest = argc - optind;
-	if (o->list) {
-		if (rest || o->shell_cmd)
-			return zkl_bad_usage("--list takes only LOCKDIR");
+	if (o->list || o->metrics) {
+		if (rest || o->shell_cmd || (o->list && o->metrics))
+			return zkl_bad_usage("%s takes only %s", o->list ? "--list" : "--metrics",
+					     o->list ? "LOCKDIR" : "MOUNTPOINT");
 		return 0;
 	}
 	if (rest && (strcmp(argv[optind], "-c") == 0 ||

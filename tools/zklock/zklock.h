@@ -34,6 +34,7 @@ struct zkl_opts {
 	int conflict_code;	/* -E CODE */
 	bool verbose;		/* --verbose */
 	bool list;		/* --list */
+	bool metrics;		/* --metrics MOUNTPOINT */
 	bool done;		/* --help/--version answered: exit 0 */
 	double kill_after;	/* --kill-after SECONDS, after a loss */
 	const char *name;	/* -N NAME; NULL: from the host name */

@@ -1,0 +1,191 @@
+/* zk/metrics.c - the mount's figures (see metrics.h). */
+#include "zk/metrics.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <time.h>
+#include <zookeeper/zookeeper.h>
+
+/* Bucket bounds of the wait and hold histograms, in microseconds. */
+static const uint64_t bounds_us[] = {
+	1000, 5000, 10000, 50000, 100000, 500000,
+	1000000, 5000000, 10000000, 60000000, 600000000,
+};
+#define NBOUNDS (sizeof(bounds_us) / sizeof(*bounds_us))
+
+struct histogram {
+	atomic_uint_fast64_t le[NBOUNDS];	/* counts per bucket, not cumulated */
+	atomic_uint_fast64_t count, sum_us;
+};
+
+static struct {
+	atomic_uint_fast64_t grants, releases, eagain, eintr;
+	atomic_uint_fast64_t losses[ZKL_LOSS_N];
+	atomic_uint_fast64_t connection_losses, expiries;
+	atomic_int_fast64_t waiters, holders;
+	atomic_int state;
+	struct histogram wait, hold;
+} m;
+
+#define ADD(x, n) atomic_fetch_add_explicit(&(x), (n), memory_order_relaxed)
+#define GET(x) atomic_load_explicit(&(x), memory_order_relaxed)
+
+uint64_t zkl_metrics_now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+static void observe(struct histogram *h, uint64_t us)
+{
+	size_t i = 0;
+
+	while (i < NBOUNDS && us > bounds_us[i])
+		i++;
+	if (i < NBOUNDS)
+		ADD(h->le[i], 1);
+	ADD(h->count, 1);
+	ADD(h->sum_us, us);
+}
+
+void zkl_metrics_enqueued(void)
+{
+	ADD(m.waiters, 1);
+}
+
+void zkl_metrics_granted(uint64_t waited_us)
+{
+	ADD(m.waiters, -1);
+	ADD(m.holders, 1);
+	ADD(m.grants, 1);
+	observe(&m.wait, waited_us);
+}
+
+void zkl_metrics_refused(int err)
+{
+	ADD(m.waiters, -1);
+	if (err == -EAGAIN)
+		ADD(m.eagain, 1);
+	else if (err == -EINTR)
+		ADD(m.eintr, 1);
+}
+
+void zkl_metrics_released(uint64_t held_us)
+{
+	ADD(m.holders, -1);
+	ADD(m.releases, 1);
+	observe(&m.hold, held_us);
+}
+
+void zkl_metrics_lost(enum zkl_loss cause)
+{
+	ADD(m.holders, -1);
+	if (cause < ZKL_LOSS_N)
+		ADD(m.losses[cause], 1);
+}
+
+void zkl_metrics_connection_lost(void)
+{
+	ADD(m.connection_losses, 1);
+}
+
+void zkl_metrics_expired(void)
+{
+	ADD(m.expiries, 1);
+}
+
+void zkl_metrics_session_state(int state)
+{
+	atomic_store_explicit(&m.state, state, memory_order_relaxed);
+}
+
+/* snprintf() into what is left of @buf, counting what would not fit. */
+struct out {
+	char *buf;
+	size_t cap, len;
+};
+
+static void put(struct out *o, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(o->buf + (o->len < o->cap ? o->len : o->cap),
+		      o->len < o->cap ? o->cap - o->len : 0, fmt, ap);
+	va_end(ap);
+	if (n > 0)
+		o->len += (size_t)n;
+}
+
+static void family(struct out *o, const char *name, const char *type, const char *help)
+{
+	put(o, "# HELP zklockfs_%s %s\n# TYPE zklockfs_%s %s\n", name, help, name, type);
+}
+
+static void histogram(struct out *o, const char *name, const char *help,
+		      struct histogram *h)
+{
+	uint64_t cum = 0;
+
+	family(o, name, "histogram", help);
+	for (size_t i = 0; i < NBOUNDS; i++) {
+		cum += GET(h->le[i]);
+		put(o, "zklockfs_%s_bucket{le=\"%g\"} %llu\n", name,
+		    (double)bounds_us[i] / 1e6, (unsigned long long)cum);
+	}
+	put(o, "zklockfs_%s_bucket{le=\"+Inf\"} %llu\n", name,
+	    (unsigned long long)GET(h->count));
+	put(o, "zklockfs_%s_sum %.6f\nzklockfs_%s_count %llu\n", name,
+	    (double)GET(h->sum_us) / 1e6, name, (unsigned long long)GET(h->count));
+}
+
+size_t zkl_metrics_format(char *buf, size_t cap)
+{
+	static const char *const causes[ZKL_LOSS_N] = { "deleted", "silent", "expired" };
+	const struct { const char *name; int zstate; } states[] = {	/* not constants */
+		{ "connected", ZOO_CONNECTED_STATE },
+		{ "connecting", ZOO_CONNECTING_STATE },
+		{ "expired", ZOO_EXPIRED_SESSION_STATE },
+	};
+	struct out o = { buf, cap, 0 };
+	int state = atomic_load_explicit(&m.state, memory_order_relaxed);
+
+	if (cap)
+		buf[0] = '\0';
+	family(&o, "grants_total", "counter", "Locks granted.");
+	put(&o, "zklockfs_grants_total %llu\n", (unsigned long long)GET(m.grants));
+	family(&o, "releases_total", "counter", "Held locks given back.");
+	put(&o, "zklockfs_releases_total %llu\n", (unsigned long long)GET(m.releases));
+	family(&o, "losses_total", "counter", "Held locks lost, by cause.");
+	for (int i = 0; i < ZKL_LOSS_N; i++)
+		put(&o, "zklockfs_losses_total{cause=\"%s\"} %llu\n", causes[i],
+		    (unsigned long long)GET(m.losses[i]));
+	family(&o, "refusals_total", "counter",
+	       "Waits answered EAGAIN (O_NONBLOCK) or EINTR (interrupted).");
+	put(&o, "zklockfs_refusals_total{errno=\"EAGAIN\"} %llu\n",
+	    (unsigned long long)GET(m.eagain));
+	put(&o, "zklockfs_refusals_total{errno=\"EINTR\"} %llu\n",
+	    (unsigned long long)GET(m.eintr));
+	family(&o, "connection_losses_total", "counter", "ZooKeeper connections lost.");
+	put(&o, "zklockfs_connection_losses_total %llu\n",
+	    (unsigned long long)GET(m.connection_losses));
+	family(&o, "session_expiries_total", "counter", "ZooKeeper sessions expired.");
+	put(&o, "zklockfs_session_expiries_total %llu\n", (unsigned long long)GET(m.expiries));
+	family(&o, "waiters", "gauge", "Opens waiting for a lock.");
+	put(&o, "zklockfs_waiters %lld\n", (long long)GET(m.waiters));
+	family(&o, "holders", "gauge", "Locks held.");
+	put(&o, "zklockfs_holders %lld\n", (long long)GET(m.holders));
+	family(&o, "session_state", "gauge", "The ZooKeeper session's state (1: this one).");
+	for (size_t i = 0; i < sizeof(states) / sizeof(*states); i++)
+		put(&o, "zklockfs_session_state{state=\"%s\"} %d\n", states[i].name,
+		    state == states[i].zstate);
+	histogram(&o, "wait_seconds", "Time from an open to its grant.", &m.wait);
+	histogram(&o, "hold_seconds", "Time from a grant to its release.", &m.hold);
+	return o.len;
+}

@@ -1,0 +1,49 @@
+/*
+ * zk/metrics.h - the mount's figures, for user.zklockfs.metrics (the
+ * Prometheus text format, version 0.0.4).
+ *
+ * One set per process (one daemon serves one mount).  Every figure is a
+ * C11 atomic updated with relaxed order: no lock, no allocation, safe
+ * from any thread, including with the engine's lock held; a plain lock's
+ * open and close pay a few atomic adds.  A reader sees each figure whole,
+ * not all of them at one instant.
+ *
+ * Writers: the engine (zk/waiter.c, zk/release.c, zk/lock.c: answers,
+ * losses, releases) and the session (zk/session.c: connection losses,
+ * expiries, state).  Reader: zkl_metrics_format(), on a FUSE thread.
+ */
+#ifndef ZK_METRICS_H
+#define ZK_METRICS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+enum zkl_loss { ZKL_LOSS_DELETED, ZKL_LOSS_SILENT, ZKL_LOSS_EXPIRED, ZKL_LOSS_N };
+
+/* zkl_metrics_now_us() - the monotonic clock the durations are read on. */
+uint64_t zkl_metrics_now_us(void);
+
+/* A waiter was enqueued (+1 waiting). */
+void zkl_metrics_enqueued(void);
+/* It was answered: granted after @waited_us (a holder from now on), or
+ * refused with @err (EAGAIN and EINTR are counted). */
+void zkl_metrics_granted(uint64_t waited_us);
+void zkl_metrics_refused(int err);
+/* A holder gave its lock back after holding it @held_us. */
+void zkl_metrics_released(uint64_t held_us);
+/* A holder's lock was lost. */
+void zkl_metrics_lost(enum zkl_loss cause);
+/* The session lost its connection, expired, or changed state (a
+ * ZOO_*_STATE). */
+void zkl_metrics_connection_lost(void);
+void zkl_metrics_expired(void);
+void zkl_metrics_session_state(int state);
+
+/*
+ * zkl_metrics_format() - every figure, in the Prometheus text format, into
+ * @buf (@cap bytes).  Return: the length, or the length it would need if
+ * more than @cap (as snprintf()).
+ */
+size_t zkl_metrics_format(char *buf, size_t cap);
+
+#endif
