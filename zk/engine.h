@@ -116,6 +116,10 @@ struct zkl_waiter {
 	enum ahead ahead;		/* whom we must outlive (pred, pred_seq) */
 	bool released;			/* the caller gave its reference back */
 	bool revoked;			/* its data asked it to let go; only set */
+	bool cohort;			/* granted by the release of the entry of
+					   ours right before it, whose delete
+					   (not yet done) checks ours is there
+					   (zk/release.c) */
 	bool prelisted;			/* a listing follows the create (pipelined) */
 	bool marked;			/* within one locked pass only: to be
 					   granted (a listing's verdict, or the

@@ -184,6 +184,7 @@ static void on_expired_step(struct zkl_waiter *w)
 	zke_lose_locked(w, ZKL_LOSS_EXPIRED, "the ZooKeeper session expired");
 	zke_queue_unlink_locked(w);
 	w->ahead = AHEAD_UNKNOWN;
+	w->cohort = false;
 	zke_set_own_locked(w, OWN_OFF);	/* that session's watches are gone */
 	if (zke_answered(w) || w->released)
 		return;

@@ -64,6 +64,18 @@ struct handoff {
 
 static void send_delete_locked(struct zkl_waiter *w);
 
+/* @x was granted by a cohort hand-off, and its check did not pass: why. */
+static void cohort_failed_locked(struct zkl_waiter *x, bool gone)
+{
+	ZKL_ASSERT_HELD(&x->e->lock);
+	x->cohort = false;
+	if (gone)
+		zke_lose_locked(x, ZKL_LOSS_DELETED,
+				"its entry was deleted by someone else before the lock came to it");
+	else
+		zke_own_watch_locked(x);	/* unchecked: its watch says soon */
+}
+
 static void handoff_done(int rc, const void *data)
 {
 	struct handoff *h = (struct handoff *)data;
@@ -72,19 +84,38 @@ static void handoff_done(int rc, const void *data)
 	int bad = 0;
 
 	zkl_mutex_lock(&e->lock);
-	for (int i = 0; rc != ZOK && i <= h->n; i++)
+	for (int i = 0; rc != ZOK && !rc_stalls(rc) && i <= h->n; i++)
 		if (h->res[i].err != ZOK && h->res[i].err != ZRUNTIMEINCONSISTENCY) {
 			bad = i;	/* the op that failed it */
 			break;
 		}
-	if (rc == ZOK || bad == 0) {
-		for (int i = 0; rc == ZOK && i < h->n; i++)
-			h->x[i]->marked = true;
-		deleted_locked(l, rc == ZOK ? ZOK : (h->res[0].err ? h->res[0].err : rc));
+	if (rc == ZOK || rc_stalls(rc)) {
+		for (int i = 0; rc == ZOK && i < h->n; i++) {
+			h->x[i]->marked = !zke_answered(h->x[i]);
+			h->x[i]->cohort = false;	/* checked */
+		}
+		deleted_locked(l, rc);	/* a stall redoes it all */
 		for (int i = 0; i < h->n; i++)
 			h->x[i]->marked = false;
+	} else if (bad == 0) {
+		/* our delete failed (someone deleted it): nothing was checked */
+		deleted_locked(l, h->res[0].err ? h->res[0].err : rc);
+		for (int i = 0; i < h->n; i++)
+			if (h->x[i]->cohort)
+				cohort_failed_locked(h->x[i], false);
 	} else {
-		send_delete_locked(l);	/* a waiter lost its entry: plain delete */
+		struct zkl_waiter *x = h->x[bad - 1];
+
+		/* a waiter's entry is gone: it fails or is lost; the others
+		 * go in the delete again */
+		if (x->cohort)
+			cohort_failed_locked(x, true);
+		else if (!zke_answered(x))
+			zke_fail_locked(x, -EIO);
+		if (l->entry == ENTRY_DELETING) {
+			zke_set_entry_locked(l, ENTRY_LIVE);
+			zke_delete_locked(l);
+		}
 	}
 	for (int i = 0; i < h->n; i++)
 		zke_put_locked(h->x[i]);
@@ -93,7 +124,26 @@ static void handoff_done(int rc, const void *data)
 	free(h);
 }
 
-/* The waiters of ours a hand-off on @l's delete could grant (zke_gone_locked()). */
+/*
+ * Cohort hand-off: may @l's release grant @x, a waiter of ours a listing
+ * showed right behind it, before the delete is done?  @l must hold the
+ * lock exclusively (so it is the lowest entry) and be given back, not lost;
+ * both must be of the current session, and the session not silent.  Then
+ * no entry of any other client is before @x, nor can one come before it,
+ * and until the delete that checks @x's entry is done, @l's entry keeps
+ * every other client out.  docs/DESIGN.md §12 has the whole argument.
+ */
+static bool cohort_locked(struct zkl_waiter *l, struct zkl_waiter *x)
+{
+	ZKL_ASSERT_HELD(&l->e->lock);
+	return l->released && l->ans == ANS_GRANTED && l->kind == ZKL_EXCLUSIVE &&
+	       !l->limit && !l->e->silent && !zke_stale_locked(l) &&
+	       !zke_answered(x) && x->entry == ENTRY_LIVE && !x->limit &&
+	       !zke_stale_locked(x);
+}
+
+/* The waiters of ours a hand-off on @l's delete could grant (zke_gone_locked()),
+ * or has granted (cohort): the delete checks each one's entry. */
 static struct handoff *handoff_new_locked(struct zkl_waiter *l)
 {
 	bool held = l->ans == ANS_GRANTED && l->kind == ZKL_EXCLUSIVE;
@@ -102,12 +152,15 @@ static struct handoff *handoff_new_locked(struct zkl_waiter *l)
 	ZKL_ASSERT_HELD(&l->e->lock);
 	for (struct zkl_waiter *x = l->qnext; x && x->ahead != AHEAD_UNKNOWN &&
 	     x->pred_seq == l->seq; x = x->qnext) {
-		if (zke_answered(x) || !x->path || !(held || zke_ahead_lowest(x)))
+		if (!x->cohort && (zke_answered(x) || !x->path ||
+				   !(held || zke_ahead_lowest(x))))
 			continue;
 		if (!h && !(h = calloc(1, sizeof(*h))))
 			return NULL;
 		if (h->n == HANDOFF_MAX)
 			break;		/* the others list the children */
+		if (cohort_locked(l, x))
+			x->cohort = true;	/* granted once the delete is out */
 		h->x[h->n++] = x;
 	}
 	return h;
@@ -147,15 +200,22 @@ void zke_delete_locked(struct zkl_waiter *w)
 		zoo_check_op_init(&h->ops[i + 1], h->x[i]->path, -1);
 	rc = T(w)->multi(w->e->t.ctx, h->n + 1, h->ops, h->res, handoff_done, h);
 	if (rc != ZOK) {
-		free(h);
-		send_delete_locked(w);
-		return;
+		/* not sent: the entry stays, so those granted still hold; the
+		 * session's return redoes the delete, checks and all */
+		zke_set_entry_locked(w, ENTRY_LIVE);
+		zke_stall_locked(w, S_DELETE);
+	} else {
+		w->refs++;
+		for (int i = 0; i < h->n; i++)
+			h->x[i]->refs++;
 	}
-	w->refs++;
+	/* cohort: granted now, behind a delete that checks their entries */
 	for (int i = 0; i < h->n; i++)
-		h->x[i]->refs++;
+		if (h->x[i]->cohort && !zke_answered(h->x[i]))
+			zke_grant_locked(h->x[i], true);
+	if (rc != ZOK)
+		free(h);
 }
-
 
 void zke_fail_locked(struct zkl_waiter *w, int err)
 {

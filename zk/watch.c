@@ -130,7 +130,8 @@ void zke_own_watch_done(int rc, const char *value, int len,
 void zke_own_watch_locked(struct zkl_waiter *w)
 {
 	ZKL_ASSERT_HELD(&w->e->lock);
-	if (w->own != OWN_OFF || w->entry != ENTRY_LIVE)
+	/* a stalled waiter redoes its step first; the tick sets it after */
+	if (w->own != OWN_OFF || w->entry != ENTRY_LIVE || w->stall != S_NONE)
 		return;
 	if (!zke_fresh_locked(w, S_OWNWATCH))
 		return;

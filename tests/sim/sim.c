@@ -389,6 +389,7 @@ static bool run_seed(uint64_t seed, bool verbose, long *steps)
 struct progress {
 	uint64_t seed;			/* the seed being run */
 	double started;			/* when (now_s()) */
+	long cohort;			/* cohort hand-offs seen */
 	uint64_t done;			/* seeds finished */
 	uint64_t failed;
 	long steps;
@@ -418,11 +419,14 @@ static bool skipped(uint64_t s)
 static void run_range(struct progress *pg, uint64_t first, uint64_t end)
 {
 	for (uint64_t s = first; s < end; s++) {
+		long c0 = sim_cohort_grants;
+
 		if (skipped(s))
 			continue;
 		pg->seed = s;
 		pg->started = now_s();
 		pg->failed += !run_seed(s, false, &pg->steps);
+		pg->cohort += sim_cohort_grants - c0;
 		pg->done++;
 	}
 	pg->finished = true;
@@ -504,9 +508,10 @@ int main(int argc, char **argv)
 		double dt = now_s() - t0;
 
 		printf("sim: %" PRIu64 " seeds from %" PRIu64 ", %" PRIu64 " failed, "
-		       "%d known bad skipped; %ld steps; %.2f s: %.0f seeds/s, %.0f steps/s\n",
-		       pg->done, first, pg->failed, nskip, pg->steps, dt, pg->done / dt,
-		       pg->steps / dt);
+		       "%d known bad skipped; %ld steps, %ld cohort hand-offs; %.2f s: "
+		       "%.0f seeds/s, %.0f steps/s\n",
+		       pg->done, first, pg->failed, nskip, pg->steps, pg->cohort, dt,
+		       pg->done / dt, pg->steps / dt);
 	}
 	return pg->failed ? 1 : 0;
 }

@@ -68,6 +68,8 @@ struct world {
 
 /* The world of the running seed: the engine's callbacks find it here. */
 extern struct world *sim_world;
+/* check.c: grants that passed over an entry their mount gave back */
+extern long sim_cohort_grants;
 
 /* actions.c: each returns false if it found nothing to act on ------------- */
 
