@@ -165,6 +165,7 @@ static void lock_answer(struct zklfs *fs, struct node *n, fuse_req_t req,
 		lr->revoking = true;
 	lr->seq = info.seq;
 	lr->czxid = info.czxid;
+	lr->grants = info.grants;
 	free(n->path);
 	n->path = path;
 	if (path)
@@ -547,6 +548,7 @@ bool lockreq_own_state(struct zklfs *fs, struct node *n, struct zkl_info *info)
 	info->revoking = lr->revoking;
 	info->seq = lr->seq;
 	info->czxid = lr->czxid;
+	info->grants = lr->grants;
 	zkl_mutex_unlock(&fs->lock);
 	return mine;
 }

@@ -75,6 +75,7 @@ struct lockreq {
 	bool revoking;			/* its holder is asked to let go: POLLPRI */
 	int32_t seq;			/* of our entry, once granted */
 	int64_t czxid;
+	uint32_t grants;		/* its entry's grants before (lingering) */
 	struct fuse_pollhandle *ph;	/* the holder's poller to wake */
 	struct zklfs_wbuf wb;		/* written through the holder's fd */
 	struct lockreq *lnext, *lprev;	/* fs->locks[tid % ZKLFS_TID_BUCKETS],

@@ -361,6 +361,9 @@ static void rmdir_got(int rc, const struct Stat *zs, const void *data)
 	}
 	if (!may_remove(op, NODE_DIR, zs))
 		return;
+	/* a lingering entry goes first, on the same session: the rmdir sees
+	 * the lock empty if nobody holds it */
+	zkl_unlinger(zklfs_engine(op->fs, op->path), op->path);
 	zop_started(op, zks_adelete(zklfs_session(op->fs, op->path), op->path,
 				    rmdir_done, op));
 }

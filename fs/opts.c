@@ -19,6 +19,7 @@ static const struct fuse_opt zklfs_opts[] = {
 	ZOPT("acl=%s", acl_str),
 	ZOPT("sessions=%d", sessions),
 	ZOPT("containers", containers),
+	ZOPT("linger=%d", linger_ms),
 	ZOPT("containers=%s", containers_str),
 	FUSE_OPT_KEY("_netdev", KEY_DISCARD),
 	FUSE_OPT_KEY("nofail", KEY_DISCARD),
@@ -123,6 +124,11 @@ int zklfs_opts_parse(struct fuse_args *args, struct zklfs_conf *conf)
 	if (conf->sessions < 1 || conf->sessions > ZKLFS_SESSIONS_MAX) {
 		fprintf(stderr, "zklockfs: sessions=%d out of range (1..%d)\n",
 			conf->sessions, ZKLFS_SESSIONS_MAX);
+		return -EINVAL;
+	}
+	if (conf->linger_ms < 0 || conf->linger_ms > ZKLFS_LINGER_MAX) {
+		fprintf(stderr, "zklockfs: linger=%d out of range (0..%d ms)\n",
+			conf->linger_ms, ZKLFS_LINGER_MAX);
 		return -EINVAL;
 	}
 	if (conf->containers_str) {

@@ -2,7 +2,7 @@
  * fs/opts.h - the command line: zklockfs [-f] [-d] [-o OPT,...] CONNECT[/ROOT] MNT
  *
  * Our own -o options (session_timeout=, naming=, auth_file=, acl=, sessions=,
- * containers) are taken out of @args; the FUSE ones and the mount point are left for libfuse.
+ * containers, linger=) are taken out of @args; the FUSE ones and the mount point are left for libfuse.
  * fstab-only options (_netdev, nofail, noauto, auto, user, users, defaults,
  * x-systemd.*, comment=) are accepted and dropped.  Main thread only.
  */
@@ -26,6 +26,7 @@ struct zklfs_conf {
 	char *acl_str;
 	int sessions;		/* ZooKeeper sessions of the mount, 1..ZKLFS_SESSIONS_MAX */
 	int containers;		/* -o containers: mkdir makes container znodes */
+	int linger_ms;		/* -o linger=MS: lingering locks (zk/linger.c) */
 	char *containers_str;	/* "containers=..." given: refused */
 	int show_help, show_version;
 };
@@ -33,6 +34,7 @@ struct zklfs_conf {
 #define ZKLFS_DEFAULT_SESSION_TIMEOUT 10000
 #define ZKLFS_DEFAULT_SESSIONS 1
 #define ZKLFS_SESSIONS_MAX 8
+#define ZKLFS_LINGER_MAX 3600000	/* ms */
 
 /*
  * zklfs_parse_source() - split "h1:p1,h2:p2/a/b" into its connect string and

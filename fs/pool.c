@@ -85,6 +85,7 @@ int zklfs_pool_open(struct zklfs *fs, zkl_lost_fn lost, zkl_lost_fn revoked)
 			return -ENOMEM;
 		}
 		zkl_engine_on_revoke(p->engines[i], revoked);
+		zkl_engine_set_linger(p->engines[i], (unsigned)conf->linger_ms);
 	}
 	return 0;
 }

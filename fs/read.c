@@ -184,6 +184,16 @@ static int token_send(struct zop *op)
 	return zks_aexists(op->zks, op->path, token_done, op);
 }
 
+/* Is the entry @path kept by this mount after its last close (zk/linger.c)? */
+static bool lingering(struct zklfs *fs, const char *path)
+{
+	char *dir = strndup(path, zkn_parent_len(path));
+	bool yes = dir && zkl_cached(zklfs_engine(fs, dir), dir, path);
+
+	free(dir);
+	return yes;
+}
+
 /* The lock's directory: @op's own (holders), its parent's (an entry's state). */
 static char *xattr_dir(const struct zop *op)
 {
@@ -274,8 +284,11 @@ void zklfs_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 			snprintf(val, sizeof(val), "%s", own.lost ? "lost" :
 				 own.revoking ? "revoking" :
 				 own.granted ? "held" : "waiting");
-		else
+		else if (!own.grants)
 			snprintf(val, sizeof(val), "%lld %d", (long long)own.czxid, own.seq);
+		else		/* a lingering entry's: it grows with each grant */
+			snprintf(val, sizeof(val), "%lld %d %u", (long long)own.czxid,
+				 own.seq, own.grants);
 		reply_xattr_value(req, size, val, strlen(val));
 		return;
 	}
@@ -310,6 +323,10 @@ void zklfs_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 		zop_send(op, zklfs_session(fs, op->path), xattr_list_send);
 		return;
 	case X_STATE:			/* the entry's directory's session */
+		if (lingering(fs, op->path)) {
+			snprintf(val, sizeof(val), "cached");
+			break;
+		}
 		zop_send(op, zklfs_session_of(fs, op->path, false), xattr_list_send);
 		return;
 	default:

@@ -107,6 +107,12 @@ int zks_achildren2(struct zks *s, const char *path,
 	return zh_put(s, zoo_aget_children2(zh_hold(s), path, 0, done, arg));
 }
 
+int zks_awchildren2(struct zks *s, const char *path, watcher_fn watcher, void *wctx,
+		    strings_stat_completion_t done, const void *arg)
+{
+	return zh_put(s, zoo_awget_children2(zh_hold(s), path, watcher, wctx, done, arg));
+}
+
 uint64_t zks_links(struct zks *s)
 {
 	return atomic_load(&s->links);
@@ -118,8 +124,8 @@ int zks_async_sync(struct zks *s, const char *path, string_completion_t done,
 	return zh_put(s, zoo_async(zh_hold(s), path, done, arg));
 }
 
-int zks_aunwatch(struct zks *s, const char *path, watcher_fn watcher, void *wctx,
-		 void_completion_t done, const void *arg)
+static int unwatch(struct zks *s, const char *path, watcher_fn watcher, int type,
+		   void_completion_t done, const void *arg)
 {
 	/*
 	 * zoo_aremove_watches() only asks the server whether the watch is
@@ -132,12 +138,25 @@ int zks_aunwatch(struct zks *s, const char *path, watcher_fn watcher, void *wctx
 	 */
 	void_completion_t *as_declared;
 
-	(void)wctx;
 	if (!watcher)
 		return ZBADARGUMENTS;
 	/* ISO C has no cast from a function pointer to an object pointer */
 	_Static_assert(sizeof(as_declared) == sizeof(done), "pointer sizes");
 	memcpy(&as_declared, &done, sizeof(done));
-	return zh_put(s, zoo_aremove_all_watches(zh_hold(s), path, ZWATCHTYPE_DATA, 0,
+	return zh_put(s, zoo_aremove_all_watches(zh_hold(s), path, type, 0,
 						 as_declared, arg));
+}
+
+int zks_aunwatch(struct zks *s, const char *path, watcher_fn watcher, void *wctx,
+		 void_completion_t done, const void *arg)
+{
+	(void)wctx;
+	return unwatch(s, path, watcher, ZWATCHTYPE_DATA, done, arg);
+}
+
+int zks_aunwatch_children(struct zks *s, const char *path, watcher_fn watcher,
+			  void *wctx, void_completion_t done, const void *arg)
+{
+	(void)wctx;
+	return unwatch(s, path, watcher, ZWATCHTYPE_CHILD, done, arg);
 }

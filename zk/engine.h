@@ -28,6 +28,7 @@ enum wstate {
 	W_CONFIRMING,	/* it went and was the lowest: is our entry there? */
 	W_SEMWAIT,	/* a semaphore's: waits to be poked (zk/sem.c) */
 	W_HELD,		/* granted */
+	W_CACHED,	/* given back, its entry kept for the next open (zk/linger.c) */
 	W_DONE,		/* answered with an error, or lost */
 };
 
@@ -91,6 +92,7 @@ struct zkl_engine {
 	struct zkl_waiter *fire, *fire_tail;	/* answered, done not yet run */
 	struct zkl_queue *qtab[QBUCKETS];
 	bool shutdown;
+	unsigned linger_ms;	/* -o linger=MS: zkl_engine_set_linger() */
 	bool silent;		/* heard nothing for the session timeout, and
 				   neither connected nor expired since: no
 				   grant (zke_grant_locked()) */
@@ -113,9 +115,13 @@ struct zkl_waiter {
 	enum answer ans;		/* what the caller was told */
 	enum entry entry;		/* our entry at the server */
 	enum own own;			/* the watch on our own entry */
+	enum own dwatch;		/* the child watch on its lock, while it
+					   lingers or may (zk/linger.c) */
 	enum ahead ahead;		/* whom we must outlive (pred, pred_seq) */
 	bool released;			/* the caller gave its reference back */
 	bool revoked;			/* its data asked it to let go; only set */
+	bool contended;			/* another entry joined its lock while it
+					   held: it does not linger */
 	bool cohort;			/* granted by the release of the entry of
 					   ours right before it, whose delete
 					   (not yet done) checks ours is there
@@ -129,6 +135,10 @@ struct zkl_waiter {
 	unsigned limit;			/* the semaphore's, as its last listing
 					   was decided (0: a plain lock) */
 	uint64_t t_enq, t_grant;	/* zkl_metrics_now_us() at both */
+	uint64_t linger_until;		/* W_CACHED: until then (t.ops->now_ms()) */
+	uint32_t grants;		/* grants of its entry after the first:
+					   lingering reuses (the token's third
+					   field) */
 	int32_t dver;			/* our entry's data version, last seen:
 					   a poke raises it (zk/sem.c) */
 	int result;			/* what done is told */
@@ -199,6 +209,10 @@ void zke_set_entry_locked(struct zkl_waiter *w, enum entry to);
 void zke_stall_locked(struct zkl_waiter *w, enum stall what);
 enum stall zke_unstall_locked(struct zkl_waiter *w);
 void zke_answer_locked(struct zkl_waiter *w, int err, bool advance);
+/* zke_fire_locked() - queue @w's done to run at zke_unlock_fire() */
+void zke_fire_locked(struct zkl_waiter *w);
+/* zke_set_dwatch_locked(): the child watch's state, moved as the own watch's */
+void zke_set_dwatch_locked(struct zkl_waiter *w, enum own to);
 /*
  * zke_grant_locked() - answer @w granted, unless the session is silent: a
  * reply read after the mount declared its holders lost may be older than
@@ -246,6 +260,14 @@ void zke_read_limit_locked(struct zkl_waiter *w);
 void zke_semwait_locked(struct zkl_waiter *w);
 void zke_poke_locked(struct zkl_waiter *l);
 void zke_sem_tick_locked(struct zkl_engine *e);
+
+/* zk/linger.c: lingering locks */
+bool zke_linger_locked(struct zkl_waiter *w);
+struct zkl_waiter *zke_reuse_locked(struct zkl_engine *e, const char *dir,
+				    const char *prefix);
+void zke_regrant_locked(struct zkl_waiter *w, const char *data, int len);
+void zke_unlinger_locked(struct zkl_waiter *w, bool gone);
+void zke_linger_tick_locked(struct zkl_waiter *w);
 
 /* zk/lock.c: the API */
 void zke_unwatch_locked(struct zkl_waiter *w);

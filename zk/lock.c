@@ -163,6 +163,7 @@ static void for_each_waiter(struct zkl_engine *e, void (*step)(struct zkl_waiter
 
 static void on_silent_step(struct zkl_waiter *w)
 {
+	zke_unlinger_locked(w, false);	/* no grant on it now: let it go */
 	zke_lose_locked(w, ZKL_LOSS_SILENT,
 			"nothing heard from ZooKeeper for the session timeout");
 }
@@ -178,6 +179,7 @@ static void on_expired_step(struct zkl_waiter *w)
 	 */
 	if (!zke_stale_locked(w) && w->stall != S_CREATE)
 		return;
+	zke_unlinger_locked(w, true);	/* gone with the session */
 	zke_unstall_locked(w);
 	if (w->entry == ENTRY_LIVE || w->entry == ENTRY_DELETING)
 		zke_set_entry_locked(w, ENTRY_GONE);	/* with the session */
@@ -185,7 +187,8 @@ static void on_expired_step(struct zkl_waiter *w)
 	zke_queue_unlink_locked(w);
 	w->ahead = AHEAD_UNKNOWN;
 	w->cohort = false;
-	zke_set_own_locked(w, OWN_OFF);	/* that session's watches are gone */
+	zke_set_own_locked(w, OWN_OFF);
+	zke_set_dwatch_locked(w, OWN_OFF);	/* that session's watches are gone */
 	if (zke_answered(w) || w->released)
 		return;
 	free(w->path);
@@ -245,6 +248,7 @@ static void on_tick(void *arg)
 	 * failure no event follows (ZSESSIONMOVED, say) is redone here.
 	 */
 	for_each_waiter(e, resume_locked);
+	for_each_waiter(e, zke_linger_tick_locked);
 	zkl_mutex_lock(&e->lock);
 	for (struct zkl_waiter *w = e->all; w; w = w->next)
 		if ((w->state == W_HELD || w->state == W_WATCHING ||
@@ -263,6 +267,46 @@ struct zks_events zkl_engine_events(struct zkl_engine *e)
 }
 
 /* the API ------------------------------------------------------------------ */
+
+void zkl_engine_set_linger(struct zkl_engine *e, unsigned ms)
+{
+	zkl_mutex_lock(&e->lock);
+	e->linger_ms = ms;
+	zkl_mutex_unlock(&e->lock);
+}
+
+/* The lingering entry of @dir, if any (NULL: none), and with @path, at @path. */
+static struct zkl_waiter *cached_locked(struct zkl_engine *e, const char *dir,
+					const char *path)
+{
+	struct zkl_queue *q = zke_queue_find_dir_locked(e, dir);
+
+	for (struct zkl_waiter *w = q ? q->head : NULL; w; w = w->qnext)
+		if (w->state == W_CACHED && (!path || strcmp(w->path, path) == 0))
+			return w;
+	return NULL;
+}
+
+bool zkl_cached(struct zkl_engine *e, const char *dir, const char *path)
+{
+	bool cached;
+
+	zkl_mutex_lock(&e->lock);
+	cached = cached_locked(e, dir, path) != NULL;
+	zkl_mutex_unlock(&e->lock);
+	return cached;
+}
+
+void zkl_unlinger(struct zkl_engine *e, const char *dir)
+{
+	struct zkl_waiter *w;
+
+	zkl_mutex_lock(&e->lock);
+	w = cached_locked(e, dir, NULL);
+	if (w)
+		zke_unlinger_locked(w, false);
+	zke_unlock_fire(e);
+}
 
 void zkl_engine_on_revoke(struct zkl_engine *e, zkl_lost_fn revoked)
 {
@@ -283,6 +327,38 @@ struct zkl_engine *zkl_engine_new(const struct zkl_transport *t,
 	e->lost = lost;
 	zkl_mutex_init(&e->lock, ZKL_RANK_ENGINE, "engine->lock");
 	return e;
+}
+
+/*
+ * Is there an entry of @w's name lingering in its lock (zk/linger.c)?  Then
+ * it is granted again, to @w's caller, in *@out.
+ */
+static bool reuse_locked(struct zkl_waiter *w, const char *data, int len,
+			 struct zkl_waiter **out)
+{
+	struct zkl_waiter *x = zke_reuse_locked(w->e, w->dir, w->prefix);
+	char *nd;
+	int nlen;
+
+	ZKL_ASSERT_HELD(&w->e->lock);
+	if (!x)
+		return false;
+	nlen = len + (int)strlen(x->nonce);
+	nd = malloc((size_t)nlen + 1);
+	if (!nd)
+		return false;
+	memcpy(nd, data, (size_t)len);
+	strcpy(nd + len, x->nonce);
+	x->done = w->done;
+	x->arg = w->arg;
+	x->owner = w->owner;
+	x->flags = w->flags;
+	x->t_enq = zkl_metrics_now_us();
+	zkl_metrics_enqueued();
+	zke_regrant_locked(x, nd, nlen);
+	free(nd);
+	*out = x;
+	return true;
 }
 
 int zkl_enqueue(struct zkl_engine *e, const char *dir, const char *name,
@@ -321,6 +397,11 @@ int zkl_enqueue(struct zkl_engine *e, const char *dir, const char *name,
 		return -ENOMEM;
 	}
 	zkl_mutex_lock(&e->lock);
+	if (reuse_locked(w, data, len, out)) {
+		zke_waiter_free(w);
+		zke_unlock_fire(e);	/* done runs now: granted */
+		return 0;
+	}
 	w->refs = 1;			/* the caller's */
 	w->prev = e->all_tail;
 	if (e->all_tail)
@@ -409,6 +490,11 @@ void zkl_release(struct zkl_waiter *w)
 	if (w->ans == ANS_GRANTED && !w->released)
 		zkl_metrics_released(zkl_metrics_now_us() - w->t_grant);
 	w->released = true;
+	if (zke_linger_locked(w)) {	/* kept for the next open: zk/linger.c */
+		zke_put_locked(w);
+		zke_unlock_fire(e);
+		return;
+	}
 	/*
 	 * Delete now, even while the watch on our own entry is being set: the
 	 * delete goes behind it on the session, so whatever this mount sends
@@ -434,6 +520,7 @@ void zkl_info(struct zkl_waiter *w, struct zkl_info *info, char **path)
 	info->lost = w->ans == ANS_LOST;
 	info->revoking = w->revoked;
 	info->seq = w->seq;
+	info->grants = w->grants;
 	info->czxid = w->czxid;
 	info->kind = w->kind;
 	if (path)

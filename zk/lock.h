@@ -75,6 +75,22 @@ void zkl_engine_on_revoke(struct zkl_engine *e, zkl_lost_fn revoked);
 /* The data of a revocation request: Curator's LockInternals.REVOKE_MESSAGE. */
 #define ZKL_REVOKE_DATA "__REVOKE__"
 
+/*
+ * zkl_engine_set_linger() - lingering locks (zk/linger.c): after the last
+ * release of an entry that holds its lock, keep it up to @ms milliseconds
+ * (0: never) and grant the next zkl_enqueue() of the same name and kind at
+ * once, on it.  Any thread.
+ */
+void zkl_engine_set_linger(struct zkl_engine *e, unsigned ms);
+
+/* zkl_cached() - is @path, an entry of the lock @dir, lingering?  Any thread. */
+bool zkl_cached(struct zkl_engine *e, const char *dir, const char *path);
+
+/* zkl_unlinger() - end the linger in the lock @dir (its delete is queued on
+ * the session when this returns: an rmdir sent next sees it gone).  Any
+ * thread but a done callback's. */
+void zkl_unlinger(struct zkl_engine *e, const char *dir);
+
 /* Flags for zkl_enqueue(). */
 #define ZKL_NONBLOCK	0x1	/* fail with -EAGAIN rather than wait */
 
@@ -108,6 +124,9 @@ void zkl_engine_free(struct zkl_engine *e);
  * @done(w, 0 or -errno, @arg) runs exactly once later (see above).
  * Return: 0 and the waiter in *@out (the caller holds a reference, to give
  * back with zkl_release()); or a negative errno, and @done never runs.
+ * A lingering entry of the same name and kind is granted again at once:
+ * then *@out may be a waiter released before, and @done(0) has already
+ * run, on this thread, when this returns.
  */
 int zkl_enqueue(struct zkl_engine *e, const char *dir, const char *name,
 		enum zkl_kind kind, int flags, const char *data, int len,
@@ -151,6 +170,9 @@ void zkl_release(struct zkl_waiter *w);
 struct zkl_info {
 	bool created, granted, lost;
 	bool revoking;			/* asked to let go (zkl_engine_on_revoke()) */
+	uint32_t grants;		/* grants of its entry before this one
+					   (lingering): the fencing token's
+					   third field */
 	int32_t seq;
 	int64_t czxid;
 	enum zkl_kind kind;

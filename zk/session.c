@@ -274,6 +274,21 @@ int zks_timeout_ms(struct zks *s)
 	return t;
 }
 
+uint64_t zks_now_ms(void)
+{
+	return mono_ms();
+}
+
+void zks_tick_by(struct zks *s, uint64_t at_ms)
+{
+	pthread_mutex_lock(&s->lock);
+	if (!s->tick_at || at_ms < s->tick_at) {
+		s->tick_at = at_ms;
+		pthread_cond_signal(&s->cond);
+	}
+	pthread_mutex_unlock(&s->lock);
+}
+
 static void *zks_supervise(void *arg)
 {
 	struct zks *s = arg;
@@ -289,10 +304,21 @@ static void *zks_supervise(void *arg)
 		bool ping, silent = false, renew = false, reconnected = false;
 		int timeout;
 
-		deadline_in(&deadline, period);
-		pthread_cond_timedwait(&s->cond, &s->lock, &deadline);
+		uint64_t now = mono_ms();
+		int wait = period;
+
+		/* a tick asked for sooner (zks_tick_by()) comes then */
+		if (s->tick_at && s->tick_at <= now)
+			wait = 0;
+		else if (s->tick_at && s->tick_at - now < (uint64_t)period)
+			wait = (int)(s->tick_at - now);
+		deadline_in(&deadline, wait);
+		if (wait)
+			pthread_cond_timedwait(&s->cond, &s->lock, &deadline);
 		if (s->stop)
 			break;
+		if (s->tick_at && s->tick_at <= mono_ms())
+			s->tick_at = 0;
 		ping = s->state == ZOO_CONNECTED_STATE;
 		/*
 		 * The server expires us a session timeout (its own: it clamps

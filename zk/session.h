@@ -57,6 +57,7 @@ struct zks {
 	bool was_disconnected;
 	bool silent;			/* ev->silent() called for this silence */
 	bool stop;
+	uint64_t tick_at;		/* lock: zks_tick_by()'s earliest, 0: none */
 	uint64_t last_heard_ms;		/* CLOCK_MONOTONIC: the server had
 					   heard us by then (a ping's send) */
 	int timeout_ms;			/* asked for */
@@ -114,6 +115,15 @@ int64_t zks_session_of(struct zks *s, uint64_t gen);
  */
 int zks_later(struct zks *s, void (*fn)(void *arg, bool go), void *arg);
 
+/*
+ * zks_tick_by() - have the supervisor's next tick (ev->tick) come no later
+ * than @at_ms on zks_now_ms()'s clock (a lingering lock's end: zk/linger.c).
+ * Any thread, never blocks.
+ */
+void zks_tick_by(struct zks *s, uint64_t at_ms);
+/* zks_now_ms() - the monotonic clock of zks_tick_by(), in milliseconds. */
+uint64_t zks_now_ms(void);
+
 /* zks_timeout_ms() - the session timeout the server gave (else asked for). */
 int zks_timeout_ms(struct zks *s);
 
@@ -160,6 +170,9 @@ int zks_achildren(struct zks *s, const char *path, strings_completion_t done,
 		  const void *arg);
 int zks_achildren2(struct zks *s, const char *path,
 		   strings_stat_completion_t done, const void *arg);
+/* zoo_awget_children2(): the listing, and a one-shot watch on @path's children */
+int zks_awchildren2(struct zks *s, const char *path, watcher_fn watcher, void *wctx,
+		    strings_stat_completion_t done, const void *arg);
 /*
  * zks_async_sync() - ZooKeeper's sync: the requests sent after it on this
  * session see every change the ensemble had committed when it reached the
@@ -174,5 +187,8 @@ int zks_async_sync(struct zks *s, const char *path, string_completion_t done,
  */
 int zks_aunwatch(struct zks *s, const char *path, watcher_fn watcher, void *wctx,
 		 void_completion_t done, const void *arg);
+/* The same for the child watches of this session on @path. */
+int zks_aunwatch_children(struct zks *s, const char *path, watcher_fn watcher,
+			  void *wctx, void_completion_t done, const void *arg);
 
 #endif

@@ -59,6 +59,29 @@ static int t_unwatch(void *ctx, const char *path, watcher_fn watcher,
 	return zks_aunwatch(ctx, path, watcher, wctx, done, arg);
 }
 
+static int t_wchildren(void *ctx, const char *path, watcher_fn watcher, void *wctx,
+		       strings_stat_completion_t done, const void *arg)
+{
+	return zks_awchildren2(ctx, path, watcher, wctx, done, arg);
+}
+
+static int t_unwatch_children(void *ctx, const char *path, watcher_fn watcher,
+			      void *wctx, void_completion_t done, const void *arg)
+{
+	return zks_aunwatch_children(ctx, path, watcher, wctx, done, arg);
+}
+
+static uint64_t t_now_ms(void *ctx)
+{
+	(void)ctx;
+	return zks_now_ms();
+}
+
+static void t_tick_by(void *ctx, uint64_t at_ms)
+{
+	zks_tick_by(ctx, at_ms);
+}
+
 static uint64_t t_generation(void *ctx)
 {
 	return zks_generation(ctx);
@@ -79,6 +102,10 @@ static const struct zkl_transport_ops session_ops = {
 	.exists = t_exists,
 	.unwatch = t_unwatch,
 	.set = t_set,
+	.wchildren = t_wchildren,
+	.unwatch_children = t_unwatch_children,
+	.now_ms = t_now_ms,
+	.tick_by = t_tick_by,
 	.generation = t_generation,
 	.session_of = t_session_of,
 };

@@ -63,6 +63,16 @@ struct zkl_transport_ops {
 	/* remove every data watch of this session on @path, at the server */
 	int (*unwatch)(void *ctx, const char *path, watcher_fn watcher,
 		       void *wctx, void_completion_t done, const void *arg);
+	/* children() with a one-shot watch on @path's children */
+	int (*wchildren)(void *ctx, const char *path, watcher_fn watcher, void *wctx,
+			 strings_stat_completion_t done, const void *arg);
+	/* unwatch() for the child watches */
+	int (*unwatch_children)(void *ctx, const char *path, watcher_fn watcher,
+				void *wctx, void_completion_t done, const void *arg);
+	/* a monotonic clock in milliseconds, and a tick (zkl_engine_events())
+	 * asked for no later than @at_ms on it */
+	uint64_t (*now_ms)(void *ctx);
+	void (*tick_by)(void *ctx, uint64_t at_ms);
 	/* how many times the session expired and was replaced */
 	uint64_t (*generation)(void *ctx);
 	/* the session id of generation @gen if current and connected once, else 0 */

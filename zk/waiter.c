@@ -174,7 +174,8 @@ void zke_unlock_fire(struct zkl_engine *e)
  * from the code: every state before an answer may start over (CREATING,
  * after an expiry), list (CHECKING) or be answered (DONE); a grant (HELD)
  * comes only from a listing, a hand-off or a confirmation; HELD only ends
- * (DONE, lost); DONE only resolves an orphan entry of an unknown create.
+ * (DONE, lost) or lingers (CACHED), and CACHED is granted again (HELD) or
+ * ends; DONE only resolves an orphan entry of an unknown create.
  */
 #define B(s) (1u << (s))
 #define STARTS_OVER (B(W_CREATING) | B(W_CHECKING) | B(W_DONE))
@@ -189,7 +190,8 @@ static const unsigned legal[] = {
 	[W_WATCHING]	= STARTS_OVER | B(W_CONFIRMING) | B(W_HELD),
 	[W_CONFIRMING]	= STARTS_OVER | B(W_HELD),
 	[W_SEMWAIT]	= STARTS_OVER | B(W_PARKED) | B(W_HELD),
-	[W_HELD]	= B(W_DONE),
+	[W_HELD]	= B(W_DONE) | B(W_CACHED),
+	[W_CACHED]	= B(W_HELD) | B(W_DONE),
 	[W_DONE]	= B(W_RESOLVING),
 };
 #undef STARTS_OVER
@@ -197,7 +199,7 @@ static const unsigned legal[] = {
 
 static const char *const state_names[] = {
 	"CREATING", "RESOLVING", "CHECKING", "PARKED", "LOCALWAIT",
-	"WATCHING", "CONFIRMING", "SEMWAIT", "HELD", "DONE",
+	"WATCHING", "CONFIRMING", "SEMWAIT", "HELD", "CACHED", "DONE",
 };
 
 /*
@@ -226,19 +228,27 @@ void zke_set_state_locked(struct zkl_waiter *w, enum wstate to)
 	w->state = to;
 }
 
+static const unsigned legal_own[] = {
+	[OWN_OFF] = 1u << OWN_OFF | 1u << OWN_SETTING,
+	[OWN_SETTING] = 1u << OWN_OFF | 1u << OWN_ARMED,
+	[OWN_ARMED] = 1u << OWN_OFF,
+};
+static const char *const own_names[] = { "OFF", "SETTING", "ARMED" };
+
 void zke_set_own_locked(struct zkl_waiter *w, enum own to)
 {
-	static const unsigned legal_own[] = {
-		[OWN_OFF] = 1u << OWN_OFF | 1u << OWN_SETTING,
-		[OWN_SETTING] = 1u << OWN_OFF | 1u << OWN_ARMED,
-		[OWN_ARMED] = 1u << OWN_OFF,
-	};
-	static const char *const own_names[] = { "OFF", "SETTING", "ARMED" };
-
 	ZKL_ASSERT_HELD(&w->e->lock);
 	check_move(w, "own watch", legal_own[w->own] & (1u << to), own_names[w->own],
 		   own_names[to]);
 	w->own = to;
+}
+
+void zke_set_dwatch_locked(struct zkl_waiter *w, enum own to)
+{
+	ZKL_ASSERT_HELD(&w->e->lock);
+	check_move(w, "child watch", legal_own[w->dwatch] & (1u << to),
+		   own_names[w->dwatch], own_names[to]);
+	w->dwatch = to;
 }
 
 void zke_set_answer_locked(struct zkl_waiter *w, enum answer to)
@@ -313,8 +323,6 @@ enum stall zke_unstall_locked(struct zkl_waiter *w)
  */
 void zke_answer_locked(struct zkl_waiter *w, int err, bool advance)
 {
-	struct zkl_engine *e = w->e;
-
 	ZKL_ASSERT_HELD(&w->e->lock);
 	if (zke_answered(w))
 		return;
@@ -327,6 +335,16 @@ void zke_answer_locked(struct zkl_waiter *w, int err, bool advance)
 		zkl_metrics_granted(w->t_grant - w->t_enq);
 	}
 	zke_set_state_locked(w, err ? W_DONE : W_HELD);
+	zke_fire_locked(w);
+	if (advance)
+		zke_settle_locked(w->qnext);
+}
+
+void zke_fire_locked(struct zkl_waiter *w)
+{
+	struct zkl_engine *e = w->e;
+
+	ZKL_ASSERT_HELD(&w->e->lock);
 	w->refs++;			/* held across done */
 	w->fnext = NULL;
 	if (e->fire_tail)
@@ -334,8 +352,6 @@ void zke_answer_locked(struct zkl_waiter *w, int err, bool advance)
 	else
 		e->fire = w;
 	e->fire_tail = w;
-	if (advance)
-		zke_settle_locked(w->qnext);
 }
 
 bool zke_grant_locked(struct zkl_waiter *w, bool advance)

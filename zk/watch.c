@@ -43,7 +43,9 @@ bool zke_fresh_locked(struct zkl_waiter *w, enum stall redo)
 static void gone_self_locked(struct zkl_waiter *w)
 {
 	ZKL_ASSERT_HELD(&w->e->lock);
-	if (zke_answered(w)) {
+	if (w->state == W_CACHED) {
+		zke_unlinger_locked(w, true);	/* its next open creates anew */
+	} else if (zke_answered(w)) {
 		zke_lose_locked(w, ZKL_LOSS_DELETED, "its entry was deleted by someone else");
 	} else if (w->entry == ENTRY_LIVE && zke_stale_locked(w)) {
 		zke_stall_locked(w, S_CHECK);	/* on_expired() starts it over */
@@ -81,7 +83,8 @@ void zke_own_watcher(zhandle_t *zh, int type, int state, const char *path,
 		zke_set_own_locked(w, OWN_OFF);
 	if (type == ZOO_DELETED_EVENT) {
 		gone_self_locked(w);
-	} else if (type == ZOO_CHANGED_EVENT && w->ans != ANS_LOST && !w->released) {
+	} else if (type == ZOO_CHANGED_EVENT && w->ans != ANS_LOST &&
+		   (!w->released || w->state == W_CACHED)) {
 		if (poked_locked(w))
 			zke_check_locked(w);	/* a holder went, or the limit grew */
 		zke_own_watch_locked(w);	/* data written: watch on */
@@ -103,6 +106,7 @@ void zke_own_watch_done(int rc, const char *value, int len,
 		w->revoked = true;	/* asked to let go; its own writes do not undo it */
 		if (w->ans == ANS_GRANTED && !w->released && e->revoked)
 			e->revoked(w, w->arg);
+		zke_unlinger_locked(w, false);	/* let go now, if lingering */
 	}
 	if (rc == ZOK && stat->version != w->dver) {
 		w->dver = stat->version;

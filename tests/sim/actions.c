@@ -52,6 +52,14 @@ bool act_enqueue(struct world *wd)
 	d->dir = (int)sim_rng_below(&wd->rng, SIM_DIRS);
 	d->kind = sim_rng_chance(&wd->rng, 1, 3) ? ZKL_SHARED : ZKL_EXCLUSIVE;
 	d->flags = sim_rng_chance(&wd->rng, 1, 6) ? ZKL_NONBLOCK : 0;
+	/* where mounts linger, often the lock just given back, to find it */
+	if (wd->seed % 4 == 3 && wd->last_released && sim_rng_chance(&wd->rng, 1, 2)) {
+		const struct dw *r = &wd->dws[wd->last_released - 1];
+
+		d->mount = r->mount;
+		d->dir = r->dir;
+		d->kind = r->kind;
+	}
 	snprintf(data, sizeof(data), "sim=%d\n", id);
 	sn_trace(&wd->net, "  enqueue w%d: m%d %s %s%s", id, d->mount, wd->dirs[d->dir],
 		 d->kind == ZKL_EXCLUSIVE ? "exclusive" : "shared",
@@ -76,6 +84,7 @@ void act_release_dw(struct world *wd, struct dw *d)
 	zkl_info(d->w, &info, &path);
 	sn_trace(&wd->net, "  release w%d (%s)", d->id, path ? path : "no entry");
 	d->released = true;
+	wd->last_released = d->id + 1;
 	zkl_release(d->w);
 	sim_check_release(wd, d, path);
 	free(path);
@@ -141,6 +150,13 @@ bool act_unlink(struct world *wd)
 	sn_trace(&wd->net, "  unlink %s (w%d)", path, id);
 	if (id >= 0)
 		wd->dws[id].unlinked = true;
+	if (wd->ngone == wd->gcap) {
+		wd->gcap = wd->gcap ? 2 * wd->gcap : 16;
+		wd->gone = realloc(wd->gone, (size_t)wd->gcap * sizeof(*wd->gone));
+		if (!wd->gone)
+			abort();
+	}
+	snprintf(wd->gone[wd->ngone++], sizeof(*wd->gone), "%s", path);
 	szk_delete(&wd->net.zk, path, -1);
 	free(path);
 	return true;

@@ -14,7 +14,7 @@
 #include <string.h>
 
 struct world *sim_world;
-long sim_cohort_grants;
+long sim_cohort_grants, sim_linger_grants;
 
 void sim_failf(struct world *wd, const char *fmt, ...)
 {
@@ -28,10 +28,20 @@ void sim_failf(struct world *wd, const char *fmt, ...)
 	sn_trace(&wd->net, "        VIOLATION: %s", wd->fail);
 }
 
+/*
+ * Whose entry @n is: the waiter that holds it, granted on it again by a
+ * linger (its data, rewritten then, may not say so yet); else the one its
+ * data names.
+ */
 int sim_entry_owner(const struct szk_node *n)
 {
+	struct world *wd = sim_world;
 	int id;
 
+	for (int i = 0; wd && i < wd->ndw; i++)
+		if (!wd->dws[i].released && wd->dws[i].ndone == 1 &&
+		    wd->dws[i].result == 0 && strcmp(wd->dws[i].path, n->path) == 0)
+			return i;
 	if (n->len > 4 && strncmp(n->data, "sim=", 4) == 0 &&
 	    sscanf(n->data + 4, "%d", &id) == 1)
 		return id;
@@ -126,6 +136,28 @@ static void check_fifo(struct world *wd, struct dw *d)
 	}
 }
 
+/*
+ * Remember @d's entry.  A grant made without asking the server (a linger's,
+ * a cohort's) may land on an entry another client had already deleted:
+ * that is the lock broken, as if while held, and the loss follows.
+ */
+static void granted_on(struct world *wd, struct dw *d)
+{
+	struct zkl_info info;
+	char *path = NULL;
+
+	zkl_info(d->w, &info, &path);
+	snprintf(d->path, sizeof(d->path), "%s", path ? path : "");
+	free(path);
+	for (int i = 0; i < wd->ngone; i++)
+		if (strcmp(wd->gone[i], d->path) == 0)
+			d->unlinked = true;
+	if (info.grants) {
+		sim_linger_grants++;
+		sn_trace(&wd->net, "        (w%d's grant reuses a lingering entry)", d->id);
+	}
+}
+
 void sim_done(struct zkl_waiter *w, int err, void *arg)
 {
 	struct world *wd = sim_world;
@@ -147,6 +179,7 @@ void sim_done(struct zkl_waiter *w, int err, void *arg)
 	case 0:
 		d->mark = mount_mark(wd, d->mount);
 		check_fifo(wd, d);
+		granted_on(wd, d);
 		break;
 	case -EAGAIN:
 		if (!(d->flags & ZKL_NONBLOCK))
@@ -337,7 +370,8 @@ void sim_check_release(struct world *wd, struct dw *d, const char *path)
 {
 	struct sn_mount *m = &wd->net.mounts[d->mount];
 
-	if (!path || !szk_find(&wd->net.zk, path) || m->cur->state == SN_EXPIRED)
+	if (!path || !szk_find(&wd->net.zk, path) || m->cur->state == SN_EXPIRED ||
+	    zkl_cached(wd->eng[d->mount], wd->dirs[d->dir], path))
 		return;
 	if (!sn_pending_delete(m, path))
 		sim_failf(wd, "release order: w%d released, but no delete of %s "

@@ -198,6 +198,7 @@ static bool step(struct world *wd)
 		return false;
 	k = (int)sim_rng_below(&wd->rng, (uint32_t)total);
 	wd->step++;
+	wd->net.now = (uint64_t)wd->step + wd->clock_skip;
 	wd->steps_total++;
 	if (wd->verbose)
 		printf("step %ld:\n", wd->step);
@@ -247,6 +248,8 @@ static void end_phase(struct world *wd)
 				act_release_dw(wd, &wd->dws[i]);
 		foreign_leaves(wd);
 		drain(wd);
+		wd->clock_skip += 1000000;	/* every linger runs out */
+		wd->net.now += 1000000;
 		for (int i = 0; i < SIM_MOUNTS && !wd->fail[0]; i++) {
 			sn_trace(&wd->net, "  m%d tick (end)", i);
 			sn_ev_tick(&wd->net.mounts[i]);
@@ -324,6 +327,9 @@ static void world_init(struct world *wd, uint64_t seed, bool verbose)
 		wd->eng[i] = zkl_engine_new(&t, wd->naming[i], sim_lost);
 		if (!wd->eng[i])
 			abort();
+		/* one seed in four lingers (zk/linger.c): 10 to 70 steps */
+		if (seed % 4 == 3)
+			zkl_engine_set_linger(wd->eng[i], 10 + (unsigned)(seed / 4 % 61));
 		wd->net.mounts[i].ev = zkl_engine_events(wd->eng[i]);
 	}
 	sn_trace(&wd->net, "seed %" PRIu64 ": %d mounts, fault rate %d", seed,
@@ -341,6 +347,7 @@ static void world_free(struct world *wd)
 		free(wd->herd[i].path);
 	free(wd->herd);
 	free(wd->dws);
+	free(wd->gone);
 	sim_world = NULL;
 }
 
@@ -390,6 +397,7 @@ struct progress {
 	uint64_t seed;			/* the seed being run */
 	double started;			/* when (now_s()) */
 	long cohort;			/* cohort hand-offs seen */
+	long linger;			/* grants on a lingering entry */
 	uint64_t done;			/* seeds finished */
 	uint64_t failed;
 	long steps;
@@ -419,7 +427,7 @@ static bool skipped(uint64_t s)
 static void run_range(struct progress *pg, uint64_t first, uint64_t end)
 {
 	for (uint64_t s = first; s < end; s++) {
-		long c0 = sim_cohort_grants;
+		long c0 = sim_cohort_grants, l0 = sim_linger_grants;
 
 		if (skipped(s))
 			continue;
@@ -427,6 +435,7 @@ static void run_range(struct progress *pg, uint64_t first, uint64_t end)
 		pg->started = now_s();
 		pg->failed += !run_seed(s, false, &pg->steps);
 		pg->cohort += sim_cohort_grants - c0;
+		pg->linger += sim_linger_grants - l0;
 		pg->done++;
 	}
 	pg->finished = true;
@@ -508,9 +517,9 @@ int main(int argc, char **argv)
 		double dt = now_s() - t0;
 
 		printf("sim: %" PRIu64 " seeds from %" PRIu64 ", %" PRIu64 " failed, "
-		       "%d known bad skipped; %ld steps, %ld cohort hand-offs; %.2f s: "
-		       "%.0f seeds/s, %.0f steps/s\n",
-		       pg->done, first, pg->failed, nskip, pg->steps, pg->cohort, dt,
+		       "%d known bad skipped; %ld steps, %ld cohort hand-offs, %ld lingering "
+		       "grants; %.2f s: %.0f seeds/s, %.0f steps/s\n",
+		       pg->done, first, pg->failed, nskip, pg->steps, pg->cohort, pg->linger, dt,
 		       pg->done / dt, pg->steps / dt);
 	}
 	return pg->failed ? 1 : 0;

@@ -32,7 +32,9 @@ struct dw {
 	int ndone;		/* done calls seen: must end at exactly 1 */
 	int result;
 	bool lost, released, cancelled;
-	bool unlinked;		/* its entry was deleted by another client */
+	bool unlinked;		/* its entry was deleted by another client
+				   (or was, when a linger granted it) */
+	char path[64];		/* its entry, once granted */
 	unsigned mark;		/* its mount's silents + expiries at the grant */
 };
 
@@ -62,14 +64,20 @@ struct world {
 	int fault_rate;			/* per 1000 steps, of each fault kind */
 	bool ending;			/* the end phase: no faults */
 	long step;
+	uint64_t clock_skip;		/* added to the step for the clock (the
+					   end phase lets every linger run out) */
+	int last_released;		/* the dw released last, + 1 (0: none) */
+	char (*gone)[64];		/* entries other clients deleted */
+	int ngone, gcap;
 	long steps_total;
 	char fail[1024];		/* the first violation, "" if none */
 };
 
 /* The world of the running seed: the engine's callbacks find it here. */
 extern struct world *sim_world;
-/* check.c: grants that passed over an entry their mount gave back */
-extern long sim_cohort_grants;
+/* check.c: grants that passed over an entry their mount gave back, and
+ * grants on a lingering entry */
+extern long sim_cohort_grants, sim_linger_grants;
 
 /* actions.c: each returns false if it found nothing to act on ------------- */
 

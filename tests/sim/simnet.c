@@ -7,7 +7,8 @@
 #include <string.h>
 
 static const char *const op_name[] = { "create", "delete", "multi", "children",
-				       "get", "wget", "exists", "unwatch", "set" };
+				       "get", "wget", "exists", "unwatch", "set",
+				       "wchildren", "unwatch-children" };
 
 void *sni_xcalloc(size_t n, size_t sz)
 {
@@ -96,11 +97,12 @@ void sni_item_free(struct sn_item *it)
 
 /* registrations ----------------------------------------------------------- */
 
-static void reg_add(struct sn_handle *h, const char *path, watcher_fn fn, void *ctx)
+static void reg_add(struct sn_handle *h, const char *path, watcher_fn fn, void *ctx,
+		    bool child)
 {
 	for (int i = 0; i < h->nregs; i++)
 		if (h->regs[i].fn == fn && h->regs[i].ctx == ctx &&
-		    strcmp(h->regs[i].path, path) == 0)
+		    h->regs[i].child == child && strcmp(h->regs[i].path, path) == 0)
 			return;		/* the client keeps a watcher once */
 	if (h->nregs == h->rcap) {
 		h->rcap = h->rcap ? 2 * h->rcap : 8;
@@ -108,14 +110,15 @@ static void reg_add(struct sn_handle *h, const char *path, watcher_fn fn, void *
 		if (!h->regs)
 			abort();
 	}
-	h->regs[h->nregs++] = (struct sn_reg){ sni_xstrdup(path), fn, ctx };
+	h->regs[h->nregs++] = (struct sn_reg){ sni_xstrdup(path), fn, ctx, child };
 }
 
 static int reg_find(const struct sn_handle *h, const char *path, watcher_fn fn,
-		    void *ctx)
+		    void *ctx, bool child)
 {
 	for (int i = 0; i < h->nregs; i++)
 		if ((!fn || (h->regs[i].fn == fn && h->regs[i].ctx == ctx)) &&
+		    h->regs[i].child == child &&
 		    strcmp(h->regs[i].path, path) == 0)
 			return i;
 	return -1;
@@ -127,13 +130,17 @@ static void reg_del(struct sn_handle *h, int i)
 	h->regs[i] = h->regs[--h->nregs];
 }
 
-/* Collect the watchers an event reaches: those on @path, or all (NULL). */
+/* Collect the watchers an event reaches: those on @path its type reaches
+ * (a data change data watches, a child's change child watches, a delete
+ * both), or all (NULL). */
 static void collect(struct sn_handle *h, struct sn_item *it, const char *path,
 		    bool remove)
 {
 	it->regs = sni_xcalloc((size_t)h->nregs, sizeof(*it->regs));
 	for (int i = 0; i < h->nregs;) {
-		if (path && strcmp(h->regs[i].path, path) != 0) {
+		if (path && (strcmp(h->regs[i].path, path) != 0 ||
+			     (it->type == ZOO_CHANGED_EVENT && h->regs[i].child) ||
+			     (it->type == ZOO_CHILD_EVENT && !h->regs[i].child))) {
 			i++;
 			continue;
 		}
@@ -282,7 +289,7 @@ static int t_unwatch(void *ctx, const char *path, watcher_fn watcher,
 	struct sn_req *r;
 
 	/* as zoo_aremove_watches(): no such watcher here, no request */
-	if (m->cur->state != SN_EXPIRED && reg_find(m->cur, path, watcher, wctx) < 0) {
+	if (m->cur->state != SN_EXPIRED && reg_find(m->cur, path, watcher, wctx, false) < 0) {
 		sn_trace(m->net, "        m%d unwatch %s -> ZNOWATCHER", m->id, path);
 		return ZNOWATCHER;
 	}
@@ -290,6 +297,42 @@ static int t_unwatch(void *ctx, const char *path, watcher_fn watcher,
 	r->watcher = watcher;
 	r->wctx = wctx;
 	return call(m, r);
+}
+
+static int t_wchildren(void *ctx, const char *path, watcher_fn watcher, void *wctx,
+		       strings_stat_completion_t done, const void *arg)
+{
+	struct sn_req *r = req_new(OP_WCHILDREN, path, (sn_fn)done, arg);
+
+	r->watcher = watcher;
+	r->wctx = wctx;
+	return call(ctx, r);
+}
+
+static int t_unwatch_children(void *ctx, const char *path, watcher_fn watcher,
+			      void *wctx, void_completion_t done, const void *arg)
+{
+	struct sn_mount *m = ctx;
+	struct sn_req *r;
+
+	if (m->cur->state != SN_EXPIRED && reg_find(m->cur, path, watcher, wctx, true) < 0)
+		return ZNOWATCHER;
+	r = req_new(OP_UNWATCHC, path, (sn_fn)done, arg);
+	r->watcher = watcher;
+	r->wctx = wctx;
+	return call(m, r);
+}
+
+/* The simulator's clock: one step is a millisecond.  Its ticks come when
+ * the scheduler says (simsess.c), so tick_by() asks for nothing. */
+static uint64_t t_now_ms(void *ctx)
+{
+	return (uint64_t)((struct sn_mount *)ctx)->net->now;
+}
+
+static void t_tick_by(void *ctx, uint64_t at_ms)
+{
+	(void)ctx, (void)at_ms;
 }
 
 static uint64_t t_generation(void *ctx)
@@ -308,6 +351,8 @@ static const struct zkl_transport_ops sn_ops = {
 	.create = t_create, .remove = t_remove, .multi = t_multi,
 	.children = t_children, .get = t_get, .wget = t_wget,
 	.exists = t_exists, .unwatch = t_unwatch, .set = t_set,
+	.wchildren = t_wchildren, .unwatch_children = t_unwatch_children,
+	.now_ms = t_now_ms, .tick_by = t_tick_by,
 	.generation = t_generation, .session_of = t_session_of,
 };
 
@@ -329,7 +374,7 @@ static struct sn_handle *handle_of(struct simnet *net, int64_t sid)
 void sni_missed_add(struct sn_handle *h, int type, const char *path)
 {
 	for (int i = 0; i < h->nmissed; i++)
-		if (strcmp(h->missed[i].path, path) == 0)
+		if (h->missed[i].type == type && strcmp(h->missed[i].path, path) == 0)
 			return;		/* one watch, one event */
 	if (h->nmissed == h->mcap) {
 		h->mcap = h->mcap ? 2 * h->mcap : 8;
@@ -351,7 +396,8 @@ void sni_notify(void *ctx, int64_t sid, int type, const char *path)
 	if (!h || h->state == SN_EXPIRED)
 		return;
 	sn_trace(net, "        watch of m%d fires: %s %s", h->m->id,
-		 type == ZOO_DELETED_EVENT ? "DELETED" : "CHANGED", path);
+		 type == ZOO_DELETED_EVENT ? "DELETED" :
+		 type == ZOO_CHILD_EVENT ? "CHILD" : "CHANGED", path);
 	if (h->state == SN_DISCONNECTED) {
 		sni_missed_add(h, type, path);	/* SetWatches fires it later */
 		return;
@@ -386,9 +432,12 @@ void sni_apply(struct sn_handle *h, struct sn_req *r)
 		it->rc = szk_multi(z, r->n, r->types, r->paths, r->versions, it->errs);
 		break;
 	case OP_CHILDREN:
+	case OP_WCHILDREN:
 		it->rc = szk_children(z, r->path, &it->sv);
 		if (it->rc == ZOK)
 			szk_exists(z, r->path, &it->stat);	/* the parent's */
+		if (it->rc == ZOK && r->op == OP_WCHILDREN)
+			szk_watch_children(z, h->sid, r->path);
 		break;
 	case OP_GET:
 	case OP_WGET:
@@ -408,7 +457,8 @@ void sni_apply(struct sn_handle *h, struct sn_req *r)
 			szk_exists(z, r->path, &it->stat);
 		break;
 	case OP_UNWATCH:
-		it->rc = szk_unwatch(z, h->sid, r->path);
+	case OP_UNWATCHC:
+		it->rc = szk_unwatch(z, h->sid, r->path, r->op == OP_UNWATCHC);
 		break;
 	}
 	sn_trace(h->m->net, "        m%d applied #%llu %s %s%s%s: %s", h->m->id,
@@ -440,10 +490,12 @@ bool sn_read(struct sn_handle *h)
 		return false;
 	if (it->kind == IT_WATCH) {
 		collect(h, it, it->path, true);
-	} else if (it->req->op == OP_WGET && it->rc == ZOK) {
-		reg_add(h, it->req->path, it->req->watcher, it->req->wctx);
-	} else if (it->req->op == OP_UNWATCH && it->rc == ZOK &&
-		   (i = reg_find(h, it->req->path, it->req->watcher, it->req->wctx)) >= 0) {
+	} else if ((it->req->op == OP_WGET || it->req->op == OP_WCHILDREN) && it->rc == ZOK) {
+		reg_add(h, it->req->path, it->req->watcher, it->req->wctx,
+			it->req->op == OP_WCHILDREN);
+	} else if ((it->req->op == OP_UNWATCH || it->req->op == OP_UNWATCHC) && it->rc == ZOK &&
+		   (i = reg_find(h, it->req->path, it->req->watcher, it->req->wctx,
+				 it->req->op == OP_UNWATCHC)) >= 0) {
 		reg_del(h, i);
 	}
 	sni_q_push(&h->in, it);
@@ -469,9 +521,11 @@ static void complete(struct sn_handle *h, struct sn_item *it)
 		/* fall through */
 	case OP_DELETE:
 	case OP_UNWATCH:
+	case OP_UNWATCHC:
 		((void_completion_t)r->done)(it->rc, r->arg);
 		break;
 	case OP_CHILDREN:
+	case OP_WCHILDREN:
 		((strings_stat_completion_t)r->done)(it->rc, ok ? &it->sv : NULL,
 						     ok ? &it->stat : NULL, r->arg);
 		break;
@@ -500,7 +554,8 @@ bool sn_deliver(struct sn_handle *h)
 	} else {
 		sn_trace(net, "        m%d event %s %s to %d watcher(s)", h->m->id,
 			 it->kind == IT_SESSION ? "SESSION" :
-			 it->type == ZOO_DELETED_EVENT ? "DELETED" : "CHANGED",
+			 it->type == ZOO_DELETED_EVENT ? "DELETED" :
+			 it->type == ZOO_CHILD_EVENT ? "CHILD" : "CHANGED",
 			 it->kind == IT_SESSION ? (it->state == ZOO_CONNECTED_STATE ?
 			 "connected" : it->state == ZOO_CONNECTING_STATE ?
 			 "connecting" : "expired") : it->path, it->nregs);

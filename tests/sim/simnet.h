@@ -61,6 +61,7 @@ struct sn_reg {
 	char *path;
 	watcher_fn fn;
 	void *ctx;
+	bool child;		/* a child watch */
 };
 
 struct sn_handle {
@@ -101,6 +102,7 @@ struct simnet {
 	struct sn_mount *mounts;
 	int nmounts;
 	uint64_t next_req;
+	uint64_t now;			/* the clock of now_ms(): the step */
 	bool verbose;
 	sn_watch_hook hook;
 	void *hook_ctx;

@@ -9,7 +9,7 @@
 #include "tests/sim/simnet.h"
 
 enum sn_op { OP_CREATE, OP_DELETE, OP_MULTI, OP_CHILDREN, OP_GET, OP_WGET,
-	     OP_EXISTS, OP_UNWATCH, OP_SET };
+	     OP_EXISTS, OP_UNWATCH, OP_SET, OP_WCHILDREN, OP_UNWATCHC };
 
 /* Any completion: ISO C converts function pointers only to function pointers. */
 typedef void (*sn_fn)(void);

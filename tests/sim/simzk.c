@@ -79,18 +79,23 @@ static void fill_stat(struct szk *z, const struct szk_node *n, struct Stat *st)
 	st->numChildren = count_children(z, n->path);
 }
 
-/* Fire and drop every watch on @path. */
+/*
+ * Fire and drop every watch on @path that @type reaches: a data change the
+ * data watches, a child's create or delete the child watches, a delete
+ * both.
+ */
 static void fire(struct szk *z, const char *path, int type)
 {
 	for (int i = 0; i < z->nwatches;) {
 		struct szk_watch w = z->watches[i];
 
-		if (strcmp(w.path, path) != 0) {
+		if (strcmp(w.path, path) != 0 || (type == ZOO_CHANGED_EVENT && w.child) ||
+		    (type == ZOO_CHILD_EVENT && !w.child)) {
 			i++;
 			continue;
 		}
 		z->watches[i] = z->watches[--z->nwatches];
-		z->notify(z->notify_ctx, w.sid, type, path);
+		z->notify(z->notify_ctx, w.sid, type, path);	/* DELETED to both */
 		free(w.path);
 	}
 }
@@ -148,7 +153,7 @@ struct szk_node *szk_find(struct szk *z, const char *path)
 static void remove_node(struct szk *z, struct szk_node *n)
 {
 	struct szk_node *parent = parent_of(z, n->path);
-	char *path = n->path;
+	char *path = n->path, *ppath = parent ? xstrdup(parent->path) : NULL;
 
 	z->zxid++;
 	if (parent) {
@@ -158,6 +163,9 @@ static void remove_node(struct szk *z, struct szk_node *n)
 	free(n->data);
 	*n = z->nodes[--z->nnodes];
 	fire(z, path, ZOO_DELETED_EVENT);
+	if (ppath)
+		fire(z, ppath, ZOO_CHILD_EVENT);
+	free(ppath);
 	free(path);
 }
 
@@ -226,6 +234,7 @@ int szk_create(struct szk *z, int64_t sid, const char *path, const char *data,
 		*out_path = xstrdup(name);
 	if (stat)
 		fill_stat(z, n, stat);
+	fire(z, parent->path, ZOO_CHILD_EVENT);
 	return ZOK;
 }
 
@@ -273,12 +282,31 @@ int szk_set(struct szk *z, const char *path, const char *data, int len,
 	return ZOK;
 }
 
-bool szk_watched(const struct szk *z, int64_t sid, const char *path)
+bool szk_watched(const struct szk *z, int64_t sid, const char *path, bool child)
 {
 	for (int i = 0; i < z->nwatches; i++)
-		if (z->watches[i].sid == sid && strcmp(z->watches[i].path, path) == 0)
+		if (z->watches[i].sid == sid && z->watches[i].child == child &&
+		    strcmp(z->watches[i].path, path) == 0)
 			return true;
 	return false;
+}
+
+static void watch_add(struct szk *z, int64_t sid, const char *path, bool child)
+{
+	if (szk_watched(z, sid, path, child))
+		return;
+	if (z->nwatches == z->wcap) {
+		z->wcap = z->wcap ? 2 * z->wcap : 16;
+		z->watches = xrealloc(z->watches, (size_t)z->wcap * sizeof(*z->watches));
+	}
+	z->watches[z->nwatches].sid = sid;
+	z->watches[z->nwatches].child = child;
+	z->watches[z->nwatches++].path = xstrdup(path);
+}
+
+void szk_watch_children(struct szk *z, int64_t sid, const char *path)
+{
+	watch_add(z, sid, path, true);
 }
 
 int szk_get(struct szk *z, const char *path, int64_t watch_sid,
@@ -288,15 +316,8 @@ int szk_get(struct szk *z, const char *path, int64_t watch_sid,
 
 	if (!n)
 		return ZNONODE;
-	if (watch_sid && !szk_watched(z, watch_sid, path)) {
-		if (z->nwatches == z->wcap) {
-			z->wcap = z->wcap ? 2 * z->wcap : 16;
-			z->watches = xrealloc(z->watches,
-					      (size_t)z->wcap * sizeof(*z->watches));
-		}
-		z->watches[z->nwatches].sid = watch_sid;
-		z->watches[z->nwatches++].path = xstrdup(path);
-	}
+	if (watch_sid)
+		watch_add(z, watch_sid, path, false);
 	if (data)
 		*data = n->data;
 	if (len)
@@ -344,10 +365,11 @@ void szk_free_strings(struct String_vector *sv)
 	sv->count = 0;
 }
 
-int szk_unwatch(struct szk *z, int64_t sid, const char *path)
+int szk_unwatch(struct szk *z, int64_t sid, const char *path, bool child)
 {
 	for (int i = 0; i < z->nwatches; i++)
-		if (z->watches[i].sid == sid && strcmp(z->watches[i].path, path) == 0) {
+		if (z->watches[i].sid == sid && z->watches[i].child == child &&
+		    strcmp(z->watches[i].path, path) == 0) {
 			free(z->watches[i].path);
 			z->watches[i] = z->watches[--z->nwatches];
 			return ZOK;

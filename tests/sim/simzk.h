@@ -46,9 +46,11 @@ struct szk_node {
 struct szk_watch {
 	int64_t sid;
 	char *path;
+	bool child;		/* a child watch (fires ZOO_CHILD_EVENT) */
 };
 
-/* A fired watch: @type ZOO_DELETED_EVENT or ZOO_CHANGED_EVENT on @path. */
+/* A fired watch: @type ZOO_DELETED_EVENT, ZOO_CHANGED_EVENT or
+ * ZOO_CHILD_EVENT on @path. */
 typedef void (*szk_notify_fn)(void *ctx, int64_t sid, int type,
 			      const char *path);
 
@@ -95,8 +97,11 @@ int szk_get(struct szk *z, const char *path, int64_t watch_sid,
 int szk_exists(struct szk *z, const char *path, struct Stat *stat);
 /* szk_children() - names (malloc'ed vector), shuffled. */
 int szk_children(struct szk *z, const char *path, struct String_vector *out);
-int szk_unwatch(struct szk *z, int64_t sid, const char *path);
-bool szk_watched(const struct szk *z, int64_t sid, const char *path);
+/* szk_watch_children() - a child watch of @sid on @path (once per session) */
+void szk_watch_children(struct szk *z, int64_t sid, const char *path);
+/* remove @sid's data (or @child) watch on @path: ZNOWATCHER if none */
+int szk_unwatch(struct szk *z, int64_t sid, const char *path, bool child);
+bool szk_watched(const struct szk *z, int64_t sid, const char *path, bool child);
 /*
  * szk_multi() - delete and check ops (@types ZOO_DELETE_OP/ZOO_CHECK_OP,
  * @paths, @versions); fills @errs.  Return: ZOK or the first error.

@@ -1,0 +1,228 @@
+/*
+ * zk/linger.c - lingering locks (-o linger=MS, zkl_engine_set_linger()).
+ *
+ * After the last close of an entry that holds its lock, the mount may keep
+ * the entry (state W_CACHED, "cached" to users) for up to MS milliseconds;
+ * an open of the same name and kind on this mount meanwhile is granted at
+ * once on that entry, with no request to ZooKeeper (zke_reuse_locked()).
+ *
+ * Why that is safe: the entry held the lock, so no entry of anyone is
+ * before it, and none can come before it (sequence numbers only grow).
+ * While it exists, nobody else can be granted; it exists until our delete,
+ * its session's end, or someone deleting it.  Our delete is ours to time;
+ * a session that may have ended is one the mount has declared silent
+ * (zk/session.c: a period before the server can expire it), and then
+ * nothing is granted again on it; a delete by someone else is breaking the
+ * lock, which the own watch reports as for any holder: the reused grant is
+ * lost (zke_lose_locked()) as soon as the mount hears it.
+ *
+ * What ends it, each at once: MS elapsed (the supervisor's tick, asked for
+ * at that time: t.ops->tick_by()); any change among the lock's children (a
+ * child watch, the only one on that lock: another client's entry joining
+ * notifies this one mount, never a herd); an open of another name there;
+ * the entry deleted, or asked to let go ("__REVOKE__"); the session silent
+ * or expired; rmdir (zkl_unlinger()).  An entry that saw the lock contended
+ * while it held it does not linger.
+ *
+ * Costs: the child watch, set once with a listing and left armed while the
+ * lock stays uncontended, and the own watch; a reuse whose data differs
+ * (another process) writes it, without waiting.  All under engine->lock.
+ */
+#include "zk/engine.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "zk/log.h"
+
+static uint64_t now_ms(struct zkl_engine *e)
+{
+	return e->t.ops->now_ms(e->t.ctx);
+}
+
+/* The child watch fired: someone joined or left the lock. */
+static void dir_watcher(zhandle_t *zh, int type, int state, const char *path,
+			void *ctx)
+{
+	struct zkl_waiter *w = ctx;
+	struct zkl_engine *e = w->e;
+
+	(void)zh;
+	(void)path;
+	if (type == ZOO_SESSION_EVENT && state != ZOO_EXPIRED_SESSION_STATE)
+		return;			/* the watch stays armed */
+	zkl_mutex_lock(&e->lock);
+	if (w->dwatch == OWN_ARMED)
+		zke_set_dwatch_locked(w, OWN_OFF);
+	if (type != ZOO_SESSION_EVENT) {
+		w->contended = true;
+		zke_unlinger_locked(w, false);
+	}
+	zke_put_locked(w);
+	zke_unlock_fire(e);
+}
+
+/* The listing that set the child watch: is anyone else in the lock? */
+static void dir_listed(int rc, const struct String_vector *sv,
+		       const struct Stat *dir, const void *data)
+{
+	struct zkl_waiter *w = (struct zkl_waiter *)data;
+	struct zkl_engine *e = w->e;
+	bool others = rc != ZOK;
+
+	(void)dir;
+	zkl_mutex_lock(&e->lock);
+	if (w->dwatch == OWN_SETTING)
+		zke_set_dwatch_locked(w, rc == ZOK ? OWN_ARMED : OWN_OFF);
+	if (rc != ZOK)
+		w->refs--;		/* no watch was left */
+	for (int i = 0; rc == ZOK && w->path && i < sv->count; i++)
+		others |= strcmp(sv->data[i], zkn_base(w->path)) != 0;
+	if (others) {
+		w->contended = rc == ZOK;
+		zke_unlinger_locked(w, false);
+	}
+	zke_put_locked(w);
+	zke_unlock_fire(e);
+}
+
+static void dir_watch_locked(struct zkl_waiter *w)
+{
+	ZKL_ASSERT_HELD(&w->e->lock);
+	if (w->dwatch != OWN_OFF)
+		return;
+	w->refs += 2;			/* the completion and the watch */
+	zke_set_dwatch_locked(w, OWN_SETTING);
+	if (T(w)->wchildren(w->e->t.ctx, w->dir, dir_watcher, w, dir_listed, w) != ZOK) {
+		w->refs -= 2;
+		zke_set_dwatch_locked(w, OWN_OFF);
+		zke_unlinger_locked(w, false);
+	}
+}
+
+/*
+ * zkl_release() of @w: keep its entry instead of deleting it?  Only an
+ * entry that holds the lock, alone of ours in it, on a session neither
+ * silent nor replaced, in a lock no one else asked for while it held.
+ */
+bool zke_linger_locked(struct zkl_waiter *w)
+{
+	struct zkl_engine *e = w->e;
+
+	ZKL_ASSERT_HELD(&w->e->lock);
+	if (!e->linger_ms || e->silent || e->shutdown || w->state != W_HELD ||
+	    w->ans != ANS_GRANTED || w->entry != ENTRY_LIVE || w->stall != S_NONE ||
+	    w->revoked || w->contended || w->limit || zke_stale_locked(w) ||
+	    !w->q || w->q->head != w || w->q->tail != w)
+		return false;
+	zke_set_state_locked(w, W_CACHED);
+	w->refs++;			/* the linger's: zke_unlinger_locked() */
+	w->linger_until = now_ms(e) + e->linger_ms;
+	T(w)->tick_by(e->t.ctx, w->linger_until);
+	zke_own_watch_locked(w);	/* its delete by anyone ends it */
+	dir_watch_locked(w);
+	return w->state == W_CACHED;
+}
+
+/*
+ * The lingering entry of @dir that an enqueue of @prefix may have, or NULL.
+ * One of another name, or out of time, is let go now: its delete goes
+ * before that enqueue's create.
+ */
+struct zkl_waiter *zke_reuse_locked(struct zkl_engine *e, const char *dir,
+				    const char *prefix)
+{
+	struct zkl_queue *q = zke_queue_find_dir_locked(e, dir);
+
+	ZKL_ASSERT_HELD(&e->lock);
+	for (struct zkl_waiter *x = q ? q->head : NULL; x; x = x->qnext) {
+		if (x->state != W_CACHED)
+			continue;
+		if (strcmp(x->prefix, prefix) == 0 && !e->silent &&
+		    now_ms(e) < x->linger_until && !zke_stale_locked(x))
+			return x;
+		zke_unlinger_locked(x, false);
+		return NULL;
+	}
+	return NULL;
+}
+
+static void set_done(int rc, const struct Stat *stat, const void *data)
+{
+	struct zkl_waiter *w = (struct zkl_waiter *)data;
+	struct zkl_engine *e = w->e;
+
+	(void)stat;
+	zkl_mutex_lock(&e->lock);
+	if (rc != ZOK && rc != ZNONODE && !rc_stalls(rc))
+		zkl_log(LOG_WARNING, "cannot write %s: %s", w->path, zerror(rc));
+	zke_put_locked(w);
+	zke_unlock_fire(e);
+}
+
+/*
+ * Grant the lingering @w again, to a new caller whose entry data is @data
+ * (@len bytes, ending in w's nonce line): done runs at zke_unlock_fire().
+ * The caller's reference is the linger's.
+ */
+void zke_regrant_locked(struct zkl_waiter *w, const char *data, int len)
+{
+	ZKL_ASSERT_HELD(&w->e->lock);
+	zke_set_state_locked(w, W_HELD);
+	w->released = false;
+	w->grants++;
+	w->result = 0;
+	w->t_grant = w->t_enq;
+	zkl_metrics_granted(0);
+	zke_fire_locked(w);
+	if (len == w->len && memcmp(data, w->data, (size_t)len) == 0)
+		return;
+	char *copy = malloc((size_t)len + 1);
+
+	if (!copy)
+		return;		/* the old data stays: who holds is stale */
+	memcpy(copy, data, (size_t)len);
+	copy[len] = '\0';
+	free(w->data);
+	w->data = copy;
+	w->len = len;
+	w->refs++;
+	if (T(w)->set(w->e->t.ctx, w->path, w->data, w->len, -1, set_done, w) != ZOK)
+		w->refs--;
+}
+
+/*
+ * End @w's linger: delete its entry, or, if it is @gone (deleted by
+ * someone, or with its session), only forget it.  Drops the linger's
+ * reference: @w may be freed unless the caller holds one.
+ */
+void zke_unlinger_locked(struct zkl_waiter *w, bool gone)
+{
+	ZKL_ASSERT_HELD(&w->e->lock);
+	if (w->state != W_CACHED)
+		return;
+	zke_set_state_locked(w, W_DONE);
+	if (gone) {
+		if (w->entry == ENTRY_LIVE || w->entry == ENTRY_DELETING)
+			zke_set_entry_locked(w, ENTRY_GONE);
+		zke_gone_locked(w, false, false);
+	} else {
+		zke_unwatch_locked(w);
+		zke_delete_locked(w);
+	}
+	zke_put_locked(w);
+}
+
+/* The supervisor's tick: end @w's linger if its time is up, else ask again. */
+void zke_linger_tick_locked(struct zkl_waiter *w)
+{
+	struct zkl_engine *e = w->e;
+
+	ZKL_ASSERT_HELD(&w->e->lock);
+	if (w->state != W_CACHED)
+		return;
+	if (now_ms(e) >= w->linger_until)
+		zke_unlinger_locked(w, false);
+	else
+		T(w)->tick_by(e->t.ctx, w->linger_until);
+}
