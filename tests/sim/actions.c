@@ -53,7 +53,7 @@ bool act_enqueue(struct world *wd)
 	d->kind = sim_rng_chance(&wd->rng, 1, 3) ? ZKL_SHARED : ZKL_EXCLUSIVE;
 	d->flags = sim_rng_chance(&wd->rng, 1, 6) ? ZKL_NONBLOCK : 0;
 	/* where mounts linger, often the lock just given back, to find it */
-	if (wd->seed % 4 == 3 && wd->last_released && sim_rng_chance(&wd->rng, 1, 2)) {
+	if (wd->lingers && wd->last_released && sim_rng_chance(&wd->rng, 1, 2)) {
 		const struct dw *r = &wd->dws[wd->last_released - 1];
 
 		d->mount = r->mount;

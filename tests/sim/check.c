@@ -38,7 +38,7 @@ int sim_entry_owner(const struct szk_node *n)
 	struct world *wd = sim_world;
 	int id;
 
-	for (int i = 0; wd && i < wd->ndw; i++)
+	for (int i = 0; wd && wd->lingers && i < wd->ndw; i++)
 		if (!wd->dws[i].released && wd->dws[i].ndone == 1 &&
 		    wd->dws[i].result == 0 && strcmp(wd->dws[i].path, n->path) == 0)
 			return i;

@@ -328,7 +328,8 @@ static void world_init(struct world *wd, uint64_t seed, bool verbose)
 		if (!wd->eng[i])
 			abort();
 		/* one seed in four lingers (zk/linger.c): 10 to 70 steps */
-		if (seed % 4 == 3)
+		wd->lingers = seed % 4 == 3;
+		if (wd->lingers)
 			zkl_engine_set_linger(wd->eng[i], 10 + (unsigned)(seed / 4 % 61));
 		wd->net.mounts[i].ev = zkl_engine_events(wd->eng[i]);
 	}

@@ -66,6 +66,7 @@ struct world {
 	long step;
 	uint64_t clock_skip;		/* added to the step for the clock (the
 					   end phase lets every linger run out) */
+	bool lingers;			/* its mounts linger (zk/linger.c) */
 	int last_released;		/* the dw released last, + 1 (0: none) */
 	char (*gone)[64];		/* entries other clients deleted */
 	int ngone, gcap;
