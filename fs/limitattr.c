@@ -1,6 +1,6 @@
 /*
- * fs/limitattr.c - user.zklockfs.limit of a lock directory (see
- * limitattr.h).
+ * fs/limitattr.c - user.zklockfs.limit and user.zklockfs.linger of a lock
+ * directory (see limitattr.h).
  */
 #include "fs/limitattr.h"
 
@@ -25,19 +25,19 @@ static void get_done(int rc, const char *value, int len, const struct Stat *zs,
 		     const void *data)
 {
 	struct zop *op = (struct zop *)data;
-	unsigned limit;
-	char val[16];
+	long v;
+	char val[24];
 
 	(void)zs;
 	if (rc != ZOK) {
 		zop_fail(op, rc);
 		return;
 	}
-	limit = zkl_limit_parse(value, len > 0 ? (size_t)len : 0);
-	if (!limit) {
+	v = zkl_setting_parse(op->setting, value, len > 0 ? (size_t)len : 0);
+	if (v < 0) {
 		fuse_reply_err(op->req, ENODATA);
 	} else {
-		snprintf(val, sizeof(val), "%u", limit);
+		snprintf(val, sizeof(val), "%ld", v);
 		if (op->size == 0)
 			fuse_reply_xattr(op->req, strlen(val));
 		else if (op->size < strlen(val))
@@ -53,7 +53,8 @@ static int get_send(struct zop *op)
 	return zks_aget(op->zks, op->path, get_done, op);
 }
 
-void zklfs_limit_get(fuse_req_t req, struct node *n, size_t size)
+void zklfs_limit_get(fuse_req_t req, struct node *n, size_t size,
+		     const struct zkl_setting *s)
 {
 	struct zklfs *fs = fs_of(req);
 	struct zop *op = zop_new(req, n, zklfs_node_path(fs, n));
@@ -63,16 +64,18 @@ void zklfs_limit_get(fuse_req_t req, struct node *n, size_t size)
 		return;
 	}
 	op->size = size;
+	op->setting = s;
 	zop_send(op, zklfs_session(fs, op->path), get_send);
 }
 
 /* writing --------------------------------------------------------------------- */
 
-/* A setxattr or removexattr of the limit, between its calls. */
+/* A setxattr or removexattr of a setting, between its calls. */
 struct limit_set {
 	struct zop *op;
-	unsigned now;			/* 0: remove */
-	unsigned before;
+	const struct zkl_setting *s;
+	long now;			/* -1: remove */
+	long before;			/* -1: not set */
 	int flags;			/* XATTR_CREATE, XATTR_REPLACE */
 	int tries;
 	char *data;			/* what is sent */
@@ -109,7 +112,10 @@ static void set_done(int rc, const struct Stat *zs, const void *data)
 		set_free(ls);
 		return;
 	}
-	zkl_limit_changed(zklfs_engine(op->fs, op->path), op->path, ls->before, ls->now);
+	if (ls->s == &zkl_setting_limit)
+		zkl_limit_changed(zklfs_engine(op->fs, op->path), op->path,
+				  ls->before > 0 ? (unsigned)ls->before : 0,
+				  ls->now > 0 ? (unsigned)ls->now : 0);
 	set_reply(ls, 0);
 }
 
@@ -127,23 +133,24 @@ static void got_for_set(int rc, const char *value, int len, const struct Stat *z
 		return;
 	}
 	if (!zklfs_may_own(op->fs, op->uid, op->path, NODE_DIR, zs)) {
-		zkl_log(LOG_NOTICE, "setting a limit refused: uid %u owns neither "
-			"the directory nor the mount", (unsigned)op->uid);
+		zkl_log(LOG_NOTICE, "setting %.*s refused: uid %u owns neither "
+			"the directory nor the mount", (int)strlen(ls->s->key) - 1, ls->s->key,
+			(unsigned)op->uid);
 		set_reply(ls, EPERM);
 		return;
 	}
-	ls->before = zkl_limit_parse(value, have);
-	if ((ls->flags & XATTR_CREATE) && ls->before) {
+	ls->before = zkl_setting_parse(ls->s, value, have);
+	if ((ls->flags & XATTR_CREATE) && ls->before >= 0) {
 		set_reply(ls, EEXIST);
 		return;
 	}
-	if (((ls->flags & XATTR_REPLACE) || !ls->now) && !ls->before) {
+	if (((ls->flags & XATTR_REPLACE) || ls->now < 0) && ls->before < 0) {
 		set_reply(ls, ENODATA);
 		return;
 	}
 	free(ls->data);
 	ls->data = malloc(cap);
-	n = ls->data ? zkl_limit_edit(value, have, ls->now, ls->data, cap) : -ENOMEM;
+	n = ls->data ? zkl_setting_edit(ls->s, value, have, ls->now, ls->data, cap) : -ENOMEM;
 	if (n < 0) {
 		set_reply(ls, n == -E2BIG ? E2BIG : ENOMEM);
 		return;
@@ -168,13 +175,13 @@ static void read_for_set(struct limit_set *ls)
 }
 
 void zklfs_limit_set(fuse_req_t req, struct node *n, const char *value,
-		     size_t len, int flags)
+		     size_t len, int flags, const struct zkl_setting *s)
 {
 	struct zklfs *fs = fs_of(req);
 	struct limit_set *ls;
 	unsigned now = 0;
 
-	if (value && zkl_limit_value(value, len, &now) != 0) {
+	if (value && zkl_setting_value(s, value, len, &now) != 0) {
 		fuse_reply_err(req, EINVAL);
 		return;
 	}
@@ -186,7 +193,8 @@ void zklfs_limit_set(fuse_req_t req, struct node *n, const char *value,
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
-	ls->now = now;
+	ls->s = s;
+	ls->now = value ? (long)now : -1;
 	ls->flags = flags;
 	read_for_set(ls);
 }

@@ -1,10 +1,12 @@
 /*
- * fs/limitattr.h - user.zklockfs.limit: the limit of holders a lock
- * directory sets, which makes it a semaphore.
+ * fs/limitattr.h - the settings of a lock directory: user.zklockfs.limit,
+ * the limit of holders that makes it a semaphore, and user.zklockfs.linger,
+ * how long a mount may keep an entry after its last close (lingering
+ * locks; it overrides the mount's -o linger=).
  *
- * Kept as a line "limit=N" in the data of the directory's znode
- * (zk/limit.h), where every mount and client reads it; the engine decides
- * with it (zk/sem.c).  Read by anyone; set or removed by the directory's
+ * Kept as lines "limit=N" and "linger=MS" in the data of the directory's
+ * znode (zk/limit.h), where every mount and client reads them; the engine
+ * decides with them (zk/sem.c, zk/linger.c).  Read by anyone; set or removed by the directory's
  * owner (zklfs_owner()), the mount's owner or root, as chmod would be:
  * EPERM for others.  Setting it is a read-modify-write of the znode's data
  * at the version read, so a concurrent change of its other lines is never
@@ -24,19 +26,24 @@
 
 #include "fs/node.h"
 
-#define ZKLFS_LIMIT_XATTR "user.zklockfs.limit"
+#include "zk/limit.h"
 
-/* zklfs_limit_get() - getxattr of the limit of the lock directory @n:
- * "N", or ENODATA if it sets none. */
-void zklfs_limit_get(fuse_req_t req, struct node *n, size_t size);
+#define ZKLFS_LIMIT_XATTR "user.zklockfs.limit"
+#define ZKLFS_LINGER_XATTR "user.zklockfs.linger"
+
+/* zklfs_limit_get() - getxattr of the setting @s of the lock directory @n:
+ * "N", or ENODATA if it has none. */
+void zklfs_limit_get(fuse_req_t req, struct node *n, size_t size,
+		     const struct zkl_setting *s);
 
 /*
- * zklfs_limit_set() - setxattr (@value of @len bytes, XATTR_CREATE or
+ * zklfs_limit_set() - setxattr of @s (@value of @len bytes, XATTR_CREATE or
  * XATTR_REPLACE in @flags), or removexattr when @value is NULL.
- * EINVAL for a value that is not 1..1000; EEXIST, ENODATA as the flags
- * say; EPERM for a user who may not.
+ * EINVAL for a value out of @s's range (limit 1..1000, linger
+ * 0..3600000); EEXIST, ENODATA as the flags say; EPERM for a user who may
+ * not.
  */
 void zklfs_limit_set(fuse_req_t req, struct node *n, const char *value,
-		     size_t len, int flags);
+		     size_t len, int flags, const struct zkl_setting *s);
 
 #endif

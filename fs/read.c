@@ -184,6 +184,16 @@ static int token_send(struct zop *op)
 	return zks_aexists(op->zks, op->path, token_done, op);
 }
 
+/* The directory setting (zk/limit.h) the xattr @name is, or NULL. */
+static const struct zkl_setting *setting_of(const char *name)
+{
+	if (strcmp(name, ZKLFS_LIMIT_XATTR) == 0)
+		return &zkl_setting_limit;
+	if (strcmp(name, ZKLFS_LINGER_XATTR) == 0)
+		return &zkl_setting_linger;
+	return NULL;
+}
+
 /* Is the entry @path kept by this mount after its last close (zk/linger.c)? */
 static bool lingering(struct zklfs *fs, const char *path)
 {
@@ -268,9 +278,9 @@ void zklfs_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 			fuse_reply_err(req, ENODATA);
 		return;
 	}
-	if (strcmp(name, ZKLFS_LIMIT_XATTR) == 0) {
+	if (setting_of(name)) {
 		if (n->type == NODE_DIR)
-			zklfs_limit_get(req, n, size);
+			zklfs_limit_get(req, n, size, setting_of(name));
 		else
 			fuse_reply_err(req, ENODATA);
 		return;
@@ -336,9 +346,10 @@ void zklfs_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 	zop_free(op);
 }
 
-/* The names of the xattrs @type has, the limit if @limit, the figures if
- * @root: into @buf. */
-static size_t xattr_list(enum node_type type, bool limit, bool root, char *buf)
+/* The names of the xattrs @type has, the limit if @limit, the linger if
+ * @linger, the figures if @root: into @buf. */
+static size_t xattr_list(enum node_type type, bool limit, bool linger, bool root,
+			 char *buf)
 {
 	size_t len = 0;
 
@@ -356,10 +367,14 @@ static size_t xattr_list(enum node_type type, bool limit, bool root, char *buf)
 		memcpy(buf + len, ZKLFS_LIMIT_XATTR, sizeof(ZKLFS_LIMIT_XATTR));
 		len += sizeof(ZKLFS_LIMIT_XATTR);
 	}
+	if (linger) {
+		memcpy(buf + len, ZKLFS_LINGER_XATTR, sizeof(ZKLFS_LINGER_XATTR));
+		len += sizeof(ZKLFS_LINGER_XATTR);
+	}
 	return len;
 }
 
-/* A directory lists user.zklockfs.limit only when it sets one. */
+/* A directory lists user.zklockfs.limit and .linger only when it sets them. */
 static void listxattr_dir_done(int rc, const char *value, int len,
 			       const struct Stat *zs, const void *data)
 {
@@ -371,8 +386,11 @@ static void listxattr_dir_done(int rc, const char *value, int len,
 		zop_fail(op, rc);
 		return;
 	}
+	size_t have = len > 0 ? (size_t)len : 0;
+
 	reply_xattr_value(op->req, op->size, buf,
-			  xattr_list(NODE_DIR, zkl_limit_parse(value, len > 0 ? (size_t)len : 0),
+			  xattr_list(NODE_DIR, zkl_limit_parse(value, have),
+				     zkl_setting_parse(&zkl_setting_linger, value, have) >= 0,
 				     op->node->ino == FUSE_ROOT_ID, buf));
 	zop_free(op);
 }
@@ -390,7 +408,7 @@ void zklfs_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 	char buf[256];
 
 	if (n->type != NODE_DIR) {
-		reply_xattr_value(req, size, buf, xattr_list(n->type, false, false, buf));
+		reply_xattr_value(req, size, buf, xattr_list(n->type, false, false, false, buf));
 		return;
 	}
 	op = zop_new(req, n, zklfs_node_path(fs, n));
@@ -408,8 +426,8 @@ void zklfs_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 	struct zklfs *fs = fs_of(req);
 	struct node *n = node_of(fs, ino);
 
-	if (strcmp(name, ZKLFS_LIMIT_XATTR) == 0 && n->type == NODE_DIR)
-		zklfs_limit_set(req, n, value ? value : "", size, flags);
+	if (setting_of(name) && n->type == NODE_DIR)
+		zklfs_limit_set(req, n, value ? value : "", size, flags, setting_of(name));
 	else if (strcmp(name, ZKLFS_REVOKE_XATTR) == 0 && n->type != NODE_DIR)
 		zklfs_revoke(req, n, value ? value : "", size);
 	else
@@ -421,8 +439,8 @@ void zklfs_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 	struct zklfs *fs = fs_of(req);
 	struct node *n = node_of(fs, ino);
 
-	if (strcmp(name, ZKLFS_LIMIT_XATTR) == 0 && n->type == NODE_DIR)
-		zklfs_limit_set(req, n, NULL, 0, 0);
+	if (setting_of(name) && n->type == NODE_DIR)
+		zklfs_limit_set(req, n, NULL, 0, 0, setting_of(name));
 	else
 		fuse_reply_err(req, ENOTSUP);
 }

@@ -74,9 +74,10 @@ struct zkl_queue {
 	char *dir;
 	struct zkl_queue *hnext;	/* e->qtab chain */
 	struct zkl_waiter *head, *tail;
-	/* the limit the lock znode's data sets (0: none), as read at its
-	 * creation zxid and data version (zk/sem.c) */
+	/* the limit (0: none) and the linger the lock znode's data sets, as
+	 * read at its creation zxid and data version (zk/sem.c) */
 	unsigned limit;
+	long linger;			/* "linger=MS" there, -1: none */
 	bool lknown;
 	int64_t lczxid;
 	int32_t lversion;

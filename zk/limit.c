@@ -1,4 +1,4 @@
-/* zk/limit.c - a semaphore's limit in the lock znode's data (see limit.h). */
+/* zk/limit.c - the settings in a lock znode's data (see limit.h). */
 #include "zk/limit.h"
 
 #include <errno.h>
@@ -8,55 +8,58 @@
 
 #include "zk/grant.h"
 
-#define KEY "limit="
-#define KEYLEN (sizeof(KEY) - 1)
+const struct zkl_setting zkl_setting_limit = { "limit=", 1, ZKL_LIMIT_MAX };
+const struct zkl_setting zkl_setting_linger = { "linger=", 0, ZKL_LINGER_MAX };
 
-/* Decimal 1..ZKL_LIMIT_MAX, exactly @len digits, no leading zero: or 0. */
-static unsigned number(const char *s, size_t len)
+/* Decimal @s->min..@s->max, exactly @len digits, no leading zero: or -1. */
+static long number(const struct zkl_setting *s, const char *d, size_t len)
 {
-	unsigned v = 0;
+	unsigned long v = 0;
 
-	if (len == 0 || len > 4 || s[0] == '0')
-		return 0;
+	if (len == 0 || len > 10 || (d[0] == '0' && len > 1))
+		return -1;
 	for (size_t i = 0; i < len; i++) {
-		if (s[i] < '0' || s[i] > '9')
-			return 0;
-		v = v * 10 + (unsigned)(s[i] - '0');
+		if (d[i] < '0' || d[i] > '9')
+			return -1;
+		v = v * 10 + (unsigned long)(d[i] - '0');
 	}
-	return v <= ZKL_LIMIT_MAX ? v : 0;
+	return v >= s->min && v <= s->max ? (long)v : -1;
 }
 
-/* Is the line @line (@len bytes, no newline) a "limit=" line? */
-static bool is_limit_line(const char *line, size_t len)
+/* Is the line @line (@len bytes, no newline) one of @s's? */
+static bool is_line(const struct zkl_setting *s, const char *line, size_t len)
 {
-	return len >= KEYLEN && memcmp(line, KEY, KEYLEN) == 0;
+	size_t klen = strlen(s->key);
+
+	return len >= klen && memcmp(line, s->key, klen) == 0;
 }
 
-unsigned zkl_limit_parse(const char *data, size_t len)
+long zkl_setting_parse(const struct zkl_setting *s, const char *data, size_t len)
 {
-	size_t i = 0;
+	size_t i = 0, klen = strlen(s->key);
 
 	while (i < len) {
 		const char *nl = memchr(data + i, '\n', len - i);
 		size_t end = nl ? (size_t)(nl - data) : len;
 
-		if (is_limit_line(data + i, end - i))
-			return number(data + i + KEYLEN, end - i - KEYLEN);
+		if (is_line(s, data + i, end - i))
+			return number(s, data + i + klen, end - i - klen);
 		i = end + 1;
 	}
-	return 0;
+	return -1;
 }
 
-int zkl_limit_value(const char *val, size_t len, unsigned *out)
+int zkl_setting_value(const struct zkl_setting *s, const char *val, size_t len,
+		      unsigned *out)
 {
-	unsigned v;
+	long v;
 
 	if (len > 0 && val[len - 1] == '\n')
 		len--;
-	v = number(val, len);
-	if (!v)
+	v = number(s, val, len);
+	if (v < 0)
 		return -EINVAL;
-	*out = v;
+	*out = (unsigned)v;
 	return 0;
 }
 
@@ -70,20 +73,20 @@ static bool put(char *out, size_t cap, size_t *at, const char *s, size_t n)
 	return true;
 }
 
-int zkl_limit_edit(const char *data, size_t len, unsigned limit, char *out,
-		   size_t cap)
+int zkl_setting_edit(const struct zkl_setting *s, const char *data, size_t len,
+		     long value, char *out, size_t cap)
 {
-	char line[KEYLEN + 8];
+	char line[32];
 	size_t at = 0, i = 0;
-	int n = limit ? snprintf(line, sizeof(line), KEY "%u\n", limit) : 0;
-	bool done = limit == 0;
+	int n = value >= 0 ? snprintf(line, sizeof(line), "%s%ld\n", s->key, value) : 0;
+	bool done = value < 0;
 
 	while (i < len) {
 		const char *nl = memchr(data + i, '\n', len - i);
 		size_t end = nl ? (size_t)(nl - data) : len;
 		size_t next = nl ? end + 1 : len;
 
-		if (!is_limit_line(data + i, end - i)) {
+		if (!is_line(s, data + i, end - i)) {
 			if (!put(out, cap, &at, data + i, next - i))
 				return -E2BIG;
 		} else if (!done) {
@@ -101,4 +104,23 @@ int zkl_limit_edit(const char *data, size_t len, unsigned limit, char *out,
 			return -E2BIG;
 	}
 	return (int)at;
+}
+
+unsigned zkl_limit_parse(const char *data, size_t len)
+{
+	long v = zkl_setting_parse(&zkl_setting_limit, data, len);
+
+	return v > 0 ? (unsigned)v : 0;
+}
+
+int zkl_limit_value(const char *val, size_t len, unsigned *out)
+{
+	return zkl_setting_value(&zkl_setting_limit, val, len, out);
+}
+
+int zkl_limit_edit(const char *data, size_t len, unsigned limit, char *out,
+		   size_t cap)
+{
+	return zkl_setting_edit(&zkl_setting_limit, data, len, limit ? (long)limit : -1,
+				out, cap);
 }

@@ -1,39 +1,59 @@
 /*
- * zk/limit.h - a semaphore's limit, as the lock znode's data keeps it.
+ * zk/limit.h - the settings a lock znode's data keeps: a semaphore's limit
+ * and a lingering lock's time.
  *
  * `setfattr -n user.zklockfs.limit -v N DIR` stores a line "limit=N" (1 <=
  * N <= ZKL_LIMIT_MAX, zk/grant.h) in the data of DIR's znode, where every
- * mount and client reads it; other lines of that data are kept as they
- * are.  Pure code: no ZooKeeper, no FUSE, no locks, no allocation; any
- * thread.
+ * mount and client reads it; `user.zklockfs.linger` a line "linger=MS"
+ * (0 <= MS <= ZKL_LINGER_MAX, zk/linger.c); other lines of that data are
+ * kept as they are.  Pure code: no ZooKeeper, no FUSE, no locks, no
+ * allocation; any thread.
  */
 #ifndef ZK_LIMIT_H
 #define ZK_LIMIT_H
 
 #include <stddef.h>
 
-/*
- * zkl_limit_parse() - the limit @data (@len bytes, not NUL-terminated, may
- * hold anything another client wrote) sets.
- * Return: N from the first line that reads exactly "limit=N" with N in
- * range and no leading zero; 0 (no limit: a plain lock) otherwise.
- */
-unsigned zkl_limit_parse(const char *data, size_t len);
+/* A setting: its line's key ("limit=") and the values it may take. */
+struct zkl_setting {
+	const char *key;
+	unsigned min, max;
+};
+
+extern const struct zkl_setting zkl_setting_limit;	/* limit=1..1000 */
+extern const struct zkl_setting zkl_setting_linger;	/* linger=0..3600000 */
+#define ZKL_LINGER_MAX 3600000u
 
 /*
- * zkl_limit_value() - the value a user gives setfattr: decimal digits, no
- * sign, no leading zero, an optional final newline.
- * Return: 0 and *@out, or -EINVAL (not a number, or out of range: 0 and
- * anything over ZKL_LIMIT_MAX are refused, not clamped).
+ * zkl_setting_parse() - the value @s has in @data (@len bytes, not
+ * NUL-terminated, may hold anything another client wrote).
+ * Return: N from the first line that starts with the key, if the rest is
+ * exactly N in range with no leading zero; -1 (not set) otherwise.
  */
-int zkl_limit_value(const char *val, size_t len, unsigned *out);
+long zkl_setting_parse(const struct zkl_setting *s, const char *data, size_t len);
 
 /*
- * zkl_limit_edit() - @data with its "limit=" lines replaced by one line
- * "limit=@limit" (first, where the first one was, or appended), or removed
- * when @limit is 0, into @out (@cap bytes; @out may not overlap @data).
+ * zkl_setting_value() - the value a user gives setfattr: decimal digits,
+ * no sign, no leading zero, an optional final newline.
+ * Return: 0 and *@out, or -EINVAL (not a number, or out of range: refused,
+ * not clamped).
+ */
+int zkl_setting_value(const struct zkl_setting *s, const char *val, size_t len,
+		      unsigned *out);
+
+/*
+ * zkl_setting_edit() - @data with its lines of @s replaced by one line of
+ * @value (first, where the first one was, or appended), or removed when
+ * @value is -1, into @out (@cap bytes; @out may not overlap @data).
  * Return: the new length, or -E2BIG if it does not fit.
  */
+int zkl_setting_edit(const struct zkl_setting *s, const char *data, size_t len,
+		     long value, char *out, size_t cap);
+
+/* The limit: 0 when none is set (a plain lock). */
+unsigned zkl_limit_parse(const char *data, size_t len);
+int zkl_limit_value(const char *val, size_t len, unsigned *out);
+/* @limit 0 removes it */
 int zkl_limit_edit(const char *data, size_t len, unsigned limit, char *out,
 		   size_t cap);
 

@@ -1,5 +1,6 @@
 /*
- * zk/linger.c - lingering locks (-o linger=MS, zkl_engine_set_linger()).
+ * zk/linger.c - lingering locks (-o linger=MS, zkl_engine_set_linger(), or
+ * a "linger=MS" line in the lock znode's data: user.zklockfs.linger).
  *
  * After the last close of an entry that holds its lock, the mount may keep
  * the entry (state W_CACHED, "cached" to users) for up to MS milliseconds;
@@ -108,16 +109,18 @@ static void dir_watch_locked(struct zkl_waiter *w)
 bool zke_linger_locked(struct zkl_waiter *w)
 {
 	struct zkl_engine *e = w->e;
+	unsigned ms = w->q && w->q->lknown && w->q->linger >= 0 ? (unsigned)w->q->linger
+							       : e->linger_ms;
 
 	ZKL_ASSERT_HELD(&w->e->lock);
-	if (!e->linger_ms || e->silent || e->shutdown || w->state != W_HELD ||
+	if (!ms || e->silent || e->shutdown || w->state != W_HELD ||
 	    w->ans != ANS_GRANTED || w->entry != ENTRY_LIVE || w->stall != S_NONE ||
 	    w->revoked || w->contended || w->limit || zke_stale_locked(w) ||
 	    !w->q || w->q->head != w || w->q->tail != w)
 		return false;
 	zke_set_state_locked(w, W_CACHED);
 	w->refs++;			/* the linger's: zke_unlinger_locked() */
-	w->linger_until = now_ms(e) + e->linger_ms;
+	w->linger_until = now_ms(e) + ms;
 	T(w)->tick_by(e->t.ctx, w->linger_until);
 	zke_own_watch_locked(w);	/* its delete by anyone ends it */
 	dir_watch_locked(w);

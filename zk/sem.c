@@ -52,6 +52,7 @@ bool zke_limit_current_locked(struct zkl_waiter *w, const struct Stat *dir)
 		return true;		/* none known: decided as a plain lock */
 	if (dir->dataLength <= 0) {
 		q->limit = 0;
+		q->linger = -1;
 		q->lknown = true;
 		q->lczxid = dir->czxid;
 		q->lversion = dir->version;
@@ -71,6 +72,8 @@ static void limit_read_done(int rc, const char *value, int len,
 	q = w->q;
 	if (rc == ZOK && q) {
 		q->limit = zkl_limit_parse(value, len > 0 ? (size_t)len : 0);
+		q->linger = zkl_setting_parse(&zkl_setting_linger, value,
+					      len > 0 ? (size_t)len : 0);
 		q->lknown = true;
 		q->lczxid = stat->czxid;
 		q->lversion = stat->version;

@@ -3,6 +3,7 @@ last close the mount keeps its entry, shown "cached", and grants the next
 open of the same name on that mount at once; anyone else's entry ends the
 linger at once; fencing tokens still grow with every grant."""
 
+import errno
 import os
 import subprocess
 
@@ -142,3 +143,42 @@ def test_linger_out_of_range_is_refused(daemon_path, zk, tmp_path):
         r = subprocess.run([daemon_path, "-f", "-o", bad, "%s:%d/x" % (zk.host, zk.port), str(mnt)],
                            capture_output=True, text=True, timeout=30)
         assert r.returncode != 0 and "linger=" in r.stderr, (bad, r.stderr)
+
+
+LINGER = "user.zklockfs.linger"
+
+
+def test_a_directory_sets_its_own_linger(mount, zkc):
+    m = mount()                            # no -o linger
+    d = lockdir(m)
+    os.setxattr(d, LINGER, b"60000")
+    assert os.getxattr(d, LINGER) == b"60000"
+    assert LINGER in os.listxattr(d)
+    assert zkc.get_data(m.zkpath("L"))[0] == b"linger=60000\n"
+    cycle(d)                               # the listing reads the setting
+    cycle(d)
+    name = entries(d)
+    assert len(name) == 1 and lock_state(os.path.join(d, name[0])) == "cached"
+    os.removexattr(d, LINGER)
+    assert LINGER not in os.listxattr(d)
+
+
+def test_a_directory_linger_of_0_overrides_the_mount(mount):
+    m = mount(opts=LONG)
+    d = lockdir(m)
+    os.setxattr(d, LINGER, b"0")
+    cycle(d)
+    cycle(d)                               # decided with the setting read
+    harness.wait_no_entries(d)
+
+
+def test_a_linger_out_of_range_is_einval(mount):
+    m = mount()
+    d = lockdir(m)
+    for bad in (b"-1", b"3600001", b"01", b"x"):
+        try:
+            os.setxattr(d, LINGER, bad)
+        except OSError as e:
+            assert e.errno == errno.EINVAL, (bad, e)
+        else:
+            raise AssertionError("%r accepted" % bad)

@@ -1,4 +1,5 @@
-/* tests/unit/test_limit.c - a semaphore's limit in a lock znode's data (zk/limit.c). */
+/* tests/unit/test_limit.c - a semaphore's limit and a lingering lock's time
+ * in a lock znode's data (zk/limit.c). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -95,6 +96,37 @@ static void test_edit_that_does_not_fit(void **state)
 	assert_int_equal(zkl_limit_edit("abcdefgh", 8, 0, out, 7), -E2BIG);
 }
 
+#define LINGER(s) zkl_setting_parse(&zkl_setting_linger, (s), sizeof(s) - 1)
+
+static void test_linger_is_set_apart_from_the_limit(void **state)
+{
+	char out[64];
+	unsigned v = 99;
+	int n;
+
+	(void)state;
+	assert_int_equal(LINGER(""), -1);
+	assert_int_equal(LINGER("limit=5\n"), -1);
+	assert_int_equal(LINGER("linger=0\n"), 0);		/* set: never linger */
+	assert_int_equal(LINGER("limit=5\nlinger=250\n"), 250);
+	assert_int_equal(LINGER("linger=3600000"), 3600000);
+	assert_int_equal(LINGER("linger=3600001\n"), -1);
+	assert_int_equal(LINGER("linger=00\n"), -1);
+	assert_int_equal(LINGER("linger=99999999999\n"), -1);
+	assert_int_equal(PARSE("linger=5\n"), 0);
+	assert_int_equal(zkl_setting_value(&zkl_setting_linger, "0\n", 2, &v), 0);
+	assert_int_equal(v, 0);
+	assert_int_equal(zkl_setting_value(&zkl_setting_linger, "-1", 2, &v), -EINVAL);
+	n = zkl_setting_edit(&zkl_setting_linger, "limit=5\nlinger=9\n", 17, 100, out,
+			     sizeof(out));
+	assert_int_equal(n, (int)strlen("limit=5\nlinger=100\n"));
+	assert_memory_equal(out, "limit=5\nlinger=100\n", (size_t)n);
+	n = zkl_setting_edit(&zkl_setting_linger, "limit=5\nlinger=9\n", 17, -1, out,
+			     sizeof(out));
+	assert_int_equal(n, 8);
+	assert_memory_equal(out, "limit=5\n", 8);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -103,6 +135,7 @@ int main(void)
 		cmocka_unit_test(test_value_is_a_plain_number_in_range),
 		cmocka_unit_test(test_edit_keeps_every_other_line),
 		cmocka_unit_test(test_edit_that_does_not_fit),
+		cmocka_unit_test(test_linger_is_set_apart_from_the_limit),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
