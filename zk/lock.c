@@ -69,8 +69,16 @@
  *               first of ours), or the limit grew
  *               a listing of another of ours decides   -> HELD, or PARKED
  *               for it                                    and SEMWAIT again
+ *   PARKED,     the entry of ours right before it is   -> HELD at once (cohort
+ *   LOCALWAIT   released, holding (zk/release.c)          hand-off); the delete
+ *                                                         checks its entry
  *   HELD        own entry deleted, session silent or   -> DONE (lost), delete
  *               expired
+ *               released, lingering (zk/linger.c)      -> CACHED: entry kept
+ *   CACHED      an open of the same name               -> HELD at once
+ *               its time up, another entry joins, an   -> DONE, delete (or
+ *               open of another name, silence, rmdir,     forget: deleted by
+ *               deleted, expired, a revocation            someone, expired)
  *   DONE        its create is still unresolved         -> RESOLVING (to delete
  *                                                         the orphan)
  *   any before  cancel (signal, O_NONBLOCK)            -> DONE (EINTR), delete
