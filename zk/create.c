@@ -15,9 +15,50 @@
 
 /* creating --------------------------------------------------------------- */
 
+/*
+ * @w's create came back: does the lock's cversion, as our own replies
+ * account for it, show that no other client created or deleted an entry
+ * there since the entry of ours right before @w was made?  ZooKeeper names
+ * a sequential node by its parent's cversion, which every child's create
+ * and delete raises by one.  The queue's chain (cv_from, cv_next) counts
+ * our own creates and the deletes we saw succeed; a create named anything
+ * but cv_next means some change we did not make (another client's, or one
+ * whose outcome we never heard: a lost connection, an expiry), and the
+ * chain starts again there.  While it holds, the entry of ours right below
+ * @w, made within the chain, is the one @w must outlive: no listing needed.
+ */
+static void chain_locked(struct zkl_waiter *w)
+{
+	struct zkl_queue *q = w->q;
+	struct zkl_waiter *p = w->qprev;
+	bool chain;
+
+	ZKL_ASSERT_HELD(&w->e->lock);
+	if (!q)
+		return;
+	chain = q->cv_known && w->seq == q->cv_next;
+	if (!chain)
+		q->cv_from = w->seq;
+	q->cv_next = (int32_t)((uint32_t)w->seq + 1);
+	q->cv_known = true;
+	if (!chain || !p || w->kind != ZKL_EXCLUSIVE || !q->lknown || q->limit ||
+	    zkn_seq_cmp(p->seq, q->cv_from) < 0 || zke_stale_locked(p) ||
+	    zke_stale_locked(w) || !p->path ||
+	    (p->entry != ENTRY_LIVE && p->entry != ENTRY_DELETING))
+		return;
+	free(w->pred);
+	w->pred = strdup(p->path);
+	if (!w->pred)
+		return;
+	w->pred_seq = p->seq;
+	/* an exclusive holder is the lowest entry */
+	w->ahead = p->ans == ANS_GRANTED && p->kind == ZKL_EXCLUSIVE ? AHEAD_OURS_LOWEST
+								     : AHEAD_OURS;
+}
+
 /* Our entry exists (created or found again): take it as ours. */
 static void adopt_locked(struct zkl_waiter *w, const char *path, int64_t czxid,
-			 bool prelisted)
+			 bool prelisted, bool created)
 {
 	struct zkl_child me;
 
@@ -36,6 +77,10 @@ static void adopt_locked(struct zkl_waiter *w, const char *path, int64_t czxid,
 	w->limit = 0;			/* a new entry: no listing decided it yet */
 	w->dver = 0;
 	zke_queue_insert_locked(w);
+	if (created)
+		chain_locked(w);
+	else if (w->q)
+		w->q->cv_known = false;	/* made when, we cannot tell */
 	if (zke_answered(w) || w->released) {
 		zke_delete_locked(w);	/* given up while it was being made */
 		return;
@@ -62,7 +107,7 @@ static void create_done(int rc, const char *path, const struct Stat *stat,
 	pre = w->prelisted;
 	w->prelisted = false;		/* its reply, if any, is ignored but here */
 	if (rc == ZOK)
-		adopt_locked(w, path, stat->czxid, pre);
+		adopt_locked(w, path, stat->czxid, pre, true);
 	else if (zk_rc_unknown(rc))
 		zke_stall_locked(w, S_RESOLVE);	/* it may exist: find it, never guess */
 	else if (rc_stalls(rc))
@@ -164,7 +209,7 @@ static void resolve_get_done(int rc, const char *value, int len,
 		zkl_log(LOG_NOTICE, "found %s again after an unknown create", path);
 		zke_free_cands(w);
 		if (path)
-			adopt_locked(w, path, stat->czxid, false);
+			adopt_locked(w, path, stat->czxid, false, false);
 		else
 			zke_fail_locked(w, -ENOMEM);
 		free(path);

@@ -78,6 +78,11 @@ struct zkl_queue {
 	 * read at its creation zxid and data version (zk/sem.c) */
 	unsigned limit;
 	long linger;			/* "linger=MS" there, -1: none */
+	/* the lock's cversion as our own replies account for it: every child
+	 * created or deleted since the create of sequence cv_from was ours,
+	 * and the next create is named cv_next (zk/create.c, chain_locked()) */
+	bool cv_known;
+	int32_t cv_from, cv_next;
 	bool lknown;
 	int64_t lczxid;
 	int32_t lversion;

@@ -119,6 +119,7 @@ bool zke_linger_locked(struct zkl_waiter *w)
 	    !w->q || w->q->head != w || w->q->tail != w)
 		return false;
 	zke_set_state_locked(w, W_CACHED);
+	zkl_metrics_lingering(1);
 	w->refs++;			/* the linger's: zke_unlinger_locked() */
 	w->linger_until = now_ms(e) + ms;
 	T(w)->tick_by(e->t.ctx, w->linger_until);
@@ -172,6 +173,8 @@ void zke_regrant_locked(struct zkl_waiter *w, const char *data, int len)
 {
 	ZKL_ASSERT_HELD(&w->e->lock);
 	zke_set_state_locked(w, W_HELD);
+	zkl_metrics_lingering(-1);
+	zkl_metrics_local_grant(ZKL_LOCAL_LINGER);
 	w->released = false;
 	w->grants++;
 	w->result = 0;
@@ -205,6 +208,7 @@ void zke_unlinger_locked(struct zkl_waiter *w, bool gone)
 	if (w->state != W_CACHED)
 		return;
 	zke_set_state_locked(w, W_DONE);
+	zkl_metrics_lingering(-1);
 	if (gone) {
 		if (w->entry == ENTRY_LIVE || w->entry == ENTRY_DELETING)
 			zke_set_entry_locked(w, ENTRY_GONE);

@@ -24,8 +24,9 @@ struct histogram {
 static struct {
 	atomic_uint_fast64_t grants, releases, eagain, eintr;
 	atomic_uint_fast64_t losses[ZKL_LOSS_N];
+	atomic_uint_fast64_t local[ZKL_LOCAL_N];
 	atomic_uint_fast64_t connection_losses, expiries;
-	atomic_int_fast64_t waiters, holders;
+	atomic_int_fast64_t waiters, holders, lingering;
 	atomic_int state;
 	struct histogram wait, hold;
 } m;
@@ -64,6 +65,17 @@ void zkl_metrics_granted(uint64_t waited_us)
 	ADD(m.holders, 1);
 	ADD(m.grants, 1);
 	observe(&m.wait, waited_us);
+}
+
+void zkl_metrics_local_grant(enum zkl_local how)
+{
+	if (how < ZKL_LOCAL_N)
+		ADD(m.local[how], 1);
+}
+
+void zkl_metrics_lingering(int delta)
+{
+	ADD(m.lingering, delta);
 }
 
 void zkl_metrics_refused(int err)
@@ -162,6 +174,13 @@ size_t zkl_metrics_format(char *buf, size_t cap)
 	put(&o, "zklockfs_grants_total %llu\n", (unsigned long long)GET(m.grants));
 	family(&o, "releases_total", "counter", "Held locks given back.");
 	put(&o, "zklockfs_releases_total %llu\n", (unsigned long long)GET(m.releases));
+	family(&o, "local_grants_total", "counter",
+	       "Grants made without waiting for ZooKeeper: the next holder of this "
+	       "mount at a release (cohort), or on a lingering entry (linger).");
+	put(&o, "zklockfs_local_grants_total{how=\"cohort\"} %llu\n",
+	    (unsigned long long)GET(m.local[ZKL_LOCAL_COHORT]));
+	put(&o, "zklockfs_local_grants_total{how=\"linger\"} %llu\n",
+	    (unsigned long long)GET(m.local[ZKL_LOCAL_LINGER]));
 	family(&o, "losses_total", "counter", "Held locks lost, by cause.");
 	for (int i = 0; i < ZKL_LOSS_N; i++)
 		put(&o, "zklockfs_losses_total{cause=\"%s\"} %llu\n", causes[i],
@@ -181,6 +200,8 @@ size_t zkl_metrics_format(char *buf, size_t cap)
 	put(&o, "zklockfs_waiters %lld\n", (long long)GET(m.waiters));
 	family(&o, "holders", "gauge", "Locks held.");
 	put(&o, "zklockfs_holders %lld\n", (long long)GET(m.holders));
+	family(&o, "lingering", "gauge", "Entries kept after their last close (-o linger).");
+	put(&o, "zklockfs_lingering %lld\n", (long long)GET(m.lingering));
 	family(&o, "session_state", "gauge", "The ZooKeeper session's state (1: this one).");
 	for (size_t i = 0; i < sizeof(states) / sizeof(*states); i++)
 		put(&o, "zklockfs_session_state{state=\"%s\"} %d\n", states[i].name,

@@ -19,6 +19,8 @@
 #include <stdint.h>
 
 enum zkl_loss { ZKL_LOSS_DELETED, ZKL_LOSS_SILENT, ZKL_LOSS_EXPIRED, ZKL_LOSS_N };
+/* Grants made without waiting for the server: docs/DESIGN.md §12, §13. */
+enum zkl_local { ZKL_LOCAL_COHORT, ZKL_LOCAL_LINGER, ZKL_LOCAL_N };
 
 /* zkl_metrics_now_us() - the monotonic clock the durations are read on. */
 uint64_t zkl_metrics_now_us(void);
@@ -29,6 +31,10 @@ void zkl_metrics_enqueued(void);
  * refused with @err (EAGAIN and EINTR are counted). */
 void zkl_metrics_granted(uint64_t waited_us);
 void zkl_metrics_refused(int err);
+/* A grant was a cohort hand-off, or on a lingering entry. */
+void zkl_metrics_local_grant(enum zkl_local how);
+/* An entry began (+1) or ended (-1) to linger. */
+void zkl_metrics_lingering(int delta);
 /* A holder gave its lock back after holding it @held_us. */
 void zkl_metrics_released(uint64_t held_us);
 /* A holder's lock was lost. */

@@ -27,6 +27,8 @@ static void deleted_locked(struct zkl_waiter *w, int rc)
 		return;
 	}
 	zke_set_entry_locked(w, ENTRY_GONE);
+	if (rc == ZOK && w->q)
+		w->q->cv_next = (int32_t)((uint32_t)w->q->cv_next + 1);	/* ours */
 	if (rc != ZOK && rc != ZNONODE)
 		zkl_log(LOG_WARNING, "cannot delete %s: %s", w->path, zerror(rc));
 	held = rc == ZOK && w->ans == ANS_GRANTED && w->kind == ZKL_EXCLUSIVE;
@@ -211,8 +213,8 @@ void zke_delete_locked(struct zkl_waiter *w)
 	}
 	/* cohort: granted now, behind a delete that checks their entries */
 	for (int i = 0; i < h->n; i++)
-		if (h->x[i]->cohort && !zke_answered(h->x[i]))
-			zke_grant_locked(h->x[i], true);
+		if (h->x[i]->cohort && !zke_answered(h->x[i]) && zke_grant_locked(h->x[i], true))
+			zkl_metrics_local_grant(ZKL_LOCAL_COHORT);
 	if (rc != ZOK)
 		free(h);
 }

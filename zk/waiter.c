@@ -180,7 +180,7 @@ void zke_unlock_fire(struct zkl_engine *e)
 #define B(s) (1u << (s))
 #define STARTS_OVER (B(W_CREATING) | B(W_CHECKING) | B(W_DONE))
 static const unsigned legal[] = {
-	[W_CREATING]	= STARTS_OVER | B(W_RESOLVING) | B(W_PARKED),
+	[W_CREATING]	= STARTS_OVER | B(W_RESOLVING) | B(W_PARKED) | B(W_LOCALWAIT),
 	[W_RESOLVING]	= STARTS_OVER | B(W_RESOLVING) | B(W_PARKED),
 	[W_CHECKING]	= STARTS_OVER | B(W_PARKED) | B(W_HELD),
 	[W_PARKED]	= STARTS_OVER | B(W_PARKED) | B(W_LOCALWAIT) | B(W_WATCHING) |

@@ -128,3 +128,24 @@ def test_zklock_prints_them(mount):
     r = subprocess.run([zk, "--metrics", "/tmp"], capture_output=True, text=True,
                        timeout=GRANT_TIMEOUT)
     assert r.returncode == 66
+
+
+def test_local_grants_and_lingering_are_counted(mount):
+    m = mount(opts=("linger=60000",))
+    d = lockdir(m)
+    for _ in range(3):
+        os.close(os.open(os.path.join(d, "l"), os.O_CREAT | os.O_RDWR, 0o644))
+    f, types = figures(m)
+    assert types["zklockfs_local_grants"] == "counter"
+    assert val(f, "zklockfs_local_grants_total", how="linger") == 2
+    assert val(f, "zklockfs_lingering") == 1
+    # a waiter of this mount right behind a holder: the release hands it over
+    h = take(d, "h", RDWR)                 # ends the linger (another name)
+    w = start_waiter(d, "w", RDWR)
+    assert_queued(w, d)
+    h.release()
+    w.wait_granted()
+    f, _ = figures(m)
+    assert val(f, "zklockfs_lingering") == 0
+    assert val(f, "zklockfs_local_grants_total", how="cohort") == 1
+    w.release()
