@@ -16,16 +16,19 @@
 /* creating --------------------------------------------------------------- */
 
 /*
- * @w's create came back: does the lock's cversion, as our own replies
- * account for it, show that no other client created or deleted an entry
- * there since the entry of ours right before @w was made?  ZooKeeper names
- * a sequential node by its parent's cversion, which every child's create
- * and delete raises by one.  The queue's chain (cv_from, cv_next) counts
- * our own creates and the deletes we saw succeed; a create named anything
- * but cv_next means some change we did not make (another client's, or one
- * whose outcome we never heard: a lost connection, an expiry), and the
- * chain starts again there.  While it holds, the entry of ours right below
- * @w, made within the chain, is the one @w must outlive: no listing needed.
+ * @w's create came back: did anyone else create an entry in its lock since
+ * the entry of ours right before @w was made?  ZooKeeper numbers a lock's
+ * sequential children from a counter of the parent: a 3.8 server advances
+ * it at every child create and not at deletes (measured), older ones at
+ * deletes too (the parent's cversion).  The queue's chain (cv_from,
+ * cv_next) counts our own creates only: a create named cv_next proves no
+ * other create came between under either rule (under the older one a
+ * delete, anyone's, breaks the chain too: safe, only slower), and a create
+ * named anything else, or one whose outcome we never heard, starts the
+ * chain again there.  While it holds, the entry of ours right below @w,
+ * made within the chain, is the one @w must outlive: no listing needed.
+ * Counting our deletes as well was wrong on a 3.8 server: one of ours hid
+ * another client's create (a double grant in test_stress.py).
  */
 static void chain_locked(struct zkl_waiter *w)
 {

@@ -78,8 +78,8 @@ struct zkl_queue {
 	 * read at its creation zxid and data version (zk/sem.c) */
 	unsigned limit;
 	long linger;			/* "linger=MS" there, -1: none */
-	/* the lock's cversion as our own replies account for it: every child
-	 * created or deleted since the create of sequence cv_from was ours,
+	/* the lock's sequence counter as our own replies account for it:
+	 * every child created since the create of sequence cv_from was ours,
 	 * and the next create is named cv_next (zk/create.c, chain_locked()) */
 	bool cv_known;
 	int32_t cv_from, cv_next;

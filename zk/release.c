@@ -27,8 +27,6 @@ static void deleted_locked(struct zkl_waiter *w, int rc)
 		return;
 	}
 	zke_set_entry_locked(w, ENTRY_GONE);
-	if (rc == ZOK && w->q)
-		w->q->cv_next = (int32_t)((uint32_t)w->q->cv_next + 1);	/* ours */
 	if (rc != ZOK && rc != ZNONODE)
 		zkl_log(LOG_WARNING, "cannot delete %s: %s", w->path, zerror(rc));
 	held = rc == ZOK && w->ans == ANS_GRANTED && w->kind == ZKL_EXCLUSIVE;

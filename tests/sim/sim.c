@@ -314,7 +314,7 @@ static void world_init(struct world *wd, uint64_t seed, bool verbose)
 	}
 	/* one seed in two starts a queue just before the counter's wrap */
 	if (sim_rng_chance(&wd->rng, 1, 2))
-		szk_find(&wd->net.zk, wd->dirs[1])->cversion = INT32_MAX - 12;
+		szk_find(&wd->net.zk, wd->dirs[1])->seqctr = INT32_MAX - 12;
 	{
 		static const int rates[] = { 0, 1, 3, 8 };
 

@@ -203,7 +203,7 @@ int szk_create(struct szk *z, int64_t sid, const char *path, const char *data,
 	if (parent->owner)
 		return ZNOCHILDRENFOREPHEMERALS;
 	if (mode & ZOO_SEQUENCE) {
-		if (asprintf(&name, "%s%010d", path, parent->cversion) < 0)
+		if (asprintf(&name, "%s%010d", path, parent->seqctr) < 0)
 			abort();
 	} else {
 		name = xstrdup(path);
@@ -221,6 +221,7 @@ int szk_create(struct szk *z, int64_t sid, const char *path, const char *data,
 	}
 	z->zxid++;
 	parent->cversion = (int32_t)((uint32_t)parent->cversion + 1);	/* Java int: wraps */
+	parent->seqctr = (int32_t)((uint32_t)parent->seqctr + 1);
 	parent->pzxid = z->zxid;
 	n = &z->nodes[z->nnodes++];
 	memset(n, 0, sizeof(*n));

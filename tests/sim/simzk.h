@@ -8,9 +8,10 @@
  * one request applied atomically, as the leader applies one transaction,
  * and answers as ZooKeeper's documentation says:
  *   - create: ZNONODE (no parent), ZNOCHILDRENFOREPHEMERALS, ZNODEEXISTS;
- *     a sequential name is the parent's cversion printed "%010d" (signed 32
- *     bits, so it wraps to "-2147483648"); every create and delete of a
- *     child bumps the parent's cversion;
+ *     a sequential name is the parent's count of child creates printed
+ *     "%010d" (signed 32 bits, so it wraps to "-2147483648"), as a 3.8
+ *     server names them (measured: deletes do not advance it); every create
+ *     and delete of a child bumps the parent's cversion;
  *   - delete: ZNONODE, ZBADVERSION, ZNOTEMPTY; fires DELETED watches;
  *   - set: ZNONODE, ZBADVERSION; version+1; fires CHANGED watches;
  *   - get with a watch on a missing node: ZNONODE and no watch is left;
@@ -39,6 +40,7 @@ struct szk_node {
 	int len;
 	int32_t version;
 	int32_t cversion;
+	int32_t seqctr;			/* the next sequential child's number */
 	int64_t czxid, mzxid, pzxid;
 	int64_t owner;			/* ephemeralOwner: 0 if persistent */
 };
