@@ -241,6 +241,7 @@ void zke_learn_pred_locked(struct zkl_waiter *w, const struct zkl_child *pred,
 			   bool first);
 
 /* zk/watch.c: watches, listings, the decision */
+struct zkl_waiter *zke_watcher_enter(int type, int state, void *ctx);
 bool zke_stale_locked(struct zkl_waiter *w);
 /* zke_fresh_locked() - may @w send on the session?  A stale waiter stalls
  * with @redo instead, and on_expired() starts it over: false. */

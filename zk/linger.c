@@ -45,14 +45,14 @@ static uint64_t now_ms(struct zkl_engine *e)
 static void dir_watcher(zhandle_t *zh, int type, int state, const char *path,
 			void *ctx)
 {
-	struct zkl_waiter *w = ctx;
-	struct zkl_engine *e = w->e;
+	struct zkl_waiter *w = zke_watcher_enter(type, state, ctx);
+	struct zkl_engine *e;
 
 	(void)zh;
 	(void)path;
-	if (type == ZOO_SESSION_EVENT && state != ZOO_EXPIRED_SESSION_STATE)
+	if (!w)
 		return;			/* the watch stays armed */
-	zkl_mutex_lock(&e->lock);
+	e = w->e;
 	if (w->dwatch == OWN_ARMED)
 		zke_set_dwatch_locked(w, OWN_OFF);
 	if (type != ZOO_SESSION_EVENT) {

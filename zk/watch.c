@@ -39,6 +39,22 @@ bool zke_fresh_locked(struct zkl_waiter *w, enum stall redo)
 	return false;
 }
 
+/*
+ * The start of each of our watchers: the waiter @ctx, with its engine's
+ * lock taken; or NULL for a session event that leaves the watch armed
+ * (all but the expiry, which ends every watch).  The watcher ends with
+ * zke_put_locked() (the watch's reference) and zke_unlock_fire().
+ */
+struct zkl_waiter *zke_watcher_enter(int type, int state, void *ctx)
+{
+	struct zkl_waiter *w = ctx;
+
+	if (type == ZOO_SESSION_EVENT && state != ZOO_EXPIRED_SESSION_STATE)
+		return NULL;
+	zkl_mutex_lock(&w->e->lock);
+	return w;
+}
+
 /* Our own entry was deleted, not by us: a holder lost it, a waiter fails. */
 static void gone_self_locked(struct zkl_waiter *w)
 {
@@ -71,14 +87,14 @@ static bool poked_locked(struct zkl_waiter *w)
 void zke_own_watcher(zhandle_t *zh, int type, int state, const char *path,
 		     void *ctx)
 {
-	struct zkl_waiter *w = ctx;
-	struct zkl_engine *e = w->e;
+	struct zkl_waiter *w = zke_watcher_enter(type, state, ctx);
+	struct zkl_engine *e;
 
 	(void)zh;
 	(void)path;
-	if (type == ZOO_SESSION_EVENT && state != ZOO_EXPIRED_SESSION_STATE)
+	if (!w)
 		return;			/* the watch stays armed */
-	zkl_mutex_lock(&e->lock);
+	e = w->e;
 	if (w->own == OWN_ARMED)	/* else removed, and maybe set again */
 		zke_set_own_locked(w, OWN_OFF);
 	if (type == ZOO_DELETED_EVENT) {
@@ -190,14 +206,14 @@ static void confirm_locked(struct zkl_waiter *w)
 static void pred_watcher(zhandle_t *zh, int type, int state, const char *path,
 			 void *ctx)
 {
-	struct zkl_waiter *w = ctx;
-	struct zkl_engine *e = w->e;
+	struct zkl_waiter *w = zke_watcher_enter(type, state, ctx);
+	struct zkl_engine *e;
 
 	(void)zh;
 	(void)path;
-	if (type == ZOO_SESSION_EVENT && state != ZOO_EXPIRED_SESSION_STATE)
+	if (!w)
 		return;			/* the watch stays armed */
-	zkl_mutex_lock(&e->lock);
+	e = w->e;
 	if (type == ZOO_SESSION_EVENT || zke_answered(w) || w->state != W_WATCHING)
 		;
 	else if (type == ZOO_DELETED_EVENT && zke_ahead_lowest(w))
