@@ -89,6 +89,21 @@ static unsigned long long thread_start(pid_t tid)
 	return zklfs_stat_start(stat);
 }
 
+/*
+ * The command name in @stat (a /proc/TID/stat: "TID (COMM) ...", COMM up to
+ * 15 bytes of anything, parentheses included) into @cmd: "" if unreadable.
+ */
+static void stat_comm(const char *stat, char *cmd, size_t size)
+{
+	const char *open = strchr(stat, '('), *close = strrchr(stat, ')');
+	size_t n = open && close > open ? (size_t)(close - open - 1) : 0;
+
+	if (n >= size)
+		n = size - 1;
+	memcpy(cmd, open ? open + 1 : "", n);
+	cmd[n] = '\0';
+}
+
 /* The process of thread @tid (FUSE tells the thread).  A thread-group
  * leader is its own process, and only a leader has a pidfd: one syscall
  * instead of formatting /proc/TID/status, which cost more than the rest
@@ -109,12 +124,12 @@ static pid_t thread_group(pid_t tid)
 
 /* The holder lines of a new entry (docs/SPEC.md: host, pid, uid, cmd, since, mount). */
 static int holder_data(struct zklfs *fs, const struct fuse_ctx *ctx, pid_t pid,
-		       char *buf, size_t size)
+		       char *cmd, char *buf, size_t size)
 {
-	char cmd[64], since[32];
+	char since[32];
 	time_t now = time(NULL);
 	struct tm tm;
-	size_t n = proc_read(pid, "comm", cmd, sizeof(cmd));
+	size_t n = strlen(cmd);
 
 	/*
 	 * The process's name only: its arguments may hold secrets, and every
@@ -300,7 +315,7 @@ static void lock_enqueue(fuse_req_t req, struct node *n, enum zkl_kind kind,
 	struct zklfs *fs = n->fs;
 	const struct fuse_ctx *ctx = fuse_req_ctx(req);
 	struct zkl_waiter *w = NULL;
-	char data[1024];
+	char data[1024], stat[1024], cmd[64];
 	fuse_req_t late = NULL;
 	struct lockreq **head;
 	int len, err, result = 0;
@@ -311,10 +326,21 @@ static void lock_enqueue(fuse_req_t req, struct node *n, enum zkl_kind kind,
 		fuse_reply_err(req, EDEADLK);
 		return;
 	}
-	/* while the thread waits in @req its id is its own: read it now */
-	start = ctx->pid ? thread_start(ctx->pid) : 0;
+	/*
+	 * While the thread waits in @req its id is its own: read it now.  One
+	 * read of /proc/TID/stat gives its start and, when it leads its
+	 * process (the usual case), the process's command too.
+	 */
+	stat[0] = '\0';
+	if (ctx->pid)
+		proc_read(ctx->pid, "stat", stat, sizeof(stat));
+	start = zklfs_stat_start(stat);
 	pid = thread_group(ctx->pid);
-	len = holder_data(fs, ctx, pid, data, sizeof(data));
+	if (pid == ctx->pid && stat[0])
+		stat_comm(stat, cmd, sizeof(cmd));
+	else
+		proc_read(pid, "comm", cmd, sizeof(cmd));
+	len = holder_data(fs, ctx, pid, cmd, data, sizeof(data));
 	if (len >= (int)sizeof(data))
 		len = sizeof(data) - 1;
 	zkl_mutex_lock(&fs->lock);

@@ -338,17 +338,19 @@ struct zkl_engine *zkl_engine_new(const struct zkl_transport *t,
 }
 
 /*
- * Is there an entry of @w's name lingering in its lock (zk/linger.c)?  Then
- * it is granted again, to @w's caller, in *@out.
+ * Is there an entry of @prefix lingering in the lock @dir (zk/linger.c)?
+ * Then it is granted again, to this caller, in *@out; done runs at
+ * zke_unlock_fire().
  */
-static bool reuse_locked(struct zkl_waiter *w, const char *data, int len,
-			 struct zkl_waiter **out)
+static bool reuse_locked(struct zkl_engine *e, const char *dir, const char *prefix,
+			 int flags, const char *data, int len, uint32_t owner,
+			 zkl_done_fn done, void *arg, struct zkl_waiter **out)
 {
-	struct zkl_waiter *x = zke_reuse_locked(w->e, w->dir, w->prefix);
+	struct zkl_waiter *x = zke_reuse_locked(e, dir, prefix);
 	char *nd;
 	int nlen;
 
-	ZKL_ASSERT_HELD(&w->e->lock);
+	ZKL_ASSERT_HELD(&e->lock);
 	if (!x)
 		return false;
 	nlen = len + (int)strlen(x->nonce);
@@ -357,10 +359,10 @@ static bool reuse_locked(struct zkl_waiter *w, const char *data, int len,
 		return false;
 	memcpy(nd, data, (size_t)len);
 	strcpy(nd + len, x->nonce);
-	x->done = w->done;
-	x->arg = w->arg;
-	x->owner = w->owner;
-	x->flags = w->flags;
+	x->done = done;
+	x->arg = arg;
+	x->owner = owner;
+	x->flags = flags;
 	x->t_enq = zkl_metrics_now_us();
 	zkl_metrics_enqueued();
 	zke_regrant_locked(x, nd, nlen);
@@ -374,13 +376,30 @@ int zkl_enqueue(struct zkl_engine *e, const char *dir, const char *name,
 		uint32_t owner, zkl_done_fn done, void *arg,
 		struct zkl_waiter **out)
 {
-	struct zkl_waiter *w = calloc(1, sizeof(*w));
+	struct zkl_waiter *w;
 	uint64_t nonce = 0;
-	char *base = NULL;
+	char *base = NULL, *prefix = NULL;
 	int rc;
 
-	if (!w)
+	if (asprintf(&base, "%s%s", name, zkn_marker(e->naming, kind)) > 0)
+		prefix = zkn_join(dir, base);
+	free(base);
+	if (!prefix)
 		return -ENOMEM;
+	/* a lingering entry of that name first: nothing else to make then */
+	zkl_mutex_lock(&e->lock);
+	if (reuse_locked(e, dir, prefix, flags, data, len, owner, done, arg, out)) {
+		free(prefix);
+		zke_unlock_fire(e);	/* done runs now: granted */
+		return 0;
+	}
+	zkl_mutex_unlock(&e->lock);
+	w = calloc(1, sizeof(*w));
+	if (!w) {
+		free(prefix);
+		return -ENOMEM;
+	}
+	w->prefix = prefix;
 	if (getrandom(&nonce, sizeof(nonce), 0) != sizeof(nonce))
 		nonce = (uint64_t)(uintptr_t)w ^ (uint64_t)time(NULL);
 	snprintf(w->nonce, sizeof(w->nonce), "zkl=%016" PRIx64 "\n", nonce);
@@ -397,19 +416,11 @@ int zkl_enqueue(struct zkl_engine *e, const char *dir, const char *name,
 		memcpy(w->data, data, (size_t)len);
 		strcpy(w->data + len, w->nonce);
 	}
-	if (asprintf(&base, "%s%s", name, zkn_marker(e->naming, kind)) > 0)
-		w->prefix = zkn_join(dir, base);
-	free(base);
-	if (!w->dir || !w->data || !w->prefix) {
+	if (!w->dir || !w->data) {
 		zke_waiter_free(w);
 		return -ENOMEM;
 	}
 	zkl_mutex_lock(&e->lock);
-	if (reuse_locked(w, data, len, out)) {
-		zke_waiter_free(w);
-		zke_unlock_fire(e);	/* done runs now: granted */
-		return 0;
-	}
 	w->refs = 1;			/* the caller's */
 	w->prev = e->all_tail;
 	if (e->all_tail)
