@@ -346,6 +346,13 @@ void zklfs_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 	zop_free(op);
 }
 
+/* @name and its NUL into @buf at @len: the length after it. */
+static size_t put_name(char *buf, size_t len, const char *name)
+{
+	memcpy(buf + len, name, strlen(name) + 1);
+	return len + strlen(name) + 1;
+}
+
 /* The names of the xattrs @type has, the limit if @limit, the linger if
  * @linger, the figures if @root: into @buf. */
 static size_t xattr_list(enum node_type type, bool limit, bool linger, bool root,
@@ -353,24 +360,15 @@ static size_t xattr_list(enum node_type type, bool limit, bool linger, bool root
 {
 	size_t len = 0;
 
-	if (root) {
-		memcpy(buf + len, ZKLFS_METRICS_XATTR, sizeof(ZKLFS_METRICS_XATTR));
-		len += sizeof(ZKLFS_METRICS_XATTR);
-	}
-	for (size_t i = 1; i < sizeof(xattr_names) / sizeof(*xattr_names); i++) {
-		if ((i == X_HOLDERS) != (type == NODE_DIR))
-			continue;
-		memcpy(buf + len, xattr_names[i], strlen(xattr_names[i]) + 1);
-		len += strlen(xattr_names[i]) + 1;
-	}
-	if (limit) {
-		memcpy(buf + len, ZKLFS_LIMIT_XATTR, sizeof(ZKLFS_LIMIT_XATTR));
-		len += sizeof(ZKLFS_LIMIT_XATTR);
-	}
-	if (linger) {
-		memcpy(buf + len, ZKLFS_LINGER_XATTR, sizeof(ZKLFS_LINGER_XATTR));
-		len += sizeof(ZKLFS_LINGER_XATTR);
-	}
+	if (root)
+		len = put_name(buf, len, ZKLFS_METRICS_XATTR);
+	for (size_t i = 1; i < sizeof(xattr_names) / sizeof(*xattr_names); i++)
+		if ((i == X_HOLDERS) == (type == NODE_DIR))
+			len = put_name(buf, len, xattr_names[i]);
+	if (limit)
+		len = put_name(buf, len, ZKLFS_LIMIT_XATTR);
+	if (linger)
+		len = put_name(buf, len, ZKLFS_LINGER_XATTR);
 	return len;
 }
 

@@ -272,7 +272,9 @@ void zke_sem_tick_locked(struct zkl_engine *e);
 bool zke_linger_locked(struct zkl_waiter *w);
 struct zkl_waiter *zke_reuse_locked(struct zkl_engine *e, const char *dir,
 				    const char *prefix);
-void zke_regrant_locked(struct zkl_waiter *w, const char *data, int len);
+struct zkl_waiter *zke_cached_locked(struct zkl_engine *e, const char *dir);
+void zke_regrant_locked(struct zkl_waiter *w, int flags, const char *data, int len,
+			uint32_t owner, zkl_done_fn done, void *arg);
 void zke_unlinger_locked(struct zkl_waiter *w, bool gone);
 void zke_linger_tick_locked(struct zkl_waiter *w);
 

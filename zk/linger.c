@@ -80,7 +80,8 @@ static void dir_listed(int rc, const struct String_vector *sv,
 	for (int i = 0; rc == ZOK && w->path && i < sv->count; i++)
 		others |= strcmp(sv->data[i], zkn_base(w->path)) != 0;
 	if (others) {
-		w->contended = rc == ZOK;
+		if (rc == ZOK)
+			w->contended = true;	/* only set */
 		zke_unlinger_locked(w, false);
 	}
 	zke_put_locked(w);
@@ -128,6 +129,18 @@ bool zke_linger_locked(struct zkl_waiter *w)
 	return w->state == W_CACHED;
 }
 
+/* The lingering entry of the lock @dir (one at most: zke_linger_locked()), or NULL. */
+struct zkl_waiter *zke_cached_locked(struct zkl_engine *e, const char *dir)
+{
+	struct zkl_queue *q = zke_queue_find_dir_locked(e, dir);
+	struct zkl_waiter *x;
+
+	ZKL_ASSERT_HELD(&e->lock);
+	for (x = q ? q->head : NULL; x && x->state != W_CACHED; x = x->qnext)
+		;
+	return x;
+}
+
 /*
  * The lingering entry of @dir that an enqueue of @prefix may have, or NULL.
  * One of another name, or out of time, is let go now: its delete goes
@@ -136,18 +149,14 @@ bool zke_linger_locked(struct zkl_waiter *w)
 struct zkl_waiter *zke_reuse_locked(struct zkl_engine *e, const char *dir,
 				    const char *prefix)
 {
-	struct zkl_queue *q = zke_queue_find_dir_locked(e, dir);
+	struct zkl_waiter *x = zke_cached_locked(e, dir);
 
-	ZKL_ASSERT_HELD(&e->lock);
-	for (struct zkl_waiter *x = q ? q->head : NULL; x; x = x->qnext) {
-		if (x->state != W_CACHED)
-			continue;
-		if (strcmp(x->prefix, prefix) == 0 && !e->silent &&
-		    now_ms(e) < x->linger_until && !zke_stale_locked(x))
-			return x;
-		zke_unlinger_locked(x, false);
+	if (!x)
 		return NULL;
-	}
+	if (strcmp(x->prefix, prefix) == 0 && !e->silent &&
+	    now_ms(e) < x->linger_until && !zke_stale_locked(x))
+		return x;
+	zke_unlinger_locked(x, false);
 	return NULL;
 }
 
@@ -165,13 +174,24 @@ static void set_done(int rc, const struct Stat *stat, const void *data)
 }
 
 /*
- * Grant the lingering @w again, to a new caller whose entry data is @data
- * (@len bytes, ending in w's nonce line): done runs at zke_unlock_fire().
- * The caller's reference is the linger's.
+ * Grant the lingering @w again, to a new caller (as zkl_enqueue()'s
+ * arguments) whose entry data is @data (@len bytes, w's nonce line
+ * follows): done runs at zke_unlock_fire().  The caller's reference is the
+ * linger's.
  */
-void zke_regrant_locked(struct zkl_waiter *w, const char *data, int len)
+void zke_regrant_locked(struct zkl_waiter *w, int flags, const char *data, int len,
+			uint32_t owner, zkl_done_fn done, void *arg)
 {
+	int nlen = (int)strlen(w->nonce);
+	char *copy;
+
 	ZKL_ASSERT_HELD(&w->e->lock);
+	w->done = done;
+	w->arg = arg;
+	w->owner = owner;
+	w->flags = flags;
+	w->t_enq = zkl_metrics_now_us();
+	zkl_metrics_enqueued();
 	zke_set_state_locked(w, W_HELD);
 	zkl_metrics_lingering(-1);
 	zkl_metrics_local_grant(ZKL_LOCAL_LINGER);
@@ -181,17 +201,17 @@ void zke_regrant_locked(struct zkl_waiter *w, const char *data, int len)
 	w->t_grant = w->t_enq;
 	zkl_metrics_granted(0);
 	zke_fire_locked(w);
-	if (len == w->len && memcmp(data, w->data, (size_t)len) == 0)
+	/* w->data ends in the same nonce line: only what comes before differs */
+	if (len + nlen == w->len && memcmp(data, w->data, (size_t)len) == 0)
 		return;
-	char *copy = malloc((size_t)len + 1);
-
+	copy = malloc((size_t)(len + nlen) + 1);
 	if (!copy)
 		return;		/* the old data stays: who holds is stale */
 	memcpy(copy, data, (size_t)len);
-	copy[len] = '\0';
+	strcpy(copy + len, w->nonce);
 	free(w->data);
 	w->data = copy;
-	w->len = len;
+	w->len = len + nlen;
 	w->refs++;
 	if (T(w)->set(w->e->t.ctx, w->path, w->data, w->len, -1, set_done, w) != ZOK)
 		w->refs--;

@@ -241,6 +241,13 @@ static void on_expired(void *arg)
 	zke_unlock_fire(e);
 }
 
+/* The tick's pass over every waiter: redo a stalled step, end a linger. */
+static void tick_step(struct zkl_waiter *w)
+{
+	resume_locked(w);
+	zke_linger_tick_locked(w);
+}
+
 /*
  * Arm the watch on every entry not watched yet that holds the lock, or that
  * waits for an entry other than one of its own mount's not yet granted: if
@@ -255,8 +262,7 @@ static void on_tick(void *arg)
 	 * A stall waits for a session event to be redone; one that met a
 	 * failure no event follows (ZSESSIONMOVED, say) is redone here.
 	 */
-	for_each_waiter(e, resume_locked);
-	for_each_waiter(e, zke_linger_tick_locked);
+	for_each_waiter(e, tick_step);
 	zkl_mutex_lock(&e->lock);
 	for (struct zkl_waiter *w = e->all; w; w = w->next)
 		if ((w->state == W_HELD || w->state == W_WATCHING ||
@@ -283,24 +289,14 @@ void zkl_engine_set_linger(struct zkl_engine *e, unsigned ms)
 	zkl_mutex_unlock(&e->lock);
 }
 
-/* The lingering entry of @dir, if any (NULL: none), and with @path, at @path. */
-static struct zkl_waiter *cached_locked(struct zkl_engine *e, const char *dir,
-					const char *path)
-{
-	struct zkl_queue *q = zke_queue_find_dir_locked(e, dir);
-
-	for (struct zkl_waiter *w = q ? q->head : NULL; w; w = w->qnext)
-		if (w->state == W_CACHED && (!path || strcmp(w->path, path) == 0))
-			return w;
-	return NULL;
-}
-
 bool zkl_cached(struct zkl_engine *e, const char *dir, const char *path)
 {
+	struct zkl_waiter *w;
 	bool cached;
 
 	zkl_mutex_lock(&e->lock);
-	cached = cached_locked(e, dir, path) != NULL;
+	w = zke_cached_locked(e, dir);
+	cached = w && strcmp(w->path, path) == 0;
 	zkl_mutex_unlock(&e->lock);
 	return cached;
 }
@@ -310,7 +306,7 @@ void zkl_unlinger(struct zkl_engine *e, const char *dir)
 	struct zkl_waiter *w;
 
 	zkl_mutex_lock(&e->lock);
-	w = cached_locked(e, dir, NULL);
+	w = zke_cached_locked(e, dir);
 	if (w)
 		zke_unlinger_locked(w, false);
 	zke_unlock_fire(e);
@@ -337,40 +333,6 @@ struct zkl_engine *zkl_engine_new(const struct zkl_transport *t,
 	return e;
 }
 
-/*
- * Is there an entry of @prefix lingering in the lock @dir (zk/linger.c)?
- * Then it is granted again, to this caller, in *@out; done runs at
- * zke_unlock_fire().
- */
-static bool reuse_locked(struct zkl_engine *e, const char *dir, const char *prefix,
-			 int flags, const char *data, int len, uint32_t owner,
-			 zkl_done_fn done, void *arg, struct zkl_waiter **out)
-{
-	struct zkl_waiter *x = zke_reuse_locked(e, dir, prefix);
-	char *nd;
-	int nlen;
-
-	ZKL_ASSERT_HELD(&e->lock);
-	if (!x)
-		return false;
-	nlen = len + (int)strlen(x->nonce);
-	nd = malloc((size_t)nlen + 1);
-	if (!nd)
-		return false;
-	memcpy(nd, data, (size_t)len);
-	strcpy(nd + len, x->nonce);
-	x->done = done;
-	x->arg = arg;
-	x->owner = owner;
-	x->flags = flags;
-	x->t_enq = zkl_metrics_now_us();
-	zkl_metrics_enqueued();
-	zke_regrant_locked(x, nd, nlen);
-	free(nd);
-	*out = x;
-	return true;
-}
-
 int zkl_enqueue(struct zkl_engine *e, const char *dir, const char *name,
 		enum zkl_kind kind, int flags, const char *data, int len,
 		uint32_t owner, zkl_done_fn done, void *arg,
@@ -388,7 +350,10 @@ int zkl_enqueue(struct zkl_engine *e, const char *dir, const char *name,
 		return -ENOMEM;
 	/* a lingering entry of that name first: nothing else to make then */
 	zkl_mutex_lock(&e->lock);
-	if (reuse_locked(e, dir, prefix, flags, data, len, owner, done, arg, out)) {
+	w = zke_reuse_locked(e, dir, prefix);
+	if (w) {
+		zke_regrant_locked(w, flags, data, len, owner, done, arg);
+		*out = w;
 		free(prefix);
 		zke_unlock_fire(e);	/* done runs now: granted */
 		return 0;

@@ -62,8 +62,6 @@ struct handoff {
 	zoo_op_result_t res[HANDOFF_MAX + 1];
 };
 
-static void send_delete_locked(struct zkl_waiter *w);
-
 /* @x was granted by a cohort hand-off, and its check did not pass: why. */
 static void cohort_failed_locked(struct zkl_waiter *x, bool gone)
 {

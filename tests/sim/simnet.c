@@ -254,14 +254,21 @@ static int t_get(void *ctx, const char *path, data_completion_t done,
 	return call(ctx, req_new(OP_GET, path, (sn_fn)done, arg));
 }
 
-static int t_wget(void *ctx, const char *path, watcher_fn watcher, void *wctx,
-		  data_completion_t done, const void *arg)
+/* A call that names a watcher (@watcher, @wctx): to set it or remove it. */
+static int call_watcher(void *ctx, enum sn_op op, const char *path, watcher_fn watcher,
+			void *wctx, sn_fn done, const void *arg)
 {
-	struct sn_req *r = req_new(OP_WGET, path, (sn_fn)done, arg);
+	struct sn_req *r = req_new(op, path, done, arg);
 
 	r->watcher = watcher;
 	r->wctx = wctx;
 	return call(ctx, r);
+}
+
+static int t_wget(void *ctx, const char *path, watcher_fn watcher, void *wctx,
+		  data_completion_t done, const void *arg)
+{
+	return call_watcher(ctx, OP_WGET, path, watcher, wctx, (sn_fn)done, arg);
 }
 
 static int t_set(void *ctx, const char *path, const char *data, int len,
@@ -282,45 +289,35 @@ static int t_exists(void *ctx, const char *path, stat_completion_t done,
 	return call(ctx, req_new(OP_EXISTS, path, (sn_fn)done, arg));
 }
 
-static int t_unwatch(void *ctx, const char *path, watcher_fn watcher,
-		     void *wctx, void_completion_t done, const void *arg)
+/* Remove the data (or @child) watch @watcher, @wctx of this session on @path. */
+static int unwatch(struct sn_mount *m, const char *path, watcher_fn watcher, void *wctx,
+		   bool child, void_completion_t done, const void *arg)
 {
-	struct sn_mount *m = ctx;
-	struct sn_req *r;
-
 	/* as zoo_aremove_watches(): no such watcher here, no request */
-	if (m->cur->state != SN_EXPIRED && reg_find(m->cur, path, watcher, wctx, false) < 0) {
+	if (m->cur->state != SN_EXPIRED && reg_find(m->cur, path, watcher, wctx, child) < 0) {
 		sn_trace(m->net, "        m%d unwatch %s -> ZNOWATCHER", m->id, path);
 		return ZNOWATCHER;
 	}
-	r = req_new(OP_UNWATCH, path, (sn_fn)done, arg);
-	r->watcher = watcher;
-	r->wctx = wctx;
-	return call(m, r);
+	return call_watcher(m, child ? OP_UNWATCHC : OP_UNWATCH, path, watcher, wctx,
+			    (sn_fn)done, arg);
+}
+
+static int t_unwatch(void *ctx, const char *path, watcher_fn watcher,
+		     void *wctx, void_completion_t done, const void *arg)
+{
+	return unwatch(ctx, path, watcher, wctx, false, done, arg);
 }
 
 static int t_wchildren(void *ctx, const char *path, watcher_fn watcher, void *wctx,
 		       strings_stat_completion_t done, const void *arg)
 {
-	struct sn_req *r = req_new(OP_WCHILDREN, path, (sn_fn)done, arg);
-
-	r->watcher = watcher;
-	r->wctx = wctx;
-	return call(ctx, r);
+	return call_watcher(ctx, OP_WCHILDREN, path, watcher, wctx, (sn_fn)done, arg);
 }
 
 static int t_unwatch_children(void *ctx, const char *path, watcher_fn watcher,
 			      void *wctx, void_completion_t done, const void *arg)
 {
-	struct sn_mount *m = ctx;
-	struct sn_req *r;
-
-	if (m->cur->state != SN_EXPIRED && reg_find(m->cur, path, watcher, wctx, true) < 0)
-		return ZNOWATCHER;
-	r = req_new(OP_UNWATCHC, path, (sn_fn)done, arg);
-	r->watcher = watcher;
-	r->wctx = wctx;
-	return call(m, r);
+	return unwatch(ctx, path, watcher, wctx, true, done, arg);
 }
 
 /* The simulator's clock: one step is a millisecond.  Its ticks come when
