@@ -54,9 +54,7 @@ static void chain_locked(struct zkl_waiter *w)
 	if (!w->pred)
 		return;
 	w->pred_seq = p->seq;
-	/* an exclusive holder is the lowest entry */
-	w->ahead = p->ans == ANS_GRANTED && p->kind == ZKL_EXCLUSIVE ? AHEAD_OURS_LOWEST
-								     : AHEAD_OURS;
+	w->ahead = zke_holds_lowest(p) ? AHEAD_OURS_LOWEST : AHEAD_OURS;
 }
 
 /* Our entry exists (created or found again): take it as ours. */

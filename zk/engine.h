@@ -176,6 +176,31 @@ static inline bool zke_ahead_lowest(const struct zkl_waiter *w)
 	return w->ahead == AHEAD_THEIRS_LOWEST || w->ahead == AHEAD_OURS_LOWEST;
 }
 
+/*
+ * zke_holds_lowest() - does @w hold (or did it, until its release) as the
+ * lowest entry of its lock?  An exclusive entry granted under the plain
+ * rule had no entry before it, and none can come before it: only then may
+ * its going hand the lock to the entry behind it, or a new entry of ours
+ * take it as the one it must outlive.  One granted as a semaphore's holder
+ * need not be the lowest, even when the limit is gone since.
+ */
+static inline bool zke_holds_lowest(const struct zkl_waiter *w)
+{
+	return w->ans == ANS_GRANTED && w->kind == ZKL_EXCLUSIVE && !w->limit;
+}
+
+/*
+ * zke_rule_current() - was @w decided under the rule its queue knows now?
+ * A limit set, changed or removed reaches a waiter with its next listing;
+ * a grant made without a listing (a hand-off, a confirmation, a cohort
+ * hand-off) must follow the rule in force too, so a waiter decided under
+ * another one, or while the limit is being read again, lists instead.
+ */
+static inline bool zke_rule_current(const struct zkl_waiter *w)
+{
+	return w->q && w->q->lknown && w->q->limit == w->limit;
+}
+
 /* The transport's operations, for a waiter's calls. */
 #define T(w) ((w)->e->t.ops)
 

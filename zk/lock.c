@@ -358,7 +358,8 @@ int zkl_enqueue(struct zkl_engine *e, const char *dir, const char *name,
 		zke_unlock_fire(e);	/* done runs now: granted */
 		return 0;
 	}
-	zkl_mutex_unlock(&e->lock);
+	/* a linger of another name, let go, may have handed its lock on */
+	zke_unlock_fire(e);
 	w = calloc(1, sizeof(*w));
 	if (!w) {
 		free(prefix);

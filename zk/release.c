@@ -29,7 +29,7 @@ static void deleted_locked(struct zkl_waiter *w, int rc)
 	zke_set_entry_locked(w, ENTRY_GONE);
 	if (rc != ZOK && rc != ZNONODE)
 		zkl_log(LOG_WARNING, "cannot delete %s: %s", w->path, zerror(rc));
-	held = rc == ZOK && w->ans == ANS_GRANTED && w->kind == ZKL_EXCLUSIVE;
+	held = rc == ZOK && zke_holds_lowest(w);
 	zke_gone_locked(w, rc == ZOK, held);
 	/* a semaphore's holder, or a waiter let in, went: let the next one in */
 	if (rc == ZOK && w->limit && (w->ans == ANS_GRANTED || w->dver > 0))
@@ -134,17 +134,16 @@ static void handoff_done(int rc, const void *data)
 static bool cohort_locked(struct zkl_waiter *l, struct zkl_waiter *x)
 {
 	ZKL_ASSERT_HELD(&l->e->lock);
-	return l->released && l->ans == ANS_GRANTED && l->kind == ZKL_EXCLUSIVE &&
-	       !l->limit && !l->e->silent && !zke_stale_locked(l) &&
-	       !zke_answered(x) && x->entry == ENTRY_LIVE && !x->limit &&
-	       !zke_stale_locked(x);
+	return l->released && zke_holds_lowest(l) && !l->e->silent &&
+	       !zke_stale_locked(l) && !zke_answered(x) && x->entry == ENTRY_LIVE &&
+	       !x->limit && zke_rule_current(x) && !zke_stale_locked(x);
 }
 
 /* The waiters of ours a hand-off on @l's delete could grant (zke_gone_locked()),
  * or has granted (cohort): the delete checks each one's entry. */
 static struct handoff *handoff_new_locked(struct zkl_waiter *l)
 {
-	bool held = l->ans == ANS_GRANTED && l->kind == ZKL_EXCLUSIVE;
+	bool held = zke_holds_lowest(l);
 	struct handoff *h = NULL;
 
 	ZKL_ASSERT_HELD(&l->e->lock);
@@ -307,7 +306,8 @@ void zke_gone_locked(struct zkl_waiter *l, bool deleted, bool handoff)
 		return;
 	zke_queue_unlink_locked(l);
 	for (x = first; x && x->ahead != AHEAD_UNKNOWN && x->pred_seq == seq; x = x->qnext)
-		if (deleted && (handoff || zke_ahead_lowest(x)) && x->marked)
+		if (deleted && (handoff || zke_ahead_lowest(x)) && x->marked &&
+		    zke_rule_current(x))
 			zke_grant_locked(x, false);	/* else it lists: settle */
 	for (x = first; x; x = x->qnext) {
 		bool behind = x->ahead != AHEAD_UNKNOWN && x->pred_seq == seq;

@@ -58,7 +58,10 @@ bool zke_limit_current_locked(struct zkl_waiter *w, const struct Stat *dir)
 		q->lversion = dir->version;
 		return true;
 	}
-	return q->lknown && q->lczxid == dir->czxid && q->lversion == dir->version;
+	if (q->lknown && q->lczxid == dir->czxid && q->lversion == dir->version)
+		return true;
+	q->lknown = false;	/* no grant without a listing until it is read */
+	return false;
 }
 
 static void limit_read_done(int rc, const char *value, int len,

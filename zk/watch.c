@@ -173,6 +173,8 @@ static void confirm_done(int rc, const struct Stat *stat, const void *data)
 	zkl_mutex_lock(&e->lock);
 	if (zke_answered(w) || w->state != W_CONFIRMING)
 		;
+	else if (rc == ZOK && !zke_rule_current(w))
+		zke_check_locked(w);	/* a limit changed since it was decided */
 	else if (rc == ZOK)
 		zke_grant_locked(w, true);
 	else if (rc == ZNONODE)

@@ -10,7 +10,8 @@ import subprocess
 import pytest
 
 from harness import (GRANT_TIMEOUT, PY, RDWR, SHARED, as_user, assert_queued,
-                     entries, lockdir, lock_state, seen_dir, start_waiter, take)
+                     entries, lockdir, lock_state, seen_dir, start_waiter, take,
+                     wait_for)
 
 LIMIT = "user.zklockfs.limit"
 
@@ -127,6 +128,34 @@ def test_a_larger_limit_lets_waiters_in_at_once(mount):
     ws[1].release()
     ws[2].wait_granted()
     ws[2].release()
+
+
+def test_a_removed_limit_lets_nobody_in_beside_a_holder_it_let_in(mount):
+    """Holders let in under a limit keep their lock when it is removed, and
+    grants follow the plain lock from the next listing on: the second
+    holder's release must not hand the lock to the waiter of its own mount
+    behind it while the first holder, on another mount, still holds."""
+    m1, m2 = mount(), mount()
+    d1, d2 = lockdir(m1), seen_dir(m2)
+    os.setxattr(d1, LIMIT, b"2")
+    a = take(d2, "a", RDWR)                  # the first slot, on the other mount
+    second = take(d1, "l", RDWR)             # the second slot
+    x = start_waiter(d1, "x", RDWR)          # behind it, on the same mount
+    assert_queued(x, d1)
+    os.removexattr(d2, LIMIT)
+    # a try on the first mount lists the lock: that listing decides for x
+    # too, now as a plain lock, behind the entry of its own mount
+    with pytest.raises(OSError) as e:
+        os.open(os.path.join(d1, "t"), os.O_CREAT | os.O_RDWR | os.O_NONBLOCK)
+    assert e.value.errno == errno.EAGAIN
+    second.release()
+    wait_for(lambda: second.entry not in os.listdir(d2), GRANT_TIMEOUT,
+             "the second holder's entry to go")
+    assert_queued(x, d1)                     # a holds: nobody else may
+    assert holders(d2) == [a.entry]
+    a.release()
+    x.wait_granted()
+    x.release()
 
 
 def test_a_holders_crash_lets_the_next_in(mount):

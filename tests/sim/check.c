@@ -7,6 +7,8 @@
  */
 #include "tests/sim/sim.h"
 
+#include "zk/engine.h"		/* zke_children_done: the listings grants follow */
+
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -75,6 +77,44 @@ static unsigned mount_mark(struct world *wd, int mount)
 	return wd->net.mounts[mount].silents + wd->net.mounts[mount].expiries;
 }
 
+void sim_limit_at(struct world *wd, int32_t version, unsigned limit)
+{
+	if (wd->nlhist == wd->lhcap) {
+		wd->lhcap = wd->lhcap ? 2 * wd->lhcap : 8;
+		wd->lhist = realloc(wd->lhist, (size_t)wd->lhcap * sizeof(*wd->lhist));
+		if (!wd->lhist)
+			abort();
+	}
+	wd->lhist[wd->nlhist++] = (struct lrule){ version, limit };
+}
+
+/* The limit d0's data version @version set (none before the first). */
+static unsigned limit_at(const struct world *wd, int32_t version)
+{
+	unsigned limit = 0;
+
+	for (int i = 0; i < wd->nlhist && wd->lhist[i].version <= version; i++)
+		limit = wd->lhist[i].limit;
+	return limit;
+}
+
+/*
+ * A listing the engine decides from is read: from now on @m's grants in
+ * that lock follow the limit it showed.  Other listings (a poke's, a
+ * linger's child watch, a resolve) decide no grant.
+ */
+void sim_list_hook(void *ctx, struct sn_mount *m, const char *path,
+		   const struct Stat *dir, void (*done)(void))
+{
+	struct world *wd = ctx;
+
+	if (done != (void (*)(void))zke_children_done)
+		return;
+	for (int k = 0; k < SIM_DIRS; k++)
+		if (strcmp(path, wd->dirs[k]) == 0)
+			wd->rule[m->id][k] = k == 0 ? limit_at(wd, dir->version) : 0;
+}
+
 /*
  * Is @n an entry @d's own mount gave back (released, its delete not yet
  * done)?  A cohort hand-off grants the next waiter of that mount before the
@@ -90,10 +130,11 @@ static bool given_back(struct world *wd, const struct dw *d, const struct szk_no
 }
 
 /*
- * FIFO, at the moment a grant is delivered, against the server's state:
- * no entry before @d's (exclusive) or no exclusive entry before it
- * (shared); in a semaphore, fewer entries before it than the limit; entries
- * a holder of @d's mount gave back aside.  Entries only ever join behind
+ * FIFO, at the moment a grant is delivered, against the server's state,
+ * under the rule @d's mount last listed (world.rule): no entry before
+ * @d's (exclusive) or no exclusive entry before it (shared); in a
+ * semaphore, fewer entries before it than the limit; entries a holder of
+ * @d's mount gave back aside.  Entries only ever join behind
  * existing ones, so what a correct grant saw still holds when it is
  * delivered.
  */
@@ -102,10 +143,11 @@ static void check_fifo(struct world *wd, struct dw *d)
 	struct szk *z = &wd->net.zk;
 	struct zkl_info info;
 	struct zkl_child c;
-	unsigned before = 0, limit = wd->lim_hi[d->dir];
+	unsigned before = 0, limit = wd->rule[d->mount][d->dir];
 	bool cohort = false;
 
 	zkl_info(d->w, &info, NULL);
+	d->glimit = limit;
 	if (!info.created) {
 		sim_failf(wd, "fifo: w%d granted without an entry", d->id);
 		return;
@@ -276,61 +318,114 @@ void sim_watch_hook(void *ctx, struct sn_mount *m, int type, const char *path,
 			  "waiters (now w%d)", path, h->count, d->id);
 }
 
+/* A holder found by an exclusion check: the waiter and its entry's number. */
+struct held {
+	int id;
+	int32_t seq;
+};
+
 /*
- * Exclusion over beliefs, whatever the server holds: no two waiters that
- * believe they hold one lock, one of them exclusive, unless one's entry was
- * deleted by another client (that is breaking a lock: its holder learns it
- * from its watch, and a grant behind it may come first).  A session the
- * server expires was silent first, and silence tells every holder it is
- * lost, so an expiry never leaves a believer behind.
+ * Do the holders @h (@n of them, in lock @k) hold together only as their
+ * grants allowed?  Taken in queue order, each under the rule its grant
+ * followed (glimit): fewer before it than its limit, or in a plain lock,
+ * none before an exclusive one and no exclusive one before a shared one.
+ * Every grant's FIFO check saw the entries below it, which existed then;
+ * a limit changed later does not undo a grant made under it.
+ */
+static bool holders_ok(struct world *wd, int k, struct held *h, int n, const char *what)
+{
+	for (int i = 1; i < n; i++)		/* few: insertion sort */
+		for (int j = i; j > 0 && zkn_seq_cmp(h[j].seq, h[j - 1].seq) < 0; j--) {
+			struct held t = h[j];
+
+			h[j] = h[j - 1];
+			h[j - 1] = t;
+		}
+	for (int i = 0; i < n; i++) {
+		const struct dw *d = &wd->dws[h[i].id];
+
+		for (int j = 0; j < i; j++) {
+			const struct dw *b = &wd->dws[h[j].id];
+
+			if (d->glimit ? (unsigned)i < d->glimit :
+			    d->kind == ZKL_SHARED && b->kind == ZKL_SHARED)
+				continue;
+			if (d->glimit)
+				sim_failf(wd, "%s: w%d holds %s with %d holders before it "
+					  "(w%d first), its limit %u", what, h[i].id,
+					  wd->dirs[k], i, h[0].id, d->glimit);
+			else
+				sim_failf(wd, "%s: w%d and w%d both hold %s, one exclusive "
+					  "(w%d's grant followed a plain lock)", what, h[j].id,
+					  h[i].id, wd->dirs[k], h[i].id);
+			return false;
+		}
+	}
+	return true;
+}
+
+/* The sequence number of the entry @path, or false. */
+static bool seq_of(const char *path, int32_t *seq)
+{
+	const char *base = strrchr(path, '/');
+	struct zkl_child c;
+
+	if (!base || !zkn_parse(base + 1, &c))
+		return false;
+	*seq = c.seq;
+	return true;
+}
+
+/*
+ * Exclusion over beliefs, whatever the server holds: the waiters that
+ * believe they hold one lock hold together only as their grants allowed
+ * (holders_ok()), unless one's entry was deleted by another client (that
+ * is breaking a lock: its holder learns it from its watch, and a grant
+ * behind it may come first).  A session the server expires was silent
+ * first, and silence tells every holder it is lost, so an expiry never
+ * leaves a believer behind.
  */
 static void check_beliefs(struct world *wd)
 {
+	struct held *h = calloc((size_t)wd->ndw + 1, sizeof(*h));
+
+	if (!h)
+		abort();
 	for (int k = 0; k < SIM_DIRS; k++) {
-		int first = -1;
-		unsigned count = 0;
+		int n = 0;
 
 		for (int i = 0; i < wd->ndw; i++) {
 			struct dw *d = &wd->dws[i];
 
-			if (d->dir != k || d->unlinked || !believes(d))
-				continue;
-			if (wd->limit[k] && ++count > wd->lim_hi[k]) {
-				sim_failf(wd, "belief: %u waiters (now w%d) believe they hold "
-					  "%s, limit %u", count, i, wd->dirs[k], wd->lim_hi[k]);
-				return;
-			}
-			if (!wd->limit[k] && first >= 0 && (d->kind == ZKL_EXCLUSIVE ||
-					   wd->dws[first].kind == ZKL_EXCLUSIVE)) {
-				sim_failf(wd, "belief: w%d and w%d both believe they hold %s, "
-					  "one exclusive", first, i, wd->dirs[k]);
-				return;
-			}
-			if (first < 0 || d->kind == ZKL_EXCLUSIVE)
-				first = i;
+			if (d->dir == k && !d->unlinked && believes(d) && seq_of(d->path, &h[n].seq))
+				h[n++].id = i;
 		}
+		if (!holders_ok(wd, k, h, n, "belief"))
+			break;
 	}
+	free(h);
 }
 
 /*
- * Exclusion over entries: in one directory, no two existing entries whose
- * waiters both believe they hold, one of them exclusive.  And no waiter
- * has two entries at once (the second blocks the queue until the session
- * ends).
+ * Exclusion over entries: in one directory, the existing entries whose
+ * waiters believe they hold are held together only as their grants
+ * allowed (holders_ok()).  And no waiter has two entries at once (the
+ * second blocks the queue until the session ends).
  */
 void sim_check_step(struct world *wd)
 {
 	struct szk *z = &wd->net.zk;
+	struct held *h;
 
 	check_beliefs(wd);
-
-	for (int k = 0; k < SIM_DIRS; k++) {
-		int first = -1;
-		unsigned count = 0;
+	h = calloc((size_t)z->nnodes + 1, sizeof(*h));
+	if (!h)
+		abort();
+	for (int k = 0; k < SIM_DIRS && !wd->fail[0]; k++) {
+		int n = 0;
 
 		for (int i = 0; i < z->nnodes; i++) {
 			int id = sim_entry_owner(&z->nodes[i]);
-			struct dw *d;
 
 			if (id < 0 || !sim_dir_of(z->nodes[i].path, wd->dirs[k]))
 				continue;
@@ -338,27 +433,15 @@ void sim_check_step(struct world *wd)
 				if (sim_entry_owner(&z->nodes[j]) == id) {
 					sim_failf(wd, "duplicate: w%d has two entries, %s and %s",
 						  id, z->nodes[i].path, z->nodes[j].path);
+					free(h);
 					return;
 				}
-			d = &wd->dws[id];
-			if (!believes(d))
-				continue;
-			if (wd->limit[k] && ++count > wd->lim_hi[k]) {
-				sim_failf(wd, "exclusion: %u holders' entries in %s (now w%d's), "
-					  "limit %u", count, wd->dirs[k], id, wd->lim_hi[k]);
-				return;
-			}
-			if (!wd->limit[k] && first >= 0 && (d->kind == ZKL_EXCLUSIVE ||
-					   wd->dws[first].kind == ZKL_EXCLUSIVE)) {
-				sim_failf(wd, "exclusion: w%d and w%d both hold %s "
-					  "(entries exist, one exclusive)",
-					  first, id, wd->dirs[k]);
-				return;
-			}
-			if (first < 0 || d->kind == ZKL_EXCLUSIVE)
-				first = id;
+			if (believes(&wd->dws[id]) && seq_of(z->nodes[i].path, &h[n].seq))
+				h[n++].id = id;
 		}
+		holders_ok(wd, k, h, n, "exclusion");
 	}
+	free(h);
 }
 
 /*

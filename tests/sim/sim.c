@@ -161,23 +161,25 @@ static bool run_driver_act(struct world *wd, enum act a)
 }
 
 /*
- * A semaphore's limit goes from 2 to 3 or back, set by a mount (as
- * setfattr does, fs/): every 200 steps, not by the world's generator, so
- * that seeds without a semaphore keep their schedules.
+ * A semaphore's limit goes 2 -> 3 -> none -> 2 (or from 3 on), set by a
+ * mount (as setfattr does, fs/): every 200 steps, not by the world's
+ * generator, so that seeds without a semaphore keep their schedules.
+ * Removing it makes d0 a plain lock while the holders let in under the
+ * limit still hold.
  */
 static void change_limit(struct world *wd)
 {
-	unsigned before = wd->limit[0], now = before == 2 ? 3 : 2;
+	static const unsigned next[] = { [0] = 2, [2] = 3, [3] = 0 };
+	unsigned before = wd->limit[0], now = next[before];
 	int m = (int)((wd->seed + (uint64_t)wd->step) % SIM_MOUNTS);
 	char data[16];
-	int n = snprintf(data, sizeof(data), "limit=%u\n", now);
+	int n = now ? snprintf(data, sizeof(data), "limit=%u\n", now) : 0;
 
 	sn_trace(&wd->net, "  m%d sets the limit of %s: %u -> %u", m, wd->dirs[0],
 		 before, now);
 	szk_set(&wd->net.zk, wd->dirs[0], data, n, -1);
+	sim_limit_at(wd, szk_find(&wd->net.zk, wd->dirs[0])->version, now);
 	wd->limit[0] = now;
-	if (now > wd->lim_hi[0])
-		wd->lim_hi[0] = now;
 	zkl_limit_changed(wd->eng[m], wd->dirs[0], before, now);
 }
 
@@ -219,7 +221,7 @@ static bool step(struct world *wd)
 		}
 	}
 checked:
-	if (wd->limit[0] && !wd->ending && wd->step % 200 == 0)
+	if (wd->semaphore && !wd->ending && wd->step % 200 == 0)
 		change_limit(wd);
 	sim_check_step(wd);
 	return true;
@@ -290,6 +292,7 @@ static void world_init(struct world *wd, uint64_t seed, bool verbose)
 	sim_world = wd;
 	sn_init(&wd->net, &wd->rng, SIM_MOUNTS, verbose);
 	wd->net.hook = sim_watch_hook;
+	wd->net.listed = sim_list_hook;
 	wd->net.hook_ctx = wd;
 	if (verbose)
 		wd->net.name_of = name_of;
@@ -308,9 +311,13 @@ static void world_init(struct world *wd, uint64_t seed, bool verbose)
 		char data[16];
 		int n;
 
-		wd->limit[0] = wd->lim_hi[0] = 2 + (unsigned)(seed / 3 % 2);
+		wd->semaphore = true;
+		wd->limit[0] = 2 + (unsigned)(seed / 3 % 2);
 		n = snprintf(data, sizeof(data), "limit=%u\n", wd->limit[0]);
 		szk_set(&wd->net.zk, wd->dirs[0], data, n, -1);
+		sim_limit_at(wd, szk_find(&wd->net.zk, wd->dirs[0])->version, wd->limit[0]);
+		for (int i = 0; i < SIM_MOUNTS; i++)
+			wd->rule[i][0] = wd->limit[0];
 	}
 	/* one seed in two starts a queue just before the counter's wrap */
 	if (sim_rng_chance(&wd->rng, 1, 2))
@@ -349,6 +356,7 @@ static void world_free(struct world *wd)
 	free(wd->herd);
 	free(wd->dws);
 	free(wd->gone);
+	free(wd->lhist);
 	sim_world = NULL;
 }
 

@@ -35,6 +35,8 @@ struct dw {
 	bool unlinked;		/* its entry was deleted by another client
 				   (or was, when a linger granted it) */
 	char path[64];		/* its entry, once granted */
+	unsigned glimit;	/* the rule its grant followed: the limit
+				   (0: a plain lock) world.rule gave then */
 	unsigned mark;		/* its mount's silents + expiries at the grant */
 };
 
@@ -53,9 +55,19 @@ struct world {
 	struct zkl_engine *eng[SIM_MOUNTS];
 	enum zkl_naming naming[SIM_MOUNTS];
 	char dirs[SIM_DIRS][32];
+	bool semaphore;			/* d0 is one, and its limit changes */
 	unsigned limit[SIM_DIRS];	/* a semaphore's (0: a plain lock) */
-	unsigned lim_hi[SIM_DIRS];	/* the highest it has been: holders
-					   let in under it may still hold */
+	/*
+	 * The rule in force for each mount's grants: the limit d0 had when
+	 * the server applied the last listing that mount's engine decided
+	 * from (zke_children_done()) and has read.  A change reaches a mount
+	 * with its next listing (SPEC: holders keep their lock, and grants
+	 * follow the new limit from the next listing on), so a grant must
+	 * be right under what its mount last listed, whatever path it takes.
+	 */
+	unsigned rule[SIM_MOUNTS][SIM_DIRS];
+	struct lrule { int32_t version; unsigned limit; } *lhist;
+	int nlhist, lhcap;		/* d0's limit at each data version */
 	int64_t foreign;		/* the other client's session */
 	struct dw *dws;
 	int ndw, dwcap;
@@ -103,6 +115,13 @@ void sim_failf(struct world *wd, const char *fmt, ...)
 /* The engine's done and lost callbacks (arg: the dw's id). */
 void sim_done(struct zkl_waiter *w, int err, void *arg);
 void sim_lost(struct zkl_waiter *w, void *arg);
+
+/* simnet's listing hook: a listing of @path read by @m's engine. */
+void sim_list_hook(void *ctx, struct sn_mount *m, const char *path,
+		   const struct Stat *dir, void (*done)(void));
+
+/* sim_limit_at() - record that d0's data version @version sets @limit. */
+void sim_limit_at(struct world *wd, int32_t version, unsigned limit);
 
 /* simnet's hook: a DELETED/CHANGED event reaches the watcher @wctx. */
 void sim_watch_hook(void *ctx, struct sn_mount *m, int type, const char *path,

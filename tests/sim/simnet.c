@@ -523,6 +523,9 @@ static void complete(struct sn_handle *h, struct sn_item *it)
 		break;
 	case OP_CHILDREN:
 	case OP_WCHILDREN:
+		if (ok && h->m->net->listed)
+			h->m->net->listed(h->m->net->hook_ctx, h->m, r->path, &it->stat,
+					  r->done);
 		((strings_stat_completion_t)r->done)(it->rc, ok ? &it->sv : NULL,
 						     ok ? &it->stat : NULL, r->arg);
 		break;

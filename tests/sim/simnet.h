@@ -96,6 +96,14 @@ struct sn_mount {
 typedef void (*sn_watch_hook)(void *ctx, struct sn_mount *m, int type,
 			      const char *path, void *wctx);
 
+/*
+ * Called before a listing's completion @done runs with ZOK: the children of
+ * @path and its Stat @dir as the server had them when it applied the
+ * listing (for the rule a grant follows: sim.h, struct world's rule).
+ */
+typedef void (*sn_list_hook)(void *ctx, struct sn_mount *m, const char *path,
+			     const struct Stat *dir, void (*done)(void));
+
 struct simnet {
 	struct szk zk;
 	struct sim_rng *rng;
@@ -105,6 +113,7 @@ struct simnet {
 	uint64_t now;			/* the clock of now_ms(): the step */
 	bool verbose;
 	sn_watch_hook hook;
+	sn_list_hook listed;
 	void *hook_ctx;
 	/* the trace's name of a call's @arg (a waiter: "w7"), or "" */
 	const char *(*name_of)(void *ctx, const void *arg);
