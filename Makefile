@@ -75,10 +75,11 @@ unit: $(UNIT_BIN)
 # deterministic simulation (tests/sim/README.md): the engine over simulated
 # sessions and a simulated ZooKeeper; no zk/session.c, no zk/transport.c, no
 # zk/log.c (the simulator logs into its trace).  `make sim` runs SEEDS seeds
-# from SEED_FIRST; `make sim SEED=x` replays seed x with a trace.
-# check-sim runs the bounded range that check-unit runs.
+# from SEED_FIRST; `make sim SEED=x` replays seed x with a trace;
+# `make sim SCENARIO=name` replays a scripted scenario with a trace.
+# check-sim runs every scenario and the bounded range that check-unit runs.
 SIM_SRC   = $(ENGINE_SRC) zk/grant.c zk/limit.c zk/naming.c zk/errno.c zk/escape.c \
-	    tests/sim/sim.c tests/sim/actions.c tests/sim/check.c tests/sim/simnet.c tests/sim/simsess.c tests/sim/simzk.c
+	    tests/sim/sim.c tests/sim/actions.c tests/sim/check.c tests/sim/scenarios.c tests/sim/simnet.c tests/sim/simsess.c tests/sim/simzk.c
 SIM_HDR   = $(wildcard tests/sim/*.h) $(HDR)
 SEEDS     ?= 10000
 SEED_FIRST ?= 1
@@ -98,11 +99,14 @@ $(BUILD)/sim/sim-fast: $(SIM_SRC) $(SIM_HDR)
 sim: $(BUILD)/sim/sim
 ifdef SEED
 	$(BUILD)/sim/sim -r $(SEED)
+else ifdef SCENARIO
+	$(BUILD)/sim/sim -s $(SCENARIO)
 else
 	$(BUILD)/sim/sim $(SEED_FIRST) $(SEEDS)
 endif
 
 check-sim: $(BUILD)/sim/sim
+	$(BUILD)/sim/sim -s
 	$(BUILD)/sim/sim 1 $(SIM_CHECK_SEEDS) $(SIM_KNOWN_BAD)
 
 $(BUILD):

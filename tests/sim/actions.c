@@ -31,6 +31,31 @@ bool act_is_answered(const struct dw *d) { return !d->released && d->ndone == 1;
 
 bool act_enqueue(struct world *wd)
 {
+	int live = 0, m, dir, flags;
+	enum zkl_kind kind;
+
+	for (int i = 0; i < wd->ndw; i++)
+		live += is_live(&wd->dws[i]);
+	if (live >= SIM_MAX_LIVE)
+		return false;
+	m = (int)sim_rng_below(&wd->rng, SIM_MOUNTS);
+	dir = (int)sim_rng_below(&wd->rng, SIM_DIRS);
+	kind = sim_rng_chance(&wd->rng, 1, 3) ? ZKL_SHARED : ZKL_EXCLUSIVE;
+	flags = sim_rng_chance(&wd->rng, 1, 6) ? ZKL_NONBLOCK : 0;
+	/* where mounts linger, often the lock just given back, to find it */
+	if (wd->lingers && wd->last_released && sim_rng_chance(&wd->rng, 1, 2)) {
+		const struct dw *r = &wd->dws[wd->last_released - 1];
+
+		m = r->mount;
+		dir = r->dir;
+		kind = r->kind;
+	}
+	act_enqueue_on(wd, m, dir, kind, flags);
+	return true;
+}
+
+int act_enqueue_on(struct world *wd, int m, int dir, enum zkl_kind kind, int flags)
+{
 	int live = 0, id = wd->ndw, rc;
 	struct dw *d;
 	char data[32];
@@ -38,7 +63,7 @@ bool act_enqueue(struct world *wd)
 	for (int i = 0; i < wd->ndw; i++)
 		live += is_live(&wd->dws[i]);
 	if (live >= SIM_MAX_LIVE)
-		return false;
+		return -1;
 	if (wd->ndw == wd->dwcap) {
 		wd->dwcap = wd->dwcap ? 2 * wd->dwcap : 64;
 		wd->dws = realloc(wd->dws, (size_t)wd->dwcap * sizeof(*wd->dws));
@@ -48,18 +73,10 @@ bool act_enqueue(struct world *wd)
 	d = &wd->dws[id];
 	memset(d, 0, sizeof(*d));
 	d->id = id;
-	d->mount = (int)sim_rng_below(&wd->rng, SIM_MOUNTS);
-	d->dir = (int)sim_rng_below(&wd->rng, SIM_DIRS);
-	d->kind = sim_rng_chance(&wd->rng, 1, 3) ? ZKL_SHARED : ZKL_EXCLUSIVE;
-	d->flags = sim_rng_chance(&wd->rng, 1, 6) ? ZKL_NONBLOCK : 0;
-	/* where mounts linger, often the lock just given back, to find it */
-	if (wd->lingers && wd->last_released && sim_rng_chance(&wd->rng, 1, 2)) {
-		const struct dw *r = &wd->dws[wd->last_released - 1];
-
-		d->mount = r->mount;
-		d->dir = r->dir;
-		d->kind = r->kind;
-	}
+	d->mount = m;
+	d->dir = dir;
+	d->kind = kind;
+	d->flags = flags;
 	snprintf(data, sizeof(data), "sim=%d\n", id);
 	sn_trace(&wd->net, "  enqueue w%d: m%d %s %s%s", id, d->mount, wd->dirs[d->dir],
 		 d->kind == ZKL_EXCLUSIVE ? "exclusive" : "shared",
@@ -73,7 +90,7 @@ bool act_enqueue(struct world *wd)
 		d->released = true;
 		d->ndone = 1;
 	}
-	return true;
+	return id;
 }
 
 void act_release_dw(struct world *wd, struct dw *d)

@@ -219,6 +219,7 @@ void sim_done(struct zkl_waiter *w, int err, void *arg)
 	d->result = err;
 	switch (err) {
 	case 0:
+		d->granted_at = ++wd->events;
 		d->mark = mount_mark(wd, d->mount);
 		check_fifo(wd, d);
 		granted_on(wd, d);
@@ -258,6 +259,7 @@ void sim_lost(struct zkl_waiter *w, void *arg)
 		sim_failf(wd, "lost: w%d lost with no cause (no unlink, silence, expiry)",
 			  d->id);
 	d->lost = true;
+	d->lost_at = ++wd->events;
 }
 
 /* The entry @d has at the server now, or NULL. */

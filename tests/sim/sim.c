@@ -4,6 +4,8 @@
  *   sim FIRST COUNT [SKIP...]  run seeds FIRST .. FIRST+COUNT-1 but the
  *                          SKIP ones (known engine bugs), print failures
  *   sim -r SEED            replay one seed with a trace of every step
+ *   sim -s [NAME]          run the scripted scenarios (scenarios.c), or
+ *                          replay one with a trace
  *
  * Each seed builds a world (sim.h), takes SIM_STEPS steps chosen by the
  * seeded PRNG (the server applying a request, the client reading a reply
@@ -170,8 +172,14 @@ static bool run_driver_act(struct world *wd, enum act a)
 static void change_limit(struct world *wd)
 {
 	static const unsigned next[] = { [0] = 2, [2] = 3, [3] = 0 };
-	unsigned before = wd->limit[0], now = next[before];
-	int m = (int)((wd->seed + (uint64_t)wd->step) % SIM_MOUNTS);
+
+	sim_set_limit(wd, (int)((wd->seed + (uint64_t)wd->step) % SIM_MOUNTS),
+		      next[wd->limit[0]]);
+}
+
+void sim_set_limit(struct world *wd, int m, unsigned now)
+{
+	unsigned before = wd->limit[0];
 	char data[16];
 	int n = now ? snprintf(data, sizeof(data), "limit=%u\n", now) : 0;
 
@@ -237,7 +245,7 @@ static void drain(struct world *wd)
 }
 
 /* The end: heal, give everything back, drain, until nothing more happens. */
-static void end_phase(struct world *wd)
+void sim_end_phase(struct world *wd)
 {
 	wd->ending = true;
 	sn_trace(&wd->net, "end phase: no more faults; heal, release, drain");
@@ -282,7 +290,7 @@ static const char *name_of(void *ctx, const void *arg)
 	return "";
 }
 
-static void world_init(struct world *wd, uint64_t seed, bool verbose)
+void sim_world_init(struct world *wd, uint64_t seed, bool verbose)
 {
 	memset(wd, 0, sizeof(*wd));
 	wd->seed = seed;
@@ -344,7 +352,7 @@ static void world_init(struct world *wd, uint64_t seed, bool verbose)
 		 SIM_MOUNTS, wd->fault_rate);
 }
 
-static void world_free(struct world *wd)
+void sim_world_free(struct world *wd)
 {
 	for (int i = 0; i < SIM_MOUNTS; i++) {
 		zkl_engine_shutdown(wd->eng[i]);
@@ -364,6 +372,15 @@ static void world_free(struct world *wd)
 static struct world **graveyard;
 static size_t ngrave;
 
+void sim_world_bury(struct world *wd)
+{
+	graveyard = realloc(graveyard, (ngrave + 1) * sizeof(*graveyard));
+	if (!graveyard)
+		abort();
+	graveyard[ngrave++] = wd;
+	sim_world = NULL;
+}
+
 /* run_seed() - one run. Return: true if every invariant held. */
 static bool run_seed(uint64_t seed, bool verbose, long *steps)
 {
@@ -372,23 +389,19 @@ static bool run_seed(uint64_t seed, bool verbose, long *steps)
 
 	if (!wd)
 		abort();
-	world_init(wd, seed, verbose);
+	sim_world_init(wd, seed, verbose);
 	for (int i = 0; i < SIM_STEPS && !wd->fail[0]; i++)
 		step(wd);
 	if (!wd->fail[0])
-		end_phase(wd);
+		sim_end_phase(wd);
 	ok = !wd->fail[0];
 	*steps += wd->steps_total;
 	if (!ok) {
 		printf("seed %" PRIu64 ": FAILED at step %ld: %s\n", seed, wd->step, wd->fail);
-		graveyard = realloc(graveyard, (ngrave + 1) * sizeof(*graveyard));
-		if (!graveyard)
-			abort();
-		graveyard[ngrave++] = wd;
-		sim_world = NULL;
+		sim_world_bury(wd);
 		return false;
 	}
-	world_free(wd);
+	sim_world_free(wd);
 	free(wd);
 	return true;
 }
@@ -476,13 +489,18 @@ static void watch_child(struct progress *pg, pid_t pid)
 int main(int argc, char **argv)
 {
 	bool replay = argc == 3 && strcmp(argv[1], "-r") == 0;
+
+	if (argc >= 2 && strcmp(argv[1], "-s") == 0) {
+		setvbuf(stdout, NULL, _IOLBF, 0);
+		return sim_scenarios(argc > 2 ? argv[2] : NULL) ? 0 : 1;
+	}
 	uint64_t first, count, next;
 	struct progress *pg;
 	double t0;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (argc < 3) {
-		fprintf(stderr, "usage: sim FIRST COUNT [SKIP...] | sim -r SEED\n");
+		fprintf(stderr, "usage: sim FIRST COUNT [SKIP...] | sim -r SEED | sim -s [NAME]\n");
 		return 2;
 	}
 	skip = calloc((size_t)argc, sizeof(*skip));

@@ -35,6 +35,7 @@ struct dw {
 	bool unlinked;		/* its entry was deleted by another client
 				   (or was, when a linger granted it) */
 	char path[64];		/* its entry, once granted */
+	long granted_at, lost_at;	/* world.events at its grant and loss (0: not) */
 	unsigned glimit;	/* the rule its grant followed: the limit
 				   (0: a plain lock) world.rule gave then */
 	unsigned mark;		/* its mount's silents + expiries at the grant */
@@ -83,8 +84,25 @@ struct world {
 	char (*gone)[64];		/* entries other clients deleted */
 	int ngone, gcap;
 	long steps_total;
+	long events;			/* grants and losses so far */
 	char fail[1024];		/* the first violation, "" if none */
 };
+
+/* sim.c: a world, for a seed or a scenario ------------------------------- */
+
+/* sim_world_init() - the world of @seed (its choices: sim.c); sim_world is it */
+void sim_world_init(struct world *wd, uint64_t seed, bool verbose);
+void sim_world_free(struct world *wd);
+/* sim_world_bury() - keep a failed world reachable (no leak report) */
+void sim_world_bury(struct world *wd);
+/* sim_set_limit() - mount @m sets d0's limit to @now (0: removes it) */
+void sim_set_limit(struct world *wd, int m, unsigned now);
+/* sim_end_phase() - heal, release everything, drain; the end's invariants */
+void sim_end_phase(struct world *wd);
+
+/* scenarios.c: sim_scenarios() - run every scripted scenario, or replay
+ * the one named @name with a trace.  Return: whether all passed. */
+bool sim_scenarios(const char *name);
 
 /* The world of the running seed: the engine's callbacks find it here. */
 extern struct world *sim_world;
@@ -95,6 +113,9 @@ extern long sim_cohort_grants, sim_linger_grants;
 /* actions.c: each returns false if it found nothing to act on ------------- */
 
 bool act_enqueue(struct world *wd);	/* a new waiter: random mount, dir, kind */
+/* act_enqueue_on() - a new waiter of @kind and @flags on mount @m, lock
+ * @dir.  Return: its dw id, or -1 if too many live (SIM_MAX_LIVE). */
+int act_enqueue_on(struct world *wd, int m, int dir, enum zkl_kind kind, int flags);
 bool act_cancel(struct world *wd);	/* an unanswered waiter is interrupted */
 bool act_release(struct world *wd);	/* an answered waiter is given back */
 bool act_unlink(struct world *wd);	/* another client deletes an entry */

@@ -135,6 +135,9 @@ bool sn_apply(struct sn_mount *m);		/* server applies head of outbound */
 bool sn_read(struct sn_handle *h);		/* client reads head of wire */
 bool sn_deliver(struct sn_handle *h);		/* client delivers head of inbound */
 bool sn_drop(struct sn_mount *m);		/* connection loss */
+/* sn_drop_n() - a connection loss after the client read @read more of the
+ * wire and the server applied @applied more requests, unseen */
+bool sn_drop_n(struct sn_mount *m, int read, int applied);
 bool sn_reconnect(struct sn_mount *m);
 bool sn_expire(struct sn_mount *m);		/* server expires the session */
 bool sn_replace(struct sn_mount *m);		/* new handle after an expiry */

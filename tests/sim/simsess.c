@@ -58,13 +58,26 @@ static void fail_and_tell(struct sn_handle *h, struct sn_queue *fails, int state
 bool sn_drop(struct sn_mount *m)
 {
 	struct sn_handle *h = m->cur;
-	struct sn_queue fails = { 0 };
 	int k, j;
 
 	if (h->state != SN_CONNECTED)
 		return false;
 	k = (int)sim_rng_below(m->net->rng, (uint32_t)h->wire.n + 1);
 	j = (int)sim_rng_below(m->net->rng, (uint32_t)h->out.n + 1);
+	return sn_drop_n(m, k, j);
+}
+
+bool sn_drop_n(struct sn_mount *m, int k, int j)
+{
+	struct sn_handle *h = m->cur;
+	struct sn_queue fails = { 0 };
+
+	if (h->state != SN_CONNECTED)
+		return false;
+	if (k > h->wire.n)
+		k = h->wire.n;
+	if (j > h->out.n)
+		j = h->out.n;
 	sn_trace(m->net, "        m%d: connection lost (%d read, %d more applied unseen)",
 		 m->id, k, j);
 	while (k-- > 0)

@@ -1,0 +1,461 @@
+/*
+ * tests/sim/scenarios.c - scripted scenarios: races the random seeds reach
+ * rarely or never, each driven step by step through the same world, the
+ * same engine and the same invariants (check.c) as a seed, plus what the
+ * script expects of that race.  Each one fails when the behaviour it
+ * names is broken on purpose (README.md lists how each was broken).
+ *
+ * A script moves the network with settle() (every mount: the server
+ * applies all that is queued, then the clients read all, then deliver
+ * all, until nothing moves; never a tick) or one mount's step at a time,
+ * and injects faults with the sn_*() calls of simnet.h.  The world is
+ * seed 1's (a plain lock in d0, no linger, no faults); a script sets a
+ * limit or a linger itself.  After the script, the end phase of a seed.
+ */
+#include "tests/sim/sim.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define SC_SEED 1
+
+/* the script's tools ------------------------------------------------------ */
+
+static void expect(struct world *wd, bool ok, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void expect(struct world *wd, bool ok, const char *fmt, ...)
+{
+	char what[512];
+	va_list ap;
+
+	if (ok)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(what, sizeof(what), fmt, ap);
+	va_end(ap);
+	sim_failf(wd, "expected: %s", what);
+}
+
+/* A step the script took: the clock moves and the invariants are checked. */
+static bool did(struct world *wd, bool moved)
+{
+	if (moved) {
+		wd->step++;
+		wd->steps_total++;
+		wd->net.now = (uint64_t)wd->step + wd->clock_skip;
+		sim_check_step(wd);
+	}
+	return moved;
+}
+
+static struct sn_mount *M(struct world *wd, int m)
+{
+	return &wd->net.mounts[m];
+}
+
+static bool apply_all(struct world *wd, int m)
+{
+	bool moved = false;
+
+	while (!wd->fail[0] && did(wd, sn_apply(M(wd, m))))
+		moved = true;
+	return moved;
+}
+
+static bool read_all(struct world *wd, int m)
+{
+	bool moved = false;
+
+	while (!wd->fail[0] && M(wd, m)->old && did(wd, sn_read(M(wd, m)->old)))
+		moved = true;
+	while (!wd->fail[0] && did(wd, sn_read(M(wd, m)->cur)))
+		moved = true;
+	return moved;
+}
+
+static bool deliver_all(struct world *wd, int m)
+{
+	bool moved = false;
+
+	while (!wd->fail[0] && M(wd, m)->old && did(wd, sn_deliver(M(wd, m)->old)))
+		moved = true;
+	while (!wd->fail[0] && did(wd, sn_deliver(M(wd, m)->cur)))
+		moved = true;
+	return moved;
+}
+
+/* The supervisor's events that are due: connected, expired. */
+static bool events(struct world *wd, int m)
+{
+	bool moved = false;
+
+	while (!wd->fail[0] && (did(wd, sn_ev_connected(M(wd, m))) ||
+				did(wd, sn_ev_expired(M(wd, m)))))
+		moved = true;
+	return moved;
+}
+
+/* Every mount, round by round, until nothing moves (no ticks). */
+static void settle(struct world *wd)
+{
+	for (bool moved = true; moved && !wd->fail[0];) {
+		moved = false;
+		for (int m = 0; m < SIM_MOUNTS; m++)
+			moved |= apply_all(wd, m);
+		for (int m = 0; m < SIM_MOUNTS; m++)
+			moved |= read_all(wd, m);
+		for (int m = 0; m < SIM_MOUNTS; m++)
+			moved |= deliver_all(wd, m);
+		for (int m = 0; m < SIM_MOUNTS; m++)
+			moved |= events(wd, m);
+	}
+}
+
+/* One mount alone, until nothing moves. */
+static void settle_mount(struct world *wd, int m)
+{
+	while (!wd->fail[0] && (apply_all(wd, m) | read_all(wd, m) | deliver_all(wd, m) |
+				events(wd, m)))
+		;
+}
+
+static int enqueue(struct world *wd, int m, int dir, enum zkl_kind kind, int flags)
+{
+	int id = act_enqueue_on(wd, m, dir, kind, flags);
+
+	did(wd, true);
+	return id;
+}
+
+static void release(struct world *wd, int id)
+{
+	act_release_dw(wd, &wd->dws[id]);
+	did(wd, true);
+}
+
+static void tick(struct world *wd, int m)
+{
+	sn_trace(&wd->net, "  m%d tick", m);
+	did(wd, sn_ev_tick(M(wd, m)));
+}
+
+/* Another client deletes @id's entry. */
+static void unlink_entry(struct world *wd, int id)
+{
+	struct zkl_info info;
+	char *path = NULL;
+
+	zkl_info(wd->dws[id].w, &info, &path);
+	if (!path) {
+		sim_failf(wd, "script: w%d has no entry to unlink", id);
+		return;
+	}
+	sn_trace(&wd->net, "  unlink %s (w%d)", path, id);
+	wd->dws[id].unlinked = true;
+	if (wd->ngone == wd->gcap) {
+		wd->gcap = wd->gcap ? 2 * wd->gcap : 16;
+		wd->gone = realloc(wd->gone, (size_t)wd->gcap * sizeof(*wd->gone));
+		if (!wd->gone)
+			abort();
+	}
+	snprintf(wd->gone[wd->ngone++], sizeof(*wd->gone), "%s", path);
+	szk_delete(&wd->net.zk, path, -1);
+	free(path);
+	did(wd, true);
+}
+
+static bool granted(const struct world *wd, int id)
+{
+	return wd->dws[id].ndone == 1 && wd->dws[id].result == 0;
+}
+
+static bool waits(const struct world *wd, int id)
+{
+	return wd->dws[id].ndone == 0;
+}
+
+/* the scenarios ------------------------------------------------------------ */
+
+/*
+ * A limit of 2 removed while this mount holds the second slot and waits
+ * behind it: holders keep their lock, grants follow the plain lock from
+ * the next listing on, so the second holder's release lets nobody in
+ * while the first (on another mount) holds.
+ */
+static void limit_removed(struct world *wd)
+{
+	int a, l, x, t;
+
+	sim_set_limit(wd, 1, 2);
+	a = enqueue(wd, 1, 0, ZKL_EXCLUSIVE, 0);
+	settle(wd);
+	l = enqueue(wd, 0, 0, ZKL_EXCLUSIVE, 0);
+	settle(wd);
+	x = enqueue(wd, 0, 0, ZKL_EXCLUSIVE, 0);
+	settle(wd);
+	expect(wd, granted(wd, a) && granted(wd, l) && waits(wd, x),
+	       "two hold a limit of 2, a third waits");
+	sim_set_limit(wd, 1, 0);
+	t = enqueue(wd, 0, 0, ZKL_EXCLUSIVE, ZKL_NONBLOCK);	/* lists: decides x too */
+	settle(wd);
+	expect(wd, wd->dws[t].ndone == 1 && wd->dws[t].result == -EAGAIN,
+	       "a try behind two holders is EAGAIN");
+	release(wd, l);
+	settle(wd);
+	expect(wd, waits(wd, x), "w%d waits while w%d holds a plain lock", x, a);
+	release(wd, a);
+	settle(wd);
+	expect(wd, granted(wd, x), "w%d holds once w%d is gone", x, a);
+}
+
+/*
+ * A limit of 2 set while a shared waiter of this mount waits behind an
+ * exclusive holder of its own, with two shared waiters of another mount
+ * between them: once this mount has listed the limit, the holder's
+ * release does not hand the lock to its waiter as a plain lock would (the
+ * two shared entries before it fill the limit); it lists, and waits.
+ */
+static void limit_set_behind_a_plain_holder(struct world *wd)
+{
+	int l, s1, s2, x, t;
+
+	l = enqueue(wd, 0, 0, ZKL_EXCLUSIVE, 0);
+	settle(wd);
+	s1 = enqueue(wd, 1, 0, ZKL_SHARED, 0);
+	settle(wd);
+	s2 = enqueue(wd, 1, 0, ZKL_SHARED, 0);
+	settle(wd);
+	x = enqueue(wd, 0, 0, ZKL_SHARED, 0);
+	settle(wd);
+	expect(wd, granted(wd, l) && waits(wd, s1) && waits(wd, s2) && waits(wd, x),
+	       "one holds, three shared wait");
+	sim_set_limit(wd, 2, 2);
+	t = enqueue(wd, 0, 0, ZKL_EXCLUSIVE, ZKL_NONBLOCK);	/* m0 lists the limit */
+	settle(wd);
+	expect(wd, wd->dws[t].ndone == 1 && wd->dws[t].result == -EAGAIN,
+	       "a try behind the holder is EAGAIN");
+	release(wd, l);
+	settle(wd);
+	expect(wd, granted(wd, s1) && granted(wd, s2) && waits(wd, x),
+	       "the two shared entries before w%d fill the limit of 2", x);
+	release(wd, s1);	/* m1 knows no limit: it pokes nobody */
+	settle(wd);
+	tick(wd, 0);		/* the first waiter of a semaphore lists */
+	settle(wd);
+	expect(wd, granted(wd, x), "w%d holds once one of them is gone", x);
+}
+
+/*
+ * A cohort hand-off grants the waiter behind before the delete, which
+ * checks that waiter's entry: someone deleted it meanwhile, so the
+ * waiter is lost before anyone else is let in.
+ */
+static void cohort_checks_its_grants(struct world *wd)
+{
+	int l, x, y;
+
+	l = enqueue(wd, 0, 1, ZKL_EXCLUSIVE, 0);
+	settle(wd);
+	x = enqueue(wd, 0, 1, ZKL_EXCLUSIVE, 0);
+	settle(wd);
+	y = enqueue(wd, 1, 1, ZKL_EXCLUSIVE, 0);
+	settle(wd);
+	expect(wd, granted(wd, l) && waits(wd, x) && waits(wd, y), "one holds, two wait");
+	unlink_entry(wd, x);
+	release(wd, l);
+	expect(wd, granted(wd, x), "w%d granted by the cohort hand-off", x);
+	settle(wd);
+	expect(wd, wd->dws[x].lost, "w%d told its lock is lost", x);
+	expect(wd, wd->dws[x].lost_at && (!wd->dws[y].granted_at ||
+					   wd->dws[x].lost_at < wd->dws[y].granted_at),
+	       "w%d lost before w%d (another mount) is let in", x, y);
+	release(wd, x);
+	settle(wd);
+	expect(wd, granted(wd, y), "w%d holds", y);
+}
+
+/*
+ * Two holders of a semaphore leave at once; each release pokes a waiter,
+ * and the version each poke was read at keeps them from poking the same
+ * one: both waiters hold without waiting for a tick.
+ */
+static void racing_pokes_wake_two(struct world *wd)
+{
+	int a, b, c, d;
+
+	sim_set_limit(wd, 0, 2);
+	a = enqueue(wd, 0, 0, ZKL_EXCLUSIVE, 0);
+	b = enqueue(wd, 0, 0, ZKL_EXCLUSIVE, 0);
+	settle(wd);
+	c = enqueue(wd, 1, 0, ZKL_EXCLUSIVE, 0);
+	d = enqueue(wd, 1, 0, ZKL_EXCLUSIVE, 0);
+	settle(wd);
+	expect(wd, granted(wd, a) && granted(wd, b) && waits(wd, c) && waits(wd, d),
+	       "two hold a limit of 2, two wait");
+	release(wd, a);
+	release(wd, b);
+	settle(wd);
+	expect(wd, granted(wd, c) && granted(wd, d),
+	       "both waiters hold after both releases, without a tick");
+}
+
+/*
+ * A grant read before the connection went and delivered after the mount
+ * heard it is silent is withheld: the server may expire the session and
+ * let the next one in meanwhile.
+ */
+static void no_grant_while_silent(struct world *wd)
+{
+	int h, w, v;
+
+	h = enqueue(wd, 1, 1, ZKL_EXCLUSIVE, 0);
+	settle(wd);
+	w = enqueue(wd, 0, 1, ZKL_EXCLUSIVE, 0);
+	settle(wd);
+	expect(wd, granted(wd, h) && waits(wd, w), "one holds, one waits on another mount");
+	release(wd, h);
+	apply_all(wd, 1);			/* the delete: w's watch fires */
+	read_all(wd, 0);
+	deliver_all(wd, 0);			/* w confirms its entry */
+	apply_all(wd, 0);
+	read_all(wd, 0);			/* the answer is read, not delivered */
+	did(wd, sn_drop_n(M(wd, 0), 0, 0));
+	did(wd, sn_ev_silent(M(wd, 0)));
+	deliver_all(wd, 0);
+	expect(wd, waits(wd, w), "no grant on a silent session");
+	did(wd, sn_expire(M(wd, 0)));
+	v = enqueue(wd, 1, 1, ZKL_EXCLUSIVE, 0);
+	settle_mount(wd, 1);
+	expect(wd, granted(wd, v), "the next holder, once m0's session expired");
+	did(wd, sn_reconnect(M(wd, 0)));
+	settle(wd);
+	did(wd, sn_replace(M(wd, 0)));
+	did(wd, sn_reconnect(M(wd, 0)));
+	settle(wd);
+	expect(wd, waits(wd, w), "w%d waits anew behind w%d", w, v);
+	release(wd, v);
+	settle(wd);
+	expect(wd, granted(wd, w), "w%d holds", w);
+}
+
+/*
+ * A shared entry left lingering is not reused by an exclusive open of the
+ * same name: that one enqueues anew and another mount's shared open waits
+ * behind it.
+ */
+static void linger_keeps_its_kind(struct world *wd)
+{
+	int s, x, y;
+
+	wd->lingers = true;
+	zkl_engine_set_linger(wd->eng[0], 1000);
+	s = enqueue(wd, 0, 1, ZKL_SHARED, 0);
+	settle(wd);
+	expect(wd, granted(wd, s), "w%d holds", s);
+	release(wd, s);
+	settle(wd);
+	x = enqueue(wd, 0, 1, ZKL_EXCLUSIVE, 0);
+	settle(wd);
+	expect(wd, granted(wd, x), "w%d holds", x);
+	y = enqueue(wd, 1, 1, ZKL_SHARED, 0);
+	settle(wd);
+	expect(wd, waits(wd, y), "a shared open waits behind an exclusive holder");
+}
+
+/*
+ * A cohort hand-off whose delete meets a connection loss: applied unseen
+ * (@applied) or not applied at all.  Either way the waiter granted holds
+ * the lowest entry, or the released one keeps everyone else out, and the
+ * other mount's waiter is let in only after it.
+ */
+static void cohort_loss(struct world *wd, int applied)
+{
+	int l, x, y;
+
+	l = enqueue(wd, 0, 1, ZKL_EXCLUSIVE, 0);
+	settle(wd);
+	x = enqueue(wd, 0, 1, ZKL_EXCLUSIVE, 0);
+	settle(wd);
+	y = enqueue(wd, 1, 1, ZKL_EXCLUSIVE, 0);
+	settle(wd);
+	release(wd, l);
+	expect(wd, granted(wd, x), "w%d granted by the cohort hand-off", x);
+	did(wd, sn_drop_n(M(wd, 0), 0, applied));
+	settle(wd);
+	did(wd, sn_reconnect(M(wd, 0)));
+	settle(wd);
+	expect(wd, granted(wd, x) && !wd->dws[x].lost && waits(wd, y),
+	       "w%d holds through the loss, w%d waits", x, y);
+	release(wd, x);
+	settle(wd);
+	expect(wd, granted(wd, y), "w%d holds", y);
+}
+
+static void cohort_delete_lost_applied(struct world *wd)
+{
+	cohort_loss(wd, 1);
+}
+
+static void cohort_delete_lost_unsent(struct world *wd)
+{
+	cohort_loss(wd, 0);
+}
+
+static const struct scenario {
+	const char *name;
+	void (*run)(struct world *wd);
+} scenarios[] = {
+	{ "limit-removed", limit_removed },
+	{ "limit-set-behind-a-plain-holder", limit_set_behind_a_plain_holder },
+	{ "cohort-checks-its-grants", cohort_checks_its_grants },
+	{ "racing-pokes-wake-two", racing_pokes_wake_two },
+	{ "no-grant-while-silent", no_grant_while_silent },
+	{ "linger-keeps-its-kind", linger_keeps_its_kind },
+	{ "cohort-delete-lost-applied", cohort_delete_lost_applied },
+	{ "cohort-delete-lost-unsent", cohort_delete_lost_unsent },
+};
+
+/* the runner ----------------------------------------------------------------- */
+
+static bool run_one(const struct scenario *sc, bool verbose)
+{
+	struct world *wd = calloc(1, sizeof(*wd));
+	bool ok;
+
+	if (!wd)
+		abort();
+	sim_world_init(wd, SC_SEED, verbose);
+	sn_trace(&wd->net, "scenario %s", sc->name);
+	sc->run(wd);
+	if (!wd->fail[0])
+		sim_end_phase(wd);
+	ok = !wd->fail[0];
+	printf("scenario %s: %s%s\n", sc->name, ok ? "ok" : "FAILED: ", wd->fail);
+	if (!ok) {
+		sim_world_bury(wd);
+		return false;
+	}
+	sim_world_free(wd);
+	free(wd);
+	return true;
+}
+
+bool sim_scenarios(const char *name)
+{
+	size_t n = sizeof(scenarios) / sizeof(scenarios[0]), failed = 0, ran = 0;
+
+	for (size_t i = 0; i < n; i++)
+		if (!name || strcmp(name, scenarios[i].name) == 0) {
+			ran++;
+			failed += !run_one(&scenarios[i], name != NULL);
+		}
+	if (!ran)
+		fprintf(stderr, "sim: no scenario named %s\n", name);
+	else
+		printf("sim: %zu scenarios, %zu failed\n", ran, failed);
+	return ran && !failed;
+}
