@@ -147,6 +147,8 @@ struct zkl_waiter {
 					   field) */
 	int32_t dver;			/* our entry's data version, last seen:
 					   a poke raises it (zk/sem.c) */
+	uint8_t dtries;			/* the reuse's data sets met a newer
+					   version (zk/linger.c) */
 	int result;			/* what done is told */
 	enum zkl_kind kind;
 	int32_t seq;
@@ -276,6 +278,10 @@ void zke_own_watcher(zhandle_t *zh, int type, int state, const char *path,
 void zke_own_watch_done(int rc, const char *value, int len,
 			const struct Stat *stat, const void *data);
 void zke_own_watch_locked(struct zkl_waiter *w);
+/* zke_read_revoke_locked() - @w's entry's data, just read, is @value
+ * (@len bytes): if it asks the holder to let go ("__REVOKE__"), remember it
+ * and tell the holder (once), or end its linger. */
+void zke_read_revoke_locked(struct zkl_waiter *w, const char *value, int len);
 void zke_watch_locked(struct zkl_waiter *w);
 void zke_children_done(int rc, const struct String_vector *strings,
 		       const struct Stat *dir, const void *data);

@@ -27,7 +27,10 @@
  *
  * Costs: the child watch, set once with a listing and left armed while the
  * lock stays uncontended, and the own watch; a reuse whose data differs
- * (another process) writes it, without waiting.  All under engine->lock.
+ * (another process) writes it, without waiting, at the data version last
+ * seen: a revocation request written meanwhile fails that write, is read,
+ * and is kept (a write at any version would erase it unseen).  All under
+ * engine->lock.
  */
 #include "zk/engine.h"
 
@@ -160,17 +163,59 @@ struct zkl_waiter *zke_reuse_locked(struct zkl_engine *e, const char *dir,
 	return NULL;
 }
 
+#define DATA_TRIES 3		/* sets of a reuse's data met a newer version */
+
+static void send_data_locked(struct zkl_waiter *w, int32_t version);
+
+/*
+ * The entry's data changed since the version the reuse's set was made at:
+ * someone else wrote it (the holder through the mount, or another client:
+ * perhaps a revocation request whose notification is still on its way).
+ * Read it, so that a request is seen, never overwritten; then write ours
+ * at the version read.
+ */
+static void reread_done(int rc, const char *value, int len, const struct Stat *stat,
+			const void *data)
+{
+	struct zkl_waiter *w = (struct zkl_waiter *)data;
+	struct zkl_engine *e = w->e;
+
+	zkl_mutex_lock(&e->lock);
+	if (rc == ZOK) {
+		zke_read_revoke_locked(w, value, len);
+		if (!w->revoked && w->entry == ENTRY_LIVE)
+			send_data_locked(w, stat->version);
+	}
+	zke_put_locked(w);
+	zke_unlock_fire(e);
+}
+
 static void set_done(int rc, const struct Stat *stat, const void *data)
 {
 	struct zkl_waiter *w = (struct zkl_waiter *)data;
 	struct zkl_engine *e = w->e;
 
-	(void)stat;
 	zkl_mutex_lock(&e->lock);
-	if (rc != ZOK && rc != ZNONODE && !rc_stalls(rc))
+	if (rc == ZOK) {
+		w->dver = stat->version;
+	} else if (rc == ZBADVERSION && ++w->dtries < DATA_TRIES && w->entry == ENTRY_LIVE) {
+		w->refs++;
+		if (T(w)->get(e->t.ctx, w->path, reread_done, w) != ZOK)
+			w->refs--;
+	} else if (rc != ZNONODE && !rc_stalls(rc)) {
 		zkl_log(LOG_WARNING, "cannot write %s: %s", w->path, zerror(rc));
+	}
 	zke_put_locked(w);
 	zke_unlock_fire(e);
+}
+
+/* Write w->data to @w's entry, at @version: never over a newer one. */
+static void send_data_locked(struct zkl_waiter *w, int32_t version)
+{
+	ZKL_ASSERT_HELD(&w->e->lock);
+	w->refs++;
+	if (T(w)->set(w->e->t.ctx, w->path, w->data, w->len, version, set_done, w) != ZOK)
+		w->refs--;
 }
 
 /*
@@ -212,9 +257,8 @@ void zke_regrant_locked(struct zkl_waiter *w, int flags, const char *data, int l
 	free(w->data);
 	w->data = copy;
 	w->len = len + nlen;
-	w->refs++;
-	if (T(w)->set(w->e->t.ctx, w->path, w->data, w->len, -1, set_done, w) != ZOK)
-		w->refs--;
+	w->dtries = 0;
+	send_data_locked(w, w->dver);
 }
 
 /*

@@ -83,6 +83,20 @@ static bool poked_locked(struct zkl_waiter *w)
 				    w->state == W_LOCALWAIT);
 }
 
+void zke_read_revoke_locked(struct zkl_waiter *w, const char *value, int len)
+{
+	struct zkl_engine *e = w->e;
+
+	ZKL_ASSERT_HELD(&e->lock);
+	if (w->revoked || len != (int)strlen(ZKL_REVOKE_DATA) || !value ||
+	    memcmp(value, ZKL_REVOKE_DATA, (size_t)len) != 0)
+		return;
+	w->revoked = true;	/* asked to let go; its own writes do not undo it */
+	if (w->ans == ANS_GRANTED && !w->released && e->revoked)
+		e->revoked(w, w->arg);
+	zke_unlinger_locked(w, false);	/* let go now, if lingering */
+}
+
 /* The watch on our own entry: while it waits for a grant without a listing, and held. */
 void zke_own_watcher(zhandle_t *zh, int type, int state, const char *path,
 		     void *ctx)
@@ -117,13 +131,8 @@ void zke_own_watch_done(int rc, const char *value, int len,
 
 	zkl_mutex_lock(&e->lock);
 	zke_set_own_locked(w, rc == ZOK ? OWN_ARMED : OWN_OFF);
-	if (rc == ZOK && !w->revoked && len == (int)strlen(ZKL_REVOKE_DATA) && value &&
-	    memcmp(value, ZKL_REVOKE_DATA, (size_t)len) == 0) {
-		w->revoked = true;	/* asked to let go; its own writes do not undo it */
-		if (w->ans == ANS_GRANTED && !w->released && e->revoked)
-			e->revoked(w, w->arg);
-		zke_unlinger_locked(w, false);	/* let go now, if lingering */
-	}
+	if (rc == ZOK)
+		zke_read_revoke_locked(w, value, len);
 	if (rc == ZOK && stat->version != w->dver) {
 		w->dver = stat->version;
 		/* poked before the watch was set: no event will say so */

@@ -367,6 +367,43 @@ static void linger_keeps_its_kind(struct world *wd)
 }
 
 /*
+ * A revocation request written to a lingering entry, its notification
+ * still on the way, when another process's open reuses the entry and
+ * writes its own data: that write must not erase the request unseen.
+ */
+static void reuse_keeps_a_revocation(struct world *wd)
+{
+	struct zkl_info info;
+	const struct szk_node *n;
+	char *path = NULL;
+	int a, b;
+
+	wd->lingers = true;
+	zkl_engine_set_linger(wd->eng[0], 1000);
+	a = enqueue(wd, 0, 1, ZKL_EXCLUSIVE, 0);
+	settle(wd);
+	release(wd, a);
+	settle(wd);
+	zkl_info(wd->dws[a].w, &info, &path);
+	if (!path) {
+		sim_failf(wd, "script: w%d's entry does not linger", a);
+		return;
+	}
+	sn_trace(&wd->net, "  another client asks %s to let go", path);
+	szk_set(&wd->net.zk, path, ZKL_REVOKE_DATA, (int)strlen(ZKL_REVOKE_DATA), -1);
+	b = enqueue(wd, 0, 1, ZKL_EXCLUSIVE, 0);	/* reuses it: new data */
+	expect(wd, granted(wd, b), "w%d granted on the lingering entry", b);
+	settle(wd);
+	zkl_info(wd->dws[b].w, &info, NULL);
+	n = szk_find(&wd->net.zk, path);
+	expect(wd, info.revoking, "w%d told it is asked to let go", b);
+	expect(wd, n && n->len == (int)strlen(ZKL_REVOKE_DATA) &&
+	       memcmp(n->data, ZKL_REVOKE_DATA, (size_t)n->len) == 0,
+	       "the request is still in the entry's data");
+	free(path);
+}
+
+/*
  * A cohort hand-off whose delete meets a connection loss: applied unseen
  * (@applied) or not applied at all.  Either way the waiter granted holds
  * the lowest entry, or the released one keeps everyone else out, and the
@@ -415,6 +452,7 @@ static const struct scenario {
 	{ "racing-pokes-wake-two", racing_pokes_wake_two },
 	{ "no-grant-while-silent", no_grant_while_silent },
 	{ "linger-keeps-its-kind", linger_keeps_its_kind },
+	{ "reuse-keeps-a-revocation", reuse_keeps_a_revocation },
 	{ "cohort-delete-lost-applied", cohort_delete_lost_applied },
 	{ "cohort-delete-lost-unsent", cohort_delete_lost_unsent },
 };
