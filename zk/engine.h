@@ -101,7 +101,8 @@ struct zkl_engine {
 	unsigned linger_ms;	/* -o linger=MS: zkl_engine_set_linger() */
 	bool silent;		/* heard nothing for the session timeout, and
 				   neither connected nor expired since: no
-				   grant (zke_grant_locked()) */
+				   grant (zke_grant_locked()); read through
+				   zke_silent_locked() */
 };
 
 struct zkl_waiter {
@@ -201,6 +202,18 @@ static inline bool zke_holds_lowest(const struct zkl_waiter *w)
 static inline bool zke_rule_current(const struct zkl_waiter *w)
 {
 	return w->q && w->q->lknown && w->q->limit == w->limit;
+}
+
+/*
+ * zke_silent_locked() - may the server have expired @e's session?  The
+ * silent event says so once the supervisor looks; the transport's clock
+ * says so at once (a host resumed from suspend past the session timeout
+ * runs on before that look).  Every grant asks, and every grant made
+ * without a round trip (a cohort hand-off, a linger) relies on it.
+ */
+static inline bool zke_silent_locked(struct zkl_engine *e)
+{
+	return e->silent || e->t.ops->quiet(e->t.ctx);
 }
 
 /* The transport's operations, for a waiter's calls. */

@@ -117,7 +117,7 @@ bool zke_linger_locked(struct zkl_waiter *w)
 							       : e->linger_ms;
 
 	ZKL_ASSERT_HELD(&w->e->lock);
-	if (!ms || e->silent || e->shutdown || w->state != W_HELD ||
+	if (!ms || zke_silent_locked(e) || e->shutdown || w->state != W_HELD ||
 	    w->ans != ANS_GRANTED || w->entry != ENTRY_LIVE || w->stall != S_NONE ||
 	    w->revoked || w->contended || w->limit || zke_stale_locked(w) ||
 	    !w->q || w->q->head != w || w->q->tail != w)
@@ -156,7 +156,7 @@ struct zkl_waiter *zke_reuse_locked(struct zkl_engine *e, const char *dir,
 
 	if (!x)
 		return NULL;
-	if (strcmp(x->prefix, prefix) == 0 && !e->silent &&
+	if (strcmp(x->prefix, prefix) == 0 && !zke_silent_locked(e) &&
 	    now_ms(e) < x->linger_until && !zke_stale_locked(x))
 		return x;
 	zke_unlinger_locked(x, false);

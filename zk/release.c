@@ -134,7 +134,7 @@ static void handoff_done(int rc, const void *data)
 static bool cohort_locked(struct zkl_waiter *l, struct zkl_waiter *x)
 {
 	ZKL_ASSERT_HELD(&l->e->lock);
-	return l->released && zke_holds_lowest(l) && !l->e->silent &&
+	return l->released && zke_holds_lowest(l) && !zke_silent_locked(l->e) &&
 	       !zke_stale_locked(l) && !zke_answered(x) && x->entry == ENTRY_LIVE &&
 	       !x->limit && zke_rule_current(x) && !zke_stale_locked(x);
 }
@@ -197,8 +197,8 @@ void zke_delete_locked(struct zkl_waiter *w)
 		zoo_check_op_init(&h->ops[i + 1], h->x[i]->path, -1);
 	rc = T(w)->multi(w->e->t.ctx, h->n + 1, h->ops, h->res, handoff_done, h);
 	if (rc != ZOK) {
-		/* not sent: the entry stays, so those granted still hold; the
-		 * session's return redoes the delete, checks and all */
+		/* not sent: the session's return redoes the delete, checks and
+		 * all (the waiters not granted by it list then) */
 		zke_set_entry_locked(w, ENTRY_LIVE);
 		zke_stall_locked(w, S_DELETE);
 	} else {
@@ -206,9 +206,17 @@ void zke_delete_locked(struct zkl_waiter *w)
 		for (int i = 0; i < h->n; i++)
 			h->x[i]->refs++;
 	}
-	/* cohort: granted now, behind a delete that checks their entries */
+	/*
+	 * cohort: granted now, behind a delete that checks their entries; not
+	 * when the delete could not be sent (ZINVALIDSTATE: the handle knows
+	 * its session expired, and the entry it would have kept others out
+	 * with is gone): they wait, and start over with the session
+	 */
 	for (int i = 0; i < h->n; i++)
-		if (h->x[i]->cohort && !zke_answered(h->x[i]) && zke_grant_locked(h->x[i], true))
+		if (h->x[i]->cohort && rc != ZOK && !zke_answered(h->x[i]))
+			h->x[i]->cohort = false;	/* not granted: not checked */
+		else if (h->x[i]->cohort && !zke_answered(h->x[i]) &&
+			 zke_grant_locked(h->x[i], true))
 			zkl_metrics_local_grant(ZKL_LOCAL_COHORT);
 	if (rc != ZOK)
 		free(h);

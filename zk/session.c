@@ -19,11 +19,19 @@
 #include "zk/creds.h"
 #include "zk/log.h"
 
-static uint64_t mono_ms(void)
+/*
+ * The clock of silence, ticks and lingers: CLOCK_BOOTTIME runs through a
+ * suspend, as the server's clock does (CLOCK_MONOTONIC stops, and a host
+ * resumed past the session timeout would think it heard the server a
+ * moment ago).  The condition variable still waits on CLOCK_MONOTONIC (the
+ * only other clock it takes); a wait that a suspend makes late is covered
+ * by zks_quiet(), which reads this clock when asked.
+ */
+static uint64_t boot_ms(void)
 {
 	struct timespec ts;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
+	clock_gettime(CLOCK_BOOTTIME, &ts);
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
@@ -71,7 +79,7 @@ static void zks_watcher(zhandle_t *zh, int type, int state, const char *path,
 					t, s->timeout_ms);
 			s->negotiated_ms = t;
 		}
-		s->last_heard_ms = mono_ms();
+		s->last_heard_ms = boot_ms();
 		if (s->was_disconnected)
 			s->reconnected = true;
 		s->was_disconnected = false;
@@ -118,7 +126,7 @@ static void send_ping(struct zks *s)
 	if (!p)
 		return;
 	p->s = s;
-	p->sent = mono_ms();
+	p->sent = boot_ms();
 	if (zks_aexists(s, "/", ping_done, p) != ZOK)
 		free(p);
 }
@@ -218,7 +226,7 @@ static void zks_renew(struct zks *s)
 	pthread_mutex_lock(&s->lock);
 	s->dead = NULL;		/* no event of it comes any more */
 	if (s->state == ZOO_CONNECTED_STATE)
-		s->last_heard_ms = mono_ms();	/* no ping went out while we closed */
+		s->last_heard_ms = boot_ms();	/* no ping went out while we closed */
 	pthread_mutex_unlock(&s->lock);
 }
 
@@ -276,7 +284,31 @@ int zks_timeout_ms(struct zks *s)
 
 uint64_t zks_now_ms(void)
 {
-	return mono_ms();
+	return boot_ms();
+}
+
+/* The margin silence is declared by, before the server could expire us. */
+static int margin_ms(const struct zks *s)
+{
+	int period = s->timeout_ms / 10;
+
+	return period < 20 ? 20 : period > 1000 ? 1000 : period;
+}
+
+/* Has nothing been heard for the session timeout less the margin? s->lock held. */
+static bool quiet_locked(const struct zks *s)
+{
+	return boot_ms() - s->last_heard_ms >= (uint64_t)(s->negotiated_ms - margin_ms(s));
+}
+
+bool zks_quiet(struct zks *s)
+{
+	bool q;
+
+	pthread_mutex_lock(&s->lock);
+	q = s->silent || s->expired || quiet_locked(s);
+	pthread_mutex_unlock(&s->lock);
+	return q;
 }
 
 void zks_tick_by(struct zks *s, uint64_t at_ms)
@@ -292,43 +324,45 @@ void zks_tick_by(struct zks *s, uint64_t at_ms)
 static void *zks_supervise(void *arg)
 {
 	struct zks *s = arg;
-	int period = s->timeout_ms / 10;
+	int period = margin_ms(s);
 
-	if (period < 20)
-		period = 20;
-	if (period > 1000)
-		period = 1000;
 	pthread_mutex_lock(&s->lock);
 	while (!s->stop) {
 		struct timespec deadline;
 		bool ping, silent = false, renew = false, reconnected = false;
 		int timeout;
 
-		uint64_t now = mono_ms();
+		uint64_t now = boot_ms();
+		/* when silence is due: the server may expire us a margin later */
+		uint64_t silent_at = s->last_heard_ms + (uint64_t)(s->negotiated_ms - period);
 		int wait = period;
 
-		/* a tick asked for sooner (zks_tick_by()) comes then */
+		/* a tick asked for sooner (zks_tick_by()) comes then, and the
+		 * silence at its time, not up to a period late */
 		if (s->tick_at && s->tick_at <= now)
 			wait = 0;
 		else if (s->tick_at && s->tick_at - now < (uint64_t)period)
 			wait = (int)(s->tick_at - now);
+		if (!s->silent && silent_at <= now)
+			wait = 0;
+		else if (!s->silent && silent_at - now < (uint64_t)wait)
+			wait = (int)(silent_at - now);
 		deadline_in(&deadline, wait);
 		if (wait)
 			pthread_cond_timedwait(&s->cond, &s->lock, &deadline);
 		if (s->stop)
 			break;
-		if (s->tick_at && s->tick_at <= mono_ms())
+		if (s->tick_at && s->tick_at <= boot_ms())
 			s->tick_at = 0;
 		ping = s->state == ZOO_CONNECTED_STATE;
 		/*
 		 * The server expires us a session timeout (its own: it clamps
-		 * ours) after it last heard us, at the earliest.  We look once
-		 * a period: a period early, so as never to be late.
+		 * ours) after it last heard us, at the earliest.  We declare
+		 * silence a margin (a period) before that: the wait above ends
+		 * then, so the margin is a period less this loop's own delay.
 		 */
-		if (!s->silent && mono_ms() - s->last_heard_ms >=
-				  (uint64_t)(s->negotiated_ms - period)) {
+		if (!s->silent && quiet_locked(s))
 			s->silent = silent = true;
-		}
 		timeout = s->negotiated_ms;
 		renew = s->expired;
 		reconnected = s->reconnected;
@@ -365,7 +399,7 @@ int zks_start(struct zks *s, const struct zks_events *ev)
 
 	s->ev = *ev;
 	pthread_mutex_lock(&s->lock);
-	s->last_heard_ms = mono_ms();
+	s->last_heard_ms = boot_ms();
 	pthread_mutex_unlock(&s->lock);
 	err = pthread_create(&s->supervisor, NULL, zks_supervise, s);
 	if (err)

@@ -6,9 +6,10 @@
  * starts the supervisor, a thread of ours that:
  *   - pings every timeout/10 and tracks when ZooKeeper was last heard,
  *     and calls ev->tick() after each ping (work that may wait that long);
- *   - calls ev->silent() once when nothing was heard for the whole session
- *     timeout (the server may have expired us: held locks must be presumed
- *     lost, Curator's LOST);
+ *   - calls ev->silent() once nothing was heard for the session timeout
+ *     less a margin (a tenth of it, 20 ms to 1 s: zks_quiet()), at that
+ *     time: the server may expire us a margin later, so held locks must be
+ *     presumed lost from then on (Curator's LOST);
  *   - calls ev->connected() after a reconnection within the same session
  *     (requests that failed with a connection loss can be redone);
  *   - on expiry closes the dead handle, opens a new session, and calls
@@ -58,7 +59,7 @@ struct zks {
 	bool silent;			/* ev->silent() called for this silence */
 	bool stop;
 	uint64_t tick_at;		/* lock: zks_tick_by()'s earliest, 0: none */
-	uint64_t last_heard_ms;		/* CLOCK_MONOTONIC: the server had
+	uint64_t last_heard_ms;		/* zks_now_ms(): the server had
 					   heard us by then (a ping's send) */
 	int timeout_ms;			/* asked for */
 	int negotiated_ms;		/* the server's (it clamps what we ask) */
@@ -121,8 +122,20 @@ int zks_later(struct zks *s, void (*fn)(void *arg, bool go), void *arg);
  * Any thread, never blocks.
  */
 void zks_tick_by(struct zks *s, uint64_t at_ms);
-/* zks_now_ms() - the monotonic clock of zks_tick_by(), in milliseconds. */
+/* zks_now_ms() - the clock of zks_tick_by() and of silence, in
+ * milliseconds: CLOCK_BOOTTIME, which runs through a suspend. */
 uint64_t zks_now_ms(void);
+
+/*
+ * zks_quiet() - may the server have expired the session by now?  True once
+ * nothing was heard for the session timeout less the margin (a tenth of
+ * the timeout, 20 ms to 1 s) on zks_now_ms()'s clock, once silence was
+ * declared, or once the handle knows it expired; until the server is
+ * heard again.  Asked when it matters (a grant made without a round trip),
+ * so a resume from suspend is seen at once, not at the supervisor's next
+ * look.  Any thread; takes s->lock.
+ */
+bool zks_quiet(struct zks *s);
 
 /* zks_timeout_ms() - the session timeout the server gave (else asked for). */
 int zks_timeout_ms(struct zks *s);

@@ -77,6 +77,11 @@ static uint64_t t_now_ms(void *ctx)
 	return zks_now_ms();
 }
 
+static bool t_quiet(void *ctx)
+{
+	return zks_quiet(ctx);
+}
+
 static void t_tick_by(void *ctx, uint64_t at_ms)
 {
 	zks_tick_by(ctx, at_ms);
@@ -105,6 +110,7 @@ static const struct zkl_transport_ops session_ops = {
 	.wchildren = t_wchildren,
 	.unwatch_children = t_unwatch_children,
 	.now_ms = t_now_ms,
+	.quiet = t_quiet,
 	.tick_by = t_tick_by,
 	.generation = t_generation,
 	.session_of = t_session_of,

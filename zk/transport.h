@@ -30,6 +30,7 @@
 #ifndef ZK_TRANSPORT_H
 #define ZK_TRANSPORT_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <zookeeper/zookeeper.h>
 
@@ -69,9 +70,14 @@ struct zkl_transport_ops {
 	/* unwatch() for the child watches */
 	int (*unwatch_children)(void *ctx, const char *path, watcher_fn watcher,
 				void *wctx, void_completion_t done, const void *arg);
-	/* a monotonic clock in milliseconds, and a tick (zkl_engine_events())
-	 * asked for no later than @at_ms on it */
+	/* a clock in milliseconds that runs through a suspend, and a tick
+	 * (zkl_engine_events()) asked for no later than @at_ms on it */
 	uint64_t (*now_ms)(void *ctx);
+	/* may the server have expired the session by now (nothing heard for
+	 * the session timeout less the margin, on now_ms()'s clock, or the
+	 * handle knows it expired)?  Read when asked, so it is true at once
+	 * after a resume from suspend, before the silent event comes */
+	bool (*quiet)(void *ctx);
 	void (*tick_by)(void *ctx, uint64_t at_ms);
 	/* how many times the session expired and was replaced */
 	uint64_t (*generation)(void *ctx);

@@ -359,7 +359,7 @@ bool zke_grant_locked(struct zkl_waiter *w, bool advance)
 	ZKL_ASSERT_HELD(&w->e->lock);
 	if (zke_answered(w))
 		return false;		/* cancelled meanwhile */
-	if (w->e->silent) {
+	if (zke_silent_locked(w->e)) {
 		zke_set_state_locked(w, W_CHECKING);
 		zke_stall_locked(w, S_CHECK);
 		return false;

@@ -399,7 +399,8 @@ static void check_beliefs(struct world *wd)
 		for (int i = 0; i < wd->ndw; i++) {
 			struct dw *d = &wd->dws[i];
 
-			if (d->dir == k && !d->unlinked && believes(d) && seq_of(d->path, &h[n].seq))
+			if (d->dir == k && !d->unlinked && !d->asleep && believes(d) &&
+			    seq_of(d->path, &h[n].seq))
 				h[n++].id = i;
 		}
 		if (!holders_ok(wd, k, h, n, "belief"))
@@ -438,7 +439,8 @@ void sim_check_step(struct world *wd)
 					free(h);
 					return;
 				}
-			if (believes(&wd->dws[id]) && seq_of(z->nodes[i].path, &h[n].seq))
+			if (believes(&wd->dws[id]) && !wd->dws[id].asleep &&
+			    seq_of(z->nodes[i].path, &h[n].seq))
 				h[n++].id = id;
 		}
 		holders_ok(wd, k, h, n, "exclusion");

@@ -208,7 +208,7 @@ static bool step(struct world *wd)
 		return false;
 	k = (int)sim_rng_below(&wd->rng, (uint32_t)total);
 	wd->step++;
-	wd->net.now = (uint64_t)wd->step + wd->clock_skip;
+	wd->net.now = (uint64_t)wd->step + wd->net.skip;
 	wd->steps_total++;
 	if (wd->verbose)
 		printf("step %ld:\n", wd->step);
@@ -258,8 +258,7 @@ void sim_end_phase(struct world *wd)
 				act_release_dw(wd, &wd->dws[i]);
 		foreign_leaves(wd);
 		drain(wd);
-		wd->clock_skip += 1000000;	/* every linger runs out */
-		wd->net.now += 1000000;
+		sn_clock_jump(&wd->net, 1000000, -1);	/* every linger runs out */
 		for (int i = 0; i < SIM_MOUNTS && !wd->fail[0]; i++) {
 			sn_trace(&wd->net, "  m%d tick (end)", i);
 			sn_ev_tick(&wd->net.mounts[i]);

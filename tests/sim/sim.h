@@ -32,6 +32,9 @@ struct dw {
 	int ndone;		/* done calls seen: must end at exactly 1 */
 	int result;
 	bool lost, released, cancelled;
+	bool asleep;		/* it held on a host that slept past the
+				   session timeout: beyond any client's
+				   reach, only the fencing token protects */
 	bool unlinked;		/* its entry was deleted by another client
 				   (or was, when a linger granted it) */
 	char path[64];		/* its entry, once granted */
@@ -77,8 +80,7 @@ struct world {
 	int fault_rate;			/* per 1000 steps, of each fault kind */
 	bool ending;			/* the end phase: no faults */
 	long step;
-	uint64_t clock_skip;		/* added to the step for the clock (the
-					   end phase lets every linger run out) */
+
 	bool lingers;			/* its mounts linger (zk/linger.c) */
 	int last_released;		/* the dw released last, + 1 (0: none) */
 	char (*gone)[64];		/* entries other clients deleted */

@@ -327,6 +327,22 @@ static uint64_t t_now_ms(void *ctx)
 	return (uint64_t)((struct sn_mount *)ctx)->net->now;
 }
 
+/*
+ * May the server have expired the session?  A mount hears the server when
+ * it reads from the wire or connects (last_heard); the session timeout is
+ * SN_QUIET_MS of the clock, far beyond a seed's steps, so only a jump of
+ * the clock (sn_suspend()) makes a mount quiet by time.  Also once it was
+ * told it is silent, until it connects again, and once its handle knows
+ * the session expired, as zks_quiet() says.
+ */
+static bool t_quiet(void *ctx)
+{
+	struct sn_mount *m = ctx;
+
+	return m->silent_done || m->cur->state == SN_EXPIRED ||
+	       m->net->now - m->last_heard >= SN_QUIET_MS;
+}
+
 static void t_tick_by(void *ctx, uint64_t at_ms)
 {
 	(void)ctx, (void)at_ms;
@@ -349,7 +365,7 @@ static const struct zkl_transport_ops sn_ops = {
 	.children = t_children, .get = t_get, .wget = t_wget,
 	.exists = t_exists, .unwatch = t_unwatch, .set = t_set,
 	.wchildren = t_wchildren, .unwatch_children = t_unwatch_children,
-	.now_ms = t_now_ms, .tick_by = t_tick_by,
+	.now_ms = t_now_ms, .quiet = t_quiet, .tick_by = t_tick_by,
 	.generation = t_generation, .session_of = t_session_of,
 };
 
@@ -485,6 +501,8 @@ bool sn_read(struct sn_handle *h)
 
 	if (!it)
 		return false;
+	if (h == h->m->cur)
+		h->m->last_heard = h->m->net->now;
 	if (it->kind == IT_WATCH) {
 		collect(h, it, it->path, true);
 	} else if ((it->req->op == OP_WGET || it->req->op == OP_WCHILDREN) && it->rc == ZOK) {

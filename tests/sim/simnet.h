@@ -90,7 +90,12 @@ struct sn_mount {
 	bool connected_due, expired_due;	/* supervisor events owed */
 	struct zks_events ev;		/* the engine's */
 	unsigned silents, expiries;	/* events delivered so far */
+	uint64_t last_heard;		/* net->now when it last read the
+					   server, or connected */
 };
+
+/* The session timeout less the margin, on the clock (t_quiet()). */
+#define SN_QUIET_MS	(1ULL << 30)
 
 /* Called before a watch event's watcher runs (for the herd count). */
 typedef void (*sn_watch_hook)(void *ctx, struct sn_mount *m, int type,
@@ -110,7 +115,8 @@ struct simnet {
 	struct sn_mount *mounts;
 	int nmounts;
 	uint64_t next_req;
-	uint64_t now;			/* the clock of now_ms(): the step */
+	uint64_t now;			/* the clock of now_ms(): the step + skip */
+	uint64_t skip;			/* the clock's jumps: sn_clock_jump() */
 	bool verbose;
 	sn_watch_hook hook;
 	sn_list_hook listed;
@@ -145,6 +151,16 @@ bool sn_ev_expired(struct sn_mount *m);
 bool sn_ev_connected(struct sn_mount *m);
 bool sn_ev_silent(struct sn_mount *m);
 bool sn_ev_tick(struct sn_mount *m);
+
+/*
+ * sn_clock_jump() - the clock moves @dt on at once.  Mounts other than
+ * @suspended (-1: none) that are connected kept hearing the server
+ * meanwhile.  sn_suspend() - the host of @m sleeps @dt (past the session
+ * timeout): the server expires its session and closes its connection, and
+ * its supervisor ran none of that time, so no silent event came.
+ */
+void sn_clock_jump(struct simnet *net, uint64_t dt, int suspended);
+bool sn_suspend(struct sn_mount *m, uint64_t dt);
 
 /* sn_busy() - does @m have anything queued or owed? */
 bool sn_busy(const struct sn_mount *m);

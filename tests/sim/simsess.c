@@ -111,6 +111,7 @@ bool sn_reconnect(struct sn_mount *m)
 	sn_trace(m->net, "        m%d: connected (session 0x%llx)", m->id,
 		 (unsigned long long)h->sid);
 	h->state = SN_CONNECTED;
+	m->last_heard = m->net->now;
 	h->connected_once = true;
 	sni_session_event(h, ZOO_CONNECTED_STATE);
 	for (int i = 0; i < h->nmissed; i++) {	/* SetWatches */
@@ -242,6 +243,29 @@ bool sn_ev_tick(struct sn_mount *m)
 	sn_trace(m->net, "        m%d: engine hears: tick", m->id);
 	m->ev.tick(m->ev.arg);
 	return true;
+}
+
+void sn_clock_jump(struct simnet *net, uint64_t dt, int suspended)
+{
+	net->skip += dt;
+	net->now += dt;
+	for (int i = 0; i < net->nmounts; i++)
+		if (i != suspended && net->mounts[i].cur->state == SN_CONNECTED)
+			net->mounts[i].last_heard = net->now;
+}
+
+bool sn_suspend(struct sn_mount *m, uint64_t dt)
+{
+	struct sn_handle *h = m->cur;
+
+	if (h->state != SN_CONNECTED)
+		return false;
+	sn_trace(m->net, "        m%d: the host sleeps %llu ms", m->id, (unsigned long long)dt);
+	sn_clock_jump(m->net, dt, m->id);
+	sn_trace(m->net, "        server expires session 0x%llx of m%d",
+		 (unsigned long long)h->sid, m->id);
+	szk_session_expire(&m->net->zk, h->sid);
+	return sn_drop_n(m, 0, 0);
 }
 
 bool sn_busy(const struct sn_mount *m)
