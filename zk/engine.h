@@ -150,6 +150,12 @@ struct zkl_waiter {
 					   a poke raises it (zk/sem.c) */
 	uint8_t dtries;			/* the reuse's data sets met a newer
 					   version (zk/linger.c) */
+	bool lmark;			/* its data says it may only linger
+					   (ZKL_LINGER_MARK: zk/linger.c) */
+	bool tried;			/* O_NONBLOCK: it waits, once and for
+					   at most ZKL_TRY_WAIT_MS, behind an
+					   entry that may only linger */
+	uint64_t try_until;		/* then (t.ops->now_ms()) */
 	int result;			/* what done is told */
 	enum zkl_kind kind;
 	int32_t seq;
@@ -215,6 +221,22 @@ static inline bool zke_silent_locked(struct zkl_engine *e)
 {
 	return e->silent || e->t.ops->quiet(e->t.ctx);
 }
+
+/*
+ * An entry that lingers (zk/linger.c) says so in its data, a line before
+ * the nonce, from the first time it lingers until its lock is contended
+ * while it is held again: another mount's try-lock that finds it the only
+ * entry ahead waits, up to ZKL_TRY_WAIT_MS, for the lingering mount to give
+ * it back (its child watch sees the try's entry join) or to take the line
+ * out (held: then the try is refused at once).  Anyone who can write the
+ * entry can plant the line: it delays a try by at most that bound, and
+ * grants nothing.
+ */
+#define ZKL_LINGER_MARK "lingers=yes\n"
+#define ZKL_TRY_WAIT_MS 1000
+
+/* zke_marked() - does the entry data @value (@len bytes) carry the mark? */
+bool zke_marked(const char *value, int len);
 
 /* The transport's operations, for a waiter's calls. */
 #define T(w) ((w)->e->t.ops)
@@ -320,6 +342,7 @@ struct zkl_waiter *zke_cached_locked(struct zkl_engine *e, const char *dir);
 void zke_regrant_locked(struct zkl_waiter *w, int flags, const char *data, int len,
 			uint32_t owner, zkl_done_fn done, void *arg);
 void zke_unlinger_locked(struct zkl_waiter *w, bool gone);
+void zke_unmark_locked(struct zkl_waiter *w);
 void zke_linger_tick_locked(struct zkl_waiter *w);
 
 /* zk/lock.c: the API */

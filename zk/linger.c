@@ -44,126 +44,43 @@ static uint64_t now_ms(struct zkl_engine *e)
 	return e->t.ops->now_ms(e->t.ctx);
 }
 
-/* The child watch fired: someone joined or left the lock. */
-static void dir_watcher(zhandle_t *zh, int type, int state, const char *path,
-			void *ctx)
-{
-	struct zkl_waiter *w = zke_watcher_enter(type, state, ctx);
-	struct zkl_engine *e;
-
-	(void)zh;
-	(void)path;
-	if (!w)
-		return;			/* the watch stays armed */
-	e = w->e;
-	if (w->dwatch == OWN_ARMED)
-		zke_set_dwatch_locked(w, OWN_OFF);
-	if (type != ZOO_SESSION_EVENT) {
-		w->contended = true;
-		zke_unlinger_locked(w, false);
-	}
-	zke_put_locked(w);
-	zke_unlock_fire(e);
-}
-
-/* The listing that set the child watch: is anyone else in the lock? */
-static void dir_listed(int rc, const struct String_vector *sv,
-		       const struct Stat *dir, const void *data)
-{
-	struct zkl_waiter *w = (struct zkl_waiter *)data;
-	struct zkl_engine *e = w->e;
-	bool others = rc != ZOK;
-
-	(void)dir;
-	zkl_mutex_lock(&e->lock);
-	if (w->dwatch == OWN_SETTING)
-		zke_set_dwatch_locked(w, rc == ZOK ? OWN_ARMED : OWN_OFF);
-	if (rc != ZOK)
-		w->refs--;		/* no watch was left */
-	for (int i = 0; rc == ZOK && w->path && i < sv->count; i++)
-		others |= strcmp(sv->data[i], zkn_base(w->path)) != 0;
-	if (others) {
-		if (rc == ZOK)
-			w->contended = true;	/* only set */
-		zke_unlinger_locked(w, false);
-	}
-	zke_put_locked(w);
-	zke_unlock_fire(e);
-}
-
-static void dir_watch_locked(struct zkl_waiter *w)
-{
-	ZKL_ASSERT_HELD(&w->e->lock);
-	if (w->dwatch != OWN_OFF)
-		return;
-	w->refs += 2;			/* the completion and the watch */
-	zke_set_dwatch_locked(w, OWN_SETTING);
-	if (T(w)->wchildren(w->e->t.ctx, w->dir, dir_watcher, w, dir_listed, w) != ZOK) {
-		w->refs -= 2;
-		zke_set_dwatch_locked(w, OWN_OFF);
-		zke_unlinger_locked(w, false);
-	}
-}
-
-/*
- * zkl_release() of @w: keep its entry instead of deleting it?  Only an
- * entry that holds the lock, alone of ours in it, on a session neither
- * silent nor replaced, in a lock no one else asked for while it held.
- */
-bool zke_linger_locked(struct zkl_waiter *w)
-{
-	struct zkl_engine *e = w->e;
-	unsigned ms = w->q && w->q->lknown && w->q->linger >= 0 ? (unsigned)w->q->linger
-							       : e->linger_ms;
-
-	ZKL_ASSERT_HELD(&w->e->lock);
-	if (!ms || zke_silent_locked(e) || e->shutdown || w->state != W_HELD ||
-	    w->ans != ANS_GRANTED || w->entry != ENTRY_LIVE || w->stall != S_NONE ||
-	    w->revoked || w->contended || w->limit || zke_stale_locked(w) ||
-	    !w->q || w->q->head != w || w->q->tail != w)
-		return false;
-	zke_set_state_locked(w, W_CACHED);
-	zkl_metrics_lingering(1);
-	w->refs++;			/* the linger's: zke_unlinger_locked() */
-	w->linger_until = now_ms(e) + ms;
-	T(w)->tick_by(e->t.ctx, w->linger_until);
-	zke_own_watch_locked(w);	/* its delete by anyone ends it */
-	dir_watch_locked(w);
-	return w->state == W_CACHED;
-}
-
-/* The lingering entry of the lock @dir (one at most: zke_linger_locked()), or NULL. */
-struct zkl_waiter *zke_cached_locked(struct zkl_engine *e, const char *dir)
-{
-	struct zkl_queue *q = zke_queue_find_dir_locked(e, dir);
-	struct zkl_waiter *x;
-
-	ZKL_ASSERT_HELD(&e->lock);
-	for (x = q ? q->head : NULL; x && x->state != W_CACHED; x = x->qnext)
-		;
-	return x;
-}
-
-/*
- * The lingering entry of @dir that an enqueue of @prefix may have, or NULL.
- * One of another name, or out of time, is let go now: its delete goes
- * before that enqueue's create.
- */
-struct zkl_waiter *zke_reuse_locked(struct zkl_engine *e, const char *dir,
-				    const char *prefix)
-{
-	struct zkl_waiter *x = zke_cached_locked(e, dir);
-
-	if (!x)
-		return NULL;
-	if (strcmp(x->prefix, prefix) == 0 && !zke_silent_locked(e) &&
-	    now_ms(e) < x->linger_until && !zke_stale_locked(x))
-		return x;
-	zke_unlinger_locked(x, false);
-	return NULL;
-}
+/* the entry's data ------------------------------------------------------ */
 
 #define DATA_TRIES 3		/* sets of a reuse's data met a newer version */
+
+/*
+ * Make @w's data @data (@len bytes, the caller's part), then the mark if
+ * @mark, then its nonce line.  Return: whether it changed (false also when
+ * out of memory: the old data stays, and who holds is stale).
+ */
+static bool compose_locked(struct zkl_waiter *w, const char *data, int len, bool mark)
+{
+	int nlen = (int)strlen(w->nonce), mlen = mark ? (int)strlen(ZKL_LINGER_MARK) : 0;
+	char *copy;
+
+	ZKL_ASSERT_HELD(&w->e->lock);
+	if (len + mlen + nlen == w->len && memcmp(data, w->data, (size_t)len) == 0 &&
+	    memcmp(w->data + len, ZKL_LINGER_MARK, (size_t)mlen) == 0 &&
+	    memcmp(w->data + len + mlen, w->nonce, (size_t)nlen) == 0)
+		return false;
+	copy = malloc((size_t)(len + mlen + nlen) + 1);
+	if (!copy)
+		return false;
+	memcpy(copy, data, (size_t)len);
+	memcpy(copy + len, ZKL_LINGER_MARK, (size_t)mlen);
+	strcpy(copy + len + mlen, w->nonce);
+	free(w->data);
+	w->data = copy;
+	w->len = len + mlen + nlen;
+	w->lmark = mark;
+	return true;
+}
+
+/* The caller's part of @w's data: what comes before the mark and the nonce. */
+static int caller_len(const struct zkl_waiter *w)
+{
+	return w->len - (int)strlen(w->nonce) - (w->lmark ? (int)strlen(ZKL_LINGER_MARK) : 0);
+}
 
 static void send_data_locked(struct zkl_waiter *w, int32_t version);
 
@@ -219,6 +136,151 @@ static void send_data_locked(struct zkl_waiter *w, int32_t version)
 }
 
 /*
+ * Someone else joined @w's lock while it is held again after a linger:
+ * take the mark out of its data, so that a try waiting on it is refused at
+ * once rather than at the end of ZKL_TRY_WAIT_MS.  (A lingering entry is
+ * deleted instead.)
+ */
+void zke_unmark_locked(struct zkl_waiter *w)
+{
+	ZKL_ASSERT_HELD(&w->e->lock);
+	if (!w->lmark || w->state != W_HELD || w->released || w->entry != ENTRY_LIVE)
+		return;
+	if (compose_locked(w, w->data, caller_len(w), false)) {
+		w->dtries = 0;
+		send_data_locked(w, w->dver);
+	}
+}
+
+/* the child watch and the linger ------------------------------------------- */
+
+/* The child watch fired: someone joined or left the lock. */
+static void dir_watcher(zhandle_t *zh, int type, int state, const char *path,
+			void *ctx)
+{
+	struct zkl_waiter *w = zke_watcher_enter(type, state, ctx);
+	struct zkl_engine *e;
+
+	(void)zh;
+	(void)path;
+	if (!w)
+		return;			/* the watch stays armed */
+	e = w->e;
+	if (w->dwatch == OWN_ARMED)
+		zke_set_dwatch_locked(w, OWN_OFF);
+	if (type != ZOO_SESSION_EVENT) {
+		w->contended = true;
+		zke_unmark_locked(w);
+		zke_unlinger_locked(w, false);
+	}
+	zke_put_locked(w);
+	zke_unlock_fire(e);
+}
+
+/* The listing that set the child watch: is anyone else in the lock? */
+static void dir_listed(int rc, const struct String_vector *sv,
+		       const struct Stat *dir, const void *data)
+{
+	struct zkl_waiter *w = (struct zkl_waiter *)data;
+	struct zkl_engine *e = w->e;
+	bool others = rc != ZOK;
+
+	(void)dir;
+	zkl_mutex_lock(&e->lock);
+	if (w->dwatch == OWN_SETTING)
+		zke_set_dwatch_locked(w, rc == ZOK ? OWN_ARMED : OWN_OFF);
+	if (rc != ZOK)
+		w->refs--;		/* no watch was left */
+	for (int i = 0; rc == ZOK && w->path && i < sv->count; i++)
+		others |= strcmp(sv->data[i], zkn_base(w->path)) != 0;
+	if (others) {
+		if (rc == ZOK)
+			w->contended = true;	/* only set */
+		zke_unmark_locked(w);
+		zke_unlinger_locked(w, false);
+	}
+	zke_put_locked(w);
+	zke_unlock_fire(e);
+}
+
+static void dir_watch_locked(struct zkl_waiter *w)
+{
+	ZKL_ASSERT_HELD(&w->e->lock);
+	if (w->dwatch != OWN_OFF)
+		return;
+	w->refs += 2;			/* the completion and the watch */
+	zke_set_dwatch_locked(w, OWN_SETTING);
+	if (T(w)->wchildren(w->e->t.ctx, w->dir, dir_watcher, w, dir_listed, w) != ZOK) {
+		w->refs -= 2;
+		zke_set_dwatch_locked(w, OWN_OFF);
+		zke_unlinger_locked(w, false);
+	}
+}
+
+/*
+ * zkl_release() of @w: keep its entry instead of deleting it?  Only an
+ * entry that holds the lock, alone of ours in it, on a session neither
+ * silent nor replaced, in a lock no one else asked for while it held.
+ */
+bool zke_linger_locked(struct zkl_waiter *w)
+{
+	struct zkl_engine *e = w->e;
+	unsigned ms = w->q && w->q->lknown && w->q->linger >= 0 ? (unsigned)w->q->linger
+							       : e->linger_ms;
+
+	ZKL_ASSERT_HELD(&w->e->lock);
+	if (!ms || zke_silent_locked(e) || e->shutdown || w->state != W_HELD ||
+	    w->ans != ANS_GRANTED || w->entry != ENTRY_LIVE || w->stall != S_NONE ||
+	    w->revoked || w->contended || w->limit || zke_stale_locked(w) ||
+	    !w->q || w->q->head != w || w->q->tail != w)
+		return false;
+	zke_set_state_locked(w, W_CACHED);
+	zkl_metrics_lingering(1);
+	w->refs++;			/* the linger's: zke_unlinger_locked() */
+	w->linger_until = now_ms(e) + ms;
+	T(w)->tick_by(e->t.ctx, w->linger_until);
+	/* the first time: say so in its data, before the own watch reads it */
+	if (!w->lmark && compose_locked(w, w->data, caller_len(w), true)) {
+		w->dtries = 0;
+		send_data_locked(w, w->dver);
+	}
+	zke_own_watch_locked(w);	/* its delete by anyone ends it */
+	dir_watch_locked(w);
+	return w->state == W_CACHED;
+}
+
+/* The lingering entry of the lock @dir (one at most: zke_linger_locked()), or NULL. */
+struct zkl_waiter *zke_cached_locked(struct zkl_engine *e, const char *dir)
+{
+	struct zkl_queue *q = zke_queue_find_dir_locked(e, dir);
+	struct zkl_waiter *x;
+
+	ZKL_ASSERT_HELD(&e->lock);
+	for (x = q ? q->head : NULL; x && x->state != W_CACHED; x = x->qnext)
+		;
+	return x;
+}
+
+/*
+ * The lingering entry of @dir that an enqueue of @prefix may have, or NULL.
+ * One of another name, or out of time, is let go now: its delete goes
+ * before that enqueue's create.
+ */
+struct zkl_waiter *zke_reuse_locked(struct zkl_engine *e, const char *dir,
+				    const char *prefix)
+{
+	struct zkl_waiter *x = zke_cached_locked(e, dir);
+
+	if (!x)
+		return NULL;
+	if (strcmp(x->prefix, prefix) == 0 && !zke_silent_locked(e) &&
+	    now_ms(e) < x->linger_until && !zke_stale_locked(x))
+		return x;
+	zke_unlinger_locked(x, false);
+	return NULL;
+}
+
+/*
  * Grant the lingering @w again, to a new caller (as zkl_enqueue()'s
  * arguments) whose entry data is @data (@len bytes, w's nonce line
  * follows): done runs at zke_unlock_fire().  The caller's reference is the
@@ -227,9 +289,6 @@ static void send_data_locked(struct zkl_waiter *w, int32_t version)
 void zke_regrant_locked(struct zkl_waiter *w, int flags, const char *data, int len,
 			uint32_t owner, zkl_done_fn done, void *arg)
 {
-	int nlen = (int)strlen(w->nonce);
-	char *copy;
-
 	ZKL_ASSERT_HELD(&w->e->lock);
 	w->done = done;
 	w->arg = arg;
@@ -246,17 +305,9 @@ void zke_regrant_locked(struct zkl_waiter *w, int flags, const char *data, int l
 	w->t_grant = w->t_enq;
 	zkl_metrics_granted(0);
 	zke_fire_locked(w);
-	/* w->data ends in the same nonce line: only what comes before differs */
-	if (len + nlen == w->len && memcmp(data, w->data, (size_t)len) == 0)
+	/* the mark stays while it is held: its child watch takes it out */
+	if (!compose_locked(w, data, len, w->lmark))
 		return;
-	copy = malloc((size_t)(len + nlen) + 1);
-	if (!copy)
-		return;		/* the old data stays: who holds is stale */
-	memcpy(copy, data, (size_t)len);
-	strcpy(copy + len, w->nonce);
-	free(w->data);
-	w->data = copy;
-	w->len = len + nlen;
 	w->dtries = 0;
 	send_data_locked(w, w->dver);
 }

@@ -56,6 +56,10 @@
  *               behind another client's entry          -> PARKED -> WATCHING it
  *               behind ours                            -> PARKED or LOCALWAIT
  *               not first, with O_NONBLOCK             -> DONE (EAGAIN), delete
+ *               ... behind one entry of another mount  -> PARKED -> WATCHING it,
+ *               alone (the first try only)                once; its data lacks
+ *                                                         "lingers=yes", or 1 s
+ *                                                         passes: DONE (EAGAIN)
  *               own entry gone                         -> DONE (EIO)
  *   PARKED,     the entry of ours before it answered   -> wait anew: LOCALWAIT,
  *   LOCALWAIT   or deleted                                WATCHING or CHECKING
@@ -241,11 +245,15 @@ static void on_expired(void *arg)
 	zke_unlock_fire(e);
 }
 
-/* The tick's pass over every waiter: redo a stalled step, end a linger. */
+/* The tick's pass over every waiter: redo a stalled step, end a linger, end
+ * a try that waited its time behind an entry that may only linger. */
 static void tick_step(struct zkl_waiter *w)
 {
 	resume_locked(w);
 	zke_linger_tick_locked(w);
+	if ((w->flags & ZKL_NONBLOCK) && w->tried && !zke_answered(w) &&
+	    T(w)->now_ms(w->e->t.ctx) >= w->try_until)
+		zke_fail_locked(w, -EAGAIN);
 }
 
 /*

@@ -269,7 +269,10 @@ void zke_wait_locked(struct zkl_waiter *w)
 	ZKL_ASSERT_HELD(&w->e->lock);
 	if (zke_answered(w) || w->e->shutdown)
 		return;
-	if (w->flags & ZKL_NONBLOCK) {
+	if ((w->flags & ZKL_NONBLOCK) && w->tried && w->ahead == AHEAD_THEIRS_LOWEST &&
+	    !(w->qprev && !zke_answered(w->qprev))) {
+		zke_watch_locked(w);	/* behind an entry that may only linger */
+	} else if (w->flags & ZKL_NONBLOCK) {
 		zke_check_locked(w);	/* it must know now */
 	} else if (w->qprev && !zke_answered(w->qprev)) {
 		zke_set_state_locked(w, W_PARKED);

@@ -241,8 +241,11 @@ static void pred_done(int rc, const char *value, int len,
 	struct zkl_waiter *w = (struct zkl_waiter *)data;
 	struct zkl_engine *e = w->e;
 
-	(void)value, (void)len, (void)stat;
+	(void)stat;
 	zkl_mutex_lock(&e->lock);
+	if (rc == ZOK && (w->flags & ZKL_NONBLOCK) && !zke_answered(w) &&
+	    w->state == W_WATCHING && !zke_marked(value, len))
+		zke_fail_locked(w, -EAGAIN);	/* held, not lingering: busy */
 	if (rc != ZOK) {
 		w->refs--;		/* no watch was left */
 		if (zke_answered(w) || w->state != W_WATCHING)
@@ -271,6 +274,17 @@ void zke_watch_locked(struct zkl_waiter *w)
 		return;
 	w->refs -= 2;
 	zke_trouble_locked(w, rc, S_CHECK, "cannot watch before");
+}
+
+bool zke_marked(const char *value, int len)
+{
+	size_t ml = strlen(ZKL_LINGER_MARK);
+
+	for (int i = 0; value && i + (int)ml <= len; i++)
+		if ((i == 0 || value[i - 1] == '\n') &&
+		    memcmp(value + i, ZKL_LINGER_MARK, ml) == 0)
+			return true;
+	return false;
 }
 
 /* listing ---------------------------------------------------------------- */
@@ -335,6 +349,14 @@ static void learn_locked(struct zkl_waiter *w, const struct String_vector *sv)
 	} else if (mine == ZKL_MISSING) {
 		zkl_log(LOG_WARNING, "%s was deleted while it waited", w->path);
 		zke_fail_locked(w, -EIO);
+	} else if (mine == ZKL_WAIT && (w->flags & ZKL_NONBLOCK) && !w->tried &&
+		   w->ahead == AHEAD_THEIRS_LOWEST && !w->limit) {
+		/* one entry of another mount ahead: if it only lingers, the
+		 * try waits for it to go (pred_done() reads it) */
+		w->tried = true;
+		w->try_until = T(w)->now_ms(w->e->t.ctx) + ZKL_TRY_WAIT_MS;
+		T(w)->tick_by(w->e->t.ctx, w->try_until);
+		zke_set_state_locked(w, W_PARKED);	/* zke_wait_locked() watches it */
 	} else if (mine == ZKL_WAIT && (w->flags & ZKL_NONBLOCK)) {
 		zke_fail_locked(w, -EAGAIN);
 	} else if (mine == ZKL_WAIT) {

@@ -6,6 +6,7 @@ linger at once; fencing tokens still grow with every grant."""
 import errno
 import os
 import subprocess
+import time
 
 import harness
 from harness import (GRANT_TIMEOUT, RDWR, entries, lock_state, lockdir,
@@ -78,6 +79,54 @@ def test_another_mount_ends_the_linger_at_once(mount):
     w.release()
     t.wait_granted()
     t.release()
+
+
+def try_open(d, name="lock"):
+    """An O_NONBLOCK open(O_CREAT) here; (fd or errno name, seconds)."""
+    t0 = time.monotonic()
+    try:
+        fd = os.open(os.path.join(d, name), os.O_CREAT | os.O_RDWR | os.O_NONBLOCK, 0o644)
+    except OSError as e:
+        return errno.errorcode[e.errno], time.monotonic() - t0
+    return fd, time.monotonic() - t0
+
+
+def test_a_try_behind_an_entry_that_only_lingers_is_granted(mount):
+    """Nobody holds, but another mount keeps its entry lingering: a try-lock
+    is granted, once that mount gives the entry back (SPEC: "within 1 s")."""
+    m1, m3 = mount(), mount(opts=LONG)
+    d3 = lockdir(m3)
+    d1 = seen_dir(m1)
+    cycle(d3)
+    cached = entries(d3)
+    assert lock_state(os.path.join(d3, cached[0])) == "cached"
+    fd, took = try_open(d1)
+    assert isinstance(fd, int), "the try was refused: %s" % fd
+    harness.record_figure("a try-lock behind an entry that only lingers on another "
+                          "mount: granted after %.3f s" % took)
+    assert lock_state(fd) == "held"
+    assert cached[0] not in entries(d1)
+    os.close(fd)
+
+
+def test_a_try_behind_a_lingering_entry_held_again_is_refused(mount):
+    """The lingering entry was taken again on its mount: the try is refused
+    (the mount takes the entry's "lingers" line out when the try joins)."""
+    m1, m3 = mount(), mount(opts=LONG)
+    d3 = lockdir(m3)
+    d1 = seen_dir(m1)
+    cycle(d3)
+    cached = entries(d3)
+    h = harness.Locker(os.path.join(d3, "lock"), RDWR)
+    h.wait_granted()
+    assert entries(d3) == cached
+    res, took = try_open(d1)
+    assert res == "EAGAIN", res
+    harness.record_figure("a try-lock behind a lingering entry held again on another "
+                          "mount: EAGAIN after %.3f s" % took)
+    assert entries(d1) == cached             # the try's entry is gone
+    assert lock_state(h) == "held"
+    h.release()
 
 
 def test_a_token_given_after_a_linger_is_larger(mount):

@@ -417,6 +417,78 @@ static void reuse_keeps_a_revocation(struct world *wd)
 	free(path);
 }
 
+/* A try (O_NONBLOCK) on mount @m in d1: its dw id. */
+static int try_lock(struct world *wd, int m)
+{
+	return enqueue(wd, m, 1, ZKL_EXCLUSIVE, ZKL_NONBLOCK);
+}
+
+static bool refused(const struct world *wd, int id)
+{
+	return wd->dws[id].ndone == 1 && wd->dws[id].result == -EAGAIN;
+}
+
+/* m0 lingers; @a held d1 and gave it back: its entry is kept. */
+static int linger_one(struct world *wd)
+{
+	int a;
+
+	wd->lingers = true;
+	zkl_engine_set_linger(wd->eng[0], 1000);
+	a = enqueue(wd, 0, 1, ZKL_EXCLUSIVE, 0);
+	settle(wd);
+	release(wd, a);
+	settle(wd);
+	expect(wd, zkl_cached(wd->eng[0], wd->dirs[1], wd->dws[a].path),
+	       "w%d's entry lingers", a);
+	return a;
+}
+
+/*
+ * Nobody holds, but m0 keeps its entry lingering: a try on m1 is not
+ * refused; m0 gives the entry back when the try's entry joins, and the
+ * try holds (no tick: within the round trips that takes).
+ */
+static void try_behind_a_linger(struct world *wd)
+{
+	int t;
+
+	linger_one(wd);
+	t = try_lock(wd, 1);
+	settle(wd);
+	expect(wd, granted(wd, t), "the try holds once m0 gave its lingering entry back");
+}
+
+/*
+ * The lingering entry was taken again by an open on m0: a try on m1 is
+ * refused at once (m0 takes the mark out when the try's entry joins), not
+ * at the end of the try's wait.
+ */
+static void try_behind_a_reused_linger(struct world *wd)
+{
+	int b, t;
+
+	linger_one(wd);
+	b = enqueue(wd, 0, 1, ZKL_EXCLUSIVE, 0);
+	expect(wd, granted(wd, b), "w%d holds the lingering entry again", b);
+	settle(wd);
+	t = try_lock(wd, 1);
+	settle(wd);
+	expect(wd, refused(wd, t), "the try is refused while w%d holds, without a tick", b);
+}
+
+/* A holder that never lingered: a try is refused at once. */
+static void try_behind_a_holder(struct world *wd)
+{
+	int h, t;
+
+	h = enqueue(wd, 0, 1, ZKL_EXCLUSIVE, 0);
+	settle(wd);
+	t = try_lock(wd, 1);
+	settle(wd);
+	expect(wd, granted(wd, h) && refused(wd, t), "the try is refused, without a tick");
+}
+
 /*
  * A cohort hand-off whose delete meets a connection loss: applied unseen
  * (@applied) or not applied at all.  Either way the waiter granted holds
@@ -516,6 +588,9 @@ static const struct scenario {
 	{ "no-grant-while-silent", no_grant_while_silent },
 	{ "linger-keeps-its-kind", linger_keeps_its_kind },
 	{ "reuse-keeps-a-revocation", reuse_keeps_a_revocation },
+	{ "try-behind-a-linger", try_behind_a_linger },
+	{ "try-behind-a-reused-linger", try_behind_a_reused_linger },
+	{ "try-behind-a-holder", try_behind_a_holder },
 	{ "cohort-after-suspend", cohort_after_suspend },
 	{ "linger-after-suspend", linger_after_suspend },
 	{ "cohort-delete-lost-applied", cohort_delete_lost_applied },
