@@ -16,6 +16,7 @@
 #include <time.h>
 
 #include "fs/pool.h"
+#include "zk/metrics.h"
 
 static void ms_to_ts(int64_t ms, struct timespec *ts)
 {
@@ -126,6 +127,7 @@ void zklfs_dir_made(struct zklfs *fs, const char *path, int64_t czxid, uid_t uid
 		if (d->path) {
 			*pp = d;
 			fs->nowners++;
+			zkl_metrics_dir_owners(1);
 		} else {
 			free(d);
 		}
@@ -143,6 +145,7 @@ void zklfs_dir_gone(struct zklfs *fs, const char *path)
 	if (d) {
 		*pp = d->next;
 		fs->nowners--;
+		zkl_metrics_dir_owners(-1);
 	}
 	zkl_mutex_unlock(&fs->owners_mu);
 	if (d) {
