@@ -22,6 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fs/attr.h"
 #include "fs/tid.h"
 #include "zk/log.h"
 
@@ -166,6 +167,8 @@ static void lock_answer(struct zklfs *fs, struct node *n, fuse_req_t req,
 		if (err != -EAGAIN && err != -EINTR)
 			zkl_log(LOG_WARNING, "lock '%s' in %s failed: %s", lr->name,
 				lr->dir, strerror(-err));
+		if (err == -ENOENT)	/* the directory is gone: its maker too */
+			zklfs_dir_gone(fs, lr->dir);
 		lockreq_drop(fs, n);		/* ends inflight */
 		fuse_reply_err(req, -err);
 		return;
