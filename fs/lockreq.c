@@ -277,6 +277,22 @@ static bool tid_in_dir(struct zklfs *fs, struct node *n, pid_t tid,
 	return l != NULL;
 }
 
+pid_t lockreq_pid(struct zklfs *fs, const char *dir, int32_t seq)
+{
+	pid_t pid = 0;
+
+	zkl_mutex_lock(&fs->lock);
+	for (unsigned i = 0; i < ZKLFS_TID_BUCKETS && !pid; i++)
+		for (struct lockreq *l = fs->locks[i]; l; l = l->lnext)
+			if (l->granted && !l->lost && l->seq == seq &&
+			    strcmp(l->dir, dir) == 0) {
+				pid = l->pid;
+				break;
+			}
+	zkl_mutex_unlock(&fs->lock);
+	return pid;
+}
+
 bool lockreq_deadlocks(fuse_req_t req, struct node *n)
 {
 	struct lockreq *lr = n->lr;
@@ -348,6 +364,7 @@ static void lock_enqueue(fuse_req_t req, struct node *n, enum zkl_kind kind,
 		len = sizeof(data) - 1;
 	zkl_mutex_lock(&fs->lock);
 	lr->tid = ctx->pid;
+	lr->pid = pid;
 	lr->tid_start = start;
 	lr->kind = kind;
 	lr->req = req;
