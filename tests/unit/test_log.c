@@ -41,6 +41,27 @@ static void test_controls_are_escaped(void **state)
 	assert_string_equal(ESC("back\\slash"), "back\\\\slash");
 }
 
+static void test_invisible_format_characters_are_escaped(void **state)
+{
+	(void)state;
+	/* bidi controls: "evil\u202Etxt.sh" would show as "evilhs.txt" */
+	assert_string_equal(ESC("evil\xe2\x80\xaetxt.sh"), "evil\\xe2\\x80\\xaetxt.sh");
+	assert_string_equal(ESC("\xe2\x80\xaa\xe2\x80\xab\xe2\x80\xac\xe2\x80\xad"),
+			    "\\xe2\\x80\\xaa\\xe2\\x80\\xab\\xe2\\x80\\xac\\xe2\\x80\\xad");
+	assert_string_equal(ESC("\xe2\x81\xa6\xe2\x81\xa7\xe2\x81\xa8\xe2\x81\xa9"),
+			    "\\xe2\\x81\\xa6\\xe2\\x81\\xa7\\xe2\\x81\\xa8\\xe2\\x81\\xa9");
+	assert_string_equal(ESC("\xe2\x80\x8e\xe2\x80\x8f\xd8\x9c"),
+			    "\\xe2\\x80\\x8e\\xe2\\x80\\x8f\\xd8\\x9c");
+	/* zero-width space and joiner, BOM, soft hyphen, a tag, U+2028 */
+	assert_string_equal(ESC("a\xe2\x80\x8b\xe2\x80\x8d\xef\xbb\xbf\xc2\xad"),
+			    "a\\xe2\\x80\\x8b\\xe2\\x80\\x8d\\xef\\xbb\\xbf\\xc2\\xad");
+	assert_string_equal(ESC("\xf3\xa0\x80\x81\xe2\x80\xa8"),
+			    "\\xf3\\xa0\\x80\\x81\\xe2\\x80\\xa8");
+	/* their neighbours print: U+2010 hyphen, U+2030 per mille, U+2070 */
+	assert_string_equal(ESC("\xe2\x80\x90\xe2\x80\xb0\xe2\x81\xb0"),
+			    "\xe2\x80\x90\xe2\x80\xb0\xe2\x81\xb0");
+}
+
 static void test_invalid_utf8_is_escaped(void **state)
 {
 	(void)state;
@@ -115,6 +136,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_printable_is_copied),
 		cmocka_unit_test(test_controls_are_escaped),
+		cmocka_unit_test(test_invisible_format_characters_are_escaped),
 		cmocka_unit_test(test_invalid_utf8_is_escaped),
 		cmocka_unit_test(test_cut_never_inside_an_escape),
 		cmocka_unit_test(test_one_line_per_cause_per_second),
