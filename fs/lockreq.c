@@ -24,6 +24,7 @@
 
 #include "fs/attr.h"
 #include "fs/tid.h"
+#include "fs/xcache.h"
 #include "zk/log.h"
 
 struct node *lockreq_node(struct zklfs *fs, const char *dir, const char *name,
@@ -163,6 +164,7 @@ static void lock_answer(struct zklfs *fs, struct node *n, fuse_req_t req,
 	struct zkl_info info;
 	char *path;
 
+	zklfs_xc_changed(fs);		/* an entry made, or gone */
 	if (err) {
 		if (err != -EAGAIN && err != -EINTR)
 			zkl_log(LOG_WARNING, "lock '%s' in %s failed: %s", lr->name,
@@ -453,8 +455,10 @@ void lockreq_drop(struct zklfs *fs, struct node *n)
 	if (gone && n->hashed)
 		node_unhash_locked(fs, n);
 	zkl_mutex_unlock(&fs->lock);
-	if (w)
+	if (w) {
 		zkl_release(w);
+		zklfs_xc_changed(fs);	/* its entry goes */
+	}
 	if (gone)
 		node_free(n);
 }

@@ -78,6 +78,8 @@ struct zklfs {
 
 	struct dirlist *dirlists;	/* opened directories (fs/readdir.c); fs->lock */
 
+	struct xcache *xc;		/* what a process just read (fs/xcache.h) */
+
 	/* the holders' data (fs/wbuf.c) */
 	struct zkl_mutex wb_send;	/* held across taking data and sending it,
 					   so that sets go out in the order the

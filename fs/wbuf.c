@@ -29,6 +29,7 @@
 
 #include "fs/attr.h"
 #include "fs/handlers.h"
+#include "fs/xcache.h"
 #include "zk/errno.h"
 #include "zk/log.h"
 
@@ -202,6 +203,8 @@ static void flight_done(int rc, const struct Stat *zs, const void *data)
 	int err = rc == ZOK ? 0 : flight_errno(rc);
 
 	(void)zs;
+	if (rc == ZOK && !f->barrier)
+		zklfs_xc_changed(fs);	/* the entry's data and size */
 	zkl_mutex_lock(&fs->lock);
 	n = f->n;
 	unlink_flight_locked(f);

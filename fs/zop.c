@@ -13,6 +13,11 @@ struct zklfs *fs_of(fuse_req_t req)
 	return fuse_req_userdata(req);
 }
 
+pid_t zop_pid(const struct zop *op)
+{
+	return fuse_req_ctx(op->req)->pid;
+}
+
 struct zop *zop_new(fuse_req_t req, struct node *node, char *path)
 {
 	struct zop *op;
