@@ -152,7 +152,7 @@ static void put_escaped(struct line *l, const char *s, size_t n)
 static void format(struct line *l, const char *fmt, va_list ap)
 {
 	while (*fmt) {
-		char spec[32], mod[3] = "";
+		char spec[64], mod[3] = "";
 		const char *p = fmt, *lit = strchr(fmt, '%');
 		size_t sl = 0;
 		int prec = -1;
