@@ -16,6 +16,7 @@
 #include <time.h>
 
 #include "fs/pool.h"
+#include "zk/metrics.h"
 
 static void ms_to_ts(int64_t ms, struct timespec *ts)
 {
@@ -71,7 +72,17 @@ bool zklfs_hidden(struct zklfs *fs, const char *dir, const char *name)
 /* The directories made through this mount ------------------------------- */
 
 #define OWNERS_BUCKETS 4096
+#ifndef OWNERS_MAX		/* -D: a small table, to watch it sweep */
 #define OWNERS_MAX 65536	/* beyond: the mount's owner's, as if made elsewhere */
+#endif
+/*
+ * From this size on, each directory made has OWNERS_SWEEP of those kept
+ * looked at (an exists each): the ones gone meanwhile, never looked up
+ * again through this mount (a container the server reaped), are forgotten
+ * before the table fills.  The cost follows the mkdirs that cause it.
+ */
+#define OWNERS_SWEEP_AT (OWNERS_MAX - OWNERS_MAX / 8)
+#define OWNERS_SWEEP 2
 
 struct dirowner {
 	char *path;
@@ -110,11 +121,92 @@ static struct dirowner **owner_slot(struct zklfs *fs, const char *path)
 	return pp;
 }
 
-void zklfs_dir_made(struct zklfs *fs, const char *path, int64_t czxid, uid_t uid)
+/* Forget @path if its record is still the directory @czxid. */
+static void forget_if(struct zklfs *fs, const char *path, int64_t czxid)
 {
 	struct dirowner **pp, *d;
 
 	zkl_mutex_lock(&fs->owners_mu);
+	pp = owner_slot(fs, path);
+	d = *pp;
+	if (d && d->czxid == czxid) {
+		*pp = d->next;
+		fs->nowners--;
+		zkl_metrics_dir_owners(-1);
+	} else {
+		d = NULL;
+	}
+	zkl_mutex_unlock(&fs->owners_mu);
+	if (d) {
+		free(d->path);
+		free(d);
+	}
+}
+
+struct sweep {
+	struct zklfs *fs;
+	char *path;
+	int64_t czxid;
+};
+
+static void sweep_done(int rc, const struct Stat *zs, const void *data)
+{
+	struct sweep *sw = (struct sweep *)data;
+
+	if (rc == ZNONODE || (rc == ZOK && zs->czxid != sw->czxid))
+		forget_if(sw->fs, sw->path, sw->czxid);
+	free(sw->path);
+	free(sw);
+}
+
+/*
+ * Take the next @max records after the last one taken, into @out: the
+ * sweep's place is a bucket and a position in its chain (owners_sweep:
+ * bucket * OWNERS_CHAIN_MAX + position), so every record is looked at in
+ * turn.  Under owners_mu.
+ */
+#define OWNERS_CHAIN_MAX 65536
+static size_t sweep_take_locked(struct zklfs *fs, struct sweep **out, size_t max)
+{
+	size_t k = 0;
+
+	ZKL_ASSERT_HELD(&fs->owners_mu);
+	for (size_t b = 0; b <= OWNERS_BUCKETS && k < max; b++) {
+		size_t i = fs->owners_sweep / OWNERS_CHAIN_MAX % OWNERS_BUCKETS;
+		size_t pos = fs->owners_sweep % OWNERS_CHAIN_MAX, at = 0;
+		struct dirowner *d = fs->owners[i];
+
+		for (; d && at < pos; d = d->next)
+			at++;
+		for (; d && k < max; d = d->next, pos++) {
+			struct sweep *sw = calloc(1, sizeof(*sw));
+
+			if (!sw || !(sw->path = strdup(d->path))) {
+				free(sw);
+				return k;
+			}
+			sw->fs = fs;
+			sw->czxid = d->czxid;
+			out[k++] = sw;
+		}
+		if (d) {		/* more in this chain: on from there next time */
+			fs->owners_sweep = i * OWNERS_CHAIN_MAX + pos;
+			break;
+		}
+		fs->owners_sweep = (i + 1) % OWNERS_BUCKETS * OWNERS_CHAIN_MAX;
+	}
+	return k;
+}
+
+void zklfs_dir_made(struct zklfs *fs, const char *path, int64_t czxid, uid_t uid)
+{
+	struct sweep *sw[OWNERS_SWEEP];
+	struct dirowner **pp, *d;
+	size_t nsw = 0;
+
+	zkl_mutex_lock(&fs->owners_mu);
+	if (fs->nowners >= OWNERS_SWEEP_AT)
+		nsw = sweep_take_locked(fs, sw, OWNERS_SWEEP);
 	pp = owner_slot(fs, path);
 	if (*pp) {
 		(*pp)->czxid = czxid;
@@ -126,11 +218,18 @@ void zklfs_dir_made(struct zklfs *fs, const char *path, int64_t czxid, uid_t uid
 		if (d->path) {
 			*pp = d;
 			fs->nowners++;
+			zkl_metrics_dir_owners(1);
 		} else {
 			free(d);
 		}
 	}
 	zkl_mutex_unlock(&fs->owners_mu);
+	for (size_t i = 0; i < nsw; i++)
+		if (zks_aexists(zklfs_session(fs, sw[i]->path), sw[i]->path,
+				sweep_done, sw[i]) != ZOK) {
+			free(sw[i]->path);
+			free(sw[i]);
+		}
 }
 
 void zklfs_dir_gone(struct zklfs *fs, const char *path)
@@ -143,6 +242,7 @@ void zklfs_dir_gone(struct zklfs *fs, const char *path)
 	if (d) {
 		*pp = d->next;
 		fs->nowners--;
+		zkl_metrics_dir_owners(-1);
 	}
 	zkl_mutex_unlock(&fs->owners_mu);
 	if (d) {

@@ -26,7 +26,10 @@ void zklfs_fill_attr(struct zklfs *fs, struct stat *st, fuse_ino_t ino,
  * Who owns a znode (docs/SPEC.md, "Users and permissions"): an entry made
  * through this mount, the uid that opened it (the engine's record); a
  * directory made through this mount (zklfs_dir_made(), until
- * zklfs_dir_gone()), its maker, as long as its czxid is the one made;
+ * zklfs_dir_gone(): its rmdir, or any request of the mount that finds its
+ * path gone, such as a container the server reaped; a table nearly full
+ * also checks two kept paths at each zklfs_dir_made()), its maker, as
+ * long as its czxid is the one made;
  * anything else, the mount's owner.  Never the uid= line of an entry's
  * data.  Any thread; fs->owners_mu and the engine's lock, briefly.
  * zklfs_owners_init() and zklfs_owners_free(): main thread, start and exit.

@@ -23,7 +23,9 @@
  * dropped at the close() of one copy nor kept apart between processes
  * that share the descriptor.  A record lock on part of the file is EINVAL;
  * a descriptor that did not take its entry (opened without O_CREAT) can
- * carry no lock: ENOLCK.  F_GETLK answers from a listing of the directory.
+ * carry no lock: ENOLCK.  F_GETLK answers from a listing of the directory;
+ * its pid is the opener's for an entry of this mount (fs/lockreq.h), else
+ * the pid= line of the entry's data if its host= line is ours, else 0.
  *
  * Directories: the kernel never asks a FUSE filesystem about locks on a
  * directory, so flock(2) on a lock directory stays local to this host.
@@ -237,9 +239,10 @@ static bool data_line(const char *data, int len, const char *key, char *out,
 }
 
 /*
- * The blocker's data: its pid counts only if its host is ours.  The lines
- * are information its holder wrote, never authority; a pid from another
- * host would name some unrelated process here.
+ * Another client's entry: its data is all there is.  Its pid counts only
+ * if its host is ours (another mount on this host); a pid from another
+ * host would name some unrelated process here.  The lines are what its
+ * holder wrote, information and never authority: it may name any process.
  */
 static void getlk_data_done(int rc, const char *value, int len,
 			    const struct Stat *zs, const void *data)
@@ -273,6 +276,7 @@ static void getlk_children_done(int rc, const struct String_vector *sv,
 	struct getlk *op = (struct getlk *)data;
 	const struct zkl_child *b;
 	struct zkl_child *kids;
+	uint32_t owner;
 	char *path;
 	size_t n;
 
@@ -297,6 +301,14 @@ static void getlk_children_done(int rc, const struct String_vector *sv,
 	}
 	op->lk.l_type = b->kind == ZKL_SHARED ? F_RDLCK : F_WRLCK;
 	path = zkn_join(op->dir, b->name);
+	if (path && zkl_owner(zklfs_engine(op->fs, op->dir), op->dir, path, &owner)) {
+		/* ours: the opener the daemon saw, not what the holder wrote */
+		op->lk.l_pid = lockreq_pid(op->fs, op->dir, b->seq);
+		free(path);
+		free(kids);
+		getlk_reply(op, ZOK);
+		return;
+	}
 	free(kids);
 	rc = path ? zks_aget(op->zks, path, getlk_data_done, op) : ZSYSTEMERROR;
 	free(path);

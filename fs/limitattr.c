@@ -6,6 +6,7 @@
 
 #include "fs/attr.h"
 #include "fs/pool.h"
+#include "fs/xcache.h"
 #include "fs/zop.h"
 
 #include <errno.h>
@@ -112,6 +113,7 @@ static void set_done(int rc, const struct Stat *zs, const void *data)
 		set_free(ls);
 		return;
 	}
+	zklfs_xc_changed(op->fs);	/* the lock's limit */
 	if (ls->s == &zkl_setting_limit)
 		zkl_limit_changed(zklfs_engine(op->fs, op->path), op->path,
 				  ls->before > 0 ? (unsigned)ls->before : 0,

@@ -22,7 +22,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fs/attr.h"
 #include "fs/tid.h"
+#include "fs/xcache.h"
 #include "zk/log.h"
 
 struct node *lockreq_node(struct zklfs *fs, const char *dir, const char *name,
@@ -162,10 +164,13 @@ static void lock_answer(struct zklfs *fs, struct node *n, fuse_req_t req,
 	struct zkl_info info;
 	char *path;
 
+	zklfs_xc_changed(fs);		/* an entry made, or gone */
 	if (err) {
 		if (err != -EAGAIN && err != -EINTR)
 			zkl_log(LOG_WARNING, "lock '%s' in %s failed: %s", lr->name,
 				lr->dir, strerror(-err));
+		if (err == -ENOENT)	/* the directory is gone: its maker too */
+			zklfs_dir_gone(fs, lr->dir);
 		lockreq_drop(fs, n);		/* ends inflight */
 		fuse_reply_err(req, -err);
 		return;
@@ -274,6 +279,22 @@ static bool tid_in_dir(struct zklfs *fs, struct node *n, pid_t tid,
 	return l != NULL;
 }
 
+pid_t lockreq_pid(struct zklfs *fs, const char *dir, int32_t seq)
+{
+	pid_t pid = 0;
+
+	zkl_mutex_lock(&fs->lock);
+	for (unsigned i = 0; i < ZKLFS_TID_BUCKETS && !pid; i++)
+		for (struct lockreq *l = fs->locks[i]; l; l = l->lnext)
+			if (l->granted && !l->lost && l->seq == seq &&
+			    strcmp(l->dir, dir) == 0) {
+				pid = l->pid;
+				break;
+			}
+	zkl_mutex_unlock(&fs->lock);
+	return pid;
+}
+
 bool lockreq_deadlocks(fuse_req_t req, struct node *n)
 {
 	struct lockreq *lr = n->lr;
@@ -345,6 +366,7 @@ static void lock_enqueue(fuse_req_t req, struct node *n, enum zkl_kind kind,
 		len = sizeof(data) - 1;
 	zkl_mutex_lock(&fs->lock);
 	lr->tid = ctx->pid;
+	lr->pid = pid;
 	lr->tid_start = start;
 	lr->kind = kind;
 	lr->req = req;
@@ -433,8 +455,10 @@ void lockreq_drop(struct zklfs *fs, struct node *n)
 	if (gone && n->hashed)
 		node_unhash_locked(fs, n);
 	zkl_mutex_unlock(&fs->lock);
-	if (w)
+	if (w) {
 		zkl_release(w);
+		zklfs_xc_changed(fs);	/* its entry goes */
+	}
 	if (gone)
 		node_free(n);
 }

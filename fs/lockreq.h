@@ -62,6 +62,7 @@ struct lockreq {
 	struct fuse_file_info fi;	/* copied from that OPEN */
 	enum zkl_kind kind;		/* of w */
 	pid_t tid;			/* the thread that asked (EDEADLK) */
+	pid_t pid;			/* and its process (F_GETLK) */
 	unsigned long long tid_start;	/* and when it started, 0 if unknown:
 					   its id may be given again (fs/tid.h) */
 	bool armed;			/* interrupt handler registered */
@@ -111,6 +112,14 @@ void lockreq_open(fuse_req_t req, struct node *n, struct fuse_file_info *fi);
  */
 void lockreq_request(fuse_req_t req, struct node *n, enum zkl_kind kind,
 		     int flags);
+
+/*
+ * lockreq_pid() - the process that opened the entry @seq of the lock @dir
+ * through this mount, as the daemon saw it (never the pid= line of the
+ * entry's data, which its holder may rewrite); 0 if no descriptor of this
+ * mount holds it.  Any thread, without fs->lock.
+ */
+pid_t lockreq_pid(struct zklfs *fs, const char *dir, int32_t seq);
 
 /*
  * lockreq_deadlocks() - would @req's thread wait on itself: does it

@@ -12,6 +12,7 @@
 #include "fs/lockreq.h"
 #include "fs/node.h"
 #include "fs/pool.h"
+#include "fs/xcache.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -186,7 +187,8 @@ int main(int argc, char *argv[])
 	err = zklfs_pool_open(&fs, lockreq_lost, lockreq_revoked);
 	if (err)
 		goto out_nodes;
-	if (zklfs_nodes_init(&fs, zklfs_lock_node_end) != 0 || zklfs_owners_init(&fs) != 0) {
+	if (zklfs_nodes_init(&fs, zklfs_lock_node_end) != 0 || zklfs_owners_init(&fs) != 0 ||
+	    zklfs_xc_init(&fs) != 0) {
 		zkl_log(LOG_ERR, "out of memory");
 		goto out_nodes;
 	}
@@ -220,6 +222,7 @@ out_nodes:
 	zklfs_dirlists_free(&fs);
 	zklfs_nodes_free(&fs);
 	zklfs_owners_free(&fs);
+	zklfs_xc_free(&fs);
 	zkl_mutex_destroy(&fs.lock);
 	zkl_mutex_destroy(&fs.wb_send);
 	free(fs.mountpoint);

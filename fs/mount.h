@@ -72,11 +72,14 @@ struct zklfs {
 	struct lockreq *locks[ZKLFS_TID_BUCKETS];
 
 	/* the directories made through this mount (fs/attr.c) */
-	struct zkl_mutex owners_mu;	/* owners, nowners */
+	struct zkl_mutex owners_mu;	/* owners, nowners, owners_sweep */
 	struct dirowner **owners;
 	size_t nowners;
+	size_t owners_sweep;		/* the next bucket to look at */
 
 	struct dirlist *dirlists;	/* opened directories (fs/readdir.c); fs->lock */
+
+	struct xcache *xc;		/* what a process just read (fs/xcache.h) */
 
 	/* the holders' data (fs/wbuf.c) */
 	struct zkl_mutex wb_send;	/* held across taking data and sending it,

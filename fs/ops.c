@@ -16,6 +16,7 @@
 #include "fs/limits.h"
 #include "fs/lockreq.h"
 #include "fs/wbuf.h"
+#include "fs/xcache.h"
 #include "fs/zop.h"
 
 #include <errno.h>
@@ -45,19 +46,11 @@ static void reply_entry(struct zop *op, struct node *n, const struct Stat *zs)
 		node_forget(op->fs, n, 1);
 }
 
-static void lookup_done(int rc, const char *value, int len,
-			const struct Stat *zs, const void *data)
+/* Answer the LOOKUP @op with the znode whose Stat is @zs, and free @op. */
+static void lookup_reply(struct zop *op, const struct Stat *zs)
 {
-	struct zop *op = (struct zop *)data;
 	struct node *n;
 
-	(void)value, (void)len;
-	if (rc == ZBADARGUMENTS)
-		rc = ZNONODE;		/* a name ZooKeeper cannot hold: none such */
-	if (rc != ZOK) {
-		zop_fail(op, rc);
-		return;
-	}
 	zkl_mutex_lock(&op->fs->lock);
 	n = node_lookup_locked(op->fs, op->path, zs->ephemeralOwner ? NODE_FILE : NODE_DIR);
 	zkl_mutex_unlock(&op->fs->lock);
@@ -67,6 +60,21 @@ static void lookup_done(int rc, const char *value, int len,
 		reply_entry(op, n, zs);
 	}
 	zop_free(op);
+}
+
+static void lookup_done(int rc, const char *value, int len,
+			const struct Stat *zs, const void *data)
+{
+	struct zop *op = (struct zop *)data;
+
+	if (rc == ZBADARGUMENTS)
+		rc = ZNONODE;		/* a name ZooKeeper cannot hold: none such */
+	if (rc != ZOK) {
+		zop_fail(op, rc);
+		return;
+	}
+	zklfs_xc_put_stat(op->fs, zop_pid(op), op->path, zs, value, len);
+	lookup_reply(op, zs);
 }
 
 static int lookup_send(struct zop *op)
@@ -106,6 +114,7 @@ static void zklfs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	struct zklfs *fs = fs_of(req);
 	struct node *p = node_of(fs, parent);
 	struct zkl_child c;
+	struct Stat zs;
 	struct zop *op;
 
 	if (strlen(name) > ZKN_NAME_MAX) {
@@ -145,6 +154,10 @@ static void zklfs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	default:
 		break;
 	}
+	if (zklfs_xc_stat(fs, zop_pid(op), op->path, &zs, NULL, NULL)) {
+		lookup_reply(op, &zs);	/* this process looked a moment ago */
+		return;
+	}
 	zop_send(op, zklfs_session(fs, p->path), lookup_send);
 }
 
@@ -168,22 +181,29 @@ static void zklfs_forget_multi(fuse_req_t req, size_t count,
 
 /* getattr / setattr ----------------------------------------------------- */
 
-static void getattr_done(int rc, const char *value, int len,
-			 const struct Stat *zs, const void *data)
+/* Answer the GETATTR @op with the znode whose Stat is @zs, and free @op. */
+static void getattr_reply(struct zop *op, const struct Stat *zs)
 {
-	struct zop *op = (struct zop *)data;
 	struct stat st;
 
-	(void)value, (void)len;
-	if (rc != ZOK) {
-		zop_fail(op, rc);
-		return;
-	}
 	zklfs_fill_attr(op->fs, &st, op->node->ino, op->type, zs,
 			zklfs_owner(op->fs, op->path, op->type, zs));
 	zklfs_wbuf_attr(op->fs, op->node, &st);	/* written, not yet sent */
 	fuse_reply_attr(op->req, &st, op->type == NODE_DIR ? 1.0 : 0.0);
 	zop_free(op);
+}
+
+static void getattr_done(int rc, const char *value, int len,
+			 const struct Stat *zs, const void *data)
+{
+	struct zop *op = (struct zop *)data;
+
+	if (rc != ZOK) {
+		zop_fail(op, rc);
+		return;
+	}
+	zklfs_xc_put_stat(op->fs, zop_pid(op), op->path, zs, value, len);
+	getattr_reply(op, zs);
 }
 
 static int getattr_send(struct zop *op)
@@ -197,6 +217,7 @@ static void zklfs_getattr(fuse_req_t req, fuse_ino_t ino,
 	struct zklfs *fs = fs_of(req);
 	struct node *n = node_of(fs, ino);
 	char *path = zklfs_node_path(fs, n);
+	struct Stat zs;
 	struct zop *op;
 
 	(void)fi;
@@ -213,6 +234,10 @@ static void zklfs_getattr(fuse_req_t req, fuse_ino_t ino,
 		return;
 	}
 	op->type = n->type == NODE_DIR ? NODE_DIR : NODE_FILE;
+	if (zklfs_xc_stat(fs, zop_pid(op), op->path, &zs, NULL, NULL)) {
+		getattr_reply(op, &zs);	/* this process looked a moment ago */
+		return;
+	}
 	zop_send(op, zklfs_session_of(fs, op->path, n->type == NODE_DIR), getattr_send);
 }
 
@@ -257,6 +282,7 @@ static void mkdir_done(int rc, const char *path, const struct Stat *zs,
 	(void)path;
 	/* made, found made (EEXIST), or unknown: what we remember is stale */
 	lsc_forget(op->fs, op->node->path);
+	zklfs_xc_changed(op->fs);
 	zklfs_ns_changed(op->fs, op->path);
 	if (rc == ZNOCHILDRENFOREPHEMERALS)
 		rc = ZNONODE;
@@ -309,6 +335,7 @@ static void delete_done(int rc, const void *data)
 {
 	struct zop *op = (struct zop *)data;
 
+	zklfs_xc_changed(op->fs);
 	if (rc != ZOK) {
 		zop_fail(op, rc);
 		return;

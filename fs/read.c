@@ -12,6 +12,7 @@
 #include "fs/lockreq.h"
 #include "fs/revoke.h"
 #include "fs/wbuf.h"
+#include "fs/xcache.h"
 #include "fs/zop.h"
 
 #include <errno.h>
@@ -28,12 +29,23 @@
 
 /* read --------------------------------------------------------------------- */
 
+/* Answer the READ @op from the data @value (@len bytes), and free @op. */
+static void read_reply(struct zop *op, const char *value, int len)
+{
+	if (op->off >= len || !value)
+		fuse_reply_buf(op->req, NULL, 0);
+	else
+		fuse_reply_buf(op->req, value + op->off,
+			       (size_t)len - (size_t)op->off < op->size ?
+			       (size_t)len - (size_t)op->off : op->size);
+	zop_free(op);
+}
+
 static void read_done(int rc, const char *value, int len, const struct Stat *zs,
 		      const void *data)
 {
 	struct zop *op = (struct zop *)data;
 
-	(void)zs;
 	if (rc == ZNONODE && op->fi.fh == FH_HOLDER) {
 		fuse_reply_err(op->req, EIO);	/* lost: not noticed yet */
 		zop_free(op);
@@ -43,13 +55,9 @@ static void read_done(int rc, const char *value, int len, const struct Stat *zs,
 		zop_fail(op, rc);
 		return;
 	}
-	if (op->off >= len || !value)
-		fuse_reply_buf(op->req, NULL, 0);
-	else
-		fuse_reply_buf(op->req, value + op->off,
-			       (size_t)len - (size_t)op->off < op->size ?
-			       (size_t)len - (size_t)op->off : op->size);
-	zop_free(op);
+	if (op->fi.fh != FH_HOLDER)
+		zklfs_xc_put_stat(op->fs, zop_pid(op), op->path, zs, value, len);
+	read_reply(op, value, len);
 }
 
 static int read_send(struct zop *op)
@@ -62,8 +70,10 @@ void zklfs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 {
 	struct zklfs *fs = fs_of(req);
 	struct node *n = node_of(fs, ino);
+	struct Stat zs;
 	struct zop *op;
-	int err;
+	char *data;
+	int err, len;
 
 	err = lockreq_holder_errno(fs, n, fi);
 	if (err) {
@@ -80,6 +90,13 @@ void zklfs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	op->size = size;
 	op->off = off;
 	op->fi.fh = fi ? fi->fh : FH_PLAIN;
+	/* a reader (the holder asks ZooKeeper: is its entry still there?) */
+	if (op->fi.fh != FH_HOLDER &&
+	    zklfs_xc_stat(fs, zop_pid(op), op->path, &zs, &data, &len)) {
+		read_reply(op, data, len);
+		free(data);
+		return;
+	}
 	zop_send(op, zklfs_session_of(fs, op->path, false), read_send);
 }
 
@@ -108,18 +125,14 @@ static void reply_xattr_value(fuse_req_t req, size_t size, const char *val, size
 		fuse_reply_buf(req, val, len);
 }
 
-static void xattr_children_done(int rc, const struct String_vector *sv,
-				const void *data)
+/* Answer the state or holders xattr @op from the lock's listing @sv (its
+ * limit in op->off), and free @op. */
+static void xattr_reply(struct zop *op, const struct String_vector *sv)
 {
-	struct zop *op = (struct zop *)data;
 	struct zkl_child *kids;
 	char *val = NULL;
 	size_t len = 0, n;
 
-	if (rc != ZOK) {
-		zop_fail(op, rc);
-		return;
-	}
 	kids = zkl_parse_children(sv->data, sv->count, &n);
 	if (!kids) {
 		fuse_reply_err(op->req, ENOMEM);
@@ -163,20 +176,28 @@ static void xattr_children_done(int rc, const struct String_vector *sv,
 	zop_free(op);
 }
 
+/* Answer user.zklockfs.token of the entry whose Stat is @zs; free @op. */
+static void token_reply(struct zop *op, const struct Stat *zs)
+{
+	struct zkl_child me;
+	char val[64];
+
+	zkn_parse(zkn_base(op->path), &me);
+	snprintf(val, sizeof(val), "%lld %d", (long long)zs->czxid, me.seq);
+	reply_xattr_value(op->req, op->size, val, strlen(val));
+	zop_free(op);
+}
+
 static void token_done(int rc, const struct Stat *zs, const void *data)
 {
 	struct zop *op = (struct zop *)data;
-	struct zkl_child me;
-	char val[64];
 
 	if (rc != ZOK) {
 		zop_fail(op, rc);
 		return;
 	}
-	zkn_parse(zkn_base(op->path), &me);
-	snprintf(val, sizeof(val), "%lld %d", (long long)zs->czxid, me.seq);
-	reply_xattr_value(op->req, op->size, val, strlen(val));
-	zop_free(op);
+	zklfs_xc_put_stat(op->fs, zop_pid(op), op->path, zs, NULL, 0);
+	token_reply(op, zs);
 }
 
 static int token_send(struct zop *op)
@@ -209,6 +230,40 @@ static char *xattr_dir(const struct zop *op)
 {
 	return op->attr == X_HOLDERS ? strdup(op->path)
 				     : strndup(op->path, zkn_parent_len(op->path));
+}
+
+static void xattr_children_done(int rc, const struct String_vector *sv,
+				const void *data)
+{
+	struct zop *op = (struct zop *)data;
+	char *dir;
+
+	if (rc != ZOK) {
+		zop_fail(op, rc);
+		return;
+	}
+	dir = xattr_dir(op);
+	if (dir)
+		zklfs_xc_put_list(op->fs, zop_pid(op), dir, (unsigned)op->off, sv);
+	free(dir);
+	xattr_reply(op, sv);
+}
+
+/* Did this process read @op's lock a moment ago?  Then @op is answered. */
+static bool xattr_cached(struct zop *op)
+{
+	struct String_vector sv;
+	char *dir = xattr_dir(op);
+	unsigned limit;
+	bool hit = dir && zklfs_xc_list(op->fs, zop_pid(op), dir, &limit, &sv);
+
+	free(dir);
+	if (!hit)
+		return false;
+	op->off = (off_t)limit;
+	xattr_reply(op, &sv);
+	deallocate_String_vector(&sv);
+	return true;
 }
 
 /* The lock's limit (zk/limit.h) is in op->off; now its listing. */
@@ -270,6 +325,7 @@ void zklfs_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 	struct zop *op;
 	char val[64];
 	struct zkl_info own;
+	struct Stat zs;
 
 	if (strcmp(name, ZKLFS_METRICS_XATTR) == 0) {
 		if (n->ino == FUSE_ROOT_ID)
@@ -327,17 +383,23 @@ void zklfs_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 		snprintf(val, sizeof(val), "%s", me.kind == ZKL_SHARED ? "shared" : "exclusive");
 		break;
 	case X_TOKEN:
+		if (zklfs_xc_stat(fs, zop_pid(op), op->path, &zs, NULL, NULL)) {
+			token_reply(op, &zs);
+			return;
+		}
 		zop_send(op, zklfs_session_of(fs, op->path, false), token_send);
 		return;
 	case X_HOLDERS:
-		zop_send(op, zklfs_session(fs, op->path), xattr_list_send);
+		if (!xattr_cached(op))
+			zop_send(op, zklfs_session(fs, op->path), xattr_list_send);
 		return;
 	case X_STATE:			/* the entry's directory's session */
 		if (lingering(fs, op->path)) {
 			snprintf(val, sizeof(val), "cached");
 			break;
 		}
-		zop_send(op, zklfs_session_of(fs, op->path, false), xattr_list_send);
+		if (!xattr_cached(op))
+			zop_send(op, zklfs_session_of(fs, op->path, false), xattr_list_send);
 		return;
 	default:
 		break;

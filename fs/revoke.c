@@ -3,6 +3,7 @@
 
 #include "fs/attr.h"
 #include "fs/pool.h"
+#include "fs/xcache.h"
 #include "fs/zop.h"
 
 #include <errno.h>
@@ -16,6 +17,7 @@ static void revoke_done(int rc, const struct Stat *zs, const void *data)
 	struct zop *op = (struct zop *)data;
 
 	(void)zs;
+	zklfs_xc_changed(op->fs);	/* the entry's data */
 	if (rc != ZOK) {
 		zop_fail(op, rc);
 		return;

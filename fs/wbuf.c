@@ -29,6 +29,7 @@
 
 #include "fs/attr.h"
 #include "fs/handlers.h"
+#include "fs/xcache.h"
 #include "zk/errno.h"
 #include "zk/log.h"
 
@@ -122,6 +123,16 @@ static bool holds_locked(const struct node *n)
 }
 
 /*
+ * The most data @n's entry may hold: what ZooKeeper takes with its path
+ * (zks_data_max(): a request it refuses costs the connection).
+ */
+static size_t data_max_locked(const struct node *n)
+{
+	ZKL_ASSERT_HELD(&n->fs->lock);
+	return n->path ? zks_data_max(n->path) : ZKS_DATA_MAX;
+}
+
+/*
  * A send of @n's latest data (or with @barrier an exists), for @req if not
  * NULL: the data taken (no longer dirty).  Return: NULL on ENOMEM (still
  * dirty).
@@ -192,6 +203,8 @@ static void flight_done(int rc, const struct Stat *zs, const void *data)
 	int err = rc == ZOK ? 0 : flight_errno(rc);
 
 	(void)zs;
+	if (rc == ZOK && !f->barrier)
+		zklfs_xc_changed(fs);	/* the entry's data and size */
 	zkl_mutex_lock(&fs->lock);
 	n = f->n;
 	unlink_flight_locked(f);
@@ -305,7 +318,7 @@ void zklfs_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
 {
 	struct zklfs *fs = fuse_req_userdata(req);
 	struct node *n = node_of(fs, ino);
-	size_t end = (size_t)off + size, len;
+	size_t end = (size_t)off + size, len, max;
 	struct zks *zks;
 	bool sched;
 	char *nb;
@@ -320,14 +333,22 @@ void zklfs_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
 		fuse_reply_err(req, err);
 		return;
 	}
-	if (off < 0 || end > ZKLFS_DATA_MAX) {
+	if (off < 0 || end > ZKS_DATA_MAX) {
 		zkl_log(LOG_NOTICE, "write of %zu bytes at %lld refused: entries hold at most %d bytes",
-			size, (long long)off, ZKLFS_DATA_MAX);
+			size, (long long)off, ZKS_DATA_MAX);
 		fuse_reply_err(req, EFBIG);
 		return;
 	}
 	zks = zklfs_session(fs, n->lr->dir);	/* lr->dir never changes */
 	zkl_mutex_lock(&fs->lock);
+	max = data_max_locked(n);
+	if (end > max) {
+		zkl_mutex_unlock(&fs->lock);
+		zkl_log(LOG_NOTICE, "write of %zu bytes at %lld refused: an entry this deep holds at most %zu bytes",
+			size, (long long)off, max);
+		fuse_reply_err(req, EFBIG);
+		return;
+	}
 	len = off == 0 ? 0 : n->lr->wb.len;		/* a write at the start replaces */
 	nb = realloc(n->lr->wb.buf, end > len ? end : len ? len : 1);
 	if (!nb) {
@@ -354,7 +375,7 @@ void zklfs_wbuf_setsize(fuse_req_t req, struct node *n, off_t size,
 	struct zklfs *fs = n->fs;
 	struct zks *zks;
 	struct stat st;
-	size_t len = (size_t)size;
+	size_t len = (size_t)size, max;
 	bool sched;
 	char *nb;
 	int err;
@@ -377,12 +398,16 @@ void zklfs_wbuf_setsize(fuse_req_t req, struct node *n, off_t size,
 		fuse_reply_err(req, EINVAL);
 		return;
 	}
-	if (size > ZKLFS_DATA_MAX) {
+	zks = zklfs_session(fs, n->lr->dir);
+	zkl_mutex_lock(&fs->lock);
+	max = data_max_locked(n);
+	if (len > max) {
+		zkl_mutex_unlock(&fs->lock);
+		zkl_log(LOG_NOTICE, "truncate to %zu bytes refused: the entry holds at most %zu bytes",
+			len, max);
 		fuse_reply_err(req, EFBIG);
 		return;
 	}
-	zks = zklfs_session(fs, n->lr->dir);
-	zkl_mutex_lock(&fs->lock);
 	nb = realloc(n->lr->wb.buf, len ? len : 1);
 	if (!nb) {
 		zkl_mutex_unlock(&fs->lock);

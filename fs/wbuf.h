@@ -21,9 +21,6 @@
 
 #include "fs/lockreq.h"
 
-/* Largest entry data we write: ZooKeeper refuses packets of 1 MiB. */
-#define ZKLFS_DATA_MAX (1024 * 1024 - 1024)
-
 /*
  * zklfs_wbuf_setsize() - SETATTR of the size (truncate, O_TRUNC) through
  * @fi: on the holder's descriptor, the data is cut or zero-filled to @size

@@ -4,12 +4,18 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fs/attr.h"
 #include "zk/errno.h"
 #include "zk/log.h"
 
 struct zklfs *fs_of(fuse_req_t req)
 {
 	return fuse_req_userdata(req);
+}
+
+pid_t zop_pid(const struct zop *op)
+{
+	return fuse_req_ctx(op->req)->pid;
 }
 
 struct zop *zop_new(fuse_req_t req, struct node *node, char *path)
@@ -44,11 +50,16 @@ static bool zop_again(struct zop *op, int rc);
  * answers a filesystem gives every day (no such node, exists, not empty)
  * are not news; anything else gets its one log line.  A read that met a
  * connection loss is sent again instead, for up to a session timeout.
+ * No such node: @op's path is not there (a read of it, or a write in a
+ * directory gone), so the maker of a directory there is forgotten: a
+ * container the server reaped leaves the table of owners.
  */
 void zop_fail(struct zop *op, int rc)
 {
 	if (zop_again(op, rc))
 		return;
+	if (rc == ZNONODE)
+		zklfs_dir_gone(op->fs, op->path);
 	if (rc != ZNONODE && rc != ZNODEEXISTS && rc != ZNOTEMPTY)
 		zkl_log(LOG_WARNING, "%s: %s", op->path, zerror(rc));
 	fuse_reply_err(op->req, -zk_errno(rc));

@@ -43,6 +43,10 @@ struct zop {
 /* fs_of() - the mount a request is for. */
 struct zklfs *fs_of(fuse_req_t req);
 
+/* zop_pid() - the thread @op's request is for (0: outside our pid
+ * namespace).  Until @op is answered. */
+pid_t zop_pid(const struct zop *op);
+
 /*
  * zop_new() - a zop for @req about @node (the inode, or the parent) and the
  * znode @path, which it takes (and frees).  Return: NULL on ENOMEM, @path

@@ -21,6 +21,67 @@ static int zh_put(struct zks *s, int rc)
 	return rc;
 }
 
+/* ZooKeeper's jute.maxbuffer, the default: the longest request it reads */
+#define ZK_REQUEST_MAX 0xfffff
+/*
+ * What a request has besides its path and data, with room to spare: the
+ * header and lengths, a create's flags and ACL list (the mount's
+ * credentials' id), a setData's version.
+ */
+#define ZK_FRAMING 512
+
+/* The most data a request may carry besides @paths bytes of paths. */
+static size_t room(size_t paths)
+{
+	size_t len = paths + ZK_FRAMING;
+
+	if (len >= ZK_REQUEST_MAX)
+		return 0;
+	len = ZK_REQUEST_MAX - len;
+	return len < ZKS_DATA_MAX ? len : ZKS_DATA_MAX;
+}
+
+size_t zks_data_max(const char *path)
+{
+	return room(strlen(path));
+}
+
+/* Would the request cost the connection?  Then it is never sent. */
+static bool too_big(const char *path, int len)
+{
+	return len > 0 && (size_t)len > zks_data_max(path);
+}
+
+/* The same for a multi: every op's path and framing, and its data. */
+static bool multi_too_big(int count, const zoo_op_t *ops)
+{
+	size_t paths = 0, data = 0;
+
+	for (int i = 0; i < count; i++) {
+		/* each op's own header and version (or flags) */
+		paths += 16;
+		switch (ops[i].type) {
+		case ZOO_CREATE_OP:
+			paths += strlen(ops[i].create_op.path) + ZK_FRAMING;
+			data += ops[i].create_op.datalen > 0 ?
+				(size_t)ops[i].create_op.datalen : 0;
+			break;
+		case ZOO_SETDATA_OP:
+			paths += strlen(ops[i].set_op.path);
+			data += ops[i].set_op.datalen > 0 ?
+				(size_t)ops[i].set_op.datalen : 0;
+			break;
+		case ZOO_DELETE_OP:
+			paths += strlen(ops[i].delete_op.path);
+			break;
+		default:
+			paths += strlen(ops[i].check_op.path);
+			break;
+		}
+	}
+	return paths >= ZK_REQUEST_MAX || data > room(paths);
+}
+
 int zks_acreate(struct zks *s, const char *path, const char *data, int len,
 		int mode, string_stat_completion_t done, const void *arg,
 		uint64_t *gen)
@@ -29,6 +90,8 @@ int zks_acreate(struct zks *s, const char *path, const char *data, int len,
 
 	if (gen)
 		*gen = s->gen;
+	if (too_big(path, len))
+		return zh_put(s, ZMARSHALLINGERROR);
 	return zh_put(s, zoo_acreate2(zh, path, data, len, s->acl, mode, done, arg));
 }
 
@@ -62,6 +125,8 @@ int zks_amulti(struct zks *s, int count, const zoo_op_t *ops,
 	 */
 	if (state == ZOO_EXPIRED_SESSION_STATE || state == ZOO_AUTH_FAILED_STATE)
 		return zh_put(s, ZINVALIDSTATE);
+	if (multi_too_big(count, ops))
+		return zh_put(s, ZMARSHALLINGERROR);
 	return zh_put(s, zoo_amulti(zh, count, ops, results, done, arg));
 }
 
@@ -92,6 +157,8 @@ int zks_aset(struct zks *s, const char *path, const char *data, int len,
 int zks_aset_version(struct zks *s, const char *path, const char *data, int len,
 		     int version, stat_completion_t done, const void *arg)
 {
+	if (too_big(path, len))
+		return ZMARSHALLINGERROR;
 	return zh_put(s, zoo_aset(zh_hold(s), path, data, len, version, done, arg));
 }
 

@@ -5,12 +5,14 @@
 #include <stdint.h>
 #include <string.h>
 
-/* The length of the valid UTF-8 character at @s (@n bytes left), or 0. */
-static size_t utf8_char(const unsigned char *s, size_t n)
+/* The length of the valid UTF-8 character at @s (@n bytes left), or 0;
+ * its code point in *@out. */
+static size_t utf8_char(const unsigned char *s, size_t n, uint32_t *out)
 {
 	size_t len;
 	uint32_t cp, min;
 
+	*out = s[0];
 	if (s[0] < 0x80)
 		return 1;
 	if (s[0] >= 0xc2 && s[0] <= 0xdf)
@@ -30,7 +32,36 @@ static size_t utf8_char(const unsigned char *s, size_t n)
 	}
 	if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
 		return 0;
+	*out = cp;
 	return len;
+}
+
+/*
+ * Characters that print nothing yet change what a terminal shows: the
+ * Unicode format characters (general category Cf: the bidirectional
+ * controls U+202A..U+202E, U+2066..U+2069, U+200E, U+200F, U+061C, which
+ * make a line read in another order than it was written; zero-width
+ * characters; tags) and the line and paragraph separators.  Unicode 15.
+ */
+static const struct { uint32_t lo, hi; } invisible[] = {
+	{ 0x00ad, 0x00ad }, { 0x0600, 0x0605 }, { 0x061c, 0x061c },
+	{ 0x06dd, 0x06dd }, { 0x070f, 0x070f }, { 0x0890, 0x0891 },
+	{ 0x08e2, 0x08e2 }, { 0x180e, 0x180e }, { 0x200b, 0x200f },
+	{ 0x2028, 0x202e }, { 0x2060, 0x2064 }, { 0x2066, 0x206f },
+	{ 0xfeff, 0xfeff }, { 0xfff9, 0xfffb }, { 0x110bd, 0x110bd },
+	{ 0x110cd, 0x110cd }, { 0x13430, 0x1343f }, { 0x1bca0, 0x1bca3 },
+	{ 0x1d173, 0x1d17a }, { 0xe0001, 0xe0001 }, { 0xe0020, 0xe007f },
+};
+
+/* Is code point @cp a control (C0, DEL, C1) or invisible (above)? */
+static bool control(uint32_t cp)
+{
+	if (cp < 0x20 || (cp >= 0x7f && cp < 0xa0))
+		return true;
+	for (size_t i = 0; i < sizeof(invisible) / sizeof(*invisible); i++)
+		if (cp >= invisible[i].lo && cp <= invisible[i].hi)
+			return true;
+	return false;
 }
 
 size_t zkl_escape(char *dst, size_t size, const char *src, size_t len)
@@ -40,9 +71,9 @@ size_t zkl_escape(char *dst, size_t size, const char *src, size_t len)
 	size_t o = 0, i = 0;
 
 	while (i < len) {
-		size_t n = utf8_char(s + i, len - i);
-		bool esc = n == 0 || s[i] < 0x20 || s[i] == 0x7f ||
-			   (n == 2 && s[i] == 0xc2 && s[i + 1] < 0xa0);	/* C1 */
+		uint32_t cp;
+		size_t n = utf8_char(s + i, len - i, &cp);
+		bool esc = n == 0 || control(cp);
 
 		if (s[i] == '\\') {
 			if (size - o < 3)

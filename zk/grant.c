@@ -1,6 +1,8 @@
 /* zk/grant.c - the grant decision (see grant.h). */
 #include "zk/grant.h"
 
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdlib.h>
 
 enum zkl_verdict zkl_decide(const struct zkl_child *kids, size_t n,
@@ -31,12 +33,75 @@ enum zkl_verdict zkl_decide(const struct zkl_child *kids, size_t n,
 	return pred ? ZKL_WAIT : ZKL_GRANTED;
 }
 
+static int u32_cmp(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * Are the numbers of @kids distinct and less than 2^31 apart, so that
+ * serial comparison orders them all?  A raw client can make entries
+ * further apart, where "before" goes round in a circle and there may be no
+ * first entry, or repeat a number under another name.  O(n log n); false
+ * on ENOMEM (the slow answer is right for any listing).
+ */
+static bool one_order(const struct zkl_child *kids, size_t n)
+{
+	const struct zkl_child *low = zkl_lowest(kids, n);
+	uint32_t *off;
+	bool ok = true;
+
+	for (size_t i = 0; i < n; i++)
+		if (&kids[i] != low && zkn_seq_cmp(kids[i].seq, low->seq) <= 0)
+			return false;
+	if (n < 2)
+		return true;
+	off = malloc(sizeof(*off) * n);
+	if (!off)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		off[i] = (uint32_t)kids[i].seq - (uint32_t)low->seq;
+	qsort(off, n, sizeof(*off), u32_cmp);
+	for (size_t i = 1; ok && i < n; i++)
+		ok = off[i] != off[i - 1];
+	free(off);
+	return ok;
+}
+
+/*
+ * Outside one order the holders are, by definition, the entries that the
+ * decision grants: user.zklockfs.state and .holders never disagree.
+ * O(n^2), for listings only a raw client can make.  @limit 0: plain.
+ */
+static size_t holders_by_decision(const struct zkl_child *kids, size_t n,
+				  unsigned limit, const struct zkl_child **out,
+				  size_t max)
+{
+	size_t count = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		enum zkl_verdict v = limit ? zkl_decide_limit(kids, n, kids[i].seq, limit)
+					   : zkl_decide(kids, n, kids[i].seq, kids[i].kind, NULL);
+
+		if (v != ZKL_GRANTED)
+			continue;
+		if (count < max)
+			out[count] = &kids[i];
+		count++;
+	}
+	return count;
+}
+
 size_t zkl_holders(const struct zkl_child *kids, size_t n,
 		   const struct zkl_child **out, size_t max)
 {
 	const struct zkl_child *first_x = NULL;
 	size_t count = 0;
 
+	if (!one_order(kids, n))
+		return holders_by_decision(kids, n, 0, out, max);
 	for (size_t i = 0; i < n; i++)
 		if (kids[i].kind == ZKL_EXCLUSIVE &&
 		    (!first_x || zkn_seq_cmp(kids[i].seq, first_x->seq) < 0))
@@ -162,6 +227,8 @@ size_t zkl_holders_limit(const struct zkl_child *kids, size_t n, unsigned limit,
 	const struct zkl_child *last = NULL;
 	size_t want = limit < n ? limit : n;
 
+	if (!one_order(kids, n))
+		return holders_by_decision(kids, n, limit, out, max);
 	/* the next lowest after @last, as many times as @out has room */
 	for (size_t count = 0; count < want && count < max; count++) {
 		const struct zkl_child *next = NULL;

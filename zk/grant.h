@@ -33,6 +33,11 @@ enum zkl_verdict zkl_decide(const struct zkl_child *kids, size_t n,
  * zkl_holders() - which entries hold the lock now: the first entry if it is
  * exclusive, else every shared entry before the first exclusive one.
  * Stores at most @max pointers into @kids in @out, in no particular order.
+ * Numbers that serial comparison cannot order (some more than 2^31 apart,
+ * or repeated: only a raw client makes them) have no "first": then the
+ * holders are exactly the entries zkl_decide() grants, often none, so that
+ * an entry's state and the holders always agree (O(n^2) then, else
+ * O(n log n)).
  * Return: the number of holders (which may exceed @max).
  */
 size_t zkl_holders(const struct zkl_child *kids, size_t n,
@@ -83,7 +88,8 @@ enum zkl_verdict zkl_decide_limit(const struct zkl_child *kids, size_t n,
 
 /*
  * zkl_holders_limit() - the first @limit entries in queue order, as
- * zkl_holders() stores them.  O(n * min(@limit, @max)).  Return: how many
+ * zkl_holders() stores them (and outside one serial order, those that
+ * zkl_decide_limit() grants).  O(n * min(@limit, @max)).  Return: how many
  * hold (at most @limit).
  */
 size_t zkl_holders_limit(const struct zkl_child *kids, size_t n, unsigned limit,

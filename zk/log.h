@@ -3,8 +3,9 @@
  * foreground and to syslog (the journal) once daemonised.  Any thread.
  *
  * What users write reaches the log: the names they give (a refused name is
- * logged to say why), the paths they make.  So zkl_log() itself escapes the
- * whole formatted line (zkl_escape()) and rate-limits it, rather than
+ * logged to say why), the paths they make.  So zkl_log() itself escapes
+ * every part of the line (zkl_escape()), bounds each string argument
+ * (ZKL_LOG_ARG_MAX) and rate-limits it, rather than
  * leaving that to the call sites: a helper that each site must remember to
  * apply to each user string is one forgotten %s away from a forged log
  * line, whereas here no message can reach stderr or syslog unescaped, and
@@ -33,6 +34,13 @@ void zkl_log_init(const char *ident, bool to_syslog, bool debug);
  * escaped and rate-limited as above. */
 void zkl_log(int level, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
+
+/*
+ * The most bytes (escaped) a string argument takes in a line: a longer one
+ * (a user's path, say) is shown as its start and its end with "..."
+ * between, so that the line's fixed text, the reason, is never cut off.
+ */
+#define ZKL_LOG_ARG_MAX 320
 
 /* How long the lines of one cause are dropped after one is written. */
 #define ZKL_LOG_INTERVAL_MS 1000

@@ -26,7 +26,7 @@ static struct {
 	atomic_uint_fast64_t losses[ZKL_LOSS_N];
 	atomic_uint_fast64_t local[ZKL_LOCAL_N];
 	atomic_uint_fast64_t connection_losses, expiries;
-	atomic_int_fast64_t waiters, holders, lingering;
+	atomic_int_fast64_t waiters, holders, lingering, dir_owners;
 	atomic_int state;
 	struct histogram wait, hold;
 } m;
@@ -71,6 +71,11 @@ void zkl_metrics_local_grant(enum zkl_local how)
 {
 	if (how < ZKL_LOCAL_N)
 		ADD(m.local[how], 1);
+}
+
+void zkl_metrics_dir_owners(int delta)
+{
+	ADD(m.dir_owners, delta);
 }
 
 void zkl_metrics_lingering(int delta)
@@ -202,6 +207,9 @@ size_t zkl_metrics_format(char *buf, size_t cap)
 	put(&o, "zklockfs_holders %lld\n", (long long)GET(m.holders));
 	family(&o, "lingering", "gauge", "Entries kept after their last close (-o linger).");
 	put(&o, "zklockfs_lingering %lld\n", (long long)GET(m.lingering));
+	family(&o, "dir_owners", "gauge",
+	       "Directories made through this mount whose maker it remembers.");
+	put(&o, "zklockfs_dir_owners %lld\n", (long long)GET(m.dir_owners));
 	family(&o, "session_state", "gauge", "The ZooKeeper session's state (1: this one).");
 	for (size_t i = 0; i < sizeof(states) / sizeof(*states); i++)
 		put(&o, "zklockfs_session_state{state=\"%s\"} %d\n", states[i].name,

@@ -9,8 +9,9 @@
  * not all of them at one instant.
  *
  * Writers: the engine (zk/waiter.c, zk/release.c, zk/lock.c: answers,
- * losses, releases) and the session (zk/session.c: connection losses,
- * expiries, state).  Reader: zkl_metrics_format(), on a FUSE thread.
+ * losses, releases), the session (zk/session.c: connection losses,
+ * expiries, state) and fs/attr.c (the directory owners it keeps).
+ * Reader: zkl_metrics_format(), on a FUSE thread.
  */
 #ifndef ZK_METRICS_H
 #define ZK_METRICS_H
@@ -35,6 +36,8 @@ void zkl_metrics_refused(int err);
 void zkl_metrics_local_grant(enum zkl_local how);
 /* An entry began (+1) or ended (-1) to linger. */
 void zkl_metrics_lingering(int delta);
+/* The table of directory owners (fs/attr.c) grew (+1) or shrank (-1). */
+void zkl_metrics_dir_owners(int delta);
 /* A holder gave its lock back after holding it @held_us. */
 void zkl_metrics_released(uint64_t held_us);
 /* A holder's lock was lost. */

@@ -148,6 +148,24 @@ int zks_timeout_ms(struct zks *s);
  */
 void zks_close(struct zks *s);
 
+/*
+ * The most data one request may carry: ZooKeeper's reply to a read of it
+ * must fit the 1 MiB its clients take too.
+ */
+#define ZKS_DATA_MAX (1024 * 1024 - 1024)
+
+/*
+ * zks_data_max() - the most data a create or setData of the znode @path
+ * may carry: ZKS_DATA_MAX, and less under a long path.  ZooKeeper closes
+ * the connection on a request longer than its jute.maxbuffer (1 MiB less
+ * one byte by default; data, path and framing together), and the client
+ * sends it again after every reconnect: so zks_acreate(), zks_aset*() and
+ * zks_amulti() never send more (they return ZMARSHALLINGERROR unsent, which
+ * zk_errno() makes -EFBIG), and the mount answers a write past it with
+ * EFBIG.  Pure.
+ */
+size_t zks_data_max(const char *path);
+
 /* Asynchronous calls on the current handle; as zoo_a*(), same returns. */
 /* @gen, if not NULL, gets the generation of the handle used (zks_generation()). */
 int zks_acreate(struct zks *s, const char *path, const char *data, int len,
@@ -166,7 +184,8 @@ uint64_t zks_generation(struct zks *s);
 uint64_t zks_links(struct zks *s);
 int zks_adelete(struct zks *s, const char *path, void_completion_t done,
 		const void *arg);
-/* @ops are copied at once; @results must live until @done. */
+/* @ops are copied at once; @results must live until @done.  Bounded as
+ * zks_aset() is, over all the ops' paths and data. */
 int zks_amulti(struct zks *s, int count, const zoo_op_t *ops,
 	       zoo_op_result_t *results, void_completion_t done, const void *arg);
 int zks_aget(struct zks *s, const char *path, data_completion_t done,
@@ -175,6 +194,7 @@ int zks_awget(struct zks *s, const char *path, watcher_fn watcher, void *wctx,
 	      data_completion_t done, const void *arg);
 int zks_aexists(struct zks *s, const char *path, stat_completion_t done,
 		const void *arg);
+/* No more data than zks_data_max(@path), else ZMARSHALLINGERROR unsent. */
 int zks_aset(struct zks *s, const char *path, const char *data, int len,
 	     stat_completion_t done, const void *arg);
 int zks_aset_version(struct zks *s, const char *path, const char *data, int len,

@@ -7,12 +7,16 @@
  * - zkl_parse_children() keeps exactly the names zkn_parse() reads, in order,
  *   with the same sequence number and kind, borrowing the caller's names;
  * - every pointer zkl_decide(), zkl_holders(), zkl_blocker(), zkl_lowest()
- *   give back points into the array; there is a holder iff there is an entry;
+ *   give back points into the array;
+ * - in any listing, user.zklockfs.state and .holders agree: an entry is
+ *   among zkl_holders() iff zkl_decide() grants it (under a limit, the same
+ *   for zkl_holders_limit() and zkl_decide_limit());
  * - an entry present is never ZKL_MISSING, a number absent always is; an
  *   entry to outlive comes before ours and, for a shared entry, is exclusive;
  * - when the numbers are distinct and in one serial order (what ZooKeeper's
  *   counter gives; RFC 1982 leaves two numbers 2^31 apart unordered, and
- *   zkn_seq_cmp() calls each before the other): the holders are exactly the entries zkl_decide() grants;
+ *   zkn_seq_cmp() calls each before the other): there is a holder iff
+ *   there is an entry; the holders are exactly the entries zkl_decide() grants;
  *   the watch is the entry just before ours (the last exclusive one for a
  *   shared entry); zkl_walk_decide() over the sorted listing agrees with
  *   zkl_decide(); zkl_lowest() is the first; zkl_blocker() is the lowest
@@ -59,6 +63,21 @@ static void blockers(const struct zkl_child *kids, size_t n,
 			CHECK(in(b, kids, n));
 			CHECK(b->seq == first->seq);
 		}
+	}
+}
+
+/* Each entry is among the @nh holders @h iff the decision grants it. */
+static void agree(const struct zkl_child *kids, size_t n,
+		  const struct zkl_child **h, size_t nh, unsigned limit)
+{
+	for (size_t i = 0; i < n; i++) {
+		enum zkl_verdict v = limit ? zkl_decide_limit(kids, n, kids[i].seq, limit)
+					   : zkl_decide(kids, n, kids[i].seq, kids[i].kind, NULL);
+		bool holder = false;
+
+		for (size_t j = 0; j < nh; j++)
+			holder |= h[j] == &kids[i];
+		CHECK(holder == (v == ZKL_GRANTED));
 	}
 }
 
@@ -157,11 +176,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	nh = zkl_holders(kids, n, h, MAX_KIDS);
 	nh1 = zkl_holders(kids, n, h1, 1);
 	CHECK(nh <= n && nh1 == nh);
-	CHECK((nh == 0) == (n == 0));
 	for (size_t i = 0; i < nh; i++)
 		CHECK(in(h[i], kids, n));
+	agree(kids, n, h, nh, 0);
 	if (nh)
 		CHECK(h1[0] == h[0] || in(h1[0], kids, n));
+	{
+		unsigned limit = 1 + (size ? data[0] % 8 : 0);
+		size_t nl = zkl_holders_limit(kids, n, limit, h, MAX_KIDS);
+
+		CHECK(nl <= n);
+		agree(kids, n, h, nl, limit);
+	}
 
 	for (size_t i = 0; i < n; i++) {
 		enum zkl_verdict v;
@@ -194,6 +220,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			ordered = zkn_seq_cmp(sorted[i].seq, sorted[j].seq) < 0 &&
 				  zkn_seq_cmp(sorted[j].seq, sorted[i].seq) > 0;
 	if (distinct && ordered) {
+		CHECK((nh == 0) == (n == 0));
+		nh = zkl_holders(kids, n, h, MAX_KIDS);
 		consistent(kids, n, sorted, h, nh);
 		limited(kids, n, sorted, 1 + (size ? data[0] % 8 : 0));
 		limited(kids, n, sorted, ZKL_LIMIT_MAX);

@@ -199,6 +199,9 @@ while True:
             import fcntl
             fcntl.flock(fd, fcntl.LOCK_UN)
             out("ok")
+        elif c == "truncate":
+            os.ftruncate(fd, int(args[0]))
+            out("ok")
         elif c == "seek":
             out("ok %d" % os.lseek(fd, int(args[0]), os.SEEK_SET))
         elif c == "read":

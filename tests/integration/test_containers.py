@@ -172,6 +172,47 @@ def test_persistent_and_never_used_directories_stay(zkc_server, mount, raw):
     assert os.path.isdir(p) and os.path.isdir(cont.p("unused"))
 
 
+
+def dir_owners(m):
+    """The size of m's table of directory owners (a metrics gauge)."""
+    text = os.getxattr(m.path, "user.zklockfs.metrics").decode()
+    for line in text.splitlines():
+        if line.startswith("zklockfs_dir_owners "):
+            return int(line.split()[1])
+    raise AssertionError("no zklockfs_dir_owners in the metrics")
+
+
+def test_reaped_directories_leave_the_owner_table(zkc_server, mount, raw):
+    """The mount remembers who made each directory, in a bounded table
+    (beyond it, new directories are the mount owner's). Containers the
+    server reaps must leave it once the mount finds them gone, or one
+    user's used-once directories fill it for everyone."""
+    m = mount(server=zkc_server, opts=["containers"])
+    before = dir_owners(m)
+    names = ["once%d" % i for i in range(5)]
+    for name in names:
+        used_and_emptied(m, name)
+    assert dir_owners(m) == before + len(names)
+    for name in names:
+        await_gone(raw, m.zkpath(name), "emptied container")
+    # found gone: a lookup (the kernel remembers a directory 1 s)
+    for name in names[:3]:
+        wait_for(lambda: not os.path.exists(m.p(name)), 5 * SLOW,
+                 "%s to disappear from the mount" % name)
+    assert dir_owners(m) == before + 2
+    # found gone: a listing of the directory itself
+    for name in names[3:]:
+        with pytest.raises(FileNotFoundError):
+            os.listdir(m.p(name))
+    wait_for(lambda: dir_owners(m) == before, 5 * SLOW,
+             "the table to forget every reaped directory (%d left)"
+             % (dir_owners(m) - before))
+    # a directory made again is its maker's again
+    os.mkdir(m.p("once0"))
+    assert os.stat(m.p("once0")).st_uid == os.getuid()
+    assert dir_owners(m) == before + 1
+
+
 # --- races: the directory goes between lookup and create -------------------------
 
 def test_open_in_a_directory_gone_is_enoent_and_leaves_nothing(zkc_server,

@@ -239,6 +239,46 @@ def test_write_over_1mib_fails_efbig(mount):
     assert os.stat(os.path.join(d, h.entry)).st_size <= (1 << 20)
 
 
+
+# fs/wbuf.c: at most 1 MiB - 1 KiB of data, and less under a long path
+ZKLFS_DATA_MAX = 1024 * 1024 - 1024
+METRICS = "user.zklockfs.metrics"
+
+
+def connection_losses(m):
+    for line in os.getxattr(m.path, METRICS).decode().splitlines():
+        if line.startswith("zklockfs_connection_losses_total "):
+            return int(line.split()[1])
+    raise AssertionError("no connection loss counter in the metrics")
+
+
+def test_data_too_big_with_its_path_is_efbig_and_never_sent(mount, zkc):
+    # ZooKeeper closes the connection on a request longer than its
+    # jute.maxbuffer, path and data together: 16 levels of 250-byte names
+    # and the largest data of a short path make one.  The write must be
+    # EFBIG, and nothing may cost the mount its connection.
+    m = mount()
+    d = m.p()
+    for i in range(16):
+        d = os.path.join(d, "%02d" % i + "d" * 248)
+        os.mkdir(d)
+    h = take(d, "big")
+    assert h.cmd("writelen %d" % ZKLFS_DATA_MAX, timeout=60 * SLOW) == "error EFBIG"
+    h.ok("seek 0")
+    # what does fit is taken and reaches ZooKeeper
+    fits = ZKLFS_DATA_MAX - 8192
+    assert int(h.ok("writelen %d" % fits, timeout=60 * SLOW)) == fits
+    h.ok("fsync", timeout=30 * SLOW)
+    rel = os.path.relpath(os.path.join(d, h.entry), m.path)
+    assert zkc.exists(m.zkpath(rel)).dataLength == fits
+    # truncate (setattr of the size) is bounded the same way
+    assert h.cmd("truncate %d" % ZKLFS_DATA_MAX) == "error EFBIG"
+    time.sleep(2)            # a tick or two of the supervisor
+    h.ok("fsync", timeout=30 * SLOW)
+    assert connection_losses(m) == 0
+    h.release()
+
+
 # --- mounts that must fail ----------------------------------------------------
 
 def _run_daemon_expect_failure(daemon_path, source, mp, session_ms=2000):

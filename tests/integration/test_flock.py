@@ -388,6 +388,30 @@ def test_getlk_names_the_blocker_and_its_pid_on_this_host(mount, zkc):
         os.close(fd)
 
 
+
+def test_getlk_pid_of_this_mounts_entry_is_the_openers_not_its_data(mount):
+    """An entry made through this mount: F_GETLK names the process that
+    opened it, as the daemon saw it; the pid= line of its data is what its
+    holder wrote, and the holder may write anything there."""
+    m = mount()
+    d = os.path.join(m.path, "job")
+    os.mkdir(d)
+    holder = harness.take(d, "w", harness.WRITE)
+    entry = os.path.join(d, holder.entry)
+    data = harness.read_file(entry).decode()
+    host = [x for x in data.splitlines() if x.startswith("host=")][0]
+    forged = ("%s\npid=1\n" % host).encode()
+    holder.ok("write " + forged.hex())
+    holder.ok("fsync")
+    assert harness.read_file(entry) == forged
+    fd = os.open(entry, os.O_RDONLY)     # a reader's descriptor: no lock
+    try:
+        assert getlk(fd, fcntl.F_RDLCK) == (fcntl.F_WRLCK, holder.pid)
+    finally:
+        os.close(fd)
+    holder.release()
+
+
 @pytest.fixture(scope="session")
 def channel_lock_cp(tmp_path_factory):
     """tests/interop/ChannelLock.java, compiled once per session."""

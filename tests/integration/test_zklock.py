@@ -1003,3 +1003,13 @@ def test_on_revoke_takes_a_signal(zklock):
     rc, _, err = zk(zklock, "--on-revoke=NOPE", "/tmp", "true")
     assert rc == 64 and "invalid signal" in err
     assert zk(zklock, "--on-revoke=0", "/tmp", "true")[0] == 64
+
+
+@pytest.mark.parametrize("sig", ["STOP", "SIGSTOP", "19", "sigtstp", "TTIN",
+                                 "SIGTTOU"])
+def test_on_revoke_refuses_a_stop_signal(zklock, sig):
+    """A stopped command keeps its lock, frozen: a revocation must ask it
+    to let go, never stop it."""
+    rc, _, err = zk(zklock, "--on-revoke=" + sig, "/tmp", "true")
+    assert rc == 64, (rc, err)
+    assert "would stop the command" in err, err

@@ -1,6 +1,7 @@
 /* Unit tests: the grant decision (zk/grant.c). */
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -325,6 +326,81 @@ static void test_holders_and_blocker_under_a_limit(void **state)
 	assert_int_equal(zkl_blocker_limit(kids, 4, 3, true, 3)->seq, 4);
 }
 
+/* Is @c among the @nh holders @h? */
+static bool listed(const struct zkl_child *const *h, size_t nh, const struct zkl_child *c)
+{
+	for (size_t i = 0; i < nh; i++)
+		if (h[i] == c)
+			return true;
+	return false;
+}
+
+/* Every entry: user.zklockfs.state (zkl_decide*()) says held iff
+ * user.zklockfs.holders (zkl_holders*()) lists it; @limit 0: a plain lock. */
+static void assert_state_agrees_with_holders(const struct zkl_child *kids, size_t n,
+					     unsigned limit)
+{
+	const struct zkl_child *h[16];
+	size_t nh = limit ? zkl_holders_limit(kids, n, limit, h, 16)
+			  : zkl_holders(kids, n, h, 16);
+
+	assert_true(n <= 16 && nh <= n);
+	for (size_t i = 0; i < n; i++) {
+		enum zkl_verdict v = limit ? zkl_decide_limit(kids, n, kids[i].seq, limit)
+					   : zkl_decide(kids, n, kids[i].seq, kids[i].kind, NULL);
+
+		assert_int_equal(v == ZKL_GRANTED, listed(h, nh, &kids[i]));
+	}
+}
+
+/*
+ * A raw client can make entries whose numbers lie more than 2^31 apart:
+ * serial order then goes round in a circle (0 before 2^30 before -2^30
+ * before 0), and no entry comes first.  Nobody holds such a lock: every
+ * entry has one before it, so every state reads "waiting", and holders
+ * names nobody either.
+ */
+static void test_numbers_in_no_serial_order_hold_nobody(void **state)
+{
+	struct zkl_child kids[] = { EXCL(0), EXCL(1073741824), EXCL(-1073741824) };
+	const struct zkl_child *h[3];
+
+	(void)state;
+	for (size_t i = 0; i < 3; i++)
+		assert_int_equal(zkl_decide(kids, 3, kids[i].seq, ZKL_EXCLUSIVE, NULL), ZKL_WAIT);
+	assert_int_equal(zkl_holders(kids, 3, h, 3), 0);
+	assert_state_agrees_with_holders(kids, 3, 0);
+	assert_state_agrees_with_holders(kids, 3, 1);
+	assert_state_agrees_with_holders(kids, 3, 2);
+}
+
+/* The same agreement over many listings, numbers spread over the whole
+ * counter or bunched, kinds mixed, numbers repeated, with and without a
+ * limit. */
+static void test_state_and_holders_agree_on_any_listing(void **state)
+{
+	static const int32_t spots[] = { 0, 1, 2, 2147483647, INT32_MIN,
+					 INT32_MIN + 1, 1073741824, -1073741824,
+					 1073741825, -1, 5 };
+	uint32_t r = 12345;
+
+	(void)state;
+	for (int round = 0; round < 20000; round++) {
+		struct zkl_child kids[8];
+		size_t n = 1 + round % 8;
+
+		for (size_t i = 0; i < n; i++) {
+			r = r * 1103515245u + 12345u;
+			kids[i].name = "e";
+			kids[i].seq = round % 2 ? (int32_t)r :
+				      spots[(r >> 8) % (sizeof(spots) / sizeof(*spots))];
+			kids[i].kind = (r >> 20) % 3 ? ZKL_EXCLUSIVE : ZKL_SHARED;
+		}
+		assert_state_agrees_with_holders(kids, n, 0);
+		assert_state_agrees_with_holders(kids, n, 1 + (unsigned)round % 3);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -348,6 +424,8 @@ int main(void)
 		cmocka_unit_test(test_limit_across_counter_wrap),
 		cmocka_unit_test(test_walk_limit_agrees_with_decide_limit),
 		cmocka_unit_test(test_holders_and_blocker_under_a_limit),
+		cmocka_unit_test(test_numbers_in_no_serial_order_hold_nobody),
+		cmocka_unit_test(test_state_and_holders_agree_on_any_listing),
 	};
 
 	return cmocka_run_group_tests_name("grant", tests, NULL, NULL);

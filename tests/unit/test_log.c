@@ -41,6 +41,27 @@ static void test_controls_are_escaped(void **state)
 	assert_string_equal(ESC("back\\slash"), "back\\\\slash");
 }
 
+static void test_invisible_format_characters_are_escaped(void **state)
+{
+	(void)state;
+	/* bidi controls: "evil\u202Etxt.sh" would show as "evilhs.txt" */
+	assert_string_equal(ESC("evil\xe2\x80\xaetxt.sh"), "evil\\xe2\\x80\\xaetxt.sh");
+	assert_string_equal(ESC("\xe2\x80\xaa\xe2\x80\xab\xe2\x80\xac\xe2\x80\xad"),
+			    "\\xe2\\x80\\xaa\\xe2\\x80\\xab\\xe2\\x80\\xac\\xe2\\x80\\xad");
+	assert_string_equal(ESC("\xe2\x81\xa6\xe2\x81\xa7\xe2\x81\xa8\xe2\x81\xa9"),
+			    "\\xe2\\x81\\xa6\\xe2\\x81\\xa7\\xe2\\x81\\xa8\\xe2\\x81\\xa9");
+	assert_string_equal(ESC("\xe2\x80\x8e\xe2\x80\x8f\xd8\x9c"),
+			    "\\xe2\\x80\\x8e\\xe2\\x80\\x8f\\xd8\\x9c");
+	/* zero-width space and joiner, BOM, soft hyphen, a tag, U+2028 */
+	assert_string_equal(ESC("a\xe2\x80\x8b\xe2\x80\x8d\xef\xbb\xbf\xc2\xad"),
+			    "a\\xe2\\x80\\x8b\\xe2\\x80\\x8d\\xef\\xbb\\xbf\\xc2\\xad");
+	assert_string_equal(ESC("\xf3\xa0\x80\x81\xe2\x80\xa8"),
+			    "\\xf3\\xa0\\x80\\x81\\xe2\\x80\\xa8");
+	/* their neighbours print: U+2010 hyphen, U+2030 per mille, U+2070 */
+	assert_string_equal(ESC("\xe2\x80\x90\xe2\x80\xb0\xe2\x81\xb0"),
+			    "\xe2\x80\x90\xe2\x80\xb0\xe2\x81\xb0");
+}
+
 static void test_invalid_utf8_is_escaped(void **state)
 {
 	(void)state;
@@ -110,14 +131,64 @@ static void test_one_line_per_cause_per_second(void **state)
 	assert_string_equal(out, "t: mkdir 'x\\x0ay': refused (999 more like this suppressed)\n");
 }
 
+static char long_path[4097];
+
+static void refuse_long_path(void)
+{
+	zkl_log(LOG_NOTICE, "mkdir '%s' refused: the quota of %d is reached", long_path, 7);
+}
+
+static void test_a_long_argument_is_shortened_and_the_reason_kept(void **state)
+{
+	char out[8192], *nl;
+
+	(void)state;
+	long_path[0] = '/';
+	for (size_t i = 1; i < sizeof(long_path) - 1; i++)
+		long_path[i] = i % 50 == 0 ? '/' : (i % 7 ? 'a' : '\n');
+	memcpy(long_path + sizeof(long_path) - 5, "Eaaa", 4);
+	zkl_log_init("t", false, false);
+	assert_int_equal(captured_lines(refuse_long_path, out, sizeof(out)), 1);
+	nl = strchr(out, '\n');
+	assert_non_null(nl);
+	assert_true(nl - out < 1024);
+	/* the reason is whole, at the end; the path's start and end kept */
+	assert_non_null(strstr(out, "' refused: the quota of 7 is reached\n"));
+	assert_memory_equal(out, "t: mkdir '/aaaaaa\\x0a", 20);
+	assert_non_null(strstr(out, "..."));
+	assert_non_null(strstr(out, "Eaaa' refused"));
+	/* and no escape was cut: every backslash starts \xNN */
+	for (char *b = strchr(out, '\\'); b; b = strchr(b + 1, '\\'))
+		assert_true(b[1] == 'x' && b[2] && b[3]);
+}
+
+static void every_conversion(void)
+{
+	zkl_log(LOG_NOTICE, "%d %u %zu %lld %llx %04o %.3s %.*s %c %% %s", -1, 2u,
+		(size_t)3, -4LL, 0xabcULL, 8, "abcdef", 2, "xyz", 'q', "e\x1b");
+}
+
+static void test_conversions_as_printf(void **state)
+{
+	char out[512];
+
+	(void)state;
+	zkl_log_init("t", false, false);
+	assert_int_equal(captured_lines(every_conversion, out, sizeof(out)), 1);
+	assert_string_equal(out, "t: -1 2 3 -4 abc 0010 abc xy q % e\\x1b\n");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_printable_is_copied),
 		cmocka_unit_test(test_controls_are_escaped),
+		cmocka_unit_test(test_invisible_format_characters_are_escaped),
 		cmocka_unit_test(test_invalid_utf8_is_escaped),
 		cmocka_unit_test(test_cut_never_inside_an_escape),
 		cmocka_unit_test(test_one_line_per_cause_per_second),
+		cmocka_unit_test(test_a_long_argument_is_shortened_and_the_reason_kept),
+		cmocka_unit_test(test_conversions_as_printf),
 	};
 
 	return cmocka_run_group_tests_name("log", tests, NULL, NULL);

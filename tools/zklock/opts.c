@@ -56,7 +56,8 @@ static void __attribute__((noreturn)) zkl_usage(FILE *f, int status)
 "                             by the command; default 10)\n"
 "  -o, --close                accepted for flock(1) compatibility (always so)\n"
 "      --on-revoke SIG        signal for the command when someone asks the\n"
-"                             lock's holder to let go (default USR1)\n"
+"                             lock's holder to let go (default USR1; not\n"
+"                             STOP, TSTP, TTIN or TTOU)\n"
 "      --verbose              say how long getting the lock took\n"
 "      --list                 print LOCKDIR's queue\n"
 "      --metrics              print the figures of the mount at LOCKDIR (its\n"
@@ -113,14 +114,16 @@ static int zkl_parse_limit(const char *s, unsigned *out)
 	return 0;
 }
 
-/* --on-revoke=SIG: a name (USR1, SIGUSR1; any case) or a number, 1..SIGRTMAX. */
+/* --on-revoke=SIG: a name (USR1, SIGUSR1; any case) or a number, 1..SIGRTMAX.
+ * The stop signals are named too, to be refused by name (zkl_stop_signal()). */
 static int zkl_parse_signal(const char *s, int *out)
 {
 	static const struct { const char *name; int sig; } names[] = {
 		{ "HUP", SIGHUP }, { "INT", SIGINT }, { "QUIT", SIGQUIT },
 		{ "USR1", SIGUSR1 }, { "USR2", SIGUSR2 }, { "ALRM", SIGALRM },
 		{ "TERM", SIGTERM }, { "CONT", SIGCONT }, { "WINCH", SIGWINCH },
-		{ "KILL", SIGKILL },
+		{ "KILL", SIGKILL }, { "STOP", SIGSTOP }, { "TSTP", SIGTSTP },
+		{ "TTIN", SIGTTIN }, { "TTOU", SIGTTOU },
 	};
 	char *end;
 	long v;
@@ -138,6 +141,16 @@ static int zkl_parse_signal(const char *s, int *out)
 		return -EINVAL;
 	*out = (int)v;
 	return 0;
+}
+
+/*
+ * Would @sig stop the command (its default action) rather than ask it to
+ * let go?  A stopped command keeps the lock, frozen, until someone
+ * continues it: the request would lock everyone out instead.
+ */
+static bool zkl_stop_signal(int sig)
+{
+	return sig == SIGSTOP || sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU;
 }
 
 /* See opts.h. A NAME leaves room for the longest marker and number. */
@@ -256,6 +269,10 @@ int zkl_opts_parse(int argc, char **argv, struct zkl_opts *o)
 		case OPT_ON_REVOKE:
 			if (zkl_parse_signal(optarg, &o->on_revoke))
 				return zkl_bad_usage("invalid signal: '%s'", optarg);
+			if (zkl_stop_signal(o->on_revoke))
+				return zkl_bad_usage("--on-revoke %s would stop the command while it keeps the lock: "
+						     "choose a signal that asks it to let go",
+						     optarg);
 			break;
 		case 'h':
 			zkl_usage(stdout, 0);

@@ -1,0 +1,63 @@
+"""What reading a lock's extended attributes costs the ensemble: ZooKeeper's
+own count of the read requests it served (mntr's
+zk_cnt_t_read_per_namespace: getData, exists, getChildren; not pings),
+before and after one command. Each figure is recorded (record_figure).
+
+`getfattr -d ENTRY` is an lstat, a listxattr and, per attribute, a getxattr
+for the size and one for the value; the kernel looks the entry up again
+before each (it keeps no entry: they come and go behind its back). The
+daemon keeps what it read for one process for a moment (fs/xcache.h), so
+the whole command shares one read of the entry and one of its lock.
+"""
+
+import os
+import subprocess
+
+import harness
+from harness import lockdir, seen_dir, take, record_figure
+
+# what `getfattr -d` on an entry may cost, another mount's or our own, and
+# `zklock --list` of a lock with 5 entries
+ENTRY_READS_MAX = 3
+LIST_READS_MAX = 8
+
+
+def reads(zk):
+    for line in zk.four("mntr").splitlines():
+        if line.startswith("zk_cnt_t_read_per_namespace\t"):
+            return int(line.split("\t")[1])
+    raise AssertionError("mntr has no zk_cnt_t_read_per_namespace")
+
+
+def cost(zk, argv):
+    """The read requests the server served while @argv ran (it succeeds)."""
+    before = reads(zk)
+    r = subprocess.run(argv, capture_output=True, timeout=30)
+    assert r.returncode == 0, r.stderr
+    return reads(zk) - before
+
+
+def test_getfattr_d_of_an_entry_reads_little(mount, zk):
+    m1, m2 = mount(session_timeout=30000), mount(session_timeout=30000)
+    d1 = lockdir(m1)
+    d2 = seen_dir(m2)
+    h = take(d2, "h")
+    for label, p in (("another mount's", os.path.join(d1, h.entry)),
+                     ("its own mount's", os.path.join(d2, h.entry))):
+        n = cost(zk, ["getfattr", "-d", p])
+        record_figure("getfattr -d of an entry, %s: %d read requests" % (label, n))
+        assert n <= ENTRY_READS_MAX, "%s entry: %d reads" % (label, n)
+    h.release()
+
+
+def test_zklock_list_reads_the_lock_once(mount, zk):
+    m1, m2 = mount(session_timeout=30000), mount(session_timeout=30000)
+    d1 = lockdir(m1)
+    d2 = seen_dir(m2)
+    held = [take(d2, "s%d" % i, harness.SHARED) for i in range(5)]
+    zklock = os.path.join(os.path.dirname(harness.daemon_binary()), "zklock")
+    n = cost(zk, [zklock, "--list", d1])
+    record_figure("zklock --list of 5 entries: %d read requests" % n)
+    assert n <= LIST_READS_MAX, "%d reads" % n
+    for h in held:
+        h.release()
