@@ -149,16 +149,28 @@ const struct zkl_child *zkl_lowest(const struct zkl_child *kids, size_t n)
 	return low;
 }
 
-static int child_cmp(const void *a, const void *b)
+/*
+ * By distance above @base (the lowest entry), unsigned: a total order
+ * whatever the numbers, so qsort() is never handed a comparison that goes
+ * round in a circle (undefined behaviour, which some qsort()s turn into
+ * writes out of bounds); for numbers less than 2^31 apart, the serial one.
+ */
+static int child_cmp(const void *a, const void *b, void *base)
 {
-	const struct zkl_child *x = a, *y = b;
+	uint32_t x = (uint32_t)((const struct zkl_child *)a)->seq - *(uint32_t *)base;
+	uint32_t y = (uint32_t)((const struct zkl_child *)b)->seq - *(uint32_t *)base;
 
-	return zkn_seq_cmp(x->seq, y->seq);
+	return x < y ? -1 : x > y;
 }
 
 void zkl_sort(struct zkl_child *kids, size_t n)
 {
-	qsort(kids, n, sizeof(*kids), child_cmp);
+	uint32_t base;
+
+	if (n < 2)
+		return;
+	base = (uint32_t)zkl_lowest(kids, n)->seq;
+	qsort_r(kids, n, sizeof(*kids), child_cmp, &base);
 }
 
 struct zkl_child *zkl_parse_children(char *const *names, int count, size_t *n)

@@ -103,7 +103,12 @@ size_t zkl_holders_limit(const struct zkl_child *kids, size_t n, unsigned limit,
 const struct zkl_child *zkl_blocker_limit(const struct zkl_child *kids, size_t n,
 					  unsigned limit, bool has_own, int32_t own);
 
-/* zkl_sort() - sort @kids in queue order (ascending serial order). */
+/*
+ * zkl_sort() - sort @kids in queue order (ascending serial order).  Numbers
+ * 2^31 or more apart (only a raw client makes them) have no serial order:
+ * they are sorted by their distance above zkl_lowest()'s pick, a total
+ * order, so the sort itself stays sound.
+ */
 void zkl_sort(struct zkl_child *kids, size_t n);
 
 /*

@@ -126,6 +126,31 @@ static void test_sort_is_queue_order(void **state)
 	assert_int_equal(wrap[2].seq, INT32_MIN + 2);
 }
 
+/*
+ * Numbers spread over the whole 32-bit range have no serial order (a raw
+ * client can make such entries): the sort still gives one order, every
+ * entry once, each no nearer above the lowest pick than the one before.
+ */
+static void test_sort_of_numbers_in_no_serial_order(void **state)
+{
+	struct zkl_child kids[64];
+	uint32_t base, x = 2463534242u, sum = 0;
+
+	(void)state;
+	for (int i = 0; i < 64; i++) {
+		x ^= x << 13, x ^= x >> 17, x ^= x << 5;	/* xorshift */
+		kids[i] = (struct zkl_child)EXCL((int32_t)x);
+		sum += x;
+	}
+	base = (uint32_t)zkl_lowest(kids, 64)->seq;
+	zkl_sort(kids, 64);
+	for (int i = 0; i < 64; i++)
+		sum -= (uint32_t)kids[i].seq;
+	assert_int_equal(sum, 0);
+	for (int i = 1; i < 64; i++)
+		assert_true((uint32_t)kids[i].seq - base >= (uint32_t)kids[i - 1].seq - base);
+}
+
 static void test_parse_children_keeps_queue_entries(void **state)
 {
 	char *names[] = { "leases", "b-read-lock-0000000008", "a-lock-0000000007", "sub" };
@@ -414,6 +439,7 @@ int main(void)
 		cmocka_unit_test(test_fifo_across_counter_wrap),
 		cmocka_unit_test(test_holders),
 		cmocka_unit_test(test_sort_is_queue_order),
+		cmocka_unit_test(test_sort_of_numbers_in_no_serial_order),
 		cmocka_unit_test(test_parse_children_keeps_queue_entries),
 		cmocka_unit_test(test_walk_agrees_with_decide),
 		cmocka_unit_test(test_lowest),
