@@ -968,6 +968,21 @@ def test_limit_makes_a_semaphore_like_consul_lock_n(mount, zklock):
     h2.release()
 
 
+def test_a_semaphore_is_refused_without_its_limit(mount, zklock):
+    """A name someone else made first may carry a limit that lets several
+    "exclusive" holders in at once: without -L, zklock refuses a semaphore
+    (66), saying which -L would share it; with it, it runs."""
+    m = mount()
+    d = lockdir(m, "made-first")
+    os.setxattr(d, "user.zklockfs.limit", b"1000")
+    rc, out, err = zk(zklock, d, "echo", "ran")
+    assert (rc, out) == (66, ""), err
+    assert "a semaphore of 1000 holders" in err and "-L 1000" in err
+    assert entries(d) == []
+    rc, out, err = zk(zklock, "-L", "1000", d, "echo", "ran")
+    assert (rc, out) == (0, "ran\n"), err
+
+
 # --- revocation ---------------------------------------------------------------------
 
 WAIT_FOR_SIGNAL = (

@@ -218,6 +218,23 @@ int zkl_lockdir_limit(const char *dir, unsigned limit)
 }
 
 /* See lockdir.h. */
+int zkl_lockdir_no_limit(const char *dir)
+{
+	char *have = NULL;
+	ssize_t n = zkl_lockdir_xattr(-1, dir, XATTR_LIMIT, &have);
+
+	if (n == -ENODATA)
+		return 0;
+	if (n < 0)
+		return (int)n;
+	warnx("%s: a semaphore of %s holders, not a mutex: someone may have made "
+	      "this directory first; run with -L %s to share it, or use a name "
+	      "only your users can make", dir, have, have);
+	free(have);
+	return -EEXIST;
+}
+
+/* See lockdir.h. */
 int zkl_lockdir_failed(const char *dir, int err)
 {
 	if (err == -ENOTZKLOCKFS)

@@ -84,6 +84,15 @@ int zkl_lockdir_remake(const char *dir);
 int zkl_lockdir_limit(const char *dir, unsigned limit);
 
 /*
+ * zkl_lockdir_no_limit() - without -L, @dir must be a plain lock: a
+ * directory name someone else made first (or made again after the server
+ * reaped it) could carry a limit that lets several "exclusive" holders in
+ * at once.  Return: 0; -EEXIST (it has a limit, said on stderr, with the
+ * -L that would share it); another negative errno.
+ */
+int zkl_lockdir_no_limit(const char *dir);
+
+/*
  * zkl_lockdir_failed() - say on stderr why @dir cannot be used (@err, a
  * negative errno from the functions above or from the caller's own use of
  * @dir). Return: the exit status for it, ZKL_EXIT_NODIR (66).

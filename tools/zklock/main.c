@@ -107,8 +107,10 @@ static int zkl_prepare(struct zkl_run *r)
 	err = zkl_lockdir_make(o->lockdir);
 	if (!err && o->limit)
 		err = zkl_lockdir_limit(o->lockdir, o->limit);
+	else if (!err)
+		err = zkl_lockdir_no_limit(o->lockdir);
 	if (err == -EEXIST)
-		return ZKL_EXIT_NODIR;		/* another limit: said */
+		return ZKL_EXIT_NODIR;		/* another limit, or one unasked: said */
 	if (err)
 		return zkl_lockdir_failed(o->lockdir, err);
 	r->dir = realpath(o->lockdir, NULL);
