@@ -164,6 +164,13 @@ bool act_unlink(struct world *wd)
 		return false;
 	id = sim_entry_owner(n);
 	path = strdup(n->path);
+	act_unlink_path(wd, path, id);
+	free(path);
+	return true;
+}
+
+void act_unlink_path(struct world *wd, const char *path, int id)
+{
 	sn_trace(&wd->net, "  unlink %s (w%d)", path, id);
 	if (id >= 0)
 		wd->dws[id].unlinked = true;
@@ -175,8 +182,6 @@ bool act_unlink(struct world *wd)
 	}
 	snprintf(wd->gone[wd->ngone++], sizeof(*wd->gone), "%s", path);
 	szk_delete(&wd->net.zk, path, -1);
-	free(path);
-	return true;
 }
 
 /* The foreign client, with Curator's names, joins a queue. */

@@ -66,26 +66,26 @@ static bool apply_all(struct world *wd, int m)
 	return moved;
 }
 
-static bool read_all(struct world *wd, int m)
+/* @step (sn_read, sn_deliver) on mount @m's handles, old first, until done. */
+static bool all_of(struct world *wd, int m, bool (*step)(struct sn_handle *))
 {
 	bool moved = false;
 
-	while (!wd->fail[0] && M(wd, m)->old && did(wd, sn_read(M(wd, m)->old)))
+	while (!wd->fail[0] && M(wd, m)->old && did(wd, step(M(wd, m)->old)))
 		moved = true;
-	while (!wd->fail[0] && did(wd, sn_read(M(wd, m)->cur)))
+	while (!wd->fail[0] && did(wd, step(M(wd, m)->cur)))
 		moved = true;
 	return moved;
 }
 
+static bool read_all(struct world *wd, int m)
+{
+	return all_of(wd, m, sn_read);
+}
+
 static bool deliver_all(struct world *wd, int m)
 {
-	bool moved = false;
-
-	while (!wd->fail[0] && M(wd, m)->old && did(wd, sn_deliver(M(wd, m)->old)))
-		moved = true;
-	while (!wd->fail[0] && did(wd, sn_deliver(M(wd, m)->cur)))
-		moved = true;
-	return moved;
+	return all_of(wd, m, sn_deliver);
 }
 
 /* The supervisor's events that are due: connected, expired. */
@@ -154,16 +154,7 @@ static void unlink_entry(struct world *wd, int id)
 		sim_failf(wd, "script: w%d has no entry to unlink", id);
 		return;
 	}
-	sn_trace(&wd->net, "  unlink %s (w%d)", path, id);
-	wd->dws[id].unlinked = true;
-	if (wd->ngone == wd->gcap) {
-		wd->gcap = wd->gcap ? 2 * wd->gcap : 16;
-		wd->gone = realloc(wd->gone, (size_t)wd->gcap * sizeof(*wd->gone));
-		if (!wd->gone)
-			abort();
-	}
-	snprintf(wd->gone[wd->ngone++], sizeof(*wd->gone), "%s", path);
-	szk_delete(&wd->net.zk, path, -1);
+	act_unlink_path(wd, path, id);
 	free(path);
 	did(wd, true);
 }
@@ -264,6 +255,21 @@ static void limit_set_behind_a_plain_holder(struct world *wd)
 }
 
 /*
+ * In d1: *@l holds on m0, *@x waits behind it on m0 (a cohort hand-off's
+ * candidate), *@y waits behind both on m1.
+ */
+static void three_in_d1(struct world *wd, int *l, int *x, int *y)
+{
+	*l = enqueue(wd, 0, 1, ZKL_EXCLUSIVE, 0);
+	settle(wd);
+	*x = enqueue(wd, 0, 1, ZKL_EXCLUSIVE, 0);
+	settle(wd);
+	*y = enqueue(wd, 1, 1, ZKL_EXCLUSIVE, 0);
+	settle(wd);
+	expect(wd, granted(wd, *l) && waits(wd, *x) && waits(wd, *y), "one holds, two wait");
+}
+
+/*
  * A cohort hand-off grants the waiter behind before the delete, which
  * checks that waiter's entry: someone deleted it meanwhile, so the
  * waiter is lost before anyone else is let in.
@@ -272,13 +278,7 @@ static void cohort_checks_its_grants(struct world *wd)
 {
 	int l, x, y;
 
-	l = enqueue(wd, 0, 1, ZKL_EXCLUSIVE, 0);
-	settle(wd);
-	x = enqueue(wd, 0, 1, ZKL_EXCLUSIVE, 0);
-	settle(wd);
-	y = enqueue(wd, 1, 1, ZKL_EXCLUSIVE, 0);
-	settle(wd);
-	expect(wd, granted(wd, l) && waits(wd, x) && waits(wd, y), "one holds, two wait");
+	three_in_d1(wd, &l, &x, &y);
 	unlink_entry(wd, x);
 	release(wd, l);
 	expect(wd, granted(wd, x), "w%d granted by the cohort hand-off", x);
@@ -499,12 +499,7 @@ static void cohort_loss(struct world *wd, int applied)
 {
 	int l, x, y;
 
-	l = enqueue(wd, 0, 1, ZKL_EXCLUSIVE, 0);
-	settle(wd);
-	x = enqueue(wd, 0, 1, ZKL_EXCLUSIVE, 0);
-	settle(wd);
-	y = enqueue(wd, 1, 1, ZKL_EXCLUSIVE, 0);
-	settle(wd);
+	three_in_d1(wd, &l, &x, &y);
 	release(wd, l);
 	expect(wd, granted(wd, x), "w%d granted by the cohort hand-off", x);
 	did(wd, sn_drop_n(M(wd, 0), 0, applied));
@@ -539,13 +534,7 @@ static void cohort_after_suspend(struct world *wd)
 {
 	int l, x, y;
 
-	l = enqueue(wd, 0, 1, ZKL_EXCLUSIVE, 0);
-	settle(wd);
-	x = enqueue(wd, 0, 1, ZKL_EXCLUSIVE, 0);
-	settle(wd);
-	y = enqueue(wd, 1, 1, ZKL_EXCLUSIVE, 0);
-	settle(wd);
-	expect(wd, granted(wd, l) && waits(wd, x) && waits(wd, y), "one holds, two wait");
+	three_in_d1(wd, &l, &x, &y);
 	suspend(wd, 0);
 	settle_mount(wd, 1);
 	expect(wd, granted(wd, y), "w%d holds once m0's session expired", y);

@@ -121,6 +121,8 @@ int act_enqueue_on(struct world *wd, int m, int dir, enum zkl_kind kind, int fla
 bool act_cancel(struct world *wd);	/* an unanswered waiter is interrupted */
 bool act_release(struct world *wd);	/* an answered waiter is given back */
 bool act_unlink(struct world *wd);	/* another client deletes an entry */
+/* act_unlink_path() - another client deletes @path, the entry of dw @id (-1: none) */
+void act_unlink_path(struct world *wd, const char *path, int id);
 bool act_foreign_enqueue(struct world *wd);
 bool act_foreign_release(struct world *wd);
 bool act_setdata(struct world *wd);	/* a holder (or the other client) writes */
