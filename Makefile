@@ -30,7 +30,7 @@ HDR      = $(wildcard zk/*.h fs/*.h)
 UNIT     = naming grant limit opts errno slots adopt log mutex tid
 UNIT_BIN = $(UNIT:%=$(BUILD)/unit/test_%)
 
-.PHONY: all asan unit check check-unit check-sim check-integration check-asan run stop deps bench clean \
+.PHONY: all asan unit check check-unit check-moves check-sim check-integration check-asan run stop deps bench clean \
 	install uninstall fuzz sim
 
 all: $(BUILD)/zklockfs $(BUILD)/zklock $(BUILD)/zkbench
@@ -118,9 +118,21 @@ deps:
 check: deps
 	$(MAKE) check-unit check-integration check-asan
 
-check-unit: unit
+check-unit: unit check-moves
 	@set -e; for t in $(UNIT_BIN); do $$t; done
 	$(MAKE) check-sim
+
+# docs/DESIGN.md's tables of the waiter's moves are printed from zk/moves.h,
+# the list the checker enforces: the copy between the markers must match
+$(BUILD)/moves: tools/moves.c zk/moves.h | $(BUILD)
+	$(CC) $(WARN) -I. $(CFLAGS) -o $@ tools/moves.c
+
+check-moves: $(BUILD)/moves
+	@awk '/^<!-- moves: end/ { p = 0 } p; /^<!-- moves: begin/ { p = 1 }' docs/DESIGN.md \
+	  > $(BUILD)/moves.doc
+	@$(BUILD)/moves | diff -u $(BUILD)/moves.doc - || { echo "docs/DESIGN.md: \
+	  the tables of moves differ from zk/moves.h: put build/moves's output between \
+	  its markers"; exit 1; }
 
 check-integration: $(BUILD)/zklockfs $(BUILD)/zklock
 	ZKLOCKFS=$(CURDIR)/$(BUILD)/zklockfs /usr/bin/python3 -m pytest tests/integration

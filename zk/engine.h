@@ -16,47 +16,20 @@
 
 #include "zk/lock.h"
 #include "zk/metrics.h"
+#include "zk/moves.h"
 #include "zk/mutex.h"
 
-enum wstate {
-	W_CREATING,	/* create in flight */
-	W_RESOLVING,	/* create outcome unknown: looking for our entry */
-	W_CHECKING,	/* listing the children */
-	W_PARKED,	/* behind an entry of ours not yet granted: no request */
-	W_LOCALWAIT,	/* must outlive an entry of ours: waits for our delete */
-	W_WATCHING,	/* watching another client's entry before ours */
-	W_CONFIRMING,	/* it went and was the lowest: is our entry there? */
-	W_SEMWAIT,	/* a semaphore's: waits to be poked (zk/sem.c) */
-	W_HELD,		/* granted */
-	W_CACHED,	/* given back, its entry kept for the next open (zk/linger.c) */
-	W_DONE,		/* answered with an error, or lost */
-};
-
-/* The watch on our own entry (it tells us if someone else deletes it). */
-enum own {
-	OWN_OFF,	/* none */
-	OWN_SETTING,	/* a get with a watch is out: its reply is due */
-	OWN_ARMED,	/* set: it fires once, or is removed (zke_unwatch_locked()) */
-};
-
-/* What to redo once the session is back: zke_stall_locked(). */
-enum stall { S_NONE, S_CREATE, S_RESOLVE, S_CHECK, S_OWNWATCH, S_DELETE };
-
-/* What the caller was told: zke_set_answer_locked(). */
-enum answer {
-	ANS_NONE,	/* nothing yet */
-	ANS_GRANTED,	/* it holds the lock */
-	ANS_REFUSED,	/* an errno (result) */
-	ANS_LOST,	/* granted, then told the lock is lost */
-};
-
-/* Our entry: zke_set_entry_locked().  @path names it in all but NONE. */
-enum entry {
-	ENTRY_NONE,	/* not made, or not known to be */
-	ENTRY_LIVE,	/* there, ours to delete */
-	ENTRY_DELETING,	/* our delete is out */
-	ENTRY_GONE,	/* deleted, or gone with its session */
-};
+/* The small machines' states, and their legal moves: zk/moves.h. */
+#define ZKE_ENUM_W(s, why) W_##s,
+#define ZKE_ENUM_S(s, why) S_##s,
+#define ZKE_ENUM_ANS(s, why) ANS_##s,
+#define ZKE_ENUM_ENTRY(s, why) ENTRY_##s,
+#define ZKE_ENUM_OWN(s, why) OWN_##s,
+enum wstate { ZKL_WSTATES(ZKE_ENUM_W) };	/* where it is */
+enum stall { ZKL_STALLS(ZKE_ENUM_S) };	/* what to redo when the session is back */
+enum answer { ZKL_ANSWERS(ZKE_ENUM_ANS) };	/* what the caller was told */
+enum entry { ZKL_ENTRIES(ZKE_ENUM_ENTRY) };	/* our entry; its path names it but in NONE */
+enum own { ZKL_WATCHES(ZKE_ENUM_OWN) };	/* the own watch, and the child watch */
 
 /* Whom a listing showed we must outlive: zke_learn_pred_locked(). */
 enum ahead {

@@ -36,70 +36,20 @@
  * notification looks it up first.
  *
  * The state machine.  A waiter's state (enum wstate, zk/engine.h) changes
- * only through zke_set_state_locked(), which aborts on a move this table
- * does not allow (sanitizer builds; the simulator checks every schedule):
- *
- *   state       event                                  -> action, new state
- *   ----------  -------------------------------------  -----------------------
- *   CREATING    create done                            -> queue it; PARKED if
- *                                                         behind ours not yet
- *                                                         granted, else list:
- *                                                         CHECKING
- *               create outcome unknown (conn. loss)    -> stall; RESOLVING
- *                                                         when back
- *               create refused                         -> DONE (its errno)
- *   RESOLVING   an entry with our nonce, version 0,    -> adopt it, as created
- *               our session (zk/adopt.h)
- *               none                                   -> CREATING afresh
- *   CHECKING    listing: first (shared: no exclusive   -> HELD
- *               before it)
- *               behind another client's entry          -> PARKED -> WATCHING it
- *               behind ours                            -> PARKED or LOCALWAIT
- *               not first, with O_NONBLOCK             -> DONE (EAGAIN), delete
- *               ... behind one entry of another mount  -> PARKED -> WATCHING it,
- *               alone (the first try only)                once; its data lacks
- *                                                         "lingers=yes", or 1 s
- *                                                         passes: DONE (EAGAIN)
- *               own entry gone                         -> DONE (EIO)
- *   PARKED,     the entry of ours before it answered   -> wait anew: LOCALWAIT,
- *   LOCALWAIT   or deleted                                WATCHING or CHECKING
- *               hand-off (our delete of the lowest)    -> HELD
- *   WATCHING    the watched entry went, was lowest     -> CONFIRMING
- *               went, or changed                       -> CHECKING
- *   CONFIRMING  own entry there / gone                 -> HELD / DONE (EIO)
- *   PARKED      a semaphore's listing said wait        -> SEMWAIT: own watch
- *   SEMWAIT     poked (own entry's data changed: a     -> CHECKING
- *               release let it in), or the tick (the
- *               first of ours), or the limit grew
- *               a listing of another of ours decides   -> HELD, or PARKED
- *               for it                                    and SEMWAIT again
- *   PARKED,     the entry of ours right before it is   -> HELD at once (cohort
- *   LOCALWAIT   released, holding (zk/release.c)          hand-off); the delete
- *                                                         checks its entry
- *   HELD        own entry deleted, session silent or   -> DONE (lost), delete
- *               expired
- *               released, lingering (zk/linger.c)      -> CACHED: entry kept
- *   CACHED      an open of the same name               -> HELD at once
- *               its time up, another entry joins, an   -> DONE, delete (or
- *               open of another name, silence, rmdir,     forget: deleted by
- *               deleted, expired, a revocation            someone, expired)
- *   DONE        its create is still unresolved         -> RESOLVING (to delete
- *                                                         the orphan)
- *   any before  cancel (signal, O_NONBLOCK)            -> DONE (EINTR), delete
- *   an answer   connection loss                        -> stall: the same step
- *                                                         again when back
- *               session expired                        -> CREATING afresh
- *               (a waiter of a replaced handle sends nothing on the new one
- *               until then: zke_stale_locked())
- *   any         zkl_release()                          -> delete the entry; freed
- *                                                         with its last reference
- *   (a grant)   while the session is silent            -> withheld: stall, and
- *                                                         list again when back
- *                                                         (zke_grant_locked())
- *
- * The waiter's other small machines (stall, answer, entry, own watch, whom
- * it must outlive) are set by their own zke_set_*_locked(), moves checked
- * too: docs/DESIGN.md §9 has their table.
+ * only through zke_set_state_locked(), which aborts on a move the list in
+ * zk/moves.h does not have (sanitizer builds; the simulator checks every
+ * schedule).  That list, with when each move happens, is the one table:
+ * docs/DESIGN.md §9 prints it.  In short: a waiter is CREATING, then
+ * CHECKING (a listing), PARKED behind an entry of ours not yet granted,
+ * LOCALWAIT behind one granted, WATCHING another client's entry (then
+ * CONFIRMING its own when that one was the lowest), or SEMWAIT (a
+ * semaphore's, until poked); HELD once granted; CACHED while its entry
+ * lingers; DONE once refused, lost or given back.  Before an answer a
+ * connection loss stalls the step (redone when the session is back), an
+ * expiry starts it over (CREATING), a cancel answers it (DONE); a grant is
+ * withheld while the session is silent (zke_grant_locked()).  The other
+ * small machines (stall, answer, entry, own watch, child watch) are listed
+ * in zk/moves.h too, and checked by their own zke_set_*_locked().
  */
 #include "zk/engine.h"
 

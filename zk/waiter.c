@@ -169,115 +169,91 @@ void zke_unlock_fire(struct zkl_engine *e)
 }
 
 /*
- * The legal moves of a waiter's state (see the table in zk/lock.c): bit
- * @to of legal[@from].  Observed in 30,000 simulated schedules and derived
- * from the code: every state before an answer may start over (CREATING,
- * after an expiry), list (CHECKING) or be answered (DONE); a grant (HELD)
- * comes only from a listing, a hand-off or a confirmation; HELD only ends
- * (DONE, lost) or lingers (CACHED), and CACHED is granted again (HELD) or
- * ends; DONE only resolves an orphan entry of an unknown create.
+ * The small machines' names and legal moves, made from their lists in
+ * zk/moves.h (which docs/DESIGN.md's tables are printed from too).
  */
-#define B(s) (1u << (s))
-#define STARTS_OVER (B(W_CREATING) | B(W_CHECKING) | B(W_DONE))
-static const unsigned legal[] = {
-	[W_CREATING]	= STARTS_OVER | B(W_RESOLVING) | B(W_PARKED) | B(W_LOCALWAIT),
-	[W_RESOLVING]	= STARTS_OVER | B(W_RESOLVING) | B(W_PARKED),
-	[W_CHECKING]	= STARTS_OVER | B(W_PARKED) | B(W_HELD),
-	[W_PARKED]	= STARTS_OVER | B(W_PARKED) | B(W_LOCALWAIT) | B(W_WATCHING) |
-			  B(W_SEMWAIT) | B(W_HELD),
-	[W_LOCALWAIT]	= STARTS_OVER | B(W_PARKED) | B(W_LOCALWAIT) | B(W_WATCHING) |
-			  B(W_HELD),
-	[W_WATCHING]	= STARTS_OVER | B(W_CONFIRMING) | B(W_HELD),
-	[W_CONFIRMING]	= STARTS_OVER | B(W_HELD),
-	[W_SEMWAIT]	= STARTS_OVER | B(W_PARKED) | B(W_HELD),
-	[W_HELD]	= B(W_DONE) | B(W_CACHED),
-	[W_CACHED]	= B(W_HELD) | B(W_DONE),
-	[W_DONE]	= B(W_RESOLVING),
+struct move {
+	int from, to;
 };
-#undef STARTS_OVER
-#undef B
 
-static const char *const state_names[] = {
-	"CREATING", "RESOLVING", "CHECKING", "PARKED", "LOCALWAIT",
-	"WATCHING", "CONFIRMING", "SEMWAIT", "HELD", "CACHED", "DONE",
-};
+#define NAME(s, why) #s,
+#define W_MOVE(f, t, why) { W_##f, W_##t },
+#define S_MOVE(f, t, why) { S_##f, S_##t },
+#define ANS_MOVE(f, t, why) { ANS_##f, ANS_##t },
+#define ENTRY_MOVE(f, t, why) { ENTRY_##f, ENTRY_##t },
+#define OWN_MOVE(f, t, why) { OWN_##f, OWN_##t },
+static const char *const state_names[] = { ZKL_WSTATES(NAME) };
+static const char *const stall_names[] = { ZKL_STALLS(NAME) };
+static const char *const ans_names[] = { ZKL_ANSWERS(NAME) };
+static const char *const entry_names[] = { ZKL_ENTRIES(NAME) };
+static const char *const own_names[] = { ZKL_WATCHES(NAME) };
+static const struct move state_moves[] = { ZKL_WSTATE_MOVES(W_MOVE) };
+static const struct move stall_moves[] = { ZKL_STALL_MOVES(S_MOVE) };
+static const struct move ans_moves[] = { ZKL_ANSWER_MOVES(ANS_MOVE) };
+static const struct move entry_moves[] = { ZKL_ENTRY_MOVES(ENTRY_MOVE) };
+static const struct move own_moves[] = { ZKL_WATCH_MOVES(OWN_MOVE) };
+#undef NAME
+#undef W_MOVE
+#undef S_MOVE
+#undef ANS_MOVE
+#undef ENTRY_MOVE
+#undef OWN_MOVE
+
+#define MOVES(a) (a), sizeof(a) / sizeof((a)[0])
 
 /*
- * A move of one of @w's small state machines: allowed if @ok (its
- * table's row has it).  The sanitizer builds abort on any other, naming it.
+ * A move of one of @w's small machines, from @from to @to: allowed if its
+ * list @moves (@n of them) has it.  The sanitizer builds abort on any
+ * other, naming it; the others do not look.
  */
-static void check_move(const struct zkl_waiter *w, const char *what, bool ok,
-		       const char *from, const char *to)
+static void check_move(const struct zkl_waiter *w, const char *what,
+		       const struct move *moves, size_t n, const char *const *names,
+		       int from, int to)
 {
 #ifdef ZKL_LOCKCHECK
-	if (!ok) {
-		fprintf(stderr, "zklockfs: waiter %s: illegal move of its %s: %s -> %s\n",
-			w->path ? w->path : w->prefix, what, from, to);
-		abort();
-	}
+	for (size_t i = 0; i < n; i++)
+		if (moves[i].from == from && moves[i].to == to)
+			return;
+	fprintf(stderr, "zklockfs: waiter %s: illegal move of its %s: %s -> %s\n",
+		w->path ? w->path : w->prefix, what, names[from], names[to]);
+	abort();
 #else
-	(void)w, (void)what, (void)ok, (void)from, (void)to;
+	(void)w, (void)what, (void)moves, (void)n, (void)names, (void)from, (void)to;
 #endif
 }
 
 void zke_set_state_locked(struct zkl_waiter *w, enum wstate to)
 {
 	ZKL_ASSERT_HELD(&w->e->lock);
-	check_move(w, "state", legal[w->state] & (1u << to), state_names[w->state],
-		   state_names[to]);
+	check_move(w, "state", MOVES(state_moves), state_names, w->state, to);
 	w->state = to;
 }
-
-static const unsigned legal_own[] = {
-	[OWN_OFF] = 1u << OWN_OFF | 1u << OWN_SETTING,
-	[OWN_SETTING] = 1u << OWN_OFF | 1u << OWN_ARMED,
-	[OWN_ARMED] = 1u << OWN_OFF,
-};
-static const char *const own_names[] = { "OFF", "SETTING", "ARMED" };
 
 void zke_set_own_locked(struct zkl_waiter *w, enum own to)
 {
 	ZKL_ASSERT_HELD(&w->e->lock);
-	check_move(w, "own watch", legal_own[w->own] & (1u << to), own_names[w->own],
-		   own_names[to]);
+	check_move(w, "own watch", MOVES(own_moves), own_names, w->own, to);
 	w->own = to;
 }
 
 void zke_set_dwatch_locked(struct zkl_waiter *w, enum own to)
 {
 	ZKL_ASSERT_HELD(&w->e->lock);
-	check_move(w, "child watch", legal_own[w->dwatch] & (1u << to),
-		   own_names[w->dwatch], own_names[to]);
+	check_move(w, "child watch", MOVES(own_moves), own_names, w->dwatch, to);
 	w->dwatch = to;
 }
 
 void zke_set_answer_locked(struct zkl_waiter *w, enum answer to)
 {
-	static const unsigned legal_ans[] = {
-		[ANS_NONE] = 1u << ANS_GRANTED | 1u << ANS_REFUSED,
-		[ANS_GRANTED] = 1u << ANS_LOST,
-	};
-	static const char *const ans_names[] = { "NONE", "GRANTED", "REFUSED", "LOST" };
-
 	ZKL_ASSERT_HELD(&w->e->lock);
-	check_move(w, "answer", legal_ans[w->ans] & (1u << to), ans_names[w->ans],
-		   ans_names[to]);
+	check_move(w, "answer", MOVES(ans_moves), ans_names, w->ans, to);
 	w->ans = to;
 }
 
 void zke_set_entry_locked(struct zkl_waiter *w, enum entry to)
 {
-	static const unsigned legal_entry[] = {
-		[ENTRY_NONE] = 1u << ENTRY_LIVE,
-		[ENTRY_LIVE] = 1u << ENTRY_DELETING | 1u << ENTRY_GONE,
-		[ENTRY_DELETING] = 1u << ENTRY_LIVE | 1u << ENTRY_GONE,
-		[ENTRY_GONE] = 1u << ENTRY_NONE,
-	};
-	static const char *const entry_names[] = { "NONE", "LIVE", "DELETING", "GONE" };
-
 	ZKL_ASSERT_HELD(&w->e->lock);
-	check_move(w, "entry", legal_entry[w->entry] & (1u << to), entry_names[w->entry],
-		   entry_names[to]);
+	check_move(w, "entry", MOVES(entry_moves), entry_names, w->entry, to);
 	w->entry = to;
 }
 
@@ -289,15 +265,9 @@ void zke_set_entry_locked(struct zkl_waiter *w, enum entry to)
  */
 void zke_stall_locked(struct zkl_waiter *w, enum stall what)
 {
-	static const char *const stall_names[] = {
-		"NONE", "CREATE", "RESOLVE", "CHECK", "OWNWATCH", "DELETE",
-	};
-
 	ZKL_ASSERT_HELD(&w->e->lock);
 	/* a stalled step stalls again, or gives way to the delete */
-	check_move(w, "stall", what != S_NONE && (w->stall == S_NONE ||
-		   w->stall == what || what == S_DELETE),
-		   stall_names[w->stall], stall_names[what]);
+	check_move(w, "stall", MOVES(stall_moves), stall_names, w->stall, what);
 	if (w->stall == S_NONE)
 		w->refs++;
 	w->stall = what;
@@ -310,6 +280,7 @@ enum stall zke_unstall_locked(struct zkl_waiter *w)
 
 	ZKL_ASSERT_HELD(&w->e->lock);
 	if (what != S_NONE) {
+		check_move(w, "stall", MOVES(stall_moves), stall_names, what, S_NONE);
 		w->stall = S_NONE;
 		zke_put_locked(w);		/* the caller holds another reference */
 	}

@@ -1,0 +1,59 @@
+/*
+ * tools/moves.c - print the tables of a waiter's small state machines and
+ * their legal moves, from their one source, zk/moves.h, as docs/DESIGN.md
+ * shows them (§9).  `make check-unit` compares its output with the
+ * document, so the table a reader trusts is the one the checker enforces.
+ *
+ *   build/moves        the tables, in Markdown, on stdout
+ */
+#include <stdio.h>
+
+#include "zk/moves.h"
+
+struct state {
+	const char *name, *what;
+};
+
+struct move {
+	const char *from, *to, *when;
+};
+
+#define STATE(s, what) { #s, what },
+#define MOVE(f, t, when) { #f, #t, when },
+#define N(a) (sizeof(a) / sizeof((a)[0]))
+
+static void table(const char *field, const char *setter, const struct state *st,
+		  size_t ns, const struct move *mv, size_t nm)
+{
+	printf("#### `%s` (`%s`)\n\n", field, setter);
+	printf("| state | means |\n|---|---|\n");
+	for (size_t i = 0; i < ns; i++)
+		printf("| %s | %s |\n", st[i].name, st[i].what);
+	printf("\n| from | to | when |\n|---|---|---|\n");
+	for (size_t i = 0; i < nm; i++)
+		printf("| %s | %s | %s |\n", mv[i].from, mv[i].to, mv[i].when);
+	printf("\n");
+}
+
+int main(void)
+{
+	static const struct state wstates[] = { ZKL_WSTATES(STATE) };
+	static const struct move wmoves[] = { ZKL_WSTATE_MOVES(MOVE) };
+	static const struct state stalls[] = { ZKL_STALLS(STATE) };
+	static const struct move smoves[] = { ZKL_STALL_MOVES(MOVE) };
+	static const struct state answers[] = { ZKL_ANSWERS(STATE) };
+	static const struct move amoves[] = { ZKL_ANSWER_MOVES(MOVE) };
+	static const struct state entries[] = { ZKL_ENTRIES(STATE) };
+	static const struct move emoves[] = { ZKL_ENTRY_MOVES(MOVE) };
+	static const struct state watches[] = { ZKL_WATCHES(STATE) };
+	static const struct move omoves[] = { ZKL_WATCH_MOVES(MOVE) };
+
+	table("state", "zke_set_state_locked()", wstates, N(wstates), wmoves, N(wmoves));
+	table("stall", "zke_stall_locked(), zke_unstall_locked()", stalls, N(stalls),
+	      smoves, N(smoves));
+	table("ans", "zke_set_answer_locked()", answers, N(answers), amoves, N(amoves));
+	table("entry", "zke_set_entry_locked()", entries, N(entries), emoves, N(emoves));
+	table("own, dwatch", "zke_set_own_locked(), zke_set_dwatch_locked()", watches,
+	      N(watches), omoves, N(omoves));
+	return 0;
+}
