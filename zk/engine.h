@@ -237,6 +237,13 @@ void zke_unlock_fire(struct zkl_engine *e);
  * (ZKL_LOCKCHECK).
  */
 void zke_set_state_locked(struct zkl_waiter *w, enum wstate to);
+/*
+ * zke_invariants_locked() - what ties each waiter's fields together (HELD
+ * or CACHED only when answered granted, a waiting state only with its
+ * entry there, a queue's links and order, ...): the first that does not
+ * hold, as a line naming the waiter (a static buffer), or NULL.
+ */
+const char *zke_invariants_locked(struct zkl_engine *e);
 /* zke_set_own_locked() - the one way the own watch's state changes:
  * OFF -> SETTING -> ARMED or OFF, ARMED -> OFF, and anything -> OFF when
  * the session's watches are gone; other moves abort (sanitizer builds). */

@@ -247,6 +247,21 @@ void zkl_engine_set_linger(struct zkl_engine *e, unsigned ms)
 	zkl_mutex_unlock(&e->lock);
 }
 
+const char *zkl_engine_check(struct zkl_engine *e)
+{
+#ifdef ZKL_LOCKCHECK
+	const char *why;
+
+	zkl_mutex_lock(&e->lock);
+	why = zke_invariants_locked(e);
+	zkl_mutex_unlock(&e->lock);
+	return why;
+#else
+	(void)e;
+	return NULL;
+#endif
+}
+
 bool zkl_cached(struct zkl_engine *e, const char *dir, const char *path)
 {
 	struct zkl_waiter *w;

@@ -83,6 +83,14 @@ void zkl_engine_on_revoke(struct zkl_engine *e, zkl_lost_fn revoked);
  */
 void zkl_engine_set_linger(struct zkl_engine *e, unsigned ms);
 
+/*
+ * zkl_engine_check() - in the sanitizer builds (ZKL_LOCKCHECK), the first
+ * broken invariant that ties a waiter's fields together, as a line naming
+ * it (valid until the next call), else NULL; NULL always in other builds.
+ * For the simulator, after each step.  Any thread but a done callback's.
+ */
+const char *zkl_engine_check(struct zkl_engine *e);
+
 /* zkl_cached() - is @path, an entry of the lock @dir, lingering?  Any thread. */
 bool zkl_cached(struct zkl_engine *e, const char *dir, const char *path);
 

@@ -320,6 +320,13 @@ void zke_gone_locked(struct zkl_waiter *l, bool deleted, bool handoff)
 		if (deleted && (handoff || zke_ahead_lowest(x)) && x->marked &&
 		    zke_rule_current(x))
 			zke_grant_locked(x, false);	/* else it lists: settle */
+	/*
+	 * Those behind @l need not come right after it: shared waiters of
+	 * ours between may be listing again, and an entry of ours gone at the
+	 * server before the listing that showed them behind @l may still be
+	 * queued (its delete out).  So every waiter of ours after @l settles:
+	 * only those free to move do anything.
+	 */
 	for (x = first; x; x = x->qnext) {
 		bool behind = x->ahead != AHEAD_UNKNOWN && x->pred_seq == seq;
 
@@ -327,8 +334,6 @@ void zke_gone_locked(struct zkl_waiter *l, bool deleted, bool handoff)
 			zke_check_locked(x);	/* watched it before it was ours */
 		else
 			zke_settle_locked(x);
-		if (!behind)
-			break;
 	}
 }
 

@@ -222,6 +222,64 @@ static void check_move(const struct zkl_waiter *w, const char *what,
 #endif
 }
 
+/*
+ * What ties a waiter's fields together, beyond each machine's own moves.
+ * Return: the first that does not hold, or NULL.
+ */
+static const char *broken_locked(const struct zkl_waiter *w)
+{
+	bool waiting = w->state == W_PARKED || w->state == W_LOCALWAIT ||
+		       w->state == W_WATCHING || w->state == W_CONFIRMING ||
+		       w->state == W_SEMWAIT;
+
+	if ((w->state == W_HELD || w->state == W_CACHED) && w->ans != ANS_GRANTED)
+		return "HELD or CACHED, but not answered granted";
+	if (w->ans == ANS_NONE && (w->state == W_HELD || w->state == W_CACHED ||
+				   w->state == W_DONE))
+		return "HELD, CACHED or DONE without an answer";
+	if (w->ans == ANS_LOST && w->state != W_DONE)
+		return "lost, but not DONE";
+	if (w->state == W_CACHED && (!w->released || w->entry != ENTRY_LIVE))
+		return "CACHED, but not given back with its entry there";
+	if (waiting && (w->ans != ANS_NONE || w->entry != ENTRY_LIVE || !w->path))
+		return "waits, but answered or without its entry";
+	if (w->state == W_LOCALWAIT && (w->ahead == AHEAD_UNKNOWN ||
+					!zke_queue_find_locked((struct zkl_waiter *)w, w->pred_seq)))
+		return "LOCALWAIT, but not behind an entry of ours";
+	if (w->state == W_WATCHING && (!w->pred || w->ahead == AHEAD_UNKNOWN))
+		return "WATCHING, but nothing to watch";
+	if ((w->own != OWN_OFF || w->dwatch != OWN_OFF) && !w->path)
+		return "a watch on an entry it does not know";
+	if (w->entry == ENTRY_NONE && w->q)
+		return "in a queue without an entry";
+	if (w->marked)
+		return "marked outside a pass";
+	if (w->q && ((w->qprev ? w->qprev->qnext : w->q->head) != w ||
+		     (w->qnext ? w->qnext->qprev : w->q->tail) != w))
+		return "its queue's links do not lead to it";
+	if (w->q && w->qnext && zkn_seq_cmp(w->qnext->seq, w->seq) <= 0)
+		return "its queue is out of order";
+	return NULL;
+}
+
+const char *zke_invariants_locked(struct zkl_engine *e)
+{
+	static char why[512];
+
+	ZKL_ASSERT_HELD(&e->lock);
+	for (struct zkl_waiter *w = e->all; w; w = w->next) {
+		const char *broken = broken_locked(w);
+
+		if (broken) {
+			snprintf(why, sizeof(why), "waiter %s (%s, answer %s, entry %s): %s",
+				 w->path ? w->path : w->prefix, state_names[w->state],
+				 ans_names[w->ans], entry_names[w->entry], broken);
+			return why;
+		}
+	}
+	return NULL;
+}
+
 void zke_set_state_locked(struct zkl_waiter *w, enum wstate to)
 {
 	ZKL_ASSERT_HELD(&w->e->lock);

@@ -421,6 +421,12 @@ void sim_check_step(struct world *wd)
 	struct held *h;
 
 	check_beliefs(wd);
+	for (int m = 0; m < SIM_MOUNTS && !wd->fail[0]; m++) {
+		const char *why = zkl_engine_check(wd->eng[m]);
+
+		if (why)
+			sim_failf(wd, "fields: m%d: %s", m, why);
+	}
 	h = calloc((size_t)z->nnodes + 1, sizeof(*h));
 	if (!h)
 		abort();
