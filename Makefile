@@ -124,7 +124,7 @@ check-unit: unit check-moves
 
 # docs/DESIGN.md's tables of the waiter's moves are printed from zk/moves.h,
 # the list the checker enforces: the copy between the markers must match
-$(BUILD)/moves: tools/moves.c zk/moves.h | $(BUILD)
+$(BUILD)/moves: tools/moves.c zk/moves.h fs/lrmoves.h | $(BUILD)
 	$(CC) $(WARN) -I. $(CFLAGS) -o $@ tools/moves.c
 
 check-moves: $(BUILD)/moves

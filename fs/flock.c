@@ -88,9 +88,9 @@ static void lock_op(fuse_req_t req, struct node *n, int op, bool nb)
 	bool busy, has, holds;
 
 	zkl_mutex_lock(&fs->lock);
-	busy = n->lr->inflight;
+	busy = lockreq_asking(n->lr);
 	has = n->lr->w != NULL;
-	holds = has && n->lr->granted && !n->lr->lost && n->lr->kind == want;
+	holds = has && n->lr->state == LR_HELD && n->lr->kind == want;
 	zkl_mutex_unlock(&fs->lock);
 	if (busy) {
 		/*
@@ -363,10 +363,10 @@ void zklfs_getlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 	dir = n->lr ? strdup(n->lr->dir) : n->path ?
 	      strndup(n->path, zkn_parent_len(n->path)) : NULL;
 	if (op) {
-		op->has_own = holder_fd(n, fi) && n->lr->w && n->lr->granted;
+		op->has_own = holder_fd(n, fi) && n->lr->w && lockreq_granted(n->lr);
 		op->own = n->lr ? n->lr->seq : 0;
 	}
-	held = op && op->has_own && !n->lr->lost && n->lr->kind == kind;
+	held = op && op->has_own && n->lr->state == LR_HELD && n->lr->kind == kind;
 	zkl_mutex_unlock(&fs->lock);
 	if (held) {			/* F_SETLK would be 0 at once */
 		free(op);

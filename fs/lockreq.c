@@ -60,6 +60,55 @@ void lockreq_free(struct lockreq *lr)
 	free(lr);
 }
 
+/* The machines' names and moves, from fs/lrmoves.h. */
+struct lrmove {
+	int from, to;
+};
+
+#define NAME(s, why) #s,
+#define LR_MOVE(f, t, why) { LR_##f, LR_##t },
+#define LI_MOVE(f, t, why) { LI_##f, LI_##t },
+static const char *const lr_names[] = { ZKLFS_LR_STATES(NAME) };
+static const char *const li_names[] = { ZKLFS_LI_STATES(NAME) };
+static const struct lrmove lr_moves[] = { ZKLFS_LR_MOVES(LR_MOVE) };
+static const struct lrmove li_moves[] = { ZKLFS_LI_MOVES(LI_MOVE) };
+#undef NAME
+#undef LR_MOVE
+#undef LI_MOVE
+
+/* A move of one of @lr's machines: listed, or (sanitizer builds) abort. */
+static void check_move(const struct lockreq *lr, const char *what,
+		       const struct lrmove *moves, size_t n, const char *const *names,
+		       int from, int to)
+{
+#ifdef ZKL_LOCKCHECK
+	for (size_t i = 0; i < n; i++)
+		if (moves[i].from == from && moves[i].to == to)
+			return;
+	fprintf(stderr, "zklockfs: lock request '%s' in %s: illegal move of its %s: %s -> %s\n",
+		lr->name, lr->dir, what, names[from], names[to]);
+	abort();
+#else
+	(void)lr, (void)what, (void)moves, (void)n, (void)names, (void)from, (void)to;
+#endif
+}
+
+void lockreq_set_state_locked(struct lockreq *lr, enum lrstate to)
+{
+	ZKL_ASSERT_HELD(&lr->node->fs->lock);
+	check_move(lr, "state", lr_moves, sizeof(lr_moves) / sizeof(lr_moves[0]), lr_names,
+		   lr->state, to);
+	lr->state = to;
+}
+
+void lockreq_set_intr_locked(struct lockreq *lr, enum lrintr to)
+{
+	ZKL_ASSERT_HELD(&lr->node->fs->lock);
+	check_move(lr, "interrupt", li_moves, sizeof(li_moves) / sizeof(li_moves[0]),
+		   li_names, lr->intr, to);
+	lr->intr = to;
+}
+
 /* Read up to @size - 1 bytes of /proc/@pid/@what into @buf: the length. */
 static size_t proc_read(pid_t pid, const char *what, char *buf, size_t size)
 {
@@ -171,16 +220,15 @@ static void lock_answer(struct zklfs *fs, struct node *n, fuse_req_t req,
 				lr->dir, strerror(-err));
 		if (err == -ENOENT)	/* the directory is gone: its maker too */
 			zklfs_dir_gone(fs, lr->dir);
-		lockreq_drop(fs, n);		/* ends inflight */
+		lockreq_drop(fs, n);		/* IDLE */
 		fuse_reply_err(req, -err);
 		return;
 	}
 	zkl_info(lr->w, &info, &path);
 	zkl_mutex_lock(&fs->lock);
-	lr->inflight = false;
-	lr->granted = true;
-	if (info.lost)			/* lost before lr->w was set: not heard */
-		lr->lost = true;
+	lockreq_set_state_locked(lr, LR_HELD);
+	if (info.lost || lr->lost_early)	/* lost before it was answered */
+		lockreq_set_state_locked(lr, LR_LOST);
 	if (info.revoking)		/* asked while it waited */
 		lr->revoking = true;
 	lr->seq = info.seq;
@@ -215,8 +263,8 @@ static void lock_done(struct zkl_waiter *w, int err, void *arg)
 
 	(void)w;
 	zkl_mutex_lock(&fs->lock);
-	if (!lr->armed) {		/* the handler is still setting up */
-		lr->have_result = true;
+	if (lr->state == LR_ASKING) {	/* the handler is still setting up */
+		lockreq_set_state_locked(lr, LR_ANSWERED);
 		lr->result = err;
 		zkl_mutex_unlock(&fs->lock);
 		return;
@@ -233,7 +281,7 @@ static void lock_done(struct zkl_waiter *w, int err, void *arg)
  * FUSE_INTERRUPT of a waiting OPEN: runs with the request's lock held, which
  * the reply does not take: the answer may come on a ZooKeeper thread at the
  * same time, and its lockreq_drop() would let @w go while we use it.  So
- * that drop waits (intr_busy) and is done here, after zkl_cancel().
+ * that drop waits (LI_BUSY -> LI_DEFER) and is done here, after zkl_cancel().
  */
 static void lock_interrupt(fuse_req_t req, void *arg)
 {
@@ -246,15 +294,15 @@ static void lock_interrupt(fuse_req_t req, void *arg)
 	(void)req;
 	zkl_mutex_lock(&fs->lock);
 	w = lr->w;
-	lr->intr_busy = w != NULL;
+	if (w)
+		lockreq_set_intr_locked(lr, LI_BUSY);
 	zkl_mutex_unlock(&fs->lock);
 	if (!w)
 		return;
 	zkl_cancel(w);			/* answers EINTR through lock_done */
 	zkl_mutex_lock(&fs->lock);
-	lr->intr_busy = false;
-	drop = lr->drop_deferred;
-	lr->drop_deferred = false;
+	drop = lr->intr == LI_DEFER;
+	lockreq_set_intr_locked(lr, LI_NONE);
 	zkl_mutex_unlock(&fs->lock);
 	if (drop)
 		lockreq_drop(fs, n);
@@ -286,7 +334,7 @@ pid_t lockreq_pid(struct zklfs *fs, const char *dir, int32_t seq)
 	zkl_mutex_lock(&fs->lock);
 	for (unsigned i = 0; i < ZKLFS_TID_BUCKETS && !pid; i++)
 		for (struct lockreq *l = fs->locks[i]; l; l = l->lnext)
-			if (l->granted && !l->lost && l->seq == seq &&
+			if (l->state == LR_HELD && l->seq == seq &&
 			    strcmp(l->dir, dir) == 0) {
 				pid = l->pid;
 				break;
@@ -371,8 +419,8 @@ static void lock_enqueue(fuse_req_t req, struct node *n, enum zkl_kind kind,
 	lr->kind = kind;
 	lr->req = req;
 	lr->fdreq = fdreq;
-	lr->inflight = true;
-	lr->armed = lr->have_result = false;
+	lr->lost_early = false;
+	lockreq_set_state_locked(lr, LR_ASKING);
 	zkl_mutex_unlock(&fs->lock);
 	/* lr->uid: the opener's, whoever asks for a conversion on its fd */
 	err = zkl_enqueue(zklfs_engine(fs, lr->dir), lr->dir, lr->name, kind, flags,
@@ -380,7 +428,7 @@ static void lock_enqueue(fuse_req_t req, struct node *n, enum zkl_kind kind,
 	if (err) {
 		zkl_mutex_lock(&fs->lock);
 		lr->req = NULL;
-		lr->inflight = false;
+		lockreq_set_state_locked(lr, LR_IDLE);
 		zkl_mutex_unlock(&fs->lock);
 		zkl_log(LOG_WARNING, "lock '%s' in %s: %s", lr->name, lr->dir, strerror(-err));
 		fuse_reply_err(req, -err);
@@ -398,11 +446,12 @@ static void lock_enqueue(fuse_req_t req, struct node *n, enum zkl_kind kind,
 	zkl_mutex_unlock(&fs->lock);
 	fuse_req_interrupt_func(req, lock_interrupt, n);	/* last: may run now */
 	zkl_mutex_lock(&fs->lock);
-	lr->armed = true;
-	if (lr->have_result) {
+	if (lr->state == LR_ANSWERED) {
 		late = lr->req;
 		lr->req = NULL;
 		result = lr->result;
+	} else if (lr->state == LR_ASKING) {
+		lockreq_set_state_locked(lr, LR_WAITING);
 	}
 	zkl_mutex_unlock(&fs->lock);
 	if (late)
@@ -433,14 +482,17 @@ void lockreq_drop(struct zklfs *fs, struct node *n)
 	bool gone;
 
 	zkl_mutex_lock(&fs->lock);
-	if (lr->intr_busy) {		/* lock_interrupt() drops it when done */
-		lr->drop_deferred = true;
+	if (lr->intr == LI_BUSY || lr->intr == LI_DEFER) {
+		/* lock_interrupt() drops it when done */
+		if (lr->intr == LI_BUSY)
+			lockreq_set_intr_locked(lr, LI_DEFER);
 		zkl_mutex_unlock(&fs->lock);
 		return;
 	}
 	w = lr->w;
 	lr->w = NULL;
-	lr->inflight = false;
+	if (lr->state != LR_IDLE)
+		lockreq_set_state_locked(lr, LR_IDLE);
 	if (w) {
 		if (lr->lprev)
 			lr->lprev->lnext = lr->lnext;
@@ -475,7 +527,7 @@ void lockreq_giveback(struct zklfs *fs, struct node *n)
 		node_unhash_path_locked(fs, n->path);
 	free(n->path);
 	n->path = NULL;
-	lr->granted = lr->lost = lr->revoking = false;
+	lr->revoking = false;
 	lr->seq = 0;
 	lr->czxid = 0;
 	zkl_mutex_unlock(&fs->lock);
@@ -495,10 +547,12 @@ static void holder_event(struct zkl_waiter *w, void *arg, bool lost)
 		zkl_mutex_unlock(&fs->lock);
 		return;
 	}
-	if (lost)
-		lr->lost = true;
-	else
+	if (!lost)
 		lr->revoking = true;
+	else if (lr->state == LR_HELD)
+		lockreq_set_state_locked(lr, LR_LOST);
+	else
+		lr->lost_early = true;	/* its answer is on its way: lock_answer() */
 	ph = lr->ph;
 	lr->ph = NULL;
 	zkl_mutex_unlock(&fs->lock);
@@ -526,9 +580,9 @@ unsigned lockreq_holder_poll(struct zklfs *fs, struct node *n,
 	unsigned ev;
 
 	zkl_mutex_lock(&fs->lock);
-	ev = lr->lost ? POLLERR | POLLHUP : POLLIN | POLLRDNORM | POLLOUT | POLLWRNORM |
-		       (lr->revoking ? POLLPRI : 0);
-	if (ph && !lr->lost) {
+	ev = lr->state == LR_LOST ? POLLERR | POLLHUP :
+	     POLLIN | POLLRDNORM | POLLOUT | POLLWRNORM | (lr->revoking ? POLLPRI : 0);
+	if (ph && lr->state != LR_LOST) {
 		old = lr->ph;		/* the newest poller is the one to wake */
 		lr->ph = ph;
 		ph = NULL;
@@ -550,7 +604,7 @@ bool lockreq_holder_lost(struct zklfs *fs, struct node *n,
 	if (!fi || fi->fh != FH_HOLDER || !lr)
 		return false;
 	zkl_mutex_lock(&fs->lock);
-	lost = lr->lost;
+	lost = lr->state == LR_LOST;
 	zkl_mutex_unlock(&fs->lock);
 	return lost;
 }
@@ -563,7 +617,7 @@ bool lockreq_waiting(struct zklfs *fs, struct node *n)
 	if (!lr)
 		return false;
 	zkl_mutex_lock(&fs->lock);
-	waiting = lr->inflight;
+	waiting = lockreq_asking(lr);
 	zkl_mutex_unlock(&fs->lock);
 	return waiting;
 }
@@ -577,7 +631,7 @@ bool lockreq_holder_idle(struct zklfs *fs, struct node *n,
 	if (!fi || fi->fh != FH_HOLDER || !lr)
 		return false;
 	zkl_mutex_lock(&fs->lock);
-	idle = !lr->granted || !n->path;
+	idle = !lockreq_granted(lr) || !n->path;
 	zkl_mutex_unlock(&fs->lock);
 	return idle;
 }
@@ -592,9 +646,9 @@ bool lockreq_own_state(struct zklfs *fs, struct node *n, struct zkl_info *info)
 		return false;
 	}
 	zkl_mutex_lock(&fs->lock);
-	mine = lr->w != NULL && lr->granted;
+	mine = lr->w != NULL && lockreq_granted(lr);
 	info->created = info->granted = mine;
-	info->lost = lr->lost;
+	info->lost = lr->state == LR_LOST;
 	info->revoking = lr->revoking;
 	info->seq = lr->seq;
 	info->czxid = lr->czxid;

@@ -19,8 +19,17 @@
 #ifndef FS_LOCKREQ_H
 #define FS_LOCKREQ_H
 
+#include "fs/lrmoves.h"
 #include "fs/node.h"
 #include "fs/pool.h"
+
+/* The request's machines and their moves: fs/lrmoves.h. */
+#define LR_ENUM(s, why) LR_##s,
+#define LI_ENUM(s, why) LI_##s,
+enum lrstate { ZKLFS_LR_STATES(LR_ENUM) };
+enum lrintr { ZKLFS_LI_STATES(LI_ENUM) };
+#undef LR_ENUM
+#undef LI_ENUM
 
 /* What the holder's descriptor of a lock node is (fuse_file_info.fh). */
 #define FH_PLAIN	0	/* opened without O_CREAT: read only */
@@ -52,28 +61,25 @@ struct lockreq {
 	uid_t uid;			/* the opener's (MKNOD's caller): fixed */
 	struct zkl_waiter *w;		/* our place in the queue, until
 					   given back (n->pinned meanwhile) */
+	enum lrstate state;		/* lockreq_set_state_locked() */
+	enum lrintr intr;		/* lockreq_set_intr_locked() */
 	fuse_req_t req;			/* the request waiting for the grant:
 					   the OPEN, or a lock request */
 	bool fdreq;			/* req is a flock/fcntl lock request
 					   on the holder's descriptor, not
 					   the OPEN */
-	bool inflight;			/* a request waits on w, until its
-					   answer has set the state */
 	struct fuse_file_info fi;	/* copied from that OPEN */
 	enum zkl_kind kind;		/* of w */
 	pid_t tid;			/* the thread that asked (EDEADLK) */
 	pid_t pid;			/* and its process (F_GETLK) */
 	unsigned long long tid_start;	/* and when it started, 0 if unknown:
 					   its id may be given again (fs/tid.h) */
-	bool armed;			/* interrupt handler registered */
-	bool intr_busy;			/* the interrupt handler is using w */
-	bool drop_deferred;		/* lockreq_drop() came meanwhile */
-	bool have_result;		/* answer arrived before armed */
-	int result;
-	bool opened;			/* an OPEN took this node */
-	bool granted;			/* the request was answered with the lock */
-	bool lost;			/* the lock was lost: EIO, POLLERR */
-	bool revoking;			/* its holder is asked to let go: POLLPRI */
+	int result;			/* LR_ANSWERED: the engine's answer */
+	bool lost_early;		/* lost while its grant was on its way
+					   to lock_answer(): LOST once answered */
+	bool opened;			/* an OPEN took this node; only set */
+	bool revoking;			/* its holder is asked to let go:
+					   POLLPRI; until given back */
 	int32_t seq;			/* of our entry, once granted */
 	int64_t czxid;
 	uint32_t grants;		/* its entry's grants before (lingering) */
@@ -82,6 +88,27 @@ struct lockreq {
 	struct lockreq *lnext, *lprev;	/* fs->locks[tid % ZKLFS_TID_BUCKETS],
 					   while w is set */
 };
+
+/* lockreq_granted() - was the entry granted (HELD or LOST)?  Under fs->lock. */
+static inline bool lockreq_granted(const struct lockreq *lr)
+{
+	return lr->state == LR_HELD || lr->state == LR_LOST;
+}
+
+/* lockreq_asking() - does a request wait on the entry?  Under fs->lock. */
+static inline bool lockreq_asking(const struct lockreq *lr)
+{
+	return lr->state == LR_ASKING || lr->state == LR_ANSWERED ||
+	       lr->state == LR_WAITING;
+}
+
+/*
+ * lockreq_set_state_locked(), lockreq_set_intr_locked() - the one way each
+ * machine of @lr moves; a move fs/lrmoves.h does not list aborts in the
+ * sanitizer builds (ZKL_LOCKCHECK).  Under fs->lock.
+ */
+void lockreq_set_state_locked(struct lockreq *lr, enum lrstate to);
+void lockreq_set_intr_locked(struct lockreq *lr, enum lrintr to);
 
 /*
  * lockreq_node() - MKNOD: a fresh lock node (one lookup) for the lock

@@ -119,7 +119,7 @@ static void unlink_flight_locked(struct wflight *f)
 static bool holds_locked(const struct node *n)
 {
 	ZKL_ASSERT_HELD(&n->fs->lock);
-	return n->lr->granted && n->path && !n->lr->lost;
+	return n->lr->state == LR_HELD && n->path;
 }
 
 /*
@@ -449,7 +449,7 @@ void zklfs_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
 	}
 	zkl_mutex_lock(&fs->wb_send);
 	zkl_mutex_lock(&fs->lock);
-	if (n->lr->lost) {
+	if (n->lr->state == LR_LOST) {
 		err = -EIO;		/* lost since the look above */
 	} else if (!holds_locked(n)) {
 		err = 0;		/* given back (LOCK_UN): nothing held */

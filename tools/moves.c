@@ -1,13 +1,14 @@
 /*
- * tools/moves.c - print the tables of a waiter's small state machines and
- * their legal moves, from their one source, zk/moves.h, as docs/DESIGN.md
- * shows them (§9).  `make check-unit` compares its output with the
+ * tools/moves.c - print the tables of a waiter's small state machines
+ * (zk/moves.h) and of a lock request's (fs/lrmoves.h), and their legal
+ * moves, from that one source, as docs/DESIGN.md shows them (§9).  `make check-unit` compares its output with the
  * document, so the table a reader trusts is the one the checker enforces.
  *
  *   build/moves        the tables, in Markdown, on stdout
  */
 #include <stdio.h>
 
+#include "fs/lrmoves.h"
 #include "zk/moves.h"
 
 struct state {
@@ -47,6 +48,10 @@ int main(void)
 	static const struct move emoves[] = { ZKL_ENTRY_MOVES(MOVE) };
 	static const struct state watches[] = { ZKL_WATCHES(STATE) };
 	static const struct move omoves[] = { ZKL_WATCH_MOVES(MOVE) };
+	static const struct state lrstates[] = { ZKLFS_LR_STATES(STATE) };
+	static const struct move lrmoves[] = { ZKLFS_LR_MOVES(MOVE) };
+	static const struct state listates[] = { ZKLFS_LI_STATES(STATE) };
+	static const struct move limoves[] = { ZKLFS_LI_MOVES(MOVE) };
 
 	table("state", "zke_set_state_locked()", wstates, N(wstates), wmoves, N(wmoves));
 	table("stall", "zke_stall_locked(), zke_unstall_locked()", stalls, N(stalls),
@@ -55,5 +60,9 @@ int main(void)
 	table("entry", "zke_set_entry_locked()", entries, N(entries), emoves, N(emoves));
 	table("own, dwatch", "zke_set_own_locked(), zke_set_dwatch_locked()", watches,
 	      N(watches), omoves, N(omoves));
+	table("lockreq.state", "lockreq_set_state_locked(), fs/lockreq.c", lrstates,
+	      N(lrstates), lrmoves, N(lrmoves));
+	table("lockreq.intr", "lockreq_set_intr_locked(), fs/lockreq.c", listates,
+	      N(listates), limoves, N(limoves));
 	return 0;
 }

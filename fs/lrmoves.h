@@ -1,0 +1,53 @@
+/*
+ * fs/lrmoves.h - a lock request's machines (struct lockreq, fs/lockreq.h):
+ * their states and every legal move, one list each, as zk/moves.h lists
+ * the waiter's.  The enums and the checker of fs/lockreq.c (sanitizer
+ * builds: any other move aborts, naming it) are made from them, and so
+ * are docs/DESIGN.md's tables (build/moves prints them; make check-unit
+ * compares).  No code of its own; any thread.
+ *
+ * The request's state: what its node's entry is to this descriptor.
+ * Designed to split, when several descriptors stand for one entry
+ * (reentrant opens) or several lock owners share one inode (lock files),
+ * into the entry's part (HELD, LOST: one per entry, with a count of the
+ * descriptors that stand for it) and each request's part (ASKING,
+ * ANSWERED, WAITING: one per FUSE request that waits).
+ */
+#ifndef FS_LRMOVES_H
+#define FS_LRMOVES_H
+
+/* enum lrstate, LR_<STATE> */
+#define ZKLFS_LR_STATES(X)						\
+	X(IDLE,     "no entry and no request: made by MKNOD, refused, or given back") \
+	X(ASKING,   "a request (its OPEN, or flock/fcntl on the holder's descriptor) is enqueued; its interrupt is not armed yet") \
+	X(ANSWERED, "the engine answered before the interrupt was armed: the answer waits for it") \
+	X(WAITING,  "the request waits for the engine's answer, its interrupt armed") \
+	X(HELD,     "granted: the entry holds the lock for this descriptor") \
+	X(LOST,     "granted, then lost: EIO, POLLERR|POLLHUP")
+
+#define ZKLFS_LR_MOVES(X)						\
+	X(IDLE,     ASKING,   "a request enqueues (lockreq_open(), lockreq_request())") \
+	X(ASKING,   IDLE,     "the engine refused it at once")		\
+	X(ASKING,   ANSWERED, "the engine answered first (lock_done())")	\
+	X(ASKING,   WAITING,  "the interrupt is armed (fuse_req_interrupt_func())") \
+	X(ANSWERED, HELD,     "granted: answered once armed")		\
+	X(ANSWERED, IDLE,     "refused: answered once armed, its entry given back") \
+	X(WAITING,  HELD,     "granted")					\
+	X(WAITING,  IDLE,     "refused (EAGAIN, EINTR, EIO, ...): its entry given back") \
+	X(HELD,     LOST,     "lost (its entry deleted, the session silent or expired)") \
+	X(HELD,     IDLE,     "given back: RELEASE, LOCK_UN, a conversion, the opener gone") \
+	X(LOST,     IDLE,     "given back")
+
+/* enum lrintr, LI_<STATE>: the interrupt handler's hold on the waiter */
+#define ZKLFS_LI_STATES(X)						\
+	X(NONE,  "no interrupt handler runs")				\
+	X(BUSY,  "the interrupt handler is cancelling the waiter: it may not be let go") \
+	X(DEFER, "... and a give-back came meanwhile: the handler does it")
+
+#define ZKLFS_LI_MOVES(X)						\
+	X(NONE,  BUSY,  "FUSE_INTERRUPT of a waiting request")		\
+	X(BUSY,  NONE,  "zkl_cancel() returned, nothing came meanwhile")	\
+	X(BUSY,  DEFER, "lockreq_drop() came during zkl_cancel()")	\
+	X(DEFER, NONE,  "zkl_cancel() returned: the handler gives the entry back")
+
+#endif
