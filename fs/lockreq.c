@@ -26,6 +26,7 @@
 #include "fs/tid.h"
 #include "fs/xcache.h"
 #include "zk/log.h"
+#include "zk/moves.h"
 
 struct node *lockreq_node(struct zklfs *fs, const char *dir, const char *name,
 			  uid_t uid)
@@ -61,30 +62,25 @@ void lockreq_free(struct lockreq *lr)
 }
 
 /* The machines' names and moves, from fs/lrmoves.h. */
-struct lrmove {
-	int from, to;
-};
-
 #define NAME(s, why) #s,
 #define LR_MOVE(f, t, why) { LR_##f, LR_##t },
 #define LI_MOVE(f, t, why) { LI_##f, LI_##t },
 static const char *const lr_names[] = { ZKLFS_LR_STATES(NAME) };
 static const char *const li_names[] = { ZKLFS_LI_STATES(NAME) };
-static const struct lrmove lr_moves[] = { ZKLFS_LR_MOVES(LR_MOVE) };
-static const struct lrmove li_moves[] = { ZKLFS_LI_MOVES(LI_MOVE) };
+static const struct zkl_move lr_moves[] = { ZKLFS_LR_MOVES(LR_MOVE) };
+static const struct zkl_move li_moves[] = { ZKLFS_LI_MOVES(LI_MOVE) };
 #undef NAME
 #undef LR_MOVE
 #undef LI_MOVE
 
 /* A move of one of @lr's machines: listed, or (sanitizer builds) abort. */
 static void check_move(const struct lockreq *lr, const char *what,
-		       const struct lrmove *moves, size_t n, const char *const *names,
+		       const struct zkl_move *moves, size_t n, const char *const *names,
 		       int from, int to)
 {
 #ifdef ZKL_LOCKCHECK
-	for (size_t i = 0; i < n; i++)
-		if (moves[i].from == from && moves[i].to == to)
-			return;
+	if (zkl_move_listed(moves, n, from, to))
+		return;
 	fprintf(stderr, "zklockfs: lock request '%s' in %s: illegal move of its %s: %s -> %s\n",
 		lr->name, lr->dir, what, names[from], names[to]);
 	abort();

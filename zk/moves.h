@@ -11,10 +11,29 @@
  * document.  A move is added here, with why it happens, or not at all.
  *
  * X(STATE, "what it means") for states; X(FROM, TO, "when") for moves.
- * No code of its own; any thread.
+ * zkl_move_listed() looks a move up in such a list (fs/lrmoves.h's too).
+ * Any thread.
  */
 #ifndef ZK_MOVES_H
 #define ZK_MOVES_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/* One listed move, as the lists' X(FROM, TO, ...) give them. */
+struct zkl_move {
+	int from, to;
+};
+
+/* zkl_move_listed() - is @from -> @to among @moves (@n of them)? */
+static inline bool zkl_move_listed(const struct zkl_move *moves, size_t n, int from,
+				   int to)
+{
+	for (size_t i = 0; i < n; i++)
+		if (moves[i].from == from && moves[i].to == to)
+			return true;
+	return false;
+}
 
 /* Where a waiter is: enum wstate, W_<STATE>. */
 #define ZKL_WSTATES(X)							\

@@ -172,10 +172,6 @@ void zke_unlock_fire(struct zkl_engine *e)
  * The small machines' names and legal moves, made from their lists in
  * zk/moves.h (which docs/DESIGN.md's tables are printed from too).
  */
-struct move {
-	int from, to;
-};
-
 #define NAME(s, why) #s,
 #define W_MOVE(f, t, why) { W_##f, W_##t },
 #define S_MOVE(f, t, why) { S_##f, S_##t },
@@ -187,11 +183,11 @@ static const char *const stall_names[] = { ZKL_STALLS(NAME) };
 static const char *const ans_names[] = { ZKL_ANSWERS(NAME) };
 static const char *const entry_names[] = { ZKL_ENTRIES(NAME) };
 static const char *const own_names[] = { ZKL_WATCHES(NAME) };
-static const struct move state_moves[] = { ZKL_WSTATE_MOVES(W_MOVE) };
-static const struct move stall_moves[] = { ZKL_STALL_MOVES(S_MOVE) };
-static const struct move ans_moves[] = { ZKL_ANSWER_MOVES(ANS_MOVE) };
-static const struct move entry_moves[] = { ZKL_ENTRY_MOVES(ENTRY_MOVE) };
-static const struct move own_moves[] = { ZKL_WATCH_MOVES(OWN_MOVE) };
+static const struct zkl_move state_moves[] = { ZKL_WSTATE_MOVES(W_MOVE) };
+static const struct zkl_move stall_moves[] = { ZKL_STALL_MOVES(S_MOVE) };
+static const struct zkl_move ans_moves[] = { ZKL_ANSWER_MOVES(ANS_MOVE) };
+static const struct zkl_move entry_moves[] = { ZKL_ENTRY_MOVES(ENTRY_MOVE) };
+static const struct zkl_move own_moves[] = { ZKL_WATCH_MOVES(OWN_MOVE) };
 #undef NAME
 #undef W_MOVE
 #undef S_MOVE
@@ -201,19 +197,14 @@ static const struct move own_moves[] = { ZKL_WATCH_MOVES(OWN_MOVE) };
 
 #define MOVES(a) (a), sizeof(a) / sizeof((a)[0])
 
-/*
- * A move of one of @w's small machines, from @from to @to: allowed if its
- * list @moves (@n of them) has it.  The sanitizer builds abort on any
- * other, naming it; the others do not look.
- */
+/* A move of one of @w's small machines: listed, or (sanitizer builds) abort. */
 static void check_move(const struct zkl_waiter *w, const char *what,
-		       const struct move *moves, size_t n, const char *const *names,
+		       const struct zkl_move *moves, size_t n, const char *const *names,
 		       int from, int to)
 {
 #ifdef ZKL_LOCKCHECK
-	for (size_t i = 0; i < n; i++)
-		if (moves[i].from == from && moves[i].to == to)
-			return;
+	if (zkl_move_listed(moves, n, from, to))
+		return;
 	fprintf(stderr, "zklockfs: waiter %s: illegal move of its %s: %s -> %s\n",
 		w->path ? w->path : w->prefix, what, names[from], names[to]);
 	abort();

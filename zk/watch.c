@@ -21,9 +21,8 @@
  * it does, a request of @w's on the new session finds its entry missing.
  * So a stale waiter sends nothing on the new session (it stalls, and
  * on_expired() unstalls it): a listing or watch sent then would answer
- * after the waiter was started over, and drive it down a second path
- * (found by the simulator: a grant out of order, seed 11077; two entries
- * for one waiter, seed 941).
+ * after the waiter was started over, and drive it down a second path (a
+ * grant out of order, or two entries for one waiter).
  */
 bool zke_stale_locked(struct zkl_waiter *w)
 {

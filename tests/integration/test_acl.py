@@ -2,9 +2,8 @@
 credentials"): what every znode a mount makes carries, what a client
 without the mount's credentials can do to it, and the checks of auth_file.
 
-Before issue 12 every znode was world:anyone:cdrwa, credentials or not: an
-unauthenticated client's delete of someone's entry succeeded.  Now it gets
-NOAUTH (-102)."""
+An unauthenticated client's delete of someone's entry gets NOAUTH (-102):
+a mount's znodes never carry world:anyone:cdrwa when it has credentials."""
 
 import base64
 import hashlib

@@ -247,7 +247,7 @@ def test_getlk_counts_against_the_limit(mount):
 
 
 def test_one_release_wakes_one_waiter_in_a_semaphore(mount, zk, zkc):
-    """The herd figure of issue 14: 50 waiters on 5 mounts, limit 5, queued
+    """The semaphore's herd figure: 50 waiters on 5 mounts, limit 5, queued
     round robin. Holders leave out of queue order (the middle one of those
     holding, each time): every release lets exactly the next waiter in and
     must notify that waiter's mount alone (its poke), never every mount."""
