@@ -225,7 +225,7 @@ void zklfs_dir_made(struct zklfs *fs, const char *path, int64_t czxid, uid_t uid
 	}
 	zkl_mutex_unlock(&fs->owners_mu);
 	for (size_t i = 0; i < nsw; i++)
-		if (zks_aexists(zklfs_session(fs, sw[i]->path), sw[i]->path,
+		if (zklfs_zexists(fs, zklfs_session(fs, sw[i]->path), sw[i]->path,
 				sweep_done, sw[i]) != ZOK) {
 			free(sw[i]->path);
 			free(sw[i]);

@@ -271,7 +271,7 @@ static void getlk_data_done(int rc, const char *value, int len,
 }
 
 static void getlk_children_done(int rc, const struct String_vector *sv,
-				const void *data)
+				const struct Stat *dir, const void *data)
 {
 	struct getlk *op = (struct getlk *)data;
 	const struct zkl_child *b;
@@ -280,6 +280,7 @@ static void getlk_children_done(int rc, const struct String_vector *sv,
 	char *path;
 	size_t n;
 
+	(void)dir;		/* the listing alone */
 	if (rc != ZOK) {
 		getlk_reply(op, rc);
 		return;
@@ -310,7 +311,7 @@ static void getlk_children_done(int rc, const struct String_vector *sv,
 		return;
 	}
 	free(kids);
-	rc = path ? zks_aget(op->zks, path, getlk_data_done, op) : ZSYSTEMERROR;
+	rc = path ? zklfs_zget(op->fs, op->zks, path, getlk_data_done, op) : ZSYSTEMERROR;
 	free(path);
 	if (rc != ZOK)
 		getlk_reply(op, rc);
@@ -325,7 +326,7 @@ static void getlk_limit_done(int rc, const char *value, int len,
 	(void)zs;
 	if (rc == ZOK) {
 		op->limit = zkl_limit_parse(value, len > 0 ? (size_t)len : 0);
-		rc = zks_achildren(op->zks, op->dir, getlk_children_done, op);
+		rc = zklfs_zchildren(op->fs, op->zks, op->dir, getlk_children_done, op);
 	}
 	if (rc != ZOK)
 		getlk_reply(op, rc);
@@ -333,7 +334,7 @@ static void getlk_limit_done(int rc, const char *value, int len,
 
 static void getlk_send(struct getlk *op)
 {
-	int rc = zks_aget(op->zks, op->dir, getlk_limit_done, op);
+	int rc = zklfs_zget(op->fs, op->zks, op->dir, getlk_limit_done, op);
 
 	if (rc != ZOK)
 		getlk_reply(op, rc);

@@ -51,7 +51,7 @@ static void get_done(int rc, const char *value, int len, const struct Stat *zs,
 
 static int get_send(struct zop *op)
 {
-	return zks_aget(op->zks, op->path, get_done, op);
+	return zklfs_zget(op->fs, op->zks, op->path, get_done, op);
 }
 
 void zklfs_limit_get(fuse_req_t req, struct node *n, size_t size,
@@ -157,8 +157,8 @@ static void got_for_set(int rc, const char *value, int len, const struct Stat *z
 		set_reply(ls, n == -E2BIG ? E2BIG : ENOMEM);
 		return;
 	}
-	rc = zks_aset_version(zklfs_session(op->fs, op->path), op->path, ls->data, n,
-			      zs->version, set_done, ls);
+	rc = zklfs_zset(op->fs, zklfs_session(op->fs, op->path), op->path, ls->data, n,
+			zs->version, set_done, ls);
 	if (rc != ZOK) {
 		zop_fail(op, rc);
 		set_free(ls);
@@ -168,7 +168,7 @@ static void got_for_set(int rc, const char *value, int len, const struct Stat *z
 static void read_for_set(struct limit_set *ls)
 {
 	struct zop *op = ls->op;
-	int rc = zks_aget(zklfs_session(op->fs, op->path), op->path, got_for_set, ls);
+	int rc = zklfs_zget(op->fs, zklfs_session(op->fs, op->path), op->path, got_for_set, ls);
 
 	if (rc != ZOK) {
 		zop_fail(op, rc);

@@ -79,18 +79,19 @@ static void lookup_done(int rc, const char *value, int len,
 
 static int lookup_send(struct zop *op)
 {
-	int rc = zks_aget(op->zks, op->path, lookup_done, op);
+	int rc = zklfs_zget(op->fs, op->zks, op->path, lookup_done, op);
 
 	return rc == ZBADARGUMENTS ? ZNONODE : rc;	/* a name it cannot hold */
 }
 
 /* A busy lock directory's listing, to answer a LOOKUP (see lsc_lookup()). */
 static void lookup_list_done(int rc, const struct String_vector *sv,
-			     const void *data)
+			     const struct Stat *dir, const void *data)
 {
 	struct zop *op = (struct zop *)data;
 	const char *name = zkn_base(op->path);
 
+	(void)dir;		/* the listing alone */
 	if (rc != ZOK) {
 		zop_fail(op, rc);
 		return;
@@ -106,7 +107,7 @@ static void lookup_list_done(int rc, const struct String_vector *sv,
 
 static int lookup_list_send(struct zop *op)
 {
-	return zks_achildren(op->zks, op->node->path, lookup_list_done, op);
+	return zklfs_zchildren(op->fs, op->zks, op->node->path, lookup_list_done, op);
 }
 
 static void zklfs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
@@ -208,7 +209,7 @@ static void getattr_done(int rc, const char *value, int len,
 
 static int getattr_send(struct zop *op)
 {
-	return zks_aget(op->zks, op->path, getattr_done, op);
+	return zklfs_zget(op->fs, op->zks, op->path, getattr_done, op);
 }
 
 static void zklfs_getattr(fuse_req_t req, fuse_ino_t ino,
@@ -326,9 +327,9 @@ static void zklfs_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
 	}
 	/* on the new directory's own session: its entries will be made there;
 	 * -o containers: a container, which the server deletes once emptied */
-	zop_started(op, zks_acreate(zklfs_session(fs, op->path), op->path, NULL, -1,
-				    fs->conf->containers ? ZOO_CONTAINER : ZOO_PERSISTENT,
-				    mkdir_done, op, NULL));
+	zop_started(op, zklfs_zcreate(fs, zklfs_session(fs, op->path), op->path,
+				      fs->conf->containers ? ZOO_CONTAINER : ZOO_PERSISTENT,
+				      mkdir_done, op));
 }
 
 static void delete_done(int rc, const void *data)
@@ -391,8 +392,8 @@ static void rmdir_got(int rc, const struct Stat *zs, const void *data)
 	/* a lingering entry goes first, on the same session: the rmdir sees
 	 * the lock empty if nobody holds it */
 	zkl_unlinger(zklfs_engine(op->fs, op->path), op->path);
-	zop_started(op, zks_adelete(zklfs_session(op->fs, op->path), op->path,
-				    rmdir_done, op));
+	zop_started(op, zklfs_zdelete(op->fs, zklfs_session(op->fs, op->path), op->path,
+				      rmdir_done, op));
 }
 
 static void zklfs_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
@@ -405,7 +406,7 @@ static void zklfs_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
-	zop_started(op, zks_aexists(zklfs_session(fs, op->path), op->path, rmdir_got, op));
+	zop_started(op, zklfs_zexists(fs, zklfs_session(fs, op->path), op->path, rmdir_got, op));
 }
 
 static void unlink_got(int rc, const struct Stat *zs, const void *data)
@@ -418,7 +419,8 @@ static void unlink_got(int rc, const struct Stat *zs, const void *data)
 	}
 	if (!may_remove(op, NODE_FILE, zs))
 		return;
-	rc = zks_adelete(zklfs_session(op->fs, op->node->path), op->path, delete_done, op);
+	rc = zklfs_zdelete(op->fs, zklfs_session(op->fs, op->node->path), op->path, delete_done,
+			   op);
 	zop_started(op, rc);
 }
 
@@ -432,7 +434,7 @@ static void zklfs_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
-	zop_started(op, zks_aexists(zklfs_session(fs, p->path), op->path, unlink_got, op));
+	zop_started(op, zklfs_zexists(fs, zklfs_session(fs, p->path), op->path, unlink_got, op));
 }
 
 static void zklfs_refuse(fuse_req_t req, const char *what)

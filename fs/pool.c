@@ -44,6 +44,8 @@ struct zklfs_pool {
 	int n;					/* conf->sessions, once opened */
 	struct zks zks[ZKLFS_SESSIONS_MAX];
 	struct zkl_engine *engines[ZKLFS_SESSIONS_MAX];	/* engine i on zks[i] */
+	struct zkl_transport t[ZKLFS_SESSIONS_MAX];	/* how fs/ and engine i
+							   reach zks[i] */
 	struct zkl_mutex mu;			/* slots */
 	struct zklfs_slots slots;
 	struct pool_sync sync[ZKLFS_SESSIONS_MAX];
@@ -77,9 +79,8 @@ int zklfs_pool_open(struct zklfs *fs, zkl_lost_fn lost, zkl_lost_fn revoked)
 		p->links[i] = zks_links(&p->zks[i]);
 	}
 	for (int i = 0; i < p->n; i++) {
-		struct zkl_transport t = zkl_session_transport(&p->zks[i]);
-
-		p->engines[i] = zkl_engine_new(&t, conf->naming, lost);
+		p->t[i] = zkl_session_transport(&p->zks[i]);
+		p->engines[i] = zkl_engine_new(&p->t[i], conf->naming, lost);
 		if (!p->engines[i]) {
 			zkl_log(LOG_ERR, "out of memory");
 			return -ENOMEM;
@@ -186,7 +187,7 @@ static int pool_slot(struct zklfs *fs, const char *dir)
 	zkl_mutex_lock(&p->mu);
 	links_check_locked(p);
 	slot = zklfs_slot_pick(&p->slots, dir, &sync);
-	if (sync && zks_async_sync(&p->zks[slot], dir, sync_done, &p->sync[slot]) != ZOK)
+	if (sync && p->t[slot].ops->sync(p->t[slot].ctx, dir, sync_done, &p->sync[slot]) != ZOK)
 		zklfs_slot_unsynced(&p->slots, slot);
 	zkl_mutex_unlock(&p->mu);
 	return slot;
@@ -226,6 +227,11 @@ int zklfs_session_slot(struct zklfs *fs, const struct zks *zks)
 	return (int)(zks - fs->pool->zks);
 }
 
+const struct zkl_transport *zklfs_transport(struct zklfs *fs, const struct zks *zks)
+{
+	return &fs->pool->t[zklfs_session_slot(fs, zks)];
+}
+
 void zklfs_ns_changed(struct zklfs *fs, const char *dir)
 {
 	struct zklfs_pool *p = fs->pool;
@@ -236,4 +242,52 @@ void zklfs_ns_changed(struct zklfs *fs, const char *dir)
 	links_check_locked(p);
 	zklfs_slots_changed(&p->slots, dir);
 	zkl_mutex_unlock(&p->mu);
+}
+
+int zklfs_zget(struct zklfs *fs, struct zks *zs, const char *path,
+	       data_completion_t done, const void *arg)
+{
+	const struct zkl_transport *t = zklfs_transport(fs, zs);
+
+	return t->ops->get(t->ctx, path, done, arg);
+}
+
+int zklfs_zexists(struct zklfs *fs, struct zks *zs, const char *path,
+		  stat_completion_t done, const void *arg)
+{
+	const struct zkl_transport *t = zklfs_transport(fs, zs);
+
+	return t->ops->exists(t->ctx, path, done, arg);
+}
+
+int zklfs_zchildren(struct zklfs *fs, struct zks *zs, const char *path,
+		    strings_stat_completion_t done, const void *arg)
+{
+	const struct zkl_transport *t = zklfs_transport(fs, zs);
+
+	return t->ops->children(t->ctx, path, done, arg);
+}
+
+int zklfs_zset(struct zklfs *fs, struct zks *zs, const char *path, const char *data,
+	       int len, int version, stat_completion_t done, const void *arg)
+{
+	const struct zkl_transport *t = zklfs_transport(fs, zs);
+
+	return t->ops->set(t->ctx, path, data, len, version, done, arg);
+}
+
+int zklfs_zcreate(struct zklfs *fs, struct zks *zs, const char *path, int mode,
+		  string_stat_completion_t done, const void *arg)
+{
+	const struct zkl_transport *t = zklfs_transport(fs, zs);
+
+	return t->ops->create(t->ctx, path, NULL, -1, mode, done, arg, NULL);
+}
+
+int zklfs_zdelete(struct zklfs *fs, struct zks *zs, const char *path,
+		  void_completion_t done, const void *arg)
+{
+	const struct zkl_transport *t = zklfs_transport(fs, zs);
+
+	return t->ops->remove(t->ctx, path, done, arg);
 }

@@ -47,6 +47,31 @@ struct zks *zklfs_session_of(struct zklfs *fs, const char *path, bool is_dir);
 int zklfs_session_slot(struct zklfs *fs, const struct zks *zks);
 
 /*
+ * zklfs_transport() - how fs/ reaches ZooKeeper on @zks, one of the mount's
+ * sessions: the seam its lock engine goes through too (zk/transport.h),
+ * so every ZooKeeper call of the mount has one door.  Any thread; no lock.
+ */
+const struct zkl_transport *zklfs_transport(struct zklfs *fs, const struct zks *zks);
+
+/*
+ * The calls of fs/ on session @zs, through zklfs_transport(): each as the
+ * transport's operation of the same name (zklfs_zset() at @version, -1:
+ * any).  Any thread; no lock.
+ */
+int zklfs_zget(struct zklfs *fs, struct zks *zs, const char *path,
+	       data_completion_t done, const void *arg);
+int zklfs_zexists(struct zklfs *fs, struct zks *zs, const char *path,
+		  stat_completion_t done, const void *arg);
+int zklfs_zchildren(struct zklfs *fs, struct zks *zs, const char *path,
+		    strings_stat_completion_t done, const void *arg);
+int zklfs_zset(struct zklfs *fs, struct zks *zs, const char *path, const char *data,
+	       int len, int version, stat_completion_t done, const void *arg);
+int zklfs_zcreate(struct zklfs *fs, struct zks *zs, const char *path, int mode,
+		  string_stat_completion_t done, const void *arg);
+int zklfs_zdelete(struct zklfs *fs, struct zks *zs, const char *path,
+		  void_completion_t done, const void *arg);
+
+/*
  * zklfs_ns_changed() - a mkdir or rmdir of @dir through this mount is done
  * (or its outcome unknown): the other sessions sync before their next
  * request.  Call it before replying.  Any thread.

@@ -62,7 +62,7 @@ static void read_done(int rc, const char *value, int len, const struct Stat *zs,
 
 static int read_send(struct zop *op)
 {
-	return zks_aget(op->zks, op->path, read_done, op);
+	return zklfs_zget(op->fs, op->zks, op->path, read_done, op);
 }
 
 void zklfs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
@@ -202,7 +202,7 @@ static void token_done(int rc, const struct Stat *zs, const void *data)
 
 static int token_send(struct zop *op)
 {
-	return zks_aexists(op->zks, op->path, token_done, op);
+	return zklfs_zexists(op->fs, op->zks, op->path, token_done, op);
 }
 
 /* The directory setting (zk/limit.h) the xattr @name is, or NULL. */
@@ -233,11 +233,12 @@ static char *xattr_dir(const struct zop *op)
 }
 
 static void xattr_children_done(int rc, const struct String_vector *sv,
-				const void *data)
+				const struct Stat *zdir, const void *data)
 {
 	struct zop *op = (struct zop *)data;
 	char *dir;
 
+	(void)zdir;		/* the listing alone */
 	if (rc != ZOK) {
 		zop_fail(op, rc);
 		return;
@@ -280,7 +281,7 @@ static void xattr_limit_done(int rc, const char *value, int len,
 	}
 	op->off = (off_t)zkl_limit_parse(value, len > 0 ? (size_t)len : 0);
 	dir = xattr_dir(op);
-	rc = dir ? zks_achildren(op->zks, dir, xattr_children_done, op) : ZSYSTEMERROR;
+	rc = dir ? zklfs_zchildren(op->fs, op->zks, dir, xattr_children_done, op) : ZSYSTEMERROR;
 	free(dir);
 	if (rc != ZOK)
 		zop_fail(op, rc);
@@ -295,7 +296,7 @@ static int xattr_list_send(struct zop *op)
 
 	if (!dir)
 		return ZSYSTEMERROR;
-	rc = zks_aget(op->zks, dir, xattr_limit_done, op);
+	rc = zklfs_zget(op->fs, op->zks, dir, xattr_limit_done, op);
 	free(dir);
 	return rc;
 }
@@ -457,7 +458,7 @@ static void listxattr_dir_done(int rc, const char *value, int len,
 
 static int listxattr_dir_send(struct zop *op)
 {
-	return zks_aget(op->zks, op->path, listxattr_dir_done, op);
+	return zklfs_zget(op->fs, op->zks, op->path, listxattr_dir_done, op);
 }
 
 void zklfs_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)

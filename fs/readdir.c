@@ -131,12 +131,14 @@ static void type_done(int rc, const struct Stat *zs, const void *data)
 		opendir_finish(op);
 }
 
-static void opendir_done(int rc, const struct String_vector *sv, const void *data)
+static void opendir_done(int rc, const struct String_vector *sv, const struct Stat *dir,
+			 const void *data)
 {
 	struct zop *op = (struct zop *)data;
 	struct dirlist *dl;
 	struct zks *zs;
 
+	(void)dir;		/* the listing alone */
 	if (rc != ZOK) {
 		zop_fail(op, rc);
 		return;
@@ -178,7 +180,7 @@ static void opendir_done(int rc, const struct String_vector *sv, const void *dat
 		zkl_mutex_lock(&dl->lock);
 		dl->waiting++;
 		zkl_mutex_unlock(&dl->lock);
-		if (!p || zks_aexists(zs, p, type_done, tq) != ZOK) {
+		if (!p || zklfs_zexists(op->fs, zs, p, type_done, tq) != ZOK) {
 			zkl_mutex_lock(&dl->lock);
 			dl->waiting--;
 			zkl_mutex_unlock(&dl->lock);
@@ -196,7 +198,7 @@ static void opendir_done(int rc, const struct String_vector *sv, const void *dat
 
 static int opendir_send(struct zop *op)
 {
-	return zks_achildren(op->zks, op->path, opendir_done, op);
+	return zklfs_zchildren(op->fs, op->zks, op->path, opendir_done, op);
 }
 
 void zklfs_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)

@@ -46,8 +46,8 @@ static void revoke_got(int rc, const struct Stat *zs, const void *data)
 		zop_free(op);
 		return;
 	}
-	rc = zks_aset(zklfs_session_of(op->fs, op->path, false), op->path,
-		      ZKL_REVOKE_DATA, (int)strlen(ZKL_REVOKE_DATA), revoke_done, op);
+	rc = zklfs_zset(op->fs, zklfs_session_of(op->fs, op->path, false), op->path,
+			ZKL_REVOKE_DATA, (int)strlen(ZKL_REVOKE_DATA), -1, revoke_done, op);
 	zop_started(op, rc);
 }
 
@@ -65,6 +65,6 @@ void zklfs_revoke(fuse_req_t req, struct node *n, const char *value, size_t len)
 		fuse_reply_err(req, n->path ? ENOMEM : ENOENT);
 		return;
 	}
-	zop_started(op, zks_aexists(zklfs_session_of(fs, op->path, false), op->path,
-				    revoke_got, op));
+	zop_started(op, zklfs_zexists(fs, zklfs_session_of(fs, op->path, false), op->path,
+				      revoke_got, op));
 }

@@ -250,9 +250,9 @@ static void flight_send(struct wflight *f)
 
 	f->data = NULL;
 	if (f->barrier)
-		rc = zks_aexists(f->zks, f->path, flight_done, f);
+		rc = zklfs_zexists(f->fs, f->zks, f->path, flight_done, f);
 	else
-		rc = zks_aset(f->zks, f->path, data, f->len, flight_done, f);
+		rc = zklfs_zset(f->fs, f->zks, f->path, data, f->len, -1, flight_done, f);
 	free(data);
 	if (rc != ZOK)
 		flight_done(rc, NULL, f);

@@ -148,24 +148,12 @@ int zks_aexists(struct zks *s, const char *path, stat_completion_t done,
 	return zh_put(s, zoo_aexists(zh_hold(s), path, 0, done, arg));
 }
 
-int zks_aset(struct zks *s, const char *path, const char *data, int len,
-	     stat_completion_t done, const void *arg)
-{
-	return zks_aset_version(s, path, data, len, -1, done, arg);
-}
-
 int zks_aset_version(struct zks *s, const char *path, const char *data, int len,
 		     int version, stat_completion_t done, const void *arg)
 {
 	if (too_big(path, len))
 		return ZMARSHALLINGERROR;
 	return zh_put(s, zoo_aset(zh_hold(s), path, data, len, version, done, arg));
-}
-
-int zks_achildren(struct zks *s, const char *path, strings_completion_t done,
-		  const void *arg)
-{
-	return zh_put(s, zoo_aget_children(zh_hold(s), path, 0, done, arg));
 }
 
 int zks_achildren2(struct zks *s, const char *path,

@@ -159,7 +159,7 @@ void zks_close(struct zks *s);
  * may carry: ZKS_DATA_MAX, and less under a long path.  ZooKeeper closes
  * the connection on a request longer than its jute.maxbuffer (1 MiB less
  * one byte by default; data, path and framing together), and the client
- * sends it again after every reconnect: so zks_acreate(), zks_aset*() and
+ * sends it again after every reconnect: so zks_acreate(), zks_aset_version() and
  * zks_amulti() never send more (they return ZMARSHALLINGERROR unsent, which
  * zk_errno() makes -EFBIG), and the mount answers a write past it with
  * EFBIG.  Pure.
@@ -185,7 +185,7 @@ uint64_t zks_links(struct zks *s);
 int zks_adelete(struct zks *s, const char *path, void_completion_t done,
 		const void *arg);
 /* @ops are copied at once; @results must live until @done.  Bounded as
- * zks_aset() is, over all the ops' paths and data. */
+ * zks_aset_version() is, over all the ops' paths and data. */
 int zks_amulti(struct zks *s, int count, const zoo_op_t *ops,
 	       zoo_op_result_t *results, void_completion_t done, const void *arg);
 int zks_aget(struct zks *s, const char *path, data_completion_t done,
@@ -194,13 +194,10 @@ int zks_awget(struct zks *s, const char *path, watcher_fn watcher, void *wctx,
 	      data_completion_t done, const void *arg);
 int zks_aexists(struct zks *s, const char *path, stat_completion_t done,
 		const void *arg);
-/* No more data than zks_data_max(@path), else ZMARSHALLINGERROR unsent. */
-int zks_aset(struct zks *s, const char *path, const char *data, int len,
-	     stat_completion_t done, const void *arg);
+/* No more data than zks_data_max(@path), else ZMARSHALLINGERROR unsent;
+ * at @version (-1: any). */
 int zks_aset_version(struct zks *s, const char *path, const char *data, int len,
 		     int version, stat_completion_t done, const void *arg);
-int zks_achildren(struct zks *s, const char *path, strings_completion_t done,
-		  const void *arg);
 int zks_achildren2(struct zks *s, const char *path,
 		   strings_stat_completion_t done, const void *arg);
 /* zoo_awget_children2(): the listing, and a one-shot watch on @path's children */

@@ -77,6 +77,12 @@ static uint64_t t_now_ms(void *ctx)
 	return zks_now_ms();
 }
 
+static int t_sync(void *ctx, const char *path, string_completion_t done,
+		  const void *arg)
+{
+	return zks_async_sync(ctx, path, done, arg);
+}
+
 static bool t_quiet(void *ctx)
 {
 	return zks_quiet(ctx);
@@ -109,6 +115,7 @@ static const struct zkl_transport_ops session_ops = {
 	.set = t_set,
 	.wchildren = t_wchildren,
 	.unwatch_children = t_unwatch_children,
+	.sync = t_sync,
 	.now_ms = t_now_ms,
 	.quiet = t_quiet,
 	.tick_by = t_tick_by,

@@ -2,7 +2,8 @@
  * zk/transport.h - everything the lock engine asks of ZooKeeper: the seam.
  *
  * The engine (zk/lock.c) never calls the ZooKeeper client or zk/session.c
- * directly, only these operations, as the C client's core talks to its
+ * directly, only these operations, and neither does fs/ (fs/pool.h,
+ * zklfs_transport()), as the C client's core talks to its
  * world through zk_adaptor.h.  zkl_session_transport() is the real one, over
  * a struct zks; a test may give the engine a fake that records each call and
  * answers it later, in any order, from any schedule it likes.
@@ -67,6 +68,11 @@ struct zkl_transport_ops {
 	/* children() with a one-shot watch on @path's children */
 	int (*wchildren)(void *ctx, const char *path, watcher_fn watcher, void *wctx,
 			 strings_stat_completion_t done, const void *arg);
+	/* ZooKeeper's sync: later calls on this session see what the ensemble
+	 * had committed when it reached the leader (fs/pool.c's; the engine
+	 * makes none, and the simulator's transport has none) */
+	int (*sync)(void *ctx, const char *path, string_completion_t done,
+		    const void *arg);
 	/* unwatch() for the child watches */
 	int (*unwatch_children)(void *ctx, const char *path, watcher_fn watcher,
 				void *wctx, void_completion_t done, const void *arg);
