@@ -416,10 +416,11 @@ def test_reads_in_flight_when_the_connection_breaks_are_sent_again(
         except OSError as e:
             got[name] = ("error", harness.errname(e.errno))
 
-    def count(op):
-        return sum(c.count(op) for c in px.ops())
+    def count(ops):
+        return sum(c.count(op) for c in px.ops() for op in ops)
 
-    GETDATA, GETCHILDREN = 4, 8
+    # a listing is getChildren2 (12): the names and the lock znode's Stat
+    GETDATA, GETCHILDREN = (4,), (12,)
     n_get, n_list = count(GETDATA), count(GETCHILDREN)
     px.blackhole(faultproxy.DOWN)   # requests reach the server, replies wait
     threads = [threading.Thread(target=run, args=a, daemon=True) for a in (
