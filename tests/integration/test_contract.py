@@ -1,4 +1,4 @@
-"""Sentences of docs/SPEC.md that no other test covered (issue 11, point 5).
+"""Sentences of docs/SPEC.md that no other test covers.
 
   * "one release wakes one waiter" with many waiters on many mounts: FUSE
     grants seen by the Lockers, ZooKeeper's fired-watch counters (mntr);

@@ -2,9 +2,9 @@
 with allow_other, like /tmp.  Two plain uids under setpriv stand for two
 users (no accounts needed); the daemon runs as root, the mount's owner.
 
-Each test here failed before issue 12: ownership came from the uid= line of
-an entry's data (which its holder, or any ZooKeeper client, can write),
-rmdir had no permission check, and chmod, chown and utimes answered 0."""
+Ownership never comes from the uid= line of an entry's data (its holder,
+or any ZooKeeper client, can write it); rmdir checks permission; chmod,
+chown and utimes are refused with EPERM, not answered 0."""
 
 import errno
 import json

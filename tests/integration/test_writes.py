@@ -43,8 +43,8 @@ def log_lines(m, needle):
                 if needle in ln]
 
 
-# issue 12, point 5: 256 writes of 1 KiB grew the log by 32 MiB (256 sets of
-# the whole buffer so far, 128 times the data)
+# 256 writes of 1 KiB are one setData, not 256 sets of the whole buffer so
+# far (which grew the transaction log 128 times the data)
 def test_256_writes_of_1k_are_one_set_not_256(mount, zk, zkc, request):
     m = mount()                     # session 4 s: a tick every 0.4 s
     d = lockdir(m)
