@@ -223,7 +223,9 @@ int zkl_lockdir_no_limit(const char *dir)
 	char *have = NULL;
 	ssize_t n = zkl_lockdir_xattr(-1, dir, XATTR_LIMIT, &have);
 
-	if (n == -ENODATA)
+	/* gone since it was made (-o containers reaps it): a new one, made
+	 * by the enqueue, has no limit */
+	if (n == -ENODATA || n == -ENOENT)
 		return 0;
 	if (n < 0)
 		return (int)n;

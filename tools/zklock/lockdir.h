@@ -87,8 +87,9 @@ int zkl_lockdir_limit(const char *dir, unsigned limit);
  * zkl_lockdir_no_limit() - without -L, @dir must be a plain lock: a
  * directory name someone else made first (or made again after the server
  * reaped it) could carry a limit that lets several "exclusive" holders in
- * at once.  Return: 0; -EEXIST (it has a limit, said on stderr, with the
- * -L that would share it); another negative errno.
+ * at once.  Return: 0 (also when @dir is gone meanwhile: the server
+ * reaped it, and the enqueue makes it again); -EEXIST (it has a limit,
+ * said on stderr, with the -L that would share it); another negative errno.
  */
 int zkl_lockdir_no_limit(const char *dir);
 
