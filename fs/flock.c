@@ -44,6 +44,7 @@
 #include <string.h>
 #include <sys/file.h>
 
+#include "fs/fdlock.h"
 #include "fs/lockreq.h"
 #include "fs/wbuf.h"
 #include "zk/errno.h"
@@ -66,66 +67,6 @@ static bool holder_fd(struct node *n, const struct fuse_file_info *fi)
 	return n->type == NODE_PENDING && fi && fi->fh == FH_HOLDER;
 }
 
-/*
- * The holder's descriptor of @n gives its lock back (LOCK_UN, or before a
- * conversion) and stays open.  The data written first, on the session the
- * delete goes to: it is in the old entry before the entry goes.
- */
-static void giveback(struct zklfs *fs, struct node *n)
-{
-	zklfs_wbuf_close(fs, n);
-	lockreq_giveback(fs, n);
-}
-
-/*
- * LOCK_SH, LOCK_EX or LOCK_UN on the holder's descriptor of @n; with @nb
- * fail rather than wait.
- */
-static void lock_op(fuse_req_t req, struct node *n, int op, bool nb)
-{
-	struct zklfs *fs = n->fs;
-	enum zkl_kind want = op == LOCK_EX ? ZKL_EXCLUSIVE : ZKL_SHARED;
-	bool busy, has, holds;
-
-	zkl_mutex_lock(&fs->lock);
-	busy = lockreq_asking(n->lr);
-	has = n->lr->w != NULL;
-	holds = has && n->lr->state == LR_HELD && n->lr->kind == want;
-	zkl_mutex_unlock(&fs->lock);
-	if (busy) {
-		/*
-		 * Another process sharing this descriptor waits for its lock
-		 * right now: one request at a time per descriptor.  An unlock
-		 * has nothing to give back meanwhile (as with a local flock,
-		 * the waiting request goes on).
-		 */
-		if (op == LOCK_UN) {
-			fuse_reply_err(req, 0);
-			return;
-		}
-		zkl_log(LOG_NOTICE, "lock request on a descriptor that already waits: %s",
-			nb ? "EAGAIN" : "EDEADLK");
-		fuse_reply_err(req, nb ? EAGAIN : EDEADLK);
-		return;
-	}
-	if (op != LOCK_UN && holds) {
-		fuse_reply_err(req, 0);
-		return;
-	}
-	/* refused before the entry is given back, not after */
-	if (op != LOCK_UN && lockreq_deadlocks(req, n)) {
-		fuse_reply_err(req, EDEADLK);
-		return;
-	}
-	if (has)
-		giveback(fs, n);
-	if (op == LOCK_UN) {
-		fuse_reply_err(req, 0);
-		return;
-	}
-	lockreq_request(req, n, want, nb ? ZKL_NONBLOCK : 0);
-}
-
 /* A lock asked for on a descriptor that cannot carry one. */
 static void refuse(fuse_req_t req, int err, const char *why)
 {
@@ -143,7 +84,7 @@ void zklfs_flock(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 		refuse(req, ENOLCK, "only the descriptor that took an entry locks it");
 		return;
 	}
-	lock_op(req, n, op & (LOCK_SH | LOCK_EX | LOCK_UN), op & LOCK_NB);
+	fdlock_op(req, n, op & (LOCK_SH | LOCK_EX | LOCK_UN), op & LOCK_NB);
 }
 
 void zklfs_setlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
@@ -162,7 +103,7 @@ void zklfs_setlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 		refuse(req, ENOLCK, "only the descriptor that took an entry locks it");
 		return;
 	}
-	lock_op(req, n, op, !sleep);
+	fdlock_op(req, n, op, !sleep);
 }
 
 /* F_GETLK: a listing of the lock's directory, then maybe its blocker's data. */

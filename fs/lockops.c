@@ -87,17 +87,10 @@ void zklfs_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct zklfs *fs = fuse_req_userdata(req);
 	struct node *n = node_of(fs, ino);
-	struct fuse_pollhandle *ph = NULL;
 
 	if (fi->fh == FH_HOLDER) {
-		zkl_mutex_lock(&fs->lock);
-		ph = n->lr->ph;
-		n->lr->ph = NULL;
-		zkl_mutex_unlock(&fs->lock);
-		if (ph)
-			fuse_pollhandle_destroy(ph);
 		zklfs_wbuf_close(fs, n);	/* the data before the delete */
-		lockreq_drop(fs, n);
+		lockreq_release(fs, n);
 	}
 	fuse_reply_err(req, 0);
 }

@@ -18,11 +18,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "fs/attr.h"
+#include "fs/reply.h"
 #include "fs/tid.h"
 #include "fs/xcache.h"
 #include "zk/log.h"
@@ -105,78 +105,13 @@ void lockreq_set_intr_locked(struct lockreq *lr, enum lrintr to)
 	lr->intr = to;
 }
 
-/* Read up to @size - 1 bytes of /proc/@pid/@what into @buf: the length. */
-static size_t proc_read(pid_t pid, const char *what, char *buf, size_t size)
-{
-	char path[64];
-	ssize_t n;
-	int fd;
-
-	buf[0] = '\0';
-	snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, what);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	n = read(fd, buf, size - 1);
-	close(fd);
-	n = n < 0 ? 0 : n;
-	buf[n] = '\0';
-	return (size_t)n;
-}
-
-/*
- * When thread @tid started (fs/tid.h): 0 if unknown.  /proc/TID/stat is
- * the thread's own even when TID is not a process: it is found by its id.
- */
-static unsigned long long thread_start(pid_t tid)
-{
-	char stat[1024];
-
-	proc_read(tid, "stat", stat, sizeof(stat));
-	return zklfs_stat_start(stat);
-}
-
-/*
- * The command name in @stat (a /proc/TID/stat: "TID (COMM) ...", COMM up to
- * 15 bytes of anything, parentheses included) into @cmd: "" if unreadable.
- */
-static void stat_comm(const char *stat, char *cmd, size_t size)
-{
-	const char *open = strchr(stat, '('), *close = strrchr(stat, ')');
-	size_t n = open && close > open ? (size_t)(close - open - 1) : 0;
-
-	if (n >= size)
-		n = size - 1;
-	memcpy(cmd, open ? open + 1 : "", n);
-	cmd[n] = '\0';
-}
-
-/* The process of thread @tid (FUSE tells the thread).  A thread-group
- * leader is its own process, and only a leader has a pidfd: one syscall
- * instead of formatting /proc/TID/status, which cost more than the rest
- * of an open. */
-static pid_t thread_group(pid_t tid)
-{
-	char status[2048], *t;
-	int fd = (int)syscall(SYS_pidfd_open, tid, 0);
-
-	if (fd >= 0) {
-		close(fd);
-		return tid;
-	}
-	proc_read(tid, "status", status, sizeof(status));
-	t = strstr(status, "\nTgid:");
-	return t ? (pid_t)atoi(t + 6) : tid;
-}
-
 /* The holder lines of a new entry (docs/SPEC.md: host, pid, uid, cmd, since, mount). */
-static int holder_data(struct zklfs *fs, const struct fuse_ctx *ctx, pid_t pid,
-		       char *cmd, char *buf, size_t size)
+static int holder_data(struct zklfs *fs, struct zklfs_caller *c, char *buf, size_t size)
 {
-	char since[32];
+	char since[32], *cmd = c->cmd;
 	time_t now = time(NULL);
 	struct tm tm;
-	size_t n = strlen(cmd);
+	size_t n = strnlen(cmd, sizeof(c->cmd) - 1);
 
 	/*
 	 * The process's name only: its arguments may hold secrets, and every
@@ -192,7 +127,7 @@ static int holder_data(struct zklfs *fs, const struct fuse_ctx *ctx, pid_t pid,
 	gmtime_r(&now, &tm);
 	strftime(since, sizeof(since), "%Y-%m-%dT%H:%M:%SZ", &tm);
 	return snprintf(buf, size, "host=%s\npid=%d\nuid=%u\ncmd=%s\nsince=%s\nmount=%s\n",
-			fs->host, (int)pid, (unsigned)ctx->uid, cmd, since,
+			fs->host, (int)c->pid, (unsigned)c->uid, cmd, since,
 			fs->mountpoint);
 }
 
@@ -217,7 +152,7 @@ static void lock_answer(struct zklfs *fs, struct node *n, fuse_req_t req,
 		if (err == -ENOENT)	/* the directory is gone: its maker too */
 			zklfs_dir_gone(fs, lr->dir);
 		lockreq_drop(fs, n);		/* IDLE */
-		fuse_reply_err(req, -err);
+		fs->reply->err(req, -err);
 		return;
 	}
 	zkl_info(lr->w, &info, &path);
@@ -237,14 +172,14 @@ static void lock_answer(struct zklfs *fs, struct node *n, fuse_req_t req,
 	fi = lr->fi;
 	zkl_mutex_unlock(&fs->lock);
 	if (fdreq) {
-		fuse_reply_err(req, 0);
+		fs->reply->err(req, 0);
 		return;
 	}
 	fi.fh = FH_HOLDER;
 	fi.direct_io = 1;
 	fi.keep_cache = 0;
 	fi.noflush = 1;		/* close() owes us nothing: the lock ends at RELEASE */
-	if (fuse_reply_open(req, &fi) == -ENOENT)	/* the opener is gone */
+	if (fs->reply->open(req, &fi) == -ENOENT)	/* the opener is gone */
 		lockreq_drop(fs, n);
 }
 
@@ -343,7 +278,7 @@ bool lockreq_deadlocks(fuse_req_t req, struct node *n)
 {
 	struct lockreq *lr = n->lr;
 	struct zklfs *fs = n->fs;
-	pid_t tid = fuse_req_ctx(req)->pid;
+	pid_t tid = fs->reply->tid(req);
 	unsigned long long start;
 
 	/*
@@ -360,7 +295,7 @@ bool lockreq_deadlocks(fuse_req_t req, struct node *n)
 	 * common case, reads it once, in lock_enqueue().  The caller waits
 	 * in this request, so the id is its own while we read.
 	 */
-	start = thread_start(tid);
+	start = fs->reply->thread_start(tid);
 	if (!tid_in_dir(fs, n, tid, start))
 		return false;
 	zkl_log(LOG_NOTICE, "thread %d already holds or waits for %s: EDEADLK",
@@ -378,40 +313,26 @@ static void lock_enqueue(fuse_req_t req, struct node *n, enum zkl_kind kind,
 {
 	struct lockreq *lr = n->lr;
 	struct zklfs *fs = n->fs;
-	const struct fuse_ctx *ctx = fuse_req_ctx(req);
 	struct zkl_waiter *w = NULL;
-	char data[1024], stat[1024], cmd[64];
+	struct zklfs_caller c = { 0 };
+	char data[1024];
 	fuse_req_t late = NULL;
 	struct lockreq **head;
 	int len, err, result = 0;
-	unsigned long long start;
-	pid_t pid;
 
 	if (lockreq_deadlocks(req, n)) {
-		fuse_reply_err(req, EDEADLK);
+		fs->reply->err(req, EDEADLK);
 		return;
 	}
-	/*
-	 * While the thread waits in @req its id is its own: read it now.  One
-	 * read of /proc/TID/stat gives its start and, when it leads its
-	 * process (the usual case), the process's command too.
-	 */
-	stat[0] = '\0';
-	if (ctx->pid)
-		proc_read(ctx->pid, "stat", stat, sizeof(stat));
-	start = zklfs_stat_start(stat);
-	pid = thread_group(ctx->pid);
-	if (pid == ctx->pid && stat[0])
-		stat_comm(stat, cmd, sizeof(cmd));
-	else
-		proc_read(pid, "comm", cmd, sizeof(cmd));
-	len = holder_data(fs, ctx, pid, cmd, data, sizeof(data));
+	/* while the thread waits in @req its id is its own: read it now */
+	fs->reply->caller(req, &c);
+	len = holder_data(fs, &c, data, sizeof(data));
 	if (len >= (int)sizeof(data))
 		len = sizeof(data) - 1;
 	zkl_mutex_lock(&fs->lock);
-	lr->tid = ctx->pid;
-	lr->pid = pid;
-	lr->tid_start = start;
+	lr->tid = c.tid;
+	lr->pid = c.pid;
+	lr->tid_start = c.start;
 	lr->kind = kind;
 	lr->req = req;
 	lr->fdreq = fdreq;
@@ -427,7 +348,7 @@ static void lock_enqueue(fuse_req_t req, struct node *n, enum zkl_kind kind,
 		lockreq_set_state_locked(lr, LR_IDLE);
 		zkl_mutex_unlock(&fs->lock);
 		zkl_log(LOG_WARNING, "lock '%s' in %s: %s", lr->name, lr->dir, strerror(-err));
-		fuse_reply_err(req, -err);
+		fs->reply->err(req, -err);
 		return;
 	}
 	zkl_mutex_lock(&fs->lock);
@@ -440,7 +361,7 @@ static void lock_enqueue(fuse_req_t req, struct node *n, enum zkl_kind kind,
 		(*head)->lprev = lr;
 	*head = lr;
 	zkl_mutex_unlock(&fs->lock);
-	fuse_req_interrupt_func(req, lock_interrupt, n);	/* last: may run now */
+	fs->reply->on_interrupt(req, lock_interrupt, n);	/* last: may run now */
 	zkl_mutex_lock(&fs->lock);
 	if (lr->state == LR_ANSWERED) {
 		late = lr->req;
@@ -511,6 +432,19 @@ void lockreq_drop(struct zklfs *fs, struct node *n)
 		node_free(n);
 }
 
+void lockreq_release(struct zklfs *fs, struct node *n)
+{
+	struct fuse_pollhandle *ph;
+
+	zkl_mutex_lock(&fs->lock);
+	ph = n->lr->ph;
+	n->lr->ph = NULL;
+	zkl_mutex_unlock(&fs->lock);
+	if (ph)
+		fs->reply->drop_poll(ph);
+	lockreq_drop(fs, n);
+}
+
 void lockreq_giveback(struct zklfs *fs, struct node *n)
 {
 	struct lockreq *lr = n->lr;
@@ -552,10 +486,8 @@ static void holder_event(struct zkl_waiter *w, void *arg, bool lost)
 	ph = lr->ph;
 	lr->ph = NULL;
 	zkl_mutex_unlock(&fs->lock);
-	if (ph) {
-		fuse_lowlevel_notify_poll(ph);
-		fuse_pollhandle_destroy(ph);
-	}
+	if (ph)
+		fs->reply->notify_poll(ph);
 }
 
 void lockreq_lost(struct zkl_waiter *w, void *arg)
@@ -585,9 +517,9 @@ unsigned lockreq_holder_poll(struct zklfs *fs, struct node *n,
 	}
 	zkl_mutex_unlock(&fs->lock);
 	if (old)
-		fuse_pollhandle_destroy(old);
+		fs->reply->drop_poll(old);
 	if (ph)
-		fuse_pollhandle_destroy(ph);
+		fs->reply->drop_poll(ph);
 	return ev;
 }
 

@@ -1,7 +1,8 @@
 /*
  * fs/lockreq.h - a lock request: a lock node's place in its lock's queue.
  *
- * Depends on: fs/node.h, fs/pool.h (the engine of the lock's directory).
+ * Depends on: fs/node.h, fs/pool.h (the engine of the lock's directory),
+ * fs/reply.h (the caller, and the answers: fs->reply).
  * Calls up into no module: the holder's data (fs/wbuf.h) and the
  * handlers (fs/handlers.h) sit above it.
  *
@@ -12,9 +13,12 @@
  * loss, the holder's poller and data.  Every field is under fs->lock.
  *
  * Threads: a request is made on the FUSE thread and answered from the
- * engine's done callback (the ZooKeeper thread, or inside zkl_cancel() on
- * the FUSE thread that interrupts); the engine's lost callback,
- * lockreq_lost(), runs under the engine's lock and takes fs->lock.
+ * engine's done callback: on the ZooKeeper thread, or on a FUSE thread
+ * inside zkl_cancel() (the one that interrupts) or zkl_release() (a cohort
+ * hand-off to another request of this mount); the engine's lost callback,
+ * lockreq_lost(), runs under the engine's lock and takes fs->lock.  Every
+ * answer and every call into the kernel goes through fs->reply
+ * (fs/reply.h), so the simulator drives this file as the kernel does.
  */
 #ifndef FS_LOCKREQ_H
 #define FS_LOCKREQ_H
@@ -165,6 +169,13 @@ bool lockreq_deadlocks(fuse_req_t req, struct node *n);
  * an interrupt handler is using the waiter, the drop is left to it.
  */
 void lockreq_drop(struct zklfs *fs, struct node *n);
+
+/*
+ * lockreq_release() - RELEASE of the holder's descriptor of @n: its poller
+ * let go, then lockreq_drop().  Send the data first (zklfs_wbuf_close()).
+ * FUSE thread, without fs->lock.
+ */
+void lockreq_release(struct zklfs *fs, struct node *n);
 
 /*
  * lockreq_giveback() - the holder's descriptor of @n gives its lock back

@@ -12,6 +12,7 @@
 #include "fs/lockreq.h"
 #include "fs/node.h"
 #include "fs/pool.h"
+#include "fs/reply.h"
 #include "fs/xcache.h"
 
 #include <errno.h>
@@ -173,6 +174,7 @@ int main(int argc, char *argv[])
 		strcpy(fs.host, "localhost");
 	zkl_mutex_init(&fs.wb_send, ZKL_RANK_WBSEND, "fs->wb_send");
 	zkl_mutex_init(&fs.lock, ZKL_RANK_FS, "fs->lock");
+	fs.reply = &zklfs_fuse_reply;
 	zkl_log_init("zklockfs", false, opts.debug);
 	if (!opts.foreground && daemon_start() != 0) {
 		fprintf(stderr, "zklockfs: cannot fork: %s\n", strerror(errno));

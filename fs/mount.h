@@ -36,6 +36,7 @@ struct dirlist;
 struct zklfs;
 struct zklfs_pool;
 struct zks;
+struct zklfs_reply;
 
 #define ZKLFS_TID_BUCKETS 256
 
@@ -56,6 +57,7 @@ struct zklfs {
 	uid_t uid;
 	gid_t gid;
 	struct zkl_mutex lock;		/* fs->lock: see above */
+	const struct zklfs_reply *reply;	/* the kernel's side (fs/reply.h) */
 
 	struct zklfs_pool *pool;	/* the sessions (fs/pool.c) */
 

@@ -16,16 +16,39 @@ void zkl_mutex_destroy(struct zkl_mutex *mu)
 	pthread_mutex_destroy(&mu->m);
 }
 
+#ifdef ZKL_PREEMPT
+void (*zkl_mutex_preempt)(const struct zkl_mutex *mu);
+
+/* The ranked mutexes this thread holds, and the preempted work's. */
+static _Thread_local int depth;
+
+static void preempt(const struct zkl_mutex *mu)
+{
+	if (depth++ == 0 && zkl_mutex_preempt)
+		zkl_mutex_preempt(mu);
+}
+
+static void unpreempt(void)
+{
+	depth--;
+}
+#else
+#define preempt(mu) ((void)(mu))
+#define unpreempt() ((void)0)
+#endif
+
 #ifndef ZKL_LOCKCHECK
 
 void zkl_mutex_lock(struct zkl_mutex *mu)
 {
+	preempt(mu);
 	pthread_mutex_lock(&mu->m);
 }
 
 void zkl_mutex_unlock(struct zkl_mutex *mu)
 {
 	pthread_mutex_unlock(&mu->m);
+	unpreempt();
 }
 
 #else
@@ -52,6 +75,7 @@ void zkl_mutex_lock(struct zkl_mutex *mu)
 			die("taking", mu, held[i], NULL);
 	if (nheld == HELD_MAX)
 		die("taking too many:", mu, NULL, NULL);
+	preempt(mu);
 	pthread_mutex_lock(&mu->m);
 	held[nheld++] = mu;
 }
@@ -68,6 +92,7 @@ void zkl_mutex_unlock(struct zkl_mutex *mu)
 		held[i] = held[i + 1];
 	nheld--;
 	pthread_mutex_unlock(&mu->m);
+	unpreempt();
 }
 
 void zkl_mutex_assert_held(const struct zkl_mutex *mu, const char *where)

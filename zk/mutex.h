@@ -57,6 +57,17 @@ void zkl_mutex_destroy(struct zkl_mutex *mu);
 void zkl_mutex_lock(struct zkl_mutex *mu);
 void zkl_mutex_unlock(struct zkl_mutex *mu);
 
+#ifdef ZKL_PREEMPT
+/*
+ * zkl_mutex_preempt - the simulator's scheduling point (tests/sim is built
+ * with -DZKL_PREEMPT): called as a thread that holds no ranked mutex is
+ * about to take @mu.  Another thread's work may run there, between two
+ * steps of this one, as it may in the daemon; the simulator runs it then,
+ * on its one thread.  Its own mutexes are not preempted.  NULL: nothing.
+ */
+extern void (*zkl_mutex_preempt)(const struct zkl_mutex *mu);
+#endif
+
 #ifdef ZKL_LOCKCHECK
 /* zkl_mutex_assert_held() - abort unless this thread holds @mu. */
 void zkl_mutex_assert_held(const struct zkl_mutex *mu, const char *where);

@@ -5,6 +5,7 @@
  * network, never inside a transport call.
  */
 #include "tests/sim/sim.h"
+#include "tests/sim/simfs.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -50,15 +51,18 @@ bool act_enqueue(struct world *wd)
 		dir = r->dir;
 		kind = r->kind;
 	}
-	act_enqueue_on(wd, m, dir, kind, flags);
+	/* half through fs/, as the kernel asks; half to the engine itself */
+	if (sim_rng_chance(&wd->rng, 1, 2))
+		simfs_open(wd, m, dir, kind, flags);
+	else
+		act_enqueue_on(wd, m, dir, kind, flags);
 	return true;
 }
 
-int act_enqueue_on(struct world *wd, int m, int dir, enum zkl_kind kind, int flags)
+int sim_new_dw(struct world *wd, int m, int dir, enum zkl_kind kind, int flags)
 {
-	int live = 0, id = wd->ndw, rc;
+	int live = 0, id = wd->ndw;
 	struct dw *d;
-	char data[32];
 
 	for (int i = 0; i < wd->ndw; i++)
 		live += is_live(&wd->dws[i]);
@@ -77,11 +81,24 @@ int act_enqueue_on(struct world *wd, int m, int dir, enum zkl_kind kind, int fla
 	d->dir = dir;
 	d->kind = kind;
 	d->flags = flags;
+	d->fd = -1;
+	wd->ndw++;
+	return id;
+}
+
+int act_enqueue_on(struct world *wd, int m, int dir, enum zkl_kind kind, int flags)
+{
+	int id = sim_new_dw(wd, m, dir, kind, flags), rc;
+	struct dw *d;
+	char data[32];
+
+	if (id < 0)
+		return -1;
+	d = &wd->dws[id];
 	snprintf(data, sizeof(data), "sim=%d\n", id);
 	sn_trace(&wd->net, "  enqueue w%d: m%d %s %s%s", id, d->mount, wd->dirs[d->dir],
 		 d->kind == ZKL_EXCLUSIVE ? "exclusive" : "shared",
 		 d->flags & ZKL_NONBLOCK ? " nonblock" : "");
-	wd->ndw++;
 	rc = zkl_enqueue(wd->eng[d->mount], wd->dirs[d->dir], "job", d->kind, d->flags,
 			 data, (int)strlen(data), 1000, sim_done, (void *)(intptr_t)id,
 			 &d->w);
@@ -98,6 +115,10 @@ void act_release_dw(struct world *wd, struct dw *d)
 	struct zkl_info info;
 	char *path = NULL;
 
+	if (d->fd >= 0) {
+		simfs_release(wd, d);
+		return;
+	}
 	zkl_info(d->w, &info, &path);
 	sn_trace(&wd->net, "  release w%d (%s)", d->id, path ? path : "no entry");
 	d->released = true;
@@ -113,8 +134,14 @@ bool act_cancel(struct world *wd)
 
 	if (!d)
 		return false;
-	sn_trace(&wd->net, "  cancel w%d", d->id);
 	d->cancelled = true;
+	if (d->fd >= 0) {
+		simfs_interrupt(wd, d, sim_rng_chance(&wd->rng, 1, 2));
+		if (d->ndone != 1)
+			sim_failf(wd, "interrupt: w%d not answered when it returned", d->id);
+		return true;
+	}
+	sn_trace(&wd->net, "  cancel w%d", d->id);
 	zkl_cancel(d->w);
 	if (d->ndone != 1)
 		sim_failf(wd, "cancel: w%d not answered when zkl_cancel() returned", d->id);

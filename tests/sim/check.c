@@ -6,6 +6,7 @@
  * each step.
  */
 #include "tests/sim/sim.h"
+#include "tests/sim/simfs.h"
 
 #include "zk/engine.h"		/* zke_children_done: the listings grants follow */
 
@@ -47,6 +48,12 @@ int sim_entry_owner(const struct szk_node *n)
 	if (n->len > 4 && strncmp(n->data, "sim=", 4) == 0 &&
 	    sscanf(n->data + 4, "%d", &id) == 1)
 		return id;
+	if (n->len > 5 && strncmp(n->data, "host=", 5) == 0) {	/* fs/'s lines */
+		const char *p = memmem(n->data, (size_t)n->len, "\npid=", 5);
+
+		if (p && sscanf(p + 5, "%d", &id) == 1 && id >= SIM_PID_BASE)
+			return id - SIM_PID_BASE;
+	}
 	return -1;
 }
 
@@ -67,9 +74,13 @@ static struct dw *dw_of(struct world *wd, void *arg)
 	return &wd->dws[id];
 }
 
-static bool believes(const struct dw *d)
+/* Does @d believe it holds: its descriptor says so for a waiter of fs/
+ * (simfs_believes()), the engine's callbacks for the driver's own. */
+static bool believes(struct world *wd, const struct dw *d)
 {
-	return d->ndone == 1 && d->result == 0 && !d->lost && !d->released;
+	if (d->ndone != 1 || d->result != 0 || d->released)
+		return false;
+	return d->fd >= 0 ? simfs_believes(wd, d) : !d->lost;
 }
 
 static unsigned mount_mark(struct world *wd, int mount)
@@ -205,10 +216,15 @@ void sim_done(struct zkl_waiter *w, int err, void *arg)
 	struct world *wd = sim_world;
 	struct dw *d = dw_of(wd, arg);
 
-	sn_trace(&wd->net, "        done w%d: %d (%s)", d->id, err,
-		 err ? strerror(-err) : "granted");
 	if (w != d->w)
 		sim_failf(wd, "done: w%d called with another waiter", d->id);
+	sim_answered(wd, d, err);
+}
+
+void sim_answered(struct world *wd, struct dw *d, int err)
+{
+	sn_trace(&wd->net, "        done w%d: %d (%s)", d->id, err,
+		 err ? strerror(-err) : "granted");
 	if (d->released)
 		sim_failf(wd, "once: w%d answered after its release", d->id);
 	if (++d->ndone > 1)
@@ -245,9 +261,13 @@ void sim_done(struct zkl_waiter *w, int err, void *arg)
 void sim_lost(struct zkl_waiter *w, void *arg)
 {
 	struct world *wd = sim_world;
-	struct dw *d = dw_of(wd, arg);
 
-	(void)w;
+	if (!simfs_lost(wd, w, arg))
+		sim_lost_dw(wd, dw_of(wd, arg));
+}
+
+void sim_lost_dw(struct world *wd, struct dw *d)
+{
 	sn_trace(&wd->net, "        lost w%d", d->id);
 	if (d->ndone != 1 || d->result != 0)
 		sim_failf(wd, "lost: w%d lost but never granted", d->id);
@@ -399,7 +419,7 @@ static void check_beliefs(struct world *wd)
 		for (int i = 0; i < wd->ndw; i++) {
 			struct dw *d = &wd->dws[i];
 
-			if (d->dir == k && !d->unlinked && !d->asleep && believes(d) &&
+			if (d->dir == k && !d->unlinked && !d->asleep && believes(wd, d) &&
 			    seq_of(d->path, &h[n].seq))
 				h[n++].id = i;
 		}
@@ -445,7 +465,7 @@ void sim_check_step(struct world *wd)
 					free(h);
 					return;
 				}
-			if (believes(&wd->dws[id]) && !wd->dws[id].asleep &&
+			if (believes(wd, &wd->dws[id]) && !wd->dws[id].asleep &&
 			    seq_of(z->nodes[i].path, &h[n].seq))
 				h[n++].id = id;
 		}

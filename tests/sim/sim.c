@@ -16,6 +16,7 @@
  * Exit status: 0 if every seed passed, 1 otherwise.  One thread.
  */
 #include "tests/sim/sim.h"
+#include "tests/sim/simfs.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -76,7 +77,7 @@ ssize_t getrandom(void *buf, size_t len, unsigned int flags)
 enum act { A_APPLY, A_READ, A_DELIVER, A_READ_OLD, A_DELIVER_OLD, A_TICK,
 	   A_CONNECTED, A_EXPIRED, A_SILENT, A_DROP, A_RECONNECT, A_EXPIRE,
 	   A_REPLACE, A_ENQUEUE, A_CANCEL, A_RELEASE, A_UNLINK, A_FOREIGN_ENQ,
-	   A_FOREIGN_REL, A_SETDATA, A_N };
+	   A_FOREIGN_REL, A_SETDATA, A_FDLOCK, A_N };
 
 /* Weights: network steps dominate; faults scale with the seed's fault rate. */
 static int weight(struct world *wd, enum act a, struct sn_mount *m)
@@ -119,6 +120,7 @@ static int driver_weight(struct world *wd, enum act a)
 	case A_FOREIGN_ENQ: return 3;
 	case A_FOREIGN_REL: return 4;
 	case A_SETDATA:	    return 2;
+	case A_FDLOCK:	    return 5;
 	default:	    return 0;
 	}
 }
@@ -158,6 +160,7 @@ static bool run_driver_act(struct world *wd, enum act a)
 	case A_FOREIGN_ENQ: return act_foreign_enqueue(wd);
 	case A_FOREIGN_REL: return act_foreign_release(wd);
 	case A_SETDATA:	    return act_setdata(wd);
+	case A_FDLOCK:	    return act_fdlock(wd);
 	default:	    return false;
 	}
 }
@@ -256,6 +259,7 @@ void sim_end_phase(struct world *wd)
 		for (int i = 0; i < wd->ndw && !wd->fail[0]; i++)
 			if (act_is_answered(&wd->dws[i]))
 				act_release_dw(wd, &wd->dws[i]);
+		simfs_end(wd);
 		foreign_leaves(wd);
 		drain(wd);
 		sn_clock_jump(&wd->net, 1000000, -1);	/* every linger runs out */
@@ -347,16 +351,18 @@ void sim_world_init(struct world *wd, uint64_t seed, bool verbose)
 			zkl_engine_set_linger(wd->eng[i], 10 + (unsigned)(seed / 4 % 61));
 		wd->net.mounts[i].ev = zkl_engine_events(wd->eng[i]);
 	}
+	simfs_init(wd);
 	sn_trace(&wd->net, "seed %" PRIu64 ": %d mounts, fault rate %d", seed,
 		 SIM_MOUNTS, wd->fault_rate);
 }
 
 void sim_world_free(struct world *wd)
 {
-	for (int i = 0; i < SIM_MOUNTS; i++) {
+	for (int i = 0; i < SIM_MOUNTS; i++)
 		zkl_engine_shutdown(wd->eng[i]);
+	simfs_free(wd);
+	for (int i = 0; i < SIM_MOUNTS; i++)
 		zkl_engine_free(wd->eng[i]);
-	}
 	sn_free(&wd->net);
 	for (int i = 0; i < wd->nherd; i++)
 		free(wd->herd[i].path);

@@ -42,6 +42,11 @@ struct dw {
 	unsigned glimit;	/* the rule its grant followed: the limit
 				   (0: a plain lock) world.rule gave then */
 	unsigned mark;		/* its mount's silents + expiries at the grant */
+	int fd;			/* through fs/: its descriptor (simfs.h); -1:
+				   the driver called the engine itself */
+	struct fuse_req *req;	/* through fs/: the request it waits in */
+	bool lost_early;	/* through fs/: lost while its grant was on its
+				   way to its request (lockreq.lost_early) */
 };
 
 /* Notifications that reached exclusive waiters per deleted path (herd). */
@@ -87,6 +92,20 @@ struct world {
 	int ngone, gcap;
 	long steps_total;
 	long events;			/* grants and losses so far */
+	struct simfs *fs[SIM_MOUNTS];	/* each mount's fs/ (simfs.c) */
+	struct sfd *fds;		/* the descriptors of lock nodes */
+	int nfd, fdcap;
+	struct fuse_req **reqs;		/* every FUSE request made, kept */
+	int nreq, reqcap;
+	/*
+	 * The FUSE thread runs a call into fs/ (simfs.c): where it takes a
+	 * mutex holding none, the ZooKeeper thread may run first
+	 * (zkl_mutex_preempt): one delivery, one time in four; or, set by a
+	 * script, @preempt_run at the first mutex of rank @preempt_rank.
+	 */
+	bool fuse_thread;
+	int preempt_rank;
+	void (*preempt_run)(struct world *wd);
 	char fail[1024];		/* the first violation, "" if none */
 };
 
@@ -114,7 +133,11 @@ extern long sim_cohort_grants, sim_linger_grants;
 
 /* actions.c: each returns false if it found nothing to act on ------------- */
 
-bool act_enqueue(struct world *wd);	/* a new waiter: random mount, dir, kind */
+bool act_enqueue(struct world *wd);	/* a new waiter: random mount, dir, kind,
+					   through fs/ or the engine */
+/* sim_new_dw() - a new waiter's record, not yet enqueued.  Return: its
+ * id, or -1 if too many live (SIM_MAX_LIVE). */
+int sim_new_dw(struct world *wd, int m, int dir, enum zkl_kind kind, int flags);
 /* act_enqueue_on() - a new waiter of @kind and @flags on mount @m, lock
  * @dir.  Return: its dw id, or -1 if too many live (SIM_MAX_LIVE). */
 int act_enqueue_on(struct world *wd, int m, int dir, enum zkl_kind kind, int flags);
@@ -137,9 +160,14 @@ bool act_is_answered(const struct dw *d);
 void sim_failf(struct world *wd, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
-/* The engine's done and lost callbacks (arg: the dw's id). */
+/* The engine's done and lost callbacks (arg: the dw's id, or for lost a
+ * lock node of fs/). */
 void sim_done(struct zkl_waiter *w, int err, void *arg);
 void sim_lost(struct zkl_waiter *w, void *arg);
+/* sim_answered(), sim_lost_dw() - @d answered @err, @d lost: checked, as
+ * the engine's callbacks check its own waiters (simfs.c: through fs/) */
+void sim_answered(struct world *wd, struct dw *d, int err);
+void sim_lost_dw(struct world *wd, struct dw *d);
 
 /* simnet's listing hook: a listing of @path read by @m's engine. */
 void sim_list_hook(void *ctx, struct sn_mount *m, const char *path,

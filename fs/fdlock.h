@@ -1,0 +1,25 @@
+/*
+ * fs/fdlock.h - flock(2)/fcntl(2) on the holder's descriptor of an entry:
+ * what each request does to the entry that descriptor stands for (the
+ * rules: fs/flock.c).
+ *
+ * Depends on: fs/lockreq.h (the request, answered later from the engine),
+ * fs/wbuf.h (the holder's data goes before its entry).  The handlers
+ * (fs/flock.c) call it once they know the request is a whole-file lock on
+ * a holder's descriptor; the simulator (tests/sim/simfs.c) calls it as
+ * they do.
+ */
+#ifndef FS_FDLOCK_H
+#define FS_FDLOCK_H
+
+#include "fs/node.h"
+
+/*
+ * fdlock_op() - LOCK_SH, LOCK_EX or LOCK_UN (@op) asked by @req on the
+ * holder's descriptor of @n; with @nb fail (EAGAIN) rather than wait.
+ * Answers @req through fs->reply: at once, or once the entry it enqueues
+ * is granted or refused.  FUSE thread, without fs->lock.
+ */
+void fdlock_op(fuse_req_t req, struct node *n, int op, bool nb);
+
+#endif

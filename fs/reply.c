@@ -1,0 +1,137 @@
+/*
+ * fs/reply.c - the daemon's side of the seam fs/reply.h: answers go to
+ * libfuse, and a caller is read from /proc.
+ */
+#include "fs/reply.h"
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "fs/tid.h"
+
+static int reply_open(fuse_req_t req, const struct fuse_file_info *fi)
+{
+	return fuse_reply_open(req, fi);
+}
+
+static int reply_err(fuse_req_t req, int err)
+{
+	return fuse_reply_err(req, err);
+}
+
+static void on_interrupt(fuse_req_t req, fuse_interrupt_func_t fn, void *arg)
+{
+	fuse_req_interrupt_func(req, fn, arg);
+}
+
+/* Read up to @size - 1 bytes of /proc/@pid/@what into @buf: the length. */
+static size_t proc_read(pid_t pid, const char *what, char *buf, size_t size)
+{
+	char path[64];
+	ssize_t n;
+	int fd;
+
+	buf[0] = '\0';
+	snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, what);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	n = read(fd, buf, size - 1);
+	close(fd);
+	n = n < 0 ? 0 : n;
+	buf[n] = '\0';
+	return (size_t)n;
+}
+
+/*
+ * When thread @tid started (fs/tid.h): 0 if unknown.  /proc/TID/stat is
+ * the thread's own even when TID is not a process: it is found by its id.
+ */
+static unsigned long long thread_start(pid_t tid)
+{
+	char stat[1024];
+
+	proc_read(tid, "stat", stat, sizeof(stat));
+	return zklfs_stat_start(stat);
+}
+
+/*
+ * The command name in @stat (a /proc/TID/stat: "TID (COMM) ...", COMM up to
+ * 15 bytes of anything, parentheses included) into @cmd: "" if unreadable.
+ */
+static void stat_comm(const char *stat, char *cmd, size_t size)
+{
+	const char *open = strchr(stat, '('), *close = strrchr(stat, ')');
+	size_t n = open && close > open ? (size_t)(close - open - 1) : 0;
+
+	if (n >= size)
+		n = size - 1;
+	memcpy(cmd, open ? open + 1 : "", n);
+	cmd[n] = '\0';
+}
+
+/* The process of thread @tid (FUSE tells the thread).  A thread-group
+ * leader is its own process, and only a leader has a pidfd: one syscall
+ * instead of formatting /proc/TID/status, which cost more than the rest
+ * of an open. */
+static pid_t thread_group(pid_t tid)
+{
+	char status[2048], *t;
+	int fd = (int)syscall(SYS_pidfd_open, tid, 0);
+
+	if (fd >= 0) {
+		close(fd);
+		return tid;
+	}
+	proc_read(tid, "status", status, sizeof(status));
+	t = strstr(status, "\nTgid:");
+	return t ? (pid_t)atoi(t + 6) : tid;
+}
+
+/*
+ * One read of /proc/TID/stat gives the thread's start and, when it leads
+ * its process (the usual case), the process's command too.
+ */
+static void caller(fuse_req_t req, struct zklfs_caller *c)
+{
+	const struct fuse_ctx *ctx = fuse_req_ctx(req);
+	char stat[1024];
+
+	stat[0] = '\0';
+	c->tid = ctx->pid;
+	c->uid = ctx->uid;
+	if (c->tid)
+		proc_read(c->tid, "stat", stat, sizeof(stat));
+	c->start = zklfs_stat_start(stat);
+	c->pid = thread_group(c->tid);
+	if (c->pid == c->tid && stat[0])
+		stat_comm(stat, c->cmd, sizeof(c->cmd));
+	else
+		proc_read(c->pid, "comm", c->cmd, sizeof(c->cmd));
+}
+
+static pid_t tid(fuse_req_t req)
+{
+	return fuse_req_ctx(req)->pid;
+}
+
+static void notify_poll(struct fuse_pollhandle *ph)
+{
+	fuse_lowlevel_notify_poll(ph);
+	fuse_pollhandle_destroy(ph);
+}
+
+const struct zklfs_reply zklfs_fuse_reply = {
+	.open = reply_open,
+	.err = reply_err,
+	.on_interrupt = on_interrupt,
+	.caller = caller,
+	.tid = tid,
+	.thread_start = thread_start,
+	.notify_poll = notify_poll,
+	.drop_poll = fuse_pollhandle_destroy,
+};

@@ -1,0 +1,52 @@
+/*
+ * fs/reply.h - the kernel's side of a lock request: who asks, and how the
+ * answer goes back.  The seam between the lock requests (fs/lockreq.c,
+ * fs/convert.c) and libfuse, as zk/transport.h is between the engine and
+ * ZooKeeper: the daemon uses zklfs_fuse_reply (fs/reply.c, libfuse and
+ * /proc), the simulator (tests/sim/simfs.c) its own, so that it drives
+ * OPEN, INTERRUPT, RELEASE and flock/fcntl requests through the same code
+ * as the kernel does, in any order.
+ *
+ * Depends on: fs/mount.h.  Every operation may be called on any thread,
+ * without fs->lock (fs/mount.h: never held across a reply).
+ */
+#ifndef FS_REPLY_H
+#define FS_REPLY_H
+
+#include "fs/mount.h"
+
+/* Who asks for a lock: the caller of a request, read while it waits in it
+ * (so its thread id is its own). */
+struct zklfs_caller {
+	pid_t tid;			/* its thread; 0 if outside our pid
+					   namespace (then none is told apart) */
+	pid_t pid;			/* its process */
+	unsigned long long start;	/* when its thread started (fs/tid.h),
+					   0 if unknown */
+	uid_t uid;
+	char cmd[64];			/* its process's name, raw */
+};
+
+struct zklfs_reply {
+	/* fuse_reply_open(), fuse_reply_err(): 0, or -ENOENT if the request
+	 * was interrupted and its caller is gone (the kernel forgot it) */
+	int (*open)(fuse_req_t req, const struct fuse_file_info *fi);
+	int (*err)(fuse_req_t req, int err);
+	/* fuse_req_interrupt_func(): @fn runs on FUSE_INTERRUPT of @req, at
+	 * once if it has come already, on another thread than the answer's */
+	void (*on_interrupt)(fuse_req_t req, fuse_interrupt_func_t fn, void *arg);
+	/* the caller of @req: every field */
+	void (*caller)(fuse_req_t req, struct zklfs_caller *c);
+	/* the caller's thread id alone (the cheap part of caller()) */
+	pid_t (*tid)(fuse_req_t req);
+	/* when thread @tid started (fs/tid.h), 0 if unknown */
+	unsigned long long (*thread_start)(pid_t tid);
+	/* wake the poller @ph, and let it go; let @ph go unwoken */
+	void (*notify_poll)(struct fuse_pollhandle *ph);
+	void (*drop_poll)(struct fuse_pollhandle *ph);
+};
+
+/* The daemon's: libfuse, and /proc for the caller. */
+extern const struct zklfs_reply zklfs_fuse_reply;
+
+#endif

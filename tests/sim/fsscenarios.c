@@ -1,0 +1,48 @@
+/*
+ * tests/sim/fsscenarios.c - scripted scenarios of the FUSE side: lock
+ * requests through fs/ (simfs.h) in the orders that two threads of the
+ * daemon can give them, and what each script expects of its race.  Each
+ * one fails when the behaviour it names is broken on purpose (README.md).
+ */
+#include "tests/sim/script.h"
+#include "tests/sim/simfs.h"
+
+#include "fs/lockreq.h"
+
+/* The ZooKeeper thread runs until nothing moves: every mount settles. */
+static void zk_thread_settles(struct world *wd)
+{
+	settle(wd);
+}
+
+/*
+ * FUSE_INTERRUPT of a waiting OPEN, whose caller dies of the signal,
+ * while its grant comes on the ZooKeeper thread: the interrupt handler
+ * has taken the waiter (LI_BUSY) and is about to cancel it when the grant
+ * is answered, the reply finds nobody (-ENOENT), and lock_answer() lets
+ * the entry go.  That give-back must wait for the handler (LI_DEFER):
+ * done at once, it frees the waiter zkl_cancel() is about to use.  And
+ * the entry goes: nobody is left holding it.
+ */
+void interrupt_races_the_grant(struct world *wd)
+{
+	int h, x;
+
+	h = enqueue(wd, 1, 0, ZKL_EXCLUSIVE, 0);
+	settle(wd);
+	x = simfs_open(wd, 0, 0, ZKL_EXCLUSIVE, 0);
+	did(wd, true);
+	settle(wd);
+	expect(wd, granted(wd, h) && waits(wd, x), "w%d holds, w%d (fs/) waits", h, x);
+	release(wd, h);
+	wd->preempt_rank = ZKL_RANK_ENGINE;	/* zkl_cancel() takes its lock */
+	wd->preempt_run = zk_thread_settles;
+	simfs_interrupt(wd, &wd->dws[x], true);
+	did(wd, true);
+	expect(wd, !wd->preempt_run, "the interrupt reached zkl_cancel()");
+	expect(wd, granted(wd, x) && wd->dws[x].released,
+	       "w%d was granted while its interrupt ran, and given back", x);
+	expect(wd, wd->fds[wd->dws[x].fd].n->lr->w == NULL,
+	       "w%d's node holds no waiter once the interrupt is done", x);
+	settle(wd);
+}

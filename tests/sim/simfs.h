@@ -1,0 +1,57 @@
+/*
+ * tests/sim/simfs.h - the FUSE side of each simulated mount (simfs.c):
+ * lock requests made, interrupted, converted and released through fs/,
+ * as the kernel makes them.  One thread.
+ */
+#ifndef SIM_SIMFS_H
+#define SIM_SIMFS_H
+
+#include "tests/sim/sim.h"
+
+/* Thread ids of the simulated callers: SIM_PID_BASE + the descriptor's
+ * first waiter; an entry's pid= line is SIM_PID_BASE + its waiter. */
+#define SIM_PID_BASE 100000
+
+/* A descriptor of a lock node: MKNOD, OPEN, then flock requests on it. */
+struct sfd {
+	struct node *n;			/* its lock node (fs/node.h) */
+	int mount, dir;
+	int dw;				/* the waiter it stands for now, -1: none */
+	pid_t tid;			/* the thread that opened it */
+	struct fuse_req *req;		/* its latest request that waits */
+	bool opened;			/* its OPEN was answered with the lock */
+	bool closed;			/* RELEASE done, or the OPEN failed */
+	bool forgotten;			/* FORGET done: the node may be freed */
+};
+
+/* simfs_init(), simfs_free() - each mount's fs/ state, with the world */
+void simfs_init(struct world *wd);
+void simfs_free(struct world *wd);
+
+/* simfs_open() - MKNOD and OPEN (@flags: ZKL_NONBLOCK is O_NONBLOCK) of a
+ * lock of @kind in lock @dir on mount @m.  Return: its dw id, or -1. */
+int simfs_open(struct world *wd, int m, int dir, enum zkl_kind kind, int flags);
+
+/* simfs_interrupt() - FUSE_INTERRUPT of the request @d waits in; with
+ * @gone its caller dies of the signal (an OPEN's reply then finds nobody) */
+void simfs_interrupt(struct world *wd, struct dw *d, bool gone);
+
+/* simfs_release() - RELEASE of @d's descriptor (and maybe FORGET) */
+void simfs_release(struct world *wd, struct dw *d);
+
+/* simfs_end() - the end: every descriptor still open is closed, every
+ * node forgotten */
+void simfs_end(struct world *wd);
+
+/* simfs_believes() - does @d's descriptor say its lock holds (its read
+ * would succeed: lockreq_holder_errno() is 0)? */
+bool simfs_believes(struct world *wd, const struct dw *d);
+
+/* simfs_lost() - the engine's lost callback, if @arg is a lock node of
+ * fs/: lockreq_lost(), then the loss checked.  Return: whether it was. */
+bool simfs_lost(struct world *wd, struct zkl_waiter *w, void *arg);
+
+/* act_fdlock() - a driver action: flock(2) on an open holder's descriptor */
+bool act_fdlock(struct world *wd);
+
+#endif
