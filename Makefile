@@ -80,7 +80,7 @@ unit: $(UNIT_BIN)
 # check-sim runs every scenario and the bounded range that check-unit runs.
 SIM_SRC   = $(ENGINE_SRC) zk/grant.c zk/limit.c zk/naming.c zk/errno.c zk/escape.c \
 	    fs/node.c fs/lockreq.c fs/fdlock.c \
-	    tests/sim/sim.c tests/sim/actions.c tests/sim/simfs.c tests/sim/check.c tests/sim/script.c tests/sim/scenarios.c tests/sim/fsscenarios.c tests/sim/simnet.c tests/sim/simsess.c tests/sim/simzk.c
+	    tests/sim/sim.c tests/sim/actions.c tests/sim/simfs.c tests/sim/simfsact.c tests/sim/check.c tests/sim/script.c tests/sim/scenarios.c tests/sim/fsscenarios.c tests/sim/simnet.c tests/sim/simsess.c tests/sim/simzk.c
 SIM_HDR   = $(wildcard tests/sim/*.h) $(HDR)
 SEEDS     ?= 10000
 SEED_FIRST ?= 1

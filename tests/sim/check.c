@@ -134,10 +134,13 @@ void sim_list_hook(void *ctx, struct sn_mount *m, const char *path,
 static bool given_back(struct world *wd, const struct dw *d, const struct szk_node *n)
 {
 	int id = sim_entry_owner(n);
+	const struct dw *o = id >= 0 && id < wd->ndw ? &wd->dws[id] : NULL;
 
-	return id >= 0 && id < wd->ndw && wd->dws[id].mount == d->mount &&
-	       wd->dws[id].released && !wd->dws[id].lost && wd->dws[id].result == 0 &&
-	       wd->dws[id].ndone == 1;
+	/* through fs/: given back as soon as its descriptor stands for it no
+	 * more (a flock conversion or LOCK_UN, in the middle of which the
+	 * hand-off may grant) */
+	return o && o->mount == d->mount && !o->lost && o->result == 0 && o->ndone == 1 &&
+	       (o->released || (o->fd >= 0 && !simfs_stands_for(wd, &wd->fds[o->fd], id)));
 }
 
 /*
@@ -247,6 +250,11 @@ void sim_answered(struct world *wd, struct dw *d, int err)
 	case -EINTR:
 		if (!d->cancelled)
 			sim_failf(wd, "result: w%d EINTR but never cancelled", d->id);
+		break;
+	case -EDEADLK:
+		if (!d->may_deadlock)
+			sim_failf(wd, "result: w%d EDEADLK but its thread holds nothing "
+				  "there", d->id);
 		break;
 	case -EIO:
 		if (!d->unlinked)

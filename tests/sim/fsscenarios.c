@@ -46,3 +46,40 @@ void interrupt_races_the_grant(struct world *wd)
 	       "w%d's node holds no waiter once the interrupt is done", x);
 	settle(wd);
 }
+
+/*
+ * A cohort hand-off on the FUSE thread: the RELEASE of a holder grants the
+ * next waiter of its mount inside zkl_release(), and that waiter's entry
+ * was deleted by another client meanwhile.  The ZooKeeper thread runs
+ * while the grant is being answered, after lock_answer() read the
+ * waiter's state from the engine (not lost) and before it takes fs->lock
+ * to record the grant: the delete that checks the grant fails and the
+ * engine reports the loss then.  The descriptor must say lost (EIO,
+ * POLLERR) from its first answer on (lockreq.lost_early), never hold a
+ * lock nobody has.
+ */
+void lost_before_its_answer(struct world *wd)
+{
+	int h, x;
+
+	h = simfs_open(wd, 0, 0, ZKL_EXCLUSIVE, 0);
+	settle(wd);
+	x = simfs_open(wd, 0, 0, ZKL_EXCLUSIVE, 0);
+	did(wd, true);
+	settle(wd);
+	expect(wd, granted(wd, h) && waits(wd, x), "w%d holds, w%d waits behind it", h, x);
+	unlink_entry(wd, x);
+	settle(wd);
+	/* fs->lock: the RELEASE's poller, its drop, lock_done(), then
+	 * lock_answer() records the grant */
+	wd->preempt_rank = ZKL_RANK_FS;
+	wd->preempt_skip = 3;
+	wd->preempt_run = zk_thread_settles;
+	simfs_release(wd, &wd->dws[h]);
+	did(wd, true);
+	expect(wd, !wd->preempt_run, "the grant was answered on the FUSE thread");
+	expect(wd, wd->dws[x].lost_early, "w%d was lost before its answer", x);
+	expect(wd, granted(wd, x) && !simfs_believes(wd, &wd->dws[x]),
+	       "w%d's OPEN holds the lock, and its descriptor says it is lost", x);
+	settle(wd);
+}

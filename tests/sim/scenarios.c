@@ -422,6 +422,7 @@ static const struct scenario {
 	{ "cohort-delete-lost-applied", cohort_delete_lost_applied },
 	{ "cohort-delete-lost-unsent", cohort_delete_lost_unsent },
 	{ "interrupt-races-the-grant", interrupt_races_the_grant },
+	{ "lost-before-its-answer", lost_before_its_answer },
 };
 
 /* the runner ----------------------------------------------------------------- */

@@ -44,5 +44,6 @@ void suspend(struct world *wd, int m);
 
 /* fsscenarios.c: the scenarios of the FUSE side */
 void interrupt_races_the_grant(struct world *wd);
+void lost_before_its_answer(struct world *wd);
 
 #endif

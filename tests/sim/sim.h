@@ -45,6 +45,8 @@ struct dw {
 	int fd;			/* through fs/: its descriptor (simfs.h); -1:
 				   the driver called the engine itself */
 	struct fuse_req *req;	/* through fs/: the request it waits in */
+	bool may_deadlock;	/* through fs/: its thread held or waited in
+				   the lock when it asked: EDEADLK is right */
 	bool lost_early;	/* through fs/: lost while its grant was on its
 				   way to its request (lockreq.lost_early) */
 };
@@ -101,10 +103,11 @@ struct world {
 	 * The FUSE thread runs a call into fs/ (simfs.c): where it takes a
 	 * mutex holding none, the ZooKeeper thread may run first
 	 * (zkl_mutex_preempt): one delivery, one time in four; or, set by a
-	 * script, @preempt_run at the first mutex of rank @preempt_rank.
+	 * script, @preempt_run at a mutex of rank @preempt_rank, once
+	 * @preempt_skip of them have been passed.
 	 */
 	bool fuse_thread;
-	int preempt_rank;
+	int preempt_rank, preempt_skip;
 	void (*preempt_run)(struct world *wd);
 	char fail[1024];		/* the first violation, "" if none */
 };

@@ -18,7 +18,7 @@
  * cache and the directories' owners have nothing to do with a grant, and
  * their calls here do nothing.  One thread, as the rest of the simulator.
  */
-#include "tests/sim/simfs.h"
+#include "tests/sim/simfs_int.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -34,31 +34,6 @@
 #include "fs/wbuf.h"
 #include "fs/xcache.h"
 #include "fs/attr.h"
-
-/* A FUSE request, as the sim's kernel keeps it: until the world ends, so
- * that an answer to one already answered is found, not a use after free. */
-struct fuse_req {
-	int dw;				/* the waiter it asks for (-1: none) */
-	int fd;				/* on this descriptor */
-	bool fdreq;			/* a flock request, not the OPEN */
-	int replies;
-	int result;			/* the first answer's errno */
-	fuse_interrupt_func_t intr;	/* registered by on_interrupt() */
-	void *intr_arg;
-	bool interrupted;		/* FUSE_INTERRUPT came */
-	bool gone;			/* its caller is gone: open() -ENOENT */
-};
-
-struct fuse_pollhandle {
-	int fd;
-};
-
-/* A mount's fs/ state: one per simulated mount. */
-struct simfs {
-	struct zklfs fs;
-	struct zklfs_conf conf;
-	int m;
-};
 
 static struct world *W(void)
 {
@@ -107,7 +82,7 @@ static void preempt(const struct zkl_mutex *mu)
 	if (wd->preempt_run) {
 		void (*run)(struct world *) = wd->preempt_run;
 
-		if ((int)mu->rank != wd->preempt_rank)
+		if ((int)mu->rank != wd->preempt_rank || wd->preempt_skip-- > 0)
 			return;
 		wd->preempt_run = NULL;
 		wd->fuse_thread = false;
@@ -129,7 +104,7 @@ static void preempt(const struct zkl_mutex *mu)
 
 /* A call into fs/ on the FUSE thread: preemptible, but not the kernel's
  * replies and checks inside it (kernel()). */
-static void fuse_thread(struct world *wd, bool on)
+void simfs_fuse_thread(struct world *wd, bool on)
 {
 	wd->fuse_thread = on;
 }
@@ -167,6 +142,14 @@ static bool answered(struct world *wd, struct fuse_req *r, const char *what)
 	return true;
 }
 
+bool simfs_stands_for(struct world *wd, const struct sfd *f, int old)
+{
+	const char *path = f->n->path;
+
+	/* a give-back lets the waiter go first (lockreq_drop()), then the path */
+	return old >= 0 && f->n->lr->w && path && strcmp(path, wd->dws[old].path) == 0;
+}
+
 /* The waiter @r asked for has its answer @err: check it as the engine's. */
 static void to_waiter(struct world *wd, struct fuse_req *r, int err)
 {
@@ -185,7 +168,8 @@ static void to_waiter(struct world *wd, struct fuse_req *r, int err)
 	if (err) {			/* lockreq gave its entry back */
 		d->released = true;
 		d->w = NULL;
-		f->dw = -1;
+		if (f->dw == d->id)
+			f->dw = -1;
 	} else if (!wd->fail[0] && !r->gone) {
 		/* the holder polls its descriptor, as a lock-aware program does */
 		struct fuse_pollhandle *ph = malloc(sizeof(*ph));
@@ -241,8 +225,13 @@ static int reply_err_k(fuse_req_t r, int err)
 	r->result = err;
 	if (!r->fdreq && !err)
 		sim_failf(wd, "reply: fd%d: OPEN answered 0 without a descriptor", r->fd);
-	if (r->dw >= 0)
+	if (r->dw >= 0 && !err && simfs_stands_for(wd, f, r->old)) {
+		/* the kind it holds: nothing was asked of the engine */
+		wd->dws[r->dw].ndone = 1;
+		wd->dws[r->dw].released = true;
+	} else if (r->dw >= 0) {
 		to_waiter(wd, r, -err);
+	}
 	if (!r->fdreq && err)
 		f->closed = true;	/* the open failed: there is no descriptor */
 	return 0;
@@ -371,7 +360,7 @@ void simfs_free(struct world *wd)
 }
 
 /* A new request of the kernel's, about descriptor @fd for waiter @dw. */
-static struct fuse_req *new_req(struct world *wd, int fd, int dw, bool fdreq)
+struct fuse_req *simfs_new_req(struct world *wd, int fd, int dw, bool fdreq)
 {
 	struct fuse_req *r = calloc(1, sizeof(*r));
 
@@ -380,6 +369,7 @@ static struct fuse_req *new_req(struct world *wd, int fd, int dw, bool fdreq)
 	r->fd = fd;
 	r->dw = dw;
 	r->fdreq = fdreq;
+	r->old = -1;
 	if (wd->nreq == wd->reqcap) {
 		wd->reqcap = wd->reqcap ? 2 * wd->reqcap : 64;
 		wd->reqs = realloc(wd->reqs, (size_t)wd->reqcap * sizeof(*wd->reqs));
@@ -392,93 +382,13 @@ static struct fuse_req *new_req(struct world *wd, int fd, int dw, bool fdreq)
 
 /* @d was just asked for on @f: the waiter lives from its enqueue until
  * its answer's give-back. */
-static void after_ask(struct dw *d, struct sfd *f)
+void simfs_after_ask(struct dw *d, struct sfd *f)
 {
 	if (d->ndone == 0 && f->n->lr->w)
 		d->w = f->n->lr->w;
 	d->req = f->req;
 }
 
-int simfs_open(struct world *wd, int m, int dir, enum zkl_kind kind, int flags)
-{
-	struct simfs *s = wd->fs[m];
-	struct fuse_file_info fi = { 0 };
-	struct sfd *f;
-	int id = sim_new_dw(wd, m, dir, kind, flags), fd = wd->nfd;
-
-	if (id < 0)
-		return -1;
-	if (wd->nfd == wd->fdcap) {
-		wd->fdcap = wd->fdcap ? 2 * wd->fdcap : 32;
-		wd->fds = realloc(wd->fds, (size_t)wd->fdcap * sizeof(*wd->fds));
-		if (!wd->fds)
-			abort();
-	}
-	f = &wd->fds[wd->nfd++];
-	memset(f, 0, sizeof(*f));
-	f->mount = m;
-	f->dir = dir;
-	f->dw = id;
-	f->tid = SIM_PID_BASE + id;
-	wd->dws[id].fd = fd;
-	sn_trace(&wd->net, "  fs: MKNOD + OPEN fd%d for w%d", fd, id);
-	fuse_thread(wd, true);
-	f->n = lockreq_node(&s->fs, wd->dirs[dir], "job", 1000);
-	if (!f->n)
-		abort();
-	f->req = new_req(wd, fd, id, false);
-	fi.flags = (kind == ZKL_SHARED ? O_RDONLY : O_WRONLY) | O_CREAT |
-		   (flags & ZKL_NONBLOCK ? O_NONBLOCK : 0);
-	lockreq_open(f->req, f->n, &fi);
-	fuse_thread(wd, false);
-	after_ask(&wd->dws[id], f);
-	return id;
-}
-
-void simfs_interrupt(struct world *wd, struct dw *d, bool gone)
-{
-	struct fuse_req *r = d->req;
-
-	sn_trace(&wd->net, "  fs: INTERRUPT of fd%d's request (w%d)%s", d->fd, d->id,
-		 gone ? ": its caller dies of the signal" : "");
-	r->interrupted = true;
-	r->gone = gone && !r->fdreq;	/* its reply finds nobody */
-	fuse_thread(wd, true);
-	if (r->intr)
-		r->intr(r, r->intr_arg);
-	fuse_thread(wd, false);
-}
-
-/* FORGET of the MKNOD's lookup: the kernel has no more use for the node. */
-static void forget(struct world *wd, struct sfd *f)
-{
-	if (f->forgotten)
-		return;
-	f->forgotten = true;
-	node_forget(&wd->fs[f->mount]->fs, f->n, 1);
-}
-
-void simfs_release(struct world *wd, struct dw *d)
-{
-	struct sfd *f = &wd->fds[d->fd];
-	struct zkl_info info;
-	char *path = NULL;
-
-	zkl_info(d->w, &info, &path);
-	sn_trace(&wd->net, "  fs: RELEASE of fd%d (w%d, %s)", d->fd, d->id,
-		 path ? path : "no entry");
-	d->released = true;
-	wd->last_released = d->id + 1;
-	f->dw = -1;
-	f->closed = true;
-	fuse_thread(wd, true);
-	lockreq_release(&wd->fs[f->mount]->fs, f->n);
-	fuse_thread(wd, false);
-	sim_check_release(wd, d, path);
-	free(path);
-	if (sim_rng_chance(&wd->rng, 1, 2))
-		forget(wd, f);
-}
 
 bool simfs_believes(struct world *wd, const struct dw *d)
 {
@@ -491,7 +401,7 @@ bool simfs_believes(struct world *wd, const struct dw *d)
 bool simfs_lost(struct world *wd, struct zkl_waiter *w, void *arg)
 {
 	for (int i = 0; i < wd->nfd; i++)
-		if ((void *)wd->fds[i].n == arg && !wd->fds[i].forgotten) {
+		if (wd->fds[i].n && (void *)wd->fds[i].n == arg && !wd->fds[i].forgotten) {
 			lockreq_lost(w, arg);
 			for (int k = 0; k < wd->ndw; k++) {
 				struct dw *d = &wd->dws[k];
@@ -509,92 +419,4 @@ bool simfs_lost(struct world *wd, struct zkl_waiter *w, void *arg)
 			return true;
 		}
 	return false;
-}
-
-/*
- * flock(2) on a descriptor that took its entry: LOCK_SH, LOCK_EX or
- * LOCK_UN, with LOCK_NB or not, on an open descriptor that holds (or lost)
- * its lock or holds nothing since a LOCK_UN.  What fdlock_op() must do is
- * known beforehand, and checked: the kind held asked again is 0 at once;
- * anything else gives the entry back, and LOCK_SH/LOCK_EX enqueue a new
- * waiter on the same descriptor.
- */
-bool act_fdlock(struct world *wd)
-{
-	static const int ops[] = { LOCK_SH, LOCK_EX, LOCK_UN };
-	struct sfd *f;
-	struct dw *old = NULL;
-	int n = 0, k, op, id = -1;
-	bool nb, same;
-	struct fuse_req *r;
-	struct lockreq *lr;
-	char *path = NULL;
-	struct zkl_info info;
-
-	for (int i = 0; i < wd->nfd; i++)
-		n += wd->fds[i].opened && !wd->fds[i].closed &&
-		     (wd->fds[i].dw < 0 || act_is_answered(&wd->dws[wd->fds[i].dw]));
-	if (!n)
-		return false;
-	k = (int)sim_rng_below(&wd->rng, (uint32_t)n);
-	for (f = wd->fds;; f++)
-		if (f->opened && !f->closed &&
-		    (f->dw < 0 || act_is_answered(&wd->dws[f->dw])) && k-- == 0)
-			break;
-	op = ops[sim_rng_below(&wd->rng, 3)];
-	nb = sim_rng_chance(&wd->rng, 1, 3);
-	if (f->dw >= 0)
-		old = &wd->dws[f->dw];
-	lr = f->n->lr;
-	same = old && op != LOCK_UN && lr->state == LR_HELD &&
-	       lr->kind == (op == LOCK_EX ? ZKL_EXCLUSIVE : ZKL_SHARED);
-	if (op != LOCK_UN && !same) {
-		id = sim_new_dw(wd, f->mount, f->dir,
-				op == LOCK_EX ? ZKL_EXCLUSIVE : ZKL_SHARED, nb ? ZKL_NONBLOCK : 0);
-		if (id < 0)
-			return false;
-		wd->dws[id].fd = (int)(f - wd->fds);
-	}
-	sn_trace(&wd->net, "  fs: flock(fd%d, %s%s), which stands for w%d", (int)(f - wd->fds),
-		 op == LOCK_SH ? "LOCK_SH" : op == LOCK_EX ? "LOCK_EX" : "LOCK_UN",
-		 nb ? "|LOCK_NB" : "", old ? old->id : -1);
-	r = new_req(wd, (int)(f - wd->fds), id, true);
-	if (old && !same) {		/* given back first, inside fdlock_op() */
-		zkl_info(old->w, &info, &path);
-		old->released = true;
-		wd->last_released = old->id + 1;
-		f->dw = -1;
-	}
-	if (id >= 0) {
-		f->dw = id;
-		f->req = r;
-	}
-	fuse_thread(wd, true);
-	fdlock_op(r, f->n, op, nb);
-	fuse_thread(wd, false);
-	if (old && !same)
-		sim_check_release(wd, old, path);
-	free(path);
-	if (id >= 0)
-		after_ask(&wd->dws[id], f);
-	else if (r->replies != 1 || r->result != 0)
-		sim_failf(wd, "flock: fd%d: %s answered %d times, with %d, where 0 at once "
-			  "was due", (int)(f - wd->fds), op == LOCK_UN ? "LOCK_UN" : "the kind held",
-			  r->replies, r->result);
-	return true;
-}
-
-void simfs_end(struct world *wd)
-{
-	for (int i = 0; i < wd->nfd; i++) {
-		struct sfd *f = &wd->fds[i];
-
-		if (f->opened && !f->closed && f->dw < 0) {
-			sn_trace(&wd->net, "  fs: RELEASE of fd%d (holds nothing)", i);
-			f->closed = true;
-			lockreq_release(&wd->fs[f->mount]->fs, f->n);
-		}
-		if (f->closed)
-			forget(wd, f);
-	}
 }

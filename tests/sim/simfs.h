@@ -51,6 +51,10 @@ bool simfs_believes(struct world *wd, const struct dw *d);
  * fs/: lockreq_lost(), then the loss checked.  Return: whether it was. */
 bool simfs_lost(struct world *wd, struct zkl_waiter *w, void *arg);
 
+/* simfs_stands_for() - does @f still stand for the entry of waiter @old
+ * (-1: none)?  Its node holds a waiter, and its path is that entry's. */
+bool simfs_stands_for(struct world *wd, const struct sfd *f, int old);
+
 /* act_fdlock() - a driver action: flock(2) on an open holder's descriptor */
 bool act_fdlock(struct world *wd);
 

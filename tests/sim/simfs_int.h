@@ -1,0 +1,50 @@
+/*
+ * tests/sim/simfs_int.h - what simfs.c (the seam, the mounts) and
+ * simfsact.c (the kernel's requests) share; nothing else includes it.
+ */
+#ifndef SIM_SIMFS_INT_H
+#define SIM_SIMFS_INT_H
+
+#include "tests/sim/simfs.h"
+
+#include "fs/lockreq.h"
+
+/* A FUSE request, as the sim's kernel keeps it: until the world ends, so
+ * that an answer to one already answered is found, not a use after free. */
+struct fuse_req {
+	int dw;				/* the waiter it asks for (-1: none) */
+	int fd;				/* on this descriptor */
+	bool fdreq;			/* a flock request, not the OPEN */
+	int old;			/* flock: the waiter its descriptor stood
+					   for when asked (-1: none) */
+	int replies;
+	int result;			/* the first answer's errno */
+	fuse_interrupt_func_t intr;	/* registered by on_interrupt() */
+	void *intr_arg;
+	bool interrupted;		/* FUSE_INTERRUPT came */
+	bool gone;			/* its caller is gone: open() -ENOENT */
+};
+
+struct fuse_pollhandle {
+	int fd;
+};
+
+/* A mount's fs/ state: one per simulated mount. */
+struct simfs {
+	struct zklfs fs;
+	struct zklfs_conf conf;
+	int m;
+};
+
+/* simfs_new_req() - a new request of the kernel's about descriptor @fd,
+ * for waiter @dw (-1: none); @fdreq a flock request, else the OPEN */
+struct fuse_req *simfs_new_req(struct world *wd, int fd, int dw, bool fdreq);
+
+/* simfs_fuse_thread() - a call into fs/ on the FUSE thread begins (@on) or
+ * ends: the ZooKeeper thread may preempt it where it takes a mutex */
+void simfs_fuse_thread(struct world *wd, bool on);
+
+/* simfs_after_ask() - @d was just asked for on @f: its waiter, if any */
+void simfs_after_ask(struct dw *d, struct sfd *f);
+
+#endif

@@ -1,0 +1,226 @@
+/*
+ * tests/sim/simfsact.c - the kernel's requests to each simulated mount's
+ * fs/ (simfs.h): MKNOD and OPEN, INTERRUPT, flock(2), RELEASE and FORGET,
+ * as the driver's actions.  One thread.
+ */
+#include "tests/sim/simfs_int.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+
+#include "fs/fdlock.h"
+
+/* Does thread @tid hold or wait for an entry of lock @dir on mount @m,
+ * through a descriptor other than @except? */
+static bool thread_busy(struct world *wd, pid_t tid, int m, int dir, int except)
+{
+	for (int i = 0; i < wd->nfd; i++) {
+		const struct sfd *g = &wd->fds[i];
+
+		if (i != except && !g->forgotten && g->tid == tid && g->mount == m &&
+		    g->dir == dir && g->n->lr && g->n->lr->w)
+			return true;
+	}
+	return false;
+}
+
+/* One open in eight is made by the thread of another descriptor of the
+ * mount, open or not: its thread id, else a new one. */
+static pid_t open_thread(struct world *wd, int m, int id, int fd)
+{
+	int n = 0, k;
+
+	for (int i = 0; i < wd->nfd; i++)
+		n += i != fd && wd->fds[i].mount == m;
+	if (!n || !sim_rng_chance(&wd->rng, 1, 8))
+		return SIM_PID_BASE + id;
+	k = (int)sim_rng_below(&wd->rng, (uint32_t)n);
+	for (int i = 0; i < wd->nfd; i++)
+		if (i != fd && wd->fds[i].mount == m && k-- == 0)
+			return wd->fds[i].tid;
+	return SIM_PID_BASE + id;
+}
+
+int simfs_open(struct world *wd, int m, int dir, enum zkl_kind kind, int flags)
+{
+	struct simfs *s = wd->fs[m];
+	struct fuse_file_info fi = { 0 };
+	struct sfd *f;
+	struct dw *d;
+	int id = sim_new_dw(wd, m, dir, kind, flags), fd = wd->nfd;
+
+	if (id < 0)
+		return -1;
+	if (wd->nfd == wd->fdcap) {
+		wd->fdcap = wd->fdcap ? 2 * wd->fdcap : 32;
+		wd->fds = realloc(wd->fds, (size_t)wd->fdcap * sizeof(*wd->fds));
+		if (!wd->fds)
+			abort();
+	}
+	f = &wd->fds[wd->nfd++];
+	memset(f, 0, sizeof(*f));
+	f->mount = m;
+	f->dir = dir;
+	f->dw = id;
+	f->tid = open_thread(wd, m, id, fd);
+	d = &wd->dws[id];
+	d->fd = fd;
+	/* the thread holds or waits in that lock already: EDEADLK */
+	d->may_deadlock = thread_busy(wd, f->tid, m, dir, fd);
+	sn_trace(&wd->net, "  fs: MKNOD + OPEN fd%d for w%d, by thread %d", fd, id,
+		 (int)f->tid);
+	simfs_fuse_thread(wd, true);
+	f->n = lockreq_node(&s->fs, wd->dirs[dir], "job", 1000);
+	if (!f->n)
+		abort();
+	f->req = simfs_new_req(wd, fd, id, false);
+	fi.flags = (kind == ZKL_SHARED ? O_RDONLY : O_WRONLY) | O_CREAT |
+		   (flags & ZKL_NONBLOCK ? O_NONBLOCK : 0);
+	lockreq_open(f->req, f->n, &fi);
+	simfs_fuse_thread(wd, false);
+	simfs_after_ask(d, f);
+	if (!(d->ndone && d->result == -EDEADLK) && thread_busy(wd, f->tid, m, dir, fd))
+		sim_failf(wd, "deadlock: w%d's thread %d queued behind itself in %s", id,
+			  (int)f->tid, wd->dirs[dir]);
+	return id;
+}
+
+void simfs_interrupt(struct world *wd, struct dw *d, bool gone)
+{
+	struct fuse_req *r = d->req;
+
+	sn_trace(&wd->net, "  fs: INTERRUPT of fd%d's request (w%d)%s", d->fd, d->id,
+		 gone ? ": its caller dies of the signal" : "");
+	r->interrupted = true;
+	r->gone = gone && !r->fdreq;	/* its reply finds nobody */
+	simfs_fuse_thread(wd, true);
+	if (r->intr)
+		r->intr(r, r->intr_arg);
+	simfs_fuse_thread(wd, false);
+}
+
+/* FORGET of the MKNOD's lookup: the kernel has no more use for the node. */
+static void forget(struct world *wd, struct sfd *f)
+{
+	if (f->forgotten)
+		return;
+	f->forgotten = true;
+	node_forget(&wd->fs[f->mount]->fs, f->n, 1);
+}
+
+void simfs_release(struct world *wd, struct dw *d)
+{
+	struct sfd *f = &wd->fds[d->fd];
+	struct zkl_info info;
+	char *path = NULL;
+
+	zkl_info(d->w, &info, &path);
+	sn_trace(&wd->net, "  fs: RELEASE of fd%d (w%d, %s)", d->fd, d->id,
+		 path ? path : "no entry");
+	d->released = true;
+	wd->last_released = d->id + 1;
+	f->dw = -1;
+	f->closed = true;
+	simfs_fuse_thread(wd, true);
+	lockreq_release(&wd->fs[f->mount]->fs, f->n);
+	simfs_fuse_thread(wd, false);
+	sim_check_release(wd, d, path);
+	free(path);
+	if (sim_rng_chance(&wd->rng, 1, 2))
+		forget(wd, f);
+}
+
+/*
+ * flock(2) on a descriptor that took its entry: LOCK_SH, LOCK_EX or
+ * LOCK_UN, with LOCK_NB or not, on an open descriptor that holds (or lost)
+ * its lock or holds nothing since a LOCK_UN.  The outcome is read from the
+ * descriptor afterwards, not foretold (the ZooKeeper thread may run first),
+ * and checked: the kind held asked again is 0 at once; EDEADLK only for a
+ * thread that held or waited in the lock, and then nothing changes;
+ * anything else gives the entry back, and LOCK_SH/LOCK_EX enqueue a new
+ * waiter on the same descriptor (a waiter made for the request and never
+ * used is dropped from the accounts).
+ */
+bool act_fdlock(struct world *wd)
+{
+	static const int ops[] = { LOCK_SH, LOCK_EX, LOCK_UN };
+	struct sfd *f;
+	struct dw *old = NULL;
+	int n = 0, k, op, id = -1, fd;
+	bool nb, kept;
+	struct fuse_req *r;
+
+	for (int i = 0; i < wd->nfd; i++)
+		n += wd->fds[i].opened && !wd->fds[i].closed &&
+		     (wd->fds[i].dw < 0 || act_is_answered(&wd->dws[wd->fds[i].dw]));
+	if (!n)
+		return false;
+	k = (int)sim_rng_below(&wd->rng, (uint32_t)n);
+	for (f = wd->fds;; f++)
+		if (f->opened && !f->closed &&
+		    (f->dw < 0 || act_is_answered(&wd->dws[f->dw])) && k-- == 0)
+			break;
+	fd = (int)(f - wd->fds);
+	op = ops[sim_rng_below(&wd->rng, 3)];
+	nb = sim_rng_chance(&wd->rng, 1, 3);
+	if (f->dw >= 0)
+		old = &wd->dws[f->dw];
+	if (op != LOCK_UN) {
+		id = sim_new_dw(wd, f->mount, f->dir,
+				op == LOCK_EX ? ZKL_EXCLUSIVE : ZKL_SHARED, nb ? ZKL_NONBLOCK : 0);
+		if (id < 0)
+			return false;
+		wd->dws[id].fd = fd;
+		wd->dws[id].may_deadlock = thread_busy(wd, f->tid, f->mount, f->dir, fd);
+	}
+	sn_trace(&wd->net, "  fs: flock(fd%d, %s%s), which stands for w%d", fd,
+		 op == LOCK_SH ? "LOCK_SH" : op == LOCK_EX ? "LOCK_EX" : "LOCK_UN",
+		 nb ? "|LOCK_NB" : "", old ? old->id : -1);
+	r = simfs_new_req(wd, fd, id, true);
+	r->old = old ? old->id : -1;
+	if (id >= 0) {
+		f->dw = id;
+		f->req = r;
+	}
+	simfs_fuse_thread(wd, true);
+	fdlock_op(r, f->n, op, nb);
+	simfs_fuse_thread(wd, false);
+	kept = old && simfs_stands_for(wd, f, old->id);
+	if (kept) {
+		f->dw = old->id;	/* the kind held, or EDEADLK */
+	} else if (old) {		/* given back inside fdlock_op() */
+		old->released = true;
+		wd->last_released = old->id + 1;
+		if (f->dw == old->id)
+			f->dw = -1;
+		/* not sim_check_release(): the ZooKeeper thread may have run
+		 * since zkl_release() returned, inside fdlock_op() */
+	}
+	if (id >= 0)
+		simfs_after_ask(&wd->dws[id], f);
+	if ((kept || op == LOCK_UN) &&
+	    (r->replies != 1 || (r->result != 0 && !(kept && r->result == EDEADLK))))
+		sim_failf(wd, "flock: fd%d: %s answered %d times, with %d, where 0 at once "
+			  "was due", fd, op == LOCK_UN ? "LOCK_UN" : "the kind held",
+			  r->replies, r->result);
+	return true;
+}
+
+void simfs_end(struct world *wd)
+{
+	for (int i = 0; i < wd->nfd; i++) {
+		struct sfd *f = &wd->fds[i];
+
+		if (f->opened && !f->closed && f->dw < 0) {
+			sn_trace(&wd->net, "  fs: RELEASE of fd%d (holds nothing)", i);
+			f->closed = true;
+			lockreq_release(&wd->fs[f->mount]->fs, f->n);
+		}
+		if (f->closed)
+			forget(wd, f);
+	}
+}
