@@ -29,7 +29,7 @@
 	X(IDLE,     ASKING,   "a request enqueues (lockreq_open(), lockreq_request())") \
 	X(ASKING,   IDLE,     "the engine refused it at once")		\
 	X(ASKING,   ANSWERED, "the engine answered first (lock_done())")	\
-	X(ASKING,   WAITING,  "the interrupt is armed (fuse_req_interrupt_func())") \
+	X(ASKING,   WAITING,  "the interrupt is armed (fs->reply->on_interrupt())") \
 	X(ANSWERED, HELD,     "granted: answered once armed")		\
 	X(ANSWERED, IDLE,     "refused: answered once armed, its entry given back") \
 	X(WAITING,  HELD,     "granted")					\

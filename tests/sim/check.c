@@ -485,7 +485,7 @@ void sim_check_step(struct world *wd)
 /*
  * Release order: once zkl_release() returns, the delete of the entry the
  * engine knew is queued on the session (or done), so that whatever the
- * mount sends next sees it gone (f46b592).
+ * mount sends next sees it gone.
  */
 void sim_check_release(struct world *wd, struct dw *d, const char *path)
 {
