@@ -97,6 +97,7 @@ struct world {
 	struct simfs *fs[SIM_MOUNTS];	/* each mount's fs/ (simfs.c) */
 	struct sfd *fds;		/* the descriptors of lock nodes */
 	int nfd, fdcap;
+	struct sfd *asker;		/* the descriptor whose thread asks now */
 	struct fuse_req **reqs;		/* every FUSE request made, kept */
 	int nreq, reqcap;
 	/*
@@ -104,10 +105,11 @@ struct world {
 	 * mutex holding none, the ZooKeeper thread may run first
 	 * (zkl_mutex_preempt): one delivery, one time in four; or, set by a
 	 * script, @preempt_run at a mutex of rank @preempt_rank, once
-	 * @preempt_skip of them have been passed.
+	 * @preempt_skip of them have been passed.  The next @calm points are
+	 * left alone (an action whose outcome the driver foretells).
 	 */
 	bool fuse_thread;
-	int preempt_rank, preempt_skip;
+	int preempt_rank, preempt_skip, calm;
 	void (*preempt_run)(struct world *wd);
 	char fail[1024];		/* the first violation, "" if none */
 };

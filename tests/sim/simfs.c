@@ -91,6 +91,10 @@ static void preempt(const struct zkl_mutex *mu)
 		wd->fuse_thread = true;
 		return;
 	}
+	if (wd->calm > 0) {
+		wd->calm--;
+		return;
+	}
 	for (int m = 0; m < SIM_MOUNTS; m++)
 		if (wd->net.mounts[m].cur->in.n)
 			h[n++] = wd->net.mounts[m].cur;
@@ -262,7 +266,7 @@ static void caller(fuse_req_t r, struct zklfs_caller *c)
 
 	c->tid = wd->fds[r->fd].tid;
 	c->pid = SIM_PID_BASE + r->dw;	/* the data names the waiter (check.c) */
-	c->start = 1;
+	c->start = wd->fds[r->fd].start;
 	c->uid = 1000;
 	snprintf(c->cmd, sizeof(c->cmd), "sim\n");
 }
@@ -272,10 +276,12 @@ static pid_t tid(fuse_req_t r)
 	return W()->fds[r->fd].tid;
 }
 
+/* The thread that asks now is the one of the descriptor asking. */
 static unsigned long long thread_start(pid_t t)
 {
-	(void)t;
-	return 1;
+	struct sfd *f = W()->asker;
+
+	return f && f->tid == t ? f->start : 0;
 }
 
 /* A woken poller finds what woke it: the loss, or a request to let go. */

@@ -18,6 +18,7 @@ struct sfd {
 	int mount, dir;
 	int dw;				/* the waiter it stands for now, -1: none */
 	pid_t tid;			/* the thread that opened it */
+	unsigned long long start;	/* and when it started (fs/tid.h) */
 	struct fuse_req *req;		/* its latest request that waits */
 	bool opened;			/* its OPEN was answered with the lock */
 	bool closed;			/* RELEASE done, or the OPEN failed */

@@ -14,35 +14,46 @@
 
 #include "fs/fdlock.h"
 
-/* Does thread @tid hold or wait for an entry of lock @dir on mount @m,
- * through a descriptor other than @except? */
-static bool thread_busy(struct world *wd, pid_t tid, int m, int dir, int except)
+/* Does the thread of @f (its id and start) hold or wait for an entry of
+ * its lock through another descriptor? */
+static bool thread_busy(struct world *wd, const struct sfd *f)
 {
 	for (int i = 0; i < wd->nfd; i++) {
 		const struct sfd *g = &wd->fds[i];
 
-		if (i != except && !g->forgotten && g->tid == tid && g->mount == m &&
-		    g->dir == dir && g->n->lr && g->n->lr->w)
+		if (g != f && !g->forgotten && g->tid == f->tid && g->start == f->start &&
+		    g->mount == f->mount && g->dir == f->dir && g->n->lr && g->n->lr->w)
 			return true;
 	}
 	return false;
 }
 
-/* One open in eight is made by the thread of another descriptor of the
- * mount, open or not: its thread id, else a new one. */
-static pid_t open_thread(struct world *wd, int m, int id, int fd)
+/*
+ * The thread that opens @f (waiter @id): one open in eight is made by the
+ * thread of another descriptor of the mount, and one in sixteen by a new
+ * thread given the id of another's (started later: not the same thread,
+ * fs/tid.h); else a new thread.
+ */
+static void open_thread(struct world *wd, struct sfd *f, int id)
 {
 	int n = 0, k;
+	bool same;
 
+	f->tid = SIM_PID_BASE + id;
+	f->start = 1 + (unsigned long long)id;
 	for (int i = 0; i < wd->nfd; i++)
-		n += i != fd && wd->fds[i].mount == m;
-	if (!n || !sim_rng_chance(&wd->rng, 1, 8))
-		return SIM_PID_BASE + id;
+		n += &wd->fds[i] != f && wd->fds[i].mount == f->mount;
+	same = sim_rng_chance(&wd->rng, 1, 8);
+	if (!n || (!same && !sim_rng_chance(&wd->rng, 1, 15)))
+		return;
 	k = (int)sim_rng_below(&wd->rng, (uint32_t)n);
 	for (int i = 0; i < wd->nfd; i++)
-		if (i != fd && wd->fds[i].mount == m && k-- == 0)
-			return wd->fds[i].tid;
-	return SIM_PID_BASE + id;
+		if (&wd->fds[i] != f && wd->fds[i].mount == f->mount && k-- == 0) {
+			f->tid = wd->fds[i].tid;
+			if (same)
+				f->start = wd->fds[i].start;
+			return;
+		}
 }
 
 int simfs_open(struct world *wd, int m, int dir, enum zkl_kind kind, int flags)
@@ -66,13 +77,14 @@ int simfs_open(struct world *wd, int m, int dir, enum zkl_kind kind, int flags)
 	f->mount = m;
 	f->dir = dir;
 	f->dw = id;
-	f->tid = open_thread(wd, m, id, fd);
+	open_thread(wd, f, id);
 	d = &wd->dws[id];
 	d->fd = fd;
 	/* the thread holds or waits in that lock already: EDEADLK */
-	d->may_deadlock = thread_busy(wd, f->tid, m, dir, fd);
-	sn_trace(&wd->net, "  fs: MKNOD + OPEN fd%d for w%d, by thread %d", fd, id,
-		 (int)f->tid);
+	d->may_deadlock = thread_busy(wd, f);
+	sn_trace(&wd->net, "  fs: MKNOD + OPEN fd%d for w%d, by thread %d (started %llu)",
+		 fd, id, (int)f->tid, f->start);
+	wd->asker = f;
 	simfs_fuse_thread(wd, true);
 	f->n = lockreq_node(&s->fs, wd->dirs[dir], "job", 1000);
 	if (!f->n)
@@ -83,7 +95,7 @@ int simfs_open(struct world *wd, int m, int dir, enum zkl_kind kind, int flags)
 	lockreq_open(f->req, f->n, &fi);
 	simfs_fuse_thread(wd, false);
 	simfs_after_ask(d, f);
-	if (!(d->ndone && d->result == -EDEADLK) && thread_busy(wd, f->tid, m, dir, fd))
+	if (!(d->ndone && d->result == -EDEADLK) && thread_busy(wd, f))
 		sim_failf(wd, "deadlock: w%d's thread %d queued behind itself in %s", id,
 			  (int)f->tid, wd->dirs[dir]);
 	return id;
@@ -135,6 +147,32 @@ void simfs_release(struct world *wd, struct dw *d)
 }
 
 /*
+ * flock(2) on a descriptor whose conversion waits (another process sharing
+ * the descriptor asked): one request at a time.  LOCK_UN is 0 and the
+ * waiting one goes on; any other is EAGAIN with LOCK_NB, else EDEADLK; at
+ * once, and nothing changes.
+ */
+static bool fdlock_busy(struct world *wd, struct sfd *f, int op, bool nb)
+{
+	int fd = (int)(f - wd->fds), dw = f->dw, want = op == LOCK_UN ? 0 : nb ? EAGAIN : EDEADLK;
+	struct fuse_req *r = simfs_new_req(wd, fd, -1, true);
+
+	sn_trace(&wd->net, "  fs: flock(fd%d, %s%s) while its request (w%d) waits", fd,
+		 op == LOCK_SH ? "LOCK_SH" : op == LOCK_EX ? "LOCK_EX" : "LOCK_UN",
+		 nb ? "|LOCK_NB" : "", dw);
+	wd->asker = f;
+	wd->calm = 1;			/* fdlock_op() decides under its first */
+	simfs_fuse_thread(wd, true);
+	fdlock_op(r, f->n, op, nb);
+	simfs_fuse_thread(wd, false);
+	wd->calm = 0;
+	if (r->replies != 1 || r->result != want || f->dw != dw)
+		sim_failf(wd, "flock: fd%d: answered %d times, with %d, where %d at once was "
+			  "due while w%d waits", fd, r->replies, r->result, want, dw);
+	return true;
+}
+
+/*
  * flock(2) on a descriptor that took its entry: LOCK_SH, LOCK_EX or
  * LOCK_UN, with LOCK_NB or not, on an open descriptor that holds (or lost)
  * its lock or holds nothing since a LOCK_UN.  The outcome is read from the
@@ -155,27 +193,27 @@ bool act_fdlock(struct world *wd)
 	struct fuse_req *r;
 
 	for (int i = 0; i < wd->nfd; i++)
-		n += wd->fds[i].opened && !wd->fds[i].closed &&
-		     (wd->fds[i].dw < 0 || act_is_answered(&wd->dws[wd->fds[i].dw]));
+		n += wd->fds[i].opened && !wd->fds[i].closed;
 	if (!n)
 		return false;
 	k = (int)sim_rng_below(&wd->rng, (uint32_t)n);
 	for (f = wd->fds;; f++)
-		if (f->opened && !f->closed &&
-		    (f->dw < 0 || act_is_answered(&wd->dws[f->dw])) && k-- == 0)
+		if (f->opened && !f->closed && k-- == 0)
 			break;
 	fd = (int)(f - wd->fds);
 	op = ops[sim_rng_below(&wd->rng, 3)];
 	nb = sim_rng_chance(&wd->rng, 1, 3);
 	if (f->dw >= 0)
 		old = &wd->dws[f->dw];
+	if (old && old->ndone == 0)
+		return fdlock_busy(wd, f, op, nb);
 	if (op != LOCK_UN) {
 		id = sim_new_dw(wd, f->mount, f->dir,
 				op == LOCK_EX ? ZKL_EXCLUSIVE : ZKL_SHARED, nb ? ZKL_NONBLOCK : 0);
 		if (id < 0)
 			return false;
 		wd->dws[id].fd = fd;
-		wd->dws[id].may_deadlock = thread_busy(wd, f->tid, f->mount, f->dir, fd);
+		wd->dws[id].may_deadlock = thread_busy(wd, f);
 	}
 	sn_trace(&wd->net, "  fs: flock(fd%d, %s%s), which stands for w%d", fd,
 		 op == LOCK_SH ? "LOCK_SH" : op == LOCK_EX ? "LOCK_EX" : "LOCK_UN",
@@ -186,10 +224,16 @@ bool act_fdlock(struct world *wd)
 		f->dw = id;
 		f->req = r;
 	}
+	wd->asker = f;
 	simfs_fuse_thread(wd, true);
 	fdlock_op(r, f->n, op, nb);
 	simfs_fuse_thread(wd, false);
 	kept = old && simfs_stands_for(wd, f, old->id);
+	if (r->replies && r->result == EDEADLK && old && !kept)
+		sim_failf(wd, "flock: fd%d: EDEADLK, and its entry given back", fd);
+	if (kept && r->replies && r->result == 0 && !simfs_believes(wd, old))
+		sim_failf(wd, "flock: fd%d: the kind held answered 0 on a lock that is lost",
+			  fd);
 	if (kept) {
 		f->dw = old->id;	/* the kind held, or EDEADLK */
 	} else if (old) {		/* given back inside fdlock_op() */
