@@ -45,6 +45,8 @@ struct dw {
 	int fd;			/* through fs/: its descriptor (simfs.h); -1:
 				   the driver called the engine itself */
 	struct fuse_req *req;	/* through fs/: the request it waits in */
+	pid_t tid;		/* through fs/: the thread that asked, */
+	unsigned long long start;	/* and when it started */
 	bool may_deadlock;	/* through fs/: its thread held or waited in
 				   the lock when it asked: EDEADLK is right */
 	bool lost_early;	/* through fs/: lost while its grant was on its
@@ -97,7 +99,7 @@ struct world {
 	struct simfs *fs[SIM_MOUNTS];	/* each mount's fs/ (simfs.c) */
 	struct sfd *fds;		/* the descriptors of lock nodes */
 	int nfd, fdcap;
-	struct sfd *asker;		/* the descriptor whose thread asks now */
+	struct fuse_req *asker;		/* the request being made now */
 	struct fuse_req **reqs;		/* every FUSE request made, kept */
 	int nreq, reqcap;
 	/*

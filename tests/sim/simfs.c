@@ -258,30 +258,28 @@ static void on_interrupt(fuse_req_t r, fuse_interrupt_func_t fn, void *arg)
 		fn(r, arg);
 }
 
-/* Every descriptor is its own thread's; the pid= line of an entry's data
- * names the waiter it is for. */
+/* The thread the request names (simfsact.c); the pid= line of an entry's
+ * data names the waiter it is for. */
 static void caller(fuse_req_t r, struct zklfs_caller *c)
 {
-	struct world *wd = W();
-
-	c->tid = wd->fds[r->fd].tid;
+	c->tid = r->tid;
 	c->pid = SIM_PID_BASE + r->dw;	/* the data names the waiter (check.c) */
-	c->start = wd->fds[r->fd].start;
+	c->start = r->start;
 	c->uid = 1000;
 	snprintf(c->cmd, sizeof(c->cmd), "sim\n");
 }
 
 static pid_t tid(fuse_req_t r)
 {
-	return W()->fds[r->fd].tid;
+	return r->tid;
 }
 
-/* The thread that asks now is the one of the descriptor asking. */
+/* The thread that asks now (world.asker) is alive; its id is its own. */
 static unsigned long long thread_start(pid_t t)
 {
-	struct sfd *f = W()->asker;
+	struct fuse_req *r = W()->asker;
 
-	return f && f->tid == t ? f->start : 0;
+	return r && r->tid == t ? r->start : 0;
 }
 
 /* A woken poller finds what woke it: the loss, or a request to let go. */
@@ -376,6 +374,8 @@ struct fuse_req *simfs_new_req(struct world *wd, int fd, int dw, bool fdreq)
 	r->dw = dw;
 	r->fdreq = fdreq;
 	r->old = -1;
+	r->tid = wd->fds[fd].tid;	/* its descriptor's thread, unless told */
+	r->start = wd->fds[fd].start;
 	if (wd->nreq == wd->reqcap) {
 		wd->reqcap = wd->reqcap ? 2 * wd->reqcap : 64;
 		wd->reqs = realloc(wd->reqs, (size_t)wd->reqcap * sizeof(*wd->reqs));

@@ -14,15 +14,17 @@
 
 #include "fs/fdlock.h"
 
-/* Does the thread of @f (its id and start) hold or wait for an entry of
- * its lock through another descriptor? */
-static bool thread_busy(struct world *wd, const struct sfd *f)
+/* Does thread @tid started at @start hold or wait for an entry of @f's
+ * lock through a descriptor other than @f (a waiter of fs/ it asked for,
+ * not given back)? */
+static bool thread_busy(struct world *wd, pid_t tid, unsigned long long start,
+			const struct sfd *f)
 {
-	for (int i = 0; i < wd->nfd; i++) {
-		const struct sfd *g = &wd->fds[i];
+	for (int i = 0; i < wd->ndw; i++) {
+		const struct dw *d = &wd->dws[i];
 
-		if (g != f && !g->forgotten && g->tid == f->tid && g->start == f->start &&
-		    g->mount == f->mount && g->dir == f->dir && g->n->lr && g->n->lr->w)
+		if (d->fd >= 0 && &wd->fds[d->fd] != f && !d->released && d->tid == tid &&
+		    d->start == start && d->mount == f->mount && d->dir == f->dir)
 			return true;
 	}
 	return false;
@@ -80,22 +82,24 @@ int simfs_open(struct world *wd, int m, int dir, enum zkl_kind kind, int flags)
 	open_thread(wd, f, id);
 	d = &wd->dws[id];
 	d->fd = fd;
+	d->tid = f->tid;
+	d->start = f->start;
 	/* the thread holds or waits in that lock already: EDEADLK */
-	d->may_deadlock = thread_busy(wd, f);
+	d->may_deadlock = thread_busy(wd, f->tid, f->start, f);
 	sn_trace(&wd->net, "  fs: MKNOD + OPEN fd%d for w%d, by thread %d (started %llu)",
 		 fd, id, (int)f->tid, f->start);
-	wd->asker = f;
 	simfs_fuse_thread(wd, true);
 	f->n = lockreq_node(&s->fs, wd->dirs[dir], "job", 1000);
 	if (!f->n)
 		abort();
 	f->req = simfs_new_req(wd, fd, id, false);
+	wd->asker = f->req;
 	fi.flags = (kind == ZKL_SHARED ? O_RDONLY : O_WRONLY) | O_CREAT |
 		   (flags & ZKL_NONBLOCK ? O_NONBLOCK : 0);
 	lockreq_open(f->req, f->n, &fi);
 	simfs_fuse_thread(wd, false);
 	simfs_after_ask(d, f);
-	if (!(d->ndone && d->result == -EDEADLK) && thread_busy(wd, f))
+	if (!(d->ndone && d->result == -EDEADLK) && thread_busy(wd, f->tid, f->start, f))
 		sim_failf(wd, "deadlock: w%d's thread %d queued behind itself in %s", id,
 			  (int)f->tid, wd->dirs[dir]);
 	return id;
@@ -146,6 +150,25 @@ void simfs_release(struct world *wd, struct dw *d)
 		forget(wd, f);
 }
 
+/* Who asks for a lock on @f: one time in four the thread of another
+ * descriptor of the mount (a process sharing @f), else @f's own. */
+static void asker_of(struct world *wd, const struct sfd *f, struct fuse_req *r)
+{
+	int n = 0, k;
+
+	for (int i = 0; i < wd->nfd; i++)
+		n += &wd->fds[i] != f && wd->fds[i].mount == f->mount;
+	if (!n || !sim_rng_chance(&wd->rng, 1, 4))
+		return;
+	k = (int)sim_rng_below(&wd->rng, (uint32_t)n);
+	for (int i = 0; i < wd->nfd; i++)
+		if (&wd->fds[i] != f && wd->fds[i].mount == f->mount && k-- == 0) {
+			r->tid = wd->fds[i].tid;
+			r->start = wd->fds[i].start;
+			return;
+		}
+}
+
 /*
  * flock(2) on a descriptor whose conversion waits (another process sharing
  * the descriptor asked): one request at a time.  LOCK_UN is 0 and the
@@ -160,7 +183,7 @@ static bool fdlock_busy(struct world *wd, struct sfd *f, int op, bool nb)
 	sn_trace(&wd->net, "  fs: flock(fd%d, %s%s) while its request (w%d) waits", fd,
 		 op == LOCK_SH ? "LOCK_SH" : op == LOCK_EX ? "LOCK_EX" : "LOCK_UN",
 		 nb ? "|LOCK_NB" : "", dw);
-	wd->asker = f;
+	wd->asker = r;
 	wd->calm = 1;			/* fdlock_op() decides under its first */
 	simfs_fuse_thread(wd, true);
 	fdlock_op(r, f->n, op, nb);
@@ -213,18 +236,23 @@ bool act_fdlock(struct world *wd)
 		if (id < 0)
 			return false;
 		wd->dws[id].fd = fd;
-		wd->dws[id].may_deadlock = thread_busy(wd, f);
 	}
 	sn_trace(&wd->net, "  fs: flock(fd%d, %s%s), which stands for w%d", fd,
 		 op == LOCK_SH ? "LOCK_SH" : op == LOCK_EX ? "LOCK_EX" : "LOCK_UN",
 		 nb ? "|LOCK_NB" : "", old ? old->id : -1);
 	r = simfs_new_req(wd, fd, id, true);
 	r->old = old ? old->id : -1;
+	asker_of(wd, f, r);
+	if (id >= 0) {
+		wd->dws[id].tid = r->tid;
+		wd->dws[id].start = r->start;
+		wd->dws[id].may_deadlock = thread_busy(wd, r->tid, r->start, f);
+	}
 	if (id >= 0) {
 		f->dw = id;
 		f->req = r;
 	}
-	wd->asker = f;
+	wd->asker = r;
 	simfs_fuse_thread(wd, true);
 	fdlock_op(r, f->n, op, nb);
 	simfs_fuse_thread(wd, false);
