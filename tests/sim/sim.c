@@ -425,6 +425,8 @@ struct progress {
 	double started;			/* when (now_s()) */
 	long cohort;			/* cohort hand-offs seen */
 	long linger;			/* grants on a lingering entry */
+	long fsreq;			/* FUSE requests to fs/ */
+	long preempt;			/* the FUSE thread preempted */
 	uint64_t done;			/* seeds finished */
 	uint64_t failed;
 	long steps;
@@ -455,6 +457,7 @@ static void run_range(struct progress *pg, uint64_t first, uint64_t end)
 {
 	for (uint64_t s = first; s < end; s++) {
 		long c0 = sim_cohort_grants, l0 = sim_linger_grants;
+		long f0 = sim_fs_requests, p0 = sim_preemptions;
 
 		if (skipped(s))
 			continue;
@@ -463,6 +466,8 @@ static void run_range(struct progress *pg, uint64_t first, uint64_t end)
 		pg->failed += !run_seed(s, false, &pg->steps);
 		pg->cohort += sim_cohort_grants - c0;
 		pg->linger += sim_linger_grants - l0;
+		pg->fsreq += sim_fs_requests - f0;
+		pg->preempt += sim_preemptions - p0;
 		pg->done++;
 	}
 	pg->finished = true;
@@ -550,9 +555,10 @@ int main(int argc, char **argv)
 
 		printf("sim: %" PRIu64 " seeds from %" PRIu64 ", %" PRIu64 " failed, "
 		       "%d known bad skipped; %ld steps, %ld cohort hand-offs, %ld lingering "
-		       "grants; %.2f s: %.0f seeds/s, %.0f steps/s\n",
-		       pg->done, first, pg->failed, nskip, pg->steps, pg->cohort, pg->linger, dt,
-		       pg->done / dt, pg->steps / dt);
+		       "grants, %ld FUSE requests, %ld preemptions; %.2f s: %.0f seeds/s, "
+		       "%.0f steps/s\n",
+		       pg->done, first, pg->failed, nskip, pg->steps, pg->cohort, pg->linger,
+		       pg->fsreq, pg->preempt, dt, pg->done / dt, pg->steps / dt);
 	}
 	return pg->failed ? 1 : 0;
 }

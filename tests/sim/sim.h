@@ -137,6 +137,8 @@ extern struct world *sim_world;
 /* check.c: grants that passed over an entry their mount gave back, and
  * grants on a lingering entry */
 extern long sim_cohort_grants, sim_linger_grants;
+/* simfs.c: FUSE requests made to fs/, and the FUSE thread's preemptions */
+extern long sim_fs_requests, sim_preemptions;
 
 /* actions.c: each returns false if it found nothing to act on ------------- */
 

@@ -35,6 +35,8 @@
 #include "fs/xcache.h"
 #include "fs/attr.h"
 
+long sim_fs_requests, sim_preemptions;
+
 static struct world *W(void)
 {
 	return sim_world;
@@ -86,6 +88,7 @@ static void preempt(const struct zkl_mutex *mu)
 			return;
 		wd->preempt_run = NULL;
 		wd->fuse_thread = false;
+		sim_preemptions++;
 		sn_trace(&wd->net, "        (the FUSE thread is preempted at %s)", mu->name);
 		run(wd);
 		wd->fuse_thread = true;
@@ -101,6 +104,7 @@ static void preempt(const struct zkl_mutex *mu)
 	if (!n || !sim_rng_chance(&wd->rng, 1, 4))
 		return;
 	wd->fuse_thread = false;
+	sim_preemptions++;
 	sn_trace(&wd->net, "        (the FUSE thread is preempted at %s: a delivery)", mu->name);
 	sn_deliver(h[sim_rng_below(&wd->rng, (uint32_t)n)]);
 	wd->fuse_thread = true;
@@ -370,6 +374,7 @@ struct fuse_req *simfs_new_req(struct world *wd, int fd, int dw, bool fdreq)
 
 	if (!r)
 		abort();
+	sim_fs_requests++;
 	r->fd = fd;
 	r->dw = dw;
 	r->fdreq = fdreq;
