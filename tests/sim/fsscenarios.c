@@ -15,6 +15,19 @@ static void zk_thread_settles(struct world *wd)
 	settle(wd);
 }
 
+/* An exclusive OPEN on m0 in d0, through fs/, behind the holder @h. */
+static int fs_waiter_behind(struct world *wd, int h)
+{
+	int x;
+
+	settle(wd);
+	x = simfs_open(wd, 0, 0, ZKL_EXCLUSIVE, 0);
+	did(wd, true);
+	settle(wd);
+	expect(wd, granted(wd, h) && waits(wd, x), "w%d holds, w%d waits behind it", h, x);
+	return x;
+}
+
 /*
  * FUSE_INTERRUPT of a waiting OPEN, whose caller dies of the signal,
  * while its grant comes on the ZooKeeper thread: the interrupt handler
@@ -29,11 +42,7 @@ void interrupt_races_the_grant(struct world *wd)
 	int h, x;
 
 	h = enqueue(wd, 1, 0, ZKL_EXCLUSIVE, 0);
-	settle(wd);
-	x = simfs_open(wd, 0, 0, ZKL_EXCLUSIVE, 0);
-	did(wd, true);
-	settle(wd);
-	expect(wd, granted(wd, h) && waits(wd, x), "w%d holds, w%d (fs/) waits", h, x);
+	x = fs_waiter_behind(wd, h);
 	release(wd, h);
 	wd->preempt_rank = ZKL_RANK_ENGINE;	/* zkl_cancel() takes its lock */
 	wd->preempt_run = zk_thread_settles;
@@ -63,11 +72,7 @@ void lost_before_its_answer(struct world *wd)
 	int h, x;
 
 	h = simfs_open(wd, 0, 0, ZKL_EXCLUSIVE, 0);
-	settle(wd);
-	x = simfs_open(wd, 0, 0, ZKL_EXCLUSIVE, 0);
-	did(wd, true);
-	settle(wd);
-	expect(wd, granted(wd, h) && waits(wd, x), "w%d holds, w%d waits behind it", h, x);
+	x = fs_waiter_behind(wd, h);
 	unlink_entry(wd, x);
 	settle(wd);
 	/* fs->lock: the RELEASE's poller, its drop, lock_done(), then
