@@ -212,25 +212,39 @@ static void lock_done(struct zkl_waiter *w, int err, void *arg)
  * FUSE_INTERRUPT of a waiting OPEN: runs with the request's lock held, which
  * the reply does not take: the answer may come on a ZooKeeper thread at the
  * same time, and its lockreq_drop() would let @w go while we use it.  So
- * that drop waits (LI_BUSY -> LI_DEFER) and is done here, after zkl_cancel().
+ * that drop waits (lockreq_pin_locked(): LI_BUSY -> LI_DEFER) and is done
+ * by lockreq_unpin(), after zkl_cancel().
  */
 static void lock_interrupt(fuse_req_t req, void *arg)
 {
 	struct node *n = arg;
-	struct lockreq *lr = n->lr;
 	struct zklfs *fs = n->fs;
 	struct zkl_waiter *w;
-	bool drop;
 
 	(void)req;
 	zkl_mutex_lock(&fs->lock);
-	w = lr->w;
-	if (w)
-		lockreq_set_intr_locked(lr, LI_BUSY);
+	w = lockreq_pin_locked(n->lr);
 	zkl_mutex_unlock(&fs->lock);
 	if (!w)
 		return;
 	zkl_cancel(w);			/* answers EINTR through lock_done */
+	lockreq_unpin(fs, n);
+}
+
+struct zkl_waiter *lockreq_pin_locked(struct lockreq *lr)
+{
+	ZKL_ASSERT_HELD(&lr->node->fs->lock);
+	if (!lr->w || lr->intr != LI_NONE)
+		return NULL;
+	lockreq_set_intr_locked(lr, LI_BUSY);
+	return lr->w;
+}
+
+void lockreq_unpin(struct zklfs *fs, struct node *n)
+{
+	struct lockreq *lr = n->lr;
+	bool drop;
+
 	zkl_mutex_lock(&fs->lock);
 	drop = lr->intr == LI_DEFER;
 	lockreq_set_intr_locked(lr, LI_NONE);
@@ -256,6 +270,26 @@ static bool tid_in_dir(struct zklfs *fs, struct node *n, pid_t tid,
 			break;
 	zkl_mutex_unlock(&fs->lock);
 	return l != NULL;
+}
+
+void lockreq_entry_gone(struct zklfs *fs, const char *path)
+{
+	struct zkl_waiter *w = NULL;
+	struct node *n = NULL;
+
+	zkl_mutex_lock(&fs->lock);
+	for (unsigned i = 0; i < ZKLFS_TID_BUCKETS && !w; i++)
+		for (struct lockreq *l = fs->locks[i]; l && !w; l = l->lnext)
+			if (l->state == LR_HELD && l->node->path &&
+			    strcmp(l->node->path, path) == 0) {
+				n = l->node;
+				w = lockreq_pin_locked(l);
+			}
+	zkl_mutex_unlock(&fs->lock);
+	if (!w)
+		return;
+	zkl_entry_gone(w);		/* lost: lockreq_lost() records it */
+	lockreq_unpin(fs, n);
 }
 
 pid_t lockreq_pid(struct zklfs *fs, const char *dir, int32_t seq)
@@ -392,9 +426,49 @@ void lockreq_request(fuse_req_t req, struct node *n, enum zkl_kind kind,
 	lock_enqueue(req, n, kind, flags, true);
 }
 
+/*
+ * The fsyncs waiting on @lr's confirmation, all taken (to answer EIO: the
+ * lock is lost or given back); with @let_go the round trip out forgets
+ * its node (fs/confirm.c then frees it).  Under fs->lock.
+ */
+static struct lr_wait *confirm_take_locked(struct lockreq *lr, bool let_go)
+{
+	struct lr_confirm *cf = lr->cf;
+	struct lr_wait *all, *w;
+
+	ZKL_ASSERT_HELD(&lr->node->fs->lock);
+	if (!cf)
+		return NULL;
+	all = cf->now;
+	cf->now = NULL;
+	while ((w = cf->next)) {
+		cf->next = w->next;
+		w->next = all;
+		all = w;
+	}
+	if (let_go) {
+		cf->n = NULL;
+		lr->cf = NULL;
+	}
+	return all;
+}
+
+/* Answer the requests @all EIO.  Without fs->lock. */
+static void confirm_fail(struct zklfs *fs, struct lr_wait *all)
+{
+	while (all) {
+		struct lr_wait *next = all->next;
+
+		all->answer(fs, all->req, all->size, EIO);
+		free(all);
+		all = next;
+	}
+}
+
 void lockreq_drop(struct zklfs *fs, struct node *n)
 {
 	struct lockreq *lr = n->lr;
+	struct lr_wait *fsyncs;
 	struct zkl_waiter *w;
 	bool gone;
 
@@ -408,6 +482,7 @@ void lockreq_drop(struct zklfs *fs, struct node *n)
 	}
 	w = lr->w;
 	lr->w = NULL;
+	fsyncs = confirm_take_locked(lr, true);
 	if (lr->state != LR_IDLE)
 		lockreq_set_state_locked(lr, LR_IDLE);
 	if (w) {
@@ -424,6 +499,7 @@ void lockreq_drop(struct zklfs *fs, struct node *n)
 	if (gone && n->hashed)
 		node_unhash_locked(fs, n);
 	zkl_mutex_unlock(&fs->lock);
+	confirm_fail(fs, fsyncs);
 	if (w) {
 		zkl_release(w);
 		zklfs_xc_changed(fs);	/* its entry goes */
@@ -471,6 +547,7 @@ static void holder_event(struct zkl_waiter *w, void *arg, bool lost)
 	struct lockreq *lr = n->lr;
 	struct zklfs *fs = n->fs;
 	struct fuse_pollhandle *ph;
+	struct lr_wait *fsyncs = NULL;
 
 	zkl_mutex_lock(&fs->lock);
 	if (lr->w != w) {		/* given back, or not yet taken in */
@@ -483,9 +560,12 @@ static void holder_event(struct zkl_waiter *w, void *arg, bool lost)
 		lockreq_set_state_locked(lr, LR_LOST);
 	else
 		lr->lost_early = true;	/* its answer is on its way: lock_answer() */
+	if (lost)
+		fsyncs = confirm_take_locked(lr, false);
 	ph = lr->ph;
 	lr->ph = NULL;
 	zkl_mutex_unlock(&fs->lock);
+	confirm_fail(fs, fsyncs);
 	if (ph)
 		fs->reply->notify_poll(ph);
 }
@@ -548,6 +628,20 @@ bool lockreq_waiting(struct zklfs *fs, struct node *n)
 	waiting = lockreq_asking(lr);
 	zkl_mutex_unlock(&fs->lock);
 	return waiting;
+}
+
+pid_t lockreq_opener(struct zklfs *fs, struct node *n)
+{
+	struct lockreq *lr = n->lr;
+	pid_t pid = 0;
+
+	if (!lr)
+		return 0;
+	zkl_mutex_lock(&fs->lock);
+	if (lr->w && lockreq_granted(lr))
+		pid = lr->pid;
+	zkl_mutex_unlock(&fs->lock);
+	return pid;
 }
 
 bool lockreq_holder_idle(struct zklfs *fs, struct node *n,

@@ -57,6 +57,34 @@ struct zklfs_wbuf {
 	bool retrying;			/* a send met a connection loss: logged */
 };
 
+/*
+ * How a request waiting for a confirmation (fs/confirm.h) is answered:
+ * @err 0 once confirmed, else an errno; @size is the request's (an
+ * xattr's buffer size).  Any thread, without fs->lock.
+ */
+typedef void zklfs_confirm_answer_fn(struct zklfs *fs, fuse_req_t req, size_t size,
+				     int err);
+
+/* A request waiting for a confirmation: an FSYNC, or a getxattr. */
+struct lr_wait {
+	fuse_req_t req;
+	zklfs_confirm_answer_fn *answer;
+	size_t size;
+	bool data;			/* an FSYNC: reports a data send's error */
+	struct lr_wait *next;
+};
+
+/*
+ * A confirmation's round trip (fs/confirm.c), as a lock request sees it:
+ * the requests it answers, and those that wait for the next one.  A loss or
+ * a give-back answers them all EIO at once (lockreq_confirm_fail_locked())
+ * and, a give-back, lets the round trip's node go.  Under fs->lock.
+ */
+struct lr_confirm {
+	struct node *n;			/* NULL once its node let the entry go */
+	struct lr_wait *now, *next;
+};
+
 /* A lock node's request; every field under fs->lock. */
 struct lockreq {
 	struct node *node;		/* whose: fixed */
@@ -89,6 +117,8 @@ struct lockreq {
 	uint32_t grants;		/* its entry's grants before (lingering) */
 	struct fuse_pollhandle *ph;	/* the holder's poller to wake */
 	struct zklfs_wbuf wb;		/* written through the holder's fd */
+	struct lr_confirm *cf;		/* its confirmation out (fs/confirm.c),
+					   while HELD */
 	struct lockreq *lnext, *lprev;	/* fs->locks[tid % ZKLFS_TID_BUCKETS],
 					   while w is set */
 };
@@ -185,6 +215,26 @@ void lockreq_release(struct zklfs *fs, struct node *n);
  */
 void lockreq_giveback(struct zklfs *fs, struct node *n);
 
+/*
+ * lockreq_entry_gone() - the server says the entry @path is gone (a lookup,
+ * or an exists after a sync, answered "no node" on its session): if a lock
+ * request of this mount holds it, the lock is lost, as its own watch would
+ * say later.  Any thread but the engine's callbacks; without fs->lock.
+ */
+void lockreq_entry_gone(struct zklfs *fs, const char *path);
+
+/*
+ * lockreq_pin_locked() - keep @lr's waiter from being let go while a call
+ * into the engine uses it outside the FUSE thread that owns it (an
+ * interrupt's zkl_cancel(), a confirmation's zkl_entry_gone()): a
+ * give-back meanwhile waits (LI_BUSY, LI_DEFER).  Return: the waiter, or
+ * NULL if @lr holds none or another such call uses it.  Under fs->lock.
+ * lockreq_unpin() - that call is done: the give-back that came meanwhile,
+ * if any, is made now.  Without fs->lock.
+ */
+struct zkl_waiter *lockreq_pin_locked(struct lockreq *lr);
+void lockreq_unpin(struct zklfs *fs, struct node *n);
+
 /* lockreq_lost() - the engines' lost callback (see zkl_lost_fn): record
  * the loss and wake the holder's poller.  Under the engine's lock. */
 void lockreq_lost(struct zkl_waiter *w, void *arg);
@@ -221,6 +271,9 @@ bool lockreq_holder_idle(struct zklfs *fs, struct node *n,
 int lockreq_holder_errno(struct zklfs *fs, struct node *n,
 			 const struct fuse_file_info *fi);
 bool lockreq_waiting(struct zklfs *fs, struct node *n);
+/* lockreq_opener() - the process that took the lock held (or lost) through
+ * @n, as the daemon saw it; 0 if @n holds none. */
+pid_t lockreq_opener(struct zklfs *fs, struct node *n);
 bool lockreq_own_state(struct zklfs *fs, struct node *n, struct zkl_info *info);
 
 #endif

@@ -38,16 +38,17 @@
 	X(HELD,     IDLE,     "given back: RELEASE, LOCK_UN, a conversion, the opener gone") \
 	X(LOST,     IDLE,     "given back")
 
-/* enum lrintr, LI_<STATE>: the interrupt handler's hold on the waiter */
+/* enum lrintr, LI_<STATE>: a hold on the waiter by a call into the engine
+ * outside the FUSE thread that owns it (lockreq_pin_locked()) */
 #define ZKLFS_LI_STATES(X)						\
-	X(NONE,  "no interrupt handler runs")				\
-	X(BUSY,  "the interrupt handler is cancelling the waiter: it may not be let go") \
-	X(DEFER, "... and a give-back came meanwhile: the handler does it")
+	X(NONE,  "no such call uses the waiter")			\
+	X(BUSY,  "an interrupt's zkl_cancel() or a confirmation's zkl_entry_gone() uses the waiter: it may not be let go") \
+	X(DEFER, "... and a give-back came meanwhile: lockreq_unpin() does it")
 
 #define ZKLFS_LI_MOVES(X)						\
-	X(NONE,  BUSY,  "FUSE_INTERRUPT of a waiting request")		\
-	X(BUSY,  NONE,  "zkl_cancel() returned, nothing came meanwhile")	\
-	X(BUSY,  DEFER, "lockreq_drop() came during zkl_cancel()")	\
-	X(DEFER, NONE,  "zkl_cancel() returned: the handler gives the entry back")
+	X(NONE,  BUSY,  "FUSE_INTERRUPT of a waiting request, or a confirmation that found the entry gone") \
+	X(BUSY,  NONE,  "the call returned, nothing came meanwhile")	\
+	X(BUSY,  DEFER, "lockreq_drop() came during the call")		\
+	X(DEFER, NONE,  "the call returned: lockreq_unpin() gives the entry back")
 
 #endif

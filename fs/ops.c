@@ -69,6 +69,8 @@ static void lookup_done(int rc, const char *value, int len,
 
 	if (rc == ZBADARGUMENTS)
 		rc = ZNONODE;		/* a name ZooKeeper cannot hold: none such */
+	else if (rc == ZNONODE)		/* one of ours, deleted by someone? */
+		lockreq_entry_gone(op->fs, op->path);
 	if (rc != ZOK) {
 		zop_fail(op, rc);
 		return;

@@ -260,6 +260,14 @@ int zklfs_zexists(struct zklfs *fs, struct zks *zs, const char *path,
 	return t->ops->exists(t->ctx, path, done, arg);
 }
 
+int zklfs_zsync(struct zklfs *fs, struct zks *zs, const char *path,
+		string_completion_t done, const void *arg)
+{
+	const struct zkl_transport *t = zklfs_transport(fs, zs);
+
+	return t->ops->sync(t->ctx, path, done, arg);
+}
+
 int zklfs_zchildren(struct zklfs *fs, struct zks *zs, const char *path,
 		    strings_stat_completion_t done, const void *arg)
 {

@@ -62,6 +62,8 @@ int zklfs_zget(struct zklfs *fs, struct zks *zs, const char *path,
 	       data_completion_t done, const void *arg);
 int zklfs_zexists(struct zklfs *fs, struct zks *zs, const char *path,
 		  stat_completion_t done, const void *arg);
+int zklfs_zsync(struct zklfs *fs, struct zks *zs, const char *path,
+		string_completion_t done, const void *arg);
 int zklfs_zchildren(struct zklfs *fs, struct zks *zs, const char *path,
 		    strings_stat_completion_t done, const void *arg);
 int zklfs_zset(struct zklfs *fs, struct zks *zs, const char *path, const char *data,

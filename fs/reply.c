@@ -114,6 +114,31 @@ static void caller(fuse_req_t req, struct zklfs_caller *c)
 		proc_read(c->pid, "comm", c->cmd, sizeof(c->cmd));
 }
 
+/* The parent of process @pid (field 4 of /proc/PID/stat), 0 if unknown. */
+static pid_t parent_of(pid_t pid)
+{
+	char stat[1024];
+	const char *p;
+
+	proc_read(pid, "stat", stat, sizeof(stat));
+	p = strrchr(stat, ')');		/* the name may hold anything */
+	return p && p[1] == ' ' && p[2] && p[3] == ' ' ? (pid_t)atoi(p + 4) : 0;
+}
+
+/* Up the caller's ancestry, at most 256 generations: a walk of /proc, so
+ * only for a request that asks it (zklock --confirm), never per open. */
+static bool in_tree(fuse_req_t req, pid_t root)
+{
+	pid_t pid = thread_group(fuse_req_ctx(req)->pid);
+
+	for (int i = 0; i < 256 && pid > 0 && root > 0; i++) {
+		if (pid == root)
+			return true;
+		pid = parent_of(pid);
+	}
+	return false;
+}
+
 static pid_t tid(fuse_req_t req)
 {
 	return fuse_req_ctx(req)->pid;
@@ -132,6 +157,7 @@ const struct zklfs_reply zklfs_fuse_reply = {
 	.caller = caller,
 	.tid = tid,
 	.thread_start = thread_start,
+	.in_tree = in_tree,
 	.notify_poll = notify_poll,
 	.drop_poll = fuse_pollhandle_destroy,
 };

@@ -41,6 +41,8 @@ struct zklfs_reply {
 	pid_t (*tid)(fuse_req_t req);
 	/* when thread @tid started (fs/tid.h), 0 if unknown */
 	unsigned long long (*thread_start)(pid_t tid);
+	/* is the caller of @req the process @root or one of its descendants? */
+	bool (*in_tree)(fuse_req_t req, pid_t root);
 	/* wake the poller @ph, and let it go; let @ph go unwoken */
 	void (*notify_poll)(struct fuse_pollhandle *ph);
 	void (*drop_poll)(struct fuse_pollhandle *ph);

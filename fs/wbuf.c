@@ -10,15 +10,15 @@
  *
  * Order.  Every set goes on the lock's session, where its create and its
  * delete go: ZooKeeper does one session's requests in order, so the data
- * is in ZooKeeper before the delete, and an fsync's exists after the sets
- * before it is answered after them.  Between two senders (a tick on the
+ * is in ZooKeeper before the delete, and an fsync's confirmation
+ * (fs/confirm.h) is answered after the sets before it.  Between two senders (a tick on the
  * supervisor, an fsync or a close on the FUSE thread), fs->wb_send is held
  * from taking the data until it is sent, so no older data goes out last.
  *
  * Lifetime.  A send (struct wflight) copies the path and data it sends
  * and names its node only while that node holds its entry: a give-back
  * or the node's end sets f->n to NULL (fs->lock), and the completion
- * then answers its fsync, if any, and frees it, touching no node.
+ * then frees it, touching no node.
  */
 #include "fs/wbuf.h"
 
@@ -28,20 +28,20 @@
 #include <sys/stat.h>
 
 #include "fs/attr.h"
+#include "fs/confirm.h"
+#include "fs/reply.h"
 #include "fs/handlers.h"
 #include "fs/xcache.h"
 #include "zk/errno.h"
 #include "zk/log.h"
 
-/* One setData (or, for an fsync with nothing to send, an exists). */
+/* One setData. */
 struct wflight {
 	struct zklfs *fs;
 	struct node *n;			/* NULL once n let its entry go; fs->lock */
 	struct wflight *next;		/* n->lr->wb.flights; fs->lock */
 	struct wflight *batch;		/* a tick's list of sends to make */
 	struct zks *zks;
-	fuse_req_t req;			/* an FSYNC to answer, or NULL */
-	bool barrier;			/* exists: only to follow the sets */
 	char *path;
 	char *data;			/* freed once the client copied it */
 	int len;
@@ -133,12 +133,10 @@ static size_t data_max_locked(const struct node *n)
 }
 
 /*
- * A send of @n's latest data (or with @barrier an exists), for @req if not
- * NULL: the data taken (no longer dirty).  Return: NULL on ENOMEM (still
- * dirty).
+ * A send of @n's latest data: the data taken (no longer dirty).
+ * Return: NULL on ENOMEM (still dirty).
  */
-static struct wflight *take_locked(struct zklfs *fs, struct node *n,
-				   fuse_req_t req, bool barrier)
+static struct wflight *take_locked(struct zklfs *fs, struct node *n)
 {
 	struct wflight *f = calloc(1, sizeof(*f));
 
@@ -146,22 +144,17 @@ static struct wflight *take_locked(struct zklfs *fs, struct node *n,
 	if (!f)
 		return NULL;
 	f->path = strdup(n->path);
-	if (!barrier)
-		f->data = malloc(n->lr->wb.len ? n->lr->wb.len : 1);
-	if (!f->path || (!barrier && !f->data)) {
+	f->data = malloc(n->lr->wb.len ? n->lr->wb.len : 1);
+	if (!f->path || !f->data) {
 		flight_free(f);
 		return NULL;
 	}
-	if (!barrier) {
-		memcpy(f->data, n->lr->wb.buf, n->lr->wb.len);
-		f->len = (int)n->lr->wb.len;
-		undirty_locked(fs, n);
-	}
+	memcpy(f->data, n->lr->wb.buf, n->lr->wb.len);
+	f->len = (int)n->lr->wb.len;
+	undirty_locked(fs, n);
 	f->fs = fs;
 	f->n = n;
 	f->zks = n->lr->wb.zks;
-	f->req = req;
-	f->barrier = barrier;
 	f->next = n->lr->wb.flights;
 	n->lr->wb.flights = f;
 	return f;
@@ -203,32 +196,26 @@ static void flight_done(int rc, const struct Stat *zs, const void *data)
 	int err = rc == ZOK ? 0 : flight_errno(rc);
 
 	(void)zs;
-	if (rc == ZOK && !f->barrier)
+	if (rc == ZOK)
 		zklfs_xc_changed(fs);	/* the entry's data and size */
 	zkl_mutex_lock(&fs->lock);
 	n = f->n;
 	unlink_flight_locked(f);
-	if (n && err == EAGAIN && !f->barrier) {
+	if (n && err == EAGAIN) {
 		/* the latest data (never older) is sent again at the next tick */
 		log = !n->lr->wb.retrying;
 		n->lr->wb.retrying = true;
 		if (holds_locked(n))
 			sched = dirty_locked(fs, n);
 	} else if (n && err) {
-		if (!f->req && !n->lr->wb.err)
+		if (!n->lr->wb.err)
 			n->lr->wb.err = -err;	/* for the next fsync */
-	} else if (n && !f->barrier) {
+	} else if (n) {
 		n->lr->wb.retrying = false;
-	}
-	if (f->req && !err && n) {
-		err = -n->lr->wb.err;	/* an earlier send's, not yet reported */
-		n->lr->wb.err = 0;
 	}
 	zkl_mutex_unlock(&fs->lock);
 	/* a call site per cause: the log's rate limit is per call site */
-	if (rc != ZOK && log && f->req)
-		zkl_log(LOG_WARNING, "fsync of %s: %s", f->path, zerror(rc));
-	else if (rc != ZOK && log && err == EAGAIN)
+	if (rc != ZOK && log && err == EAGAIN)
 		zkl_log(LOG_WARNING, "write to %s: %s; sent again at the next tick",
 			f->path, zerror(rc));
 	else if (rc != ZOK && log)
@@ -236,8 +223,6 @@ static void flight_done(int rc, const struct Stat *zs, const void *data)
 			f->path, zerror(rc));
 	if (sched)
 		wb_schedule(fs, zks);
-	if (f->req)
-		fuse_reply_err(f->req, err);
 	flight_free(f);
 }
 
@@ -249,10 +234,7 @@ static void flight_send(struct wflight *f)
 	int rc;
 
 	f->data = NULL;
-	if (f->barrier)
-		rc = zklfs_zexists(f->fs, f->zks, f->path, flight_done, f);
-	else
-		rc = zklfs_zset(f->fs, f->zks, f->path, data, f->len, -1, flight_done, f);
+	rc = zklfs_zset(f->fs, f->zks, f->path, data, f->len, -1, flight_done, f);
 	free(data);
 	if (rc != ZOK)
 		flight_done(rc, NULL, f);
@@ -287,7 +269,7 @@ static void wb_tick_run(void *arg, bool go)
 			undirty_locked(fs, n);	/* lost or given back: nowhere to go */
 			continue;
 		}
-		f = take_locked(fs, n, NULL, false);
+		f = take_locked(fs, n);
 		if (!f) {
 			again = true;		/* ENOMEM: at the next look */
 			continue;
@@ -430,43 +412,40 @@ void zklfs_wbuf_setsize(fuse_req_t req, struct node *n, off_t size,
 	fuse_reply_attr(req, &st, 0.0);
 }
 
+static void fsync_answer(struct zklfs *fs, fuse_req_t req, size_t size, int err)
+{
+	(void)size;
+	fs->reply->err(req, err);
+}
+
 void zklfs_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
 		 struct fuse_file_info *fi)
 {
 	struct zklfs *fs = fuse_req_userdata(req);
 	struct node *n = node_of(fs, ino);
 	struct wflight *f = NULL;
-	int err = 0;
+	bool nomem = false;
 
 	(void)datasync;
 	if (!fi || fi->fh != FH_HOLDER) {
 		fuse_reply_err(req, 0);	/* nothing of ours to send */
 		return;
 	}
-	if (lockreq_holder_lost(fs, n, fi)) {
-		fuse_reply_err(req, EIO);
-		return;
-	}
+	/* the data first, on the session the confirmation then goes to */
 	zkl_mutex_lock(&fs->wb_send);
 	zkl_mutex_lock(&fs->lock);
-	if (n->lr->state == LR_LOST) {
-		err = -EIO;		/* lost since the look above */
-	} else if (!holds_locked(n)) {
-		err = 0;		/* given back (LOCK_UN): nothing held */
-	} else if (n->lr->wb.dirty || n->lr->wb.flights) {
-		/* with sets in flight only, an exists behind them, in order */
-		f = take_locked(fs, n, req, !n->lr->wb.dirty);
-		err = f ? 0 : -ENOMEM;
-	} else {
-		err = n->lr->wb.err;	/* every set answered: any error is known */
-		n->lr->wb.err = 0;
+	if (holds_locked(n) && n->lr->wb.dirty) {
+		f = take_locked(fs, n);
+		nomem = !f;
 	}
 	zkl_mutex_unlock(&fs->lock);
 	if (f)
 		flight_send(f);
 	zkl_mutex_unlock(&fs->wb_send);
-	if (!f)
-		fuse_reply_err(req, -err);
+	if (nomem)
+		fuse_reply_err(req, ENOMEM);
+	else
+		zklfs_confirm(fs, n, req, true, fsync_answer, 0);	/* still held? */
 }
 
 bool zklfs_wbuf_read(struct zklfs *fs, struct node *n, fuse_req_t req,
@@ -517,7 +496,7 @@ void zklfs_wbuf_close(struct zklfs *fs, struct node *n)
 	zkl_mutex_lock(&fs->wb_send);
 	zkl_mutex_lock(&fs->lock);
 	if (n->lr->wb.dirty && holds_locked(n)) {
-		f = take_locked(fs, n, NULL, false);
+		f = take_locked(fs, n);
 		lost = !f;
 	}
 	undirty_locked(fs, n);

@@ -468,6 +468,15 @@ void zkl_release(struct zkl_waiter *w)
 	zke_unlock_fire(e);
 }
 
+void zkl_entry_gone(struct zkl_waiter *w)
+{
+	struct zkl_engine *e = w->e;
+
+	zkl_mutex_lock(&e->lock);
+	zke_lose_locked(w, ZKL_LOSS_DELETED, "a confirmation found its entry gone");
+	zke_unlock_fire(e);
+}
+
 void zkl_info(struct zkl_waiter *w, struct zkl_info *info, char **path)
 {
 	struct zkl_engine *e = w->e;

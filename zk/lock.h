@@ -168,6 +168,14 @@ void zkl_limit_changed(struct zkl_engine *e, const char *dir, unsigned before,
 void zkl_cancel(struct zkl_waiter *w);
 
 /*
+ * zkl_entry_gone() - the server showed @w's entry gone (an exists after a
+ * sync on its session answered "no node": fs/confirm.c): a granted waiter
+ * not given back is lost, as its own watch would say later; anything else
+ * is left alone.  Any thread but a done or lost callback's.
+ */
+void zkl_entry_gone(struct zkl_waiter *w);
+
+/*
  * zkl_release() - the caller is finished with @w: the entry, if it exists,
  * is deleted, and the caller's reference is dropped.  Call it after done
  * has run (or instead of waiting for it after zkl_cancel()).  Any thread.

@@ -69,8 +69,9 @@ struct zkl_transport_ops {
 	int (*wchildren)(void *ctx, const char *path, watcher_fn watcher, void *wctx,
 			 strings_stat_completion_t done, const void *arg);
 	/* ZooKeeper's sync: later calls on this session see what the ensemble
-	 * had committed when it reached the leader (fs/pool.c's; the engine
-	 * makes none, and the simulator's transport has none) */
+	 * had committed when it reached the leader (fs/pool.c's and
+	 * fs/confirm.c's; the engine makes none, and the simulator's transport
+	 * has none) */
 	int (*sync)(void *ctx, const char *path, string_completion_t done,
 		    const void *arg);
 	/* unwatch() for the child watches */

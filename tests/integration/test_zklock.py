@@ -797,6 +797,57 @@ def test_lost_lock_sigkill_after_grace(mount, zklock):
     wait_no_entries(d)
 
 
+# --- --confirm: "are we still the leader?" ---------------------------------------
+
+def test_confirm_in_the_command_says_held_then_lost(mount, zklock, zkc, scratch):
+    """zklock --confirm, run by the command, asks ZooKeeper (a round trip
+    on the entry's session) whether the lock of $ZKLOCK_ENTRY still holds:
+    0 while it does; 75 once another client deleted the entry (the
+    command ignores the SIGTERM of the loss, to ask), and zklock ends
+    with 75 too."""
+    m = mount()
+    d = m.p("L")
+    go = os.path.join(scratch, "go")
+    script = ('trap "" TERM; echo "$ZKLOCK_ENTRY"; %s --confirm; echo "a=$?"; '
+              'while [ ! -e %s ]; do sleep 0.05; done; %s --confirm; echo "b=$?"'
+              % (zklock, go, zklock))
+    r = Run(zklock, "-k", "3", d, "sh", "-c", script)
+    entry = r.expect_line().strip()
+    assert r.expect_line().strip() == "a=0"
+    zkc.delete(m.zkpath("L/" + os.path.basename(entry)))
+    open(go, "w").close()
+    assert r.expect_line().strip() == "b=75"
+    assert r.finish() == 75, r.err
+    assert "the lock is not held" in r.err, r.err
+    wait_no_entries(d)
+
+
+def test_confirm_is_only_for_the_holders_process_tree(mount, zklock):
+    """Anyone may read an entry's state, but only the holder and the
+    processes it started may ask for a confirmation (each is a round trip
+    on the ensemble): others get EPERM, and --confirm outside a zklock
+    command is a usage error."""
+    m = mount()
+    d = m.p("L")
+    r = Run(zklock, d, "sh", "-c", 'echo "$ZKLOCK_ENTRY"; sleep 60')
+    try:
+        entry = r.expect_line().strip()
+        with pytest.raises(OSError) as e:
+            os.getxattr(entry, "user.zklockfs.confirm")
+        assert e.value.errno == errno.EPERM
+        assert getxattr_str(entry, "user.zklockfs.state") == "held"
+        rc, _, err = zk(zklock, "--confirm", env={"ZKLOCK_ENTRY": entry})
+        assert rc == 75 and "not held by a zklock this process runs under" in err, err
+    finally:
+        os.killpg(r.pid, signal.SIGTERM)
+        r.finish()
+    env = dict(os.environ)
+    env.pop("ZKLOCK_ENTRY", None)
+    rc, _, err = zk(zklock, "--confirm", env={"ZKLOCK_ENTRY": ""})
+    assert rc == 64 and "ZKLOCK_ENTRY is not set" in err, err
+    assert zk(zklock, "--confirm", d)[0] == 64
+
+
 # --- the command's process tree: nothing started under the lock outlives it ---------------
 
 def break_lock(m2, d, name):

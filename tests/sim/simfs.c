@@ -286,6 +286,13 @@ static unsigned long long thread_start(pid_t t)
 	return r && r->tid == t ? r->start : 0;
 }
 
+/* No simulated caller asks for a confirmation. */
+static bool in_tree(fuse_req_t r, pid_t root)
+{
+	(void)r, (void)root;
+	return false;
+}
+
 /* A woken poller finds what woke it: the loss, or a request to let go. */
 static void notify_poll(struct fuse_pollhandle *ph)
 {
@@ -313,6 +320,7 @@ static const struct zklfs_reply sim_reply = {
 	.caller = caller,
 	.tid = tid,
 	.thread_start = thread_start,
+	.in_tree = in_tree,
 	.notify_poll = notify_poll,
 	.drop_poll = drop_poll,
 };

@@ -67,6 +67,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include "tools/zklock/entry.h"
@@ -274,6 +275,33 @@ static int zkl_metrics(const char *mnt)
 	return 0;
 }
 
+/*
+ * --confirm: is the lock of the zklock we run under still held, as a round
+ * trip to ZooKeeper shows now?  The daemon answers the getxattr of
+ * "user.zklockfs.confirm" of the entry only for its holder's process tree,
+ * which this command is in: zklock's own descriptor is close-on-exec.
+ */
+static int zkl_confirm(void)
+{
+	const char *entry = getenv("ZKLOCK_ENTRY");
+	char val[16];
+
+	if (!entry || !*entry) {
+		warnx("--confirm: ZKLOCK_ENTRY is not set: run it from a command that "
+		      "zklock runs");
+		return ZKL_EXIT_USAGE;
+	}
+	if (getxattr(entry, "user.zklockfs.confirm", val, sizeof(val)) >= 0)
+		return 0;
+	if (errno == EPERM)
+		warnx("--confirm: %s: not held by a zklock this process runs under", entry);
+	else if (errno == ENODATA || errno == ENOTSUP)
+		warnx("--confirm: %s: not a lock this mount holds", entry);
+	else
+		warnx("--confirm: %s: the lock is not held: %s", entry, strerror(errno));
+	return ZKL_EXIT_LOST;
+}
+
 int main(int argc, char **argv)
 {
 	struct zkl_opts o;
@@ -288,6 +316,8 @@ int main(int argc, char **argv)
 		return zkl_list(o.lockdir);
 	if (o.metrics)
 		return zkl_metrics(o.lockdir);
+	if (o.confirm)
+		return zkl_confirm();
 
 	/* the command gets our mask as we got it; -w needs SIGALRM */
 	status = zkl_sig_install(&r.orig_mask);

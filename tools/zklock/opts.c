@@ -37,6 +37,7 @@ static void __attribute__((noreturn)) zkl_usage(FILE *f, int status)
 "  zklock [options] LOCKDIR -c 'SHELL COMMAND'\n"
 "  zklock --list LOCKDIR\n"
 "  zklock --metrics MOUNTPOINT\n"
+"  zklock --confirm\n"
 "\n"
 "Run a command while holding a zklockfs (ZooKeeper) lock. LOCKDIR is a\n"
 "directory on a zklockfs mount, created if missing.\n"
@@ -62,6 +63,9 @@ static void __attribute__((noreturn)) zkl_usage(FILE *f, int status)
 "      --list                 print LOCKDIR's queue\n"
 "      --metrics              print the figures of the mount at LOCKDIR (its\n"
 "                             mount point), in the Prometheus text format\n"
+"      --confirm              run by a command under zklock: exit 0 if its\n"
+"                             lock ($ZKLOCK_ENTRY) is still held, as ZooKeeper\n"
+"                             says now, else 75\n"
 "  -h, --help                 this text\n"
 "  -V, --version              version\n"
 "\n"
@@ -191,7 +195,7 @@ static int __attribute__((format(printf, 1, 2))) zkl_bad_usage(const char *fmt, 
 /* See opts.h. */
 int zkl_opts_parse(int argc, char **argv, struct zkl_opts *o)
 {
-	enum { OPT_VERBOSE = 256, OPT_LIST, OPT_ON_REVOKE, OPT_METRICS };
+	enum { OPT_VERBOSE = 256, OPT_LIST, OPT_ON_REVOKE, OPT_METRICS, OPT_CONFIRM };
 	static const struct option longopts[] = {
 		{ "shared",		no_argument,		NULL, 's' },
 		{ "exclusive",		no_argument,		NULL, 'x' },
@@ -208,6 +212,7 @@ int zkl_opts_parse(int argc, char **argv, struct zkl_opts *o)
 		{ "verbose",		no_argument,		NULL, OPT_VERBOSE },
 		{ "on-revoke",		required_argument,	NULL, OPT_ON_REVOKE },
 		{ "list",		no_argument,		NULL, OPT_LIST },
+		{ "confirm",		no_argument,		NULL, OPT_CONFIRM },
 		{ "metrics",		no_argument,		NULL, OPT_METRICS },
 		{ "help",		no_argument,		NULL, 'h' },
 		{ "version",		no_argument,		NULL, 'V' },
@@ -266,6 +271,9 @@ int zkl_opts_parse(int argc, char **argv, struct zkl_opts *o)
 		case OPT_METRICS:
 			o->metrics = true;
 			break;
+		case OPT_CONFIRM:
+			o->confirm = true;
+			break;
 		case OPT_ON_REVOKE:
 			if (zkl_parse_signal(optarg, &o->on_revoke))
 				return zkl_bad_usage("invalid signal: '%s'", optarg);
@@ -283,6 +291,12 @@ int zkl_opts_parse(int argc, char **argv, struct zkl_opts *o)
 		default:
 			return zkl_bad_usage(NULL);
 		}
+	}
+	if (o->confirm) {
+		if (optind < argc || o->list || o->metrics)
+			return zkl_bad_usage("--confirm takes no argument: it confirms "
+					     "$ZKLOCK_ENTRY");
+		return 0;
 	}
 	if (optind >= argc)
 		return zkl_bad_usage("no LOCKDIR given");

@@ -35,6 +35,7 @@ struct zkl_opts {
 	bool verbose;		/* --verbose */
 	bool list;		/* --list */
 	bool metrics;		/* --metrics MOUNTPOINT */
+	bool confirm;		/* --confirm: is the lock of ZKLOCK_ENTRY held? */
 	bool done;		/* --help/--version answered: exit 0 */
 	double kill_after;	/* --kill-after SECONDS, after a loss */
 	const char *name;	/* -N NAME; NULL: from the host name */

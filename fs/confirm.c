@@ -1,0 +1,205 @@
+/*
+ * fs/confirm.c - fsync's confirmation that a holder still holds (see
+ * confirm.h).
+ */
+#include "fs/confirm.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fs/lockreq.h"
+#include "fs/pool.h"
+#include "fs/reply.h"
+#include "zk/errno.h"
+#include "zk/log.h"
+
+/* One round trip out: struct lr_confirm first, as lock requests see it. */
+struct confirm {
+	struct lr_confirm lc;		/* fs->lock */
+	struct zklfs *fs;
+	struct zks *zks;		/* the entry's session */
+	char *dir, *path;		/* the lock, the entry: copies */
+};
+
+static void send_sync(struct confirm *c);
+
+/* Answer @all: EIO unless @held; an FSYNC's with @derr, a data send's
+ * error not reported yet.  Frees the list.  Without fs->lock. */
+static void answer(struct zklfs *fs, struct lr_wait *all, bool held, int derr)
+{
+	while (all) {
+		struct lr_wait *next = all->next;
+
+		all->answer(fs, all->req, all->size, !held ? EIO : all->data ? derr : 0);
+		free(all);
+		all = next;
+	}
+}
+
+static void confirm_free(struct confirm *c)
+{
+	free(c->dir);
+	free(c->path);
+	free(c);
+}
+
+/*
+ * The round trip of @c ended with @rc: ZOK if it showed the entry there,
+ * ZNONODE if gone (the lock is then lost: zkl_entry_gone()).  Answer its
+ * requests; start the next round trip for those that came meanwhile, or
+ * let @c go.
+ */
+static void finish(struct confirm *c, int rc)
+{
+	struct zklfs *fs = c->fs;
+	struct node *n;
+	struct zkl_waiter *gone = NULL;
+	struct lr_wait *now;
+	struct lockreq *lr;
+	int derr = 0;
+	bool again = false, data = false, held;
+
+	zkl_mutex_lock(&fs->lock);
+	now = c->lc.now;
+	c->lc.now = NULL;
+	n = c->lc.n;
+	lr = n ? n->lr : NULL;
+	held = rc == ZOK && lr && lr->state == LR_HELD;
+	if (rc == ZNONODE && lr && lr->state == LR_HELD)
+		gone = lockreq_pin_locked(lr);	/* a give-back waits for us */
+	for (struct lr_wait *w = now; w; w = w->next)
+		data |= w->data;
+	if (held && data) {		/* reported once, to the FSYNCs */
+		derr = -lr->wb.err;
+		lr->wb.err = 0;
+	}
+	if (lr && c->lc.next && lr->state == LR_HELD) {
+		c->lc.now = c->lc.next;	/* those that came meanwhile */
+		c->lc.next = NULL;
+		again = true;
+	} else if (lr) {
+		lr->cf = NULL;		/* a loss answered the rest already */
+	}
+	zkl_mutex_unlock(&fs->lock);
+	if (gone) {			/* lost, as its own watch would say */
+		zkl_entry_gone(gone);
+		lockreq_unpin(fs, n);
+	}
+	answer(fs, now, held, derr);
+	if (again)
+		send_sync(c);
+	else
+		confirm_free(c);
+}
+
+/* A reply that may come again once the session is back. */
+static bool retry(int rc)
+{
+	return rc == ZCONNECTIONLOSS || rc == ZOPERATIONTIMEOUT;
+}
+
+static void exists_done(int rc, const struct Stat *st, const void *data)
+{
+	struct confirm *c = (struct confirm *)data;
+
+	(void)st;
+	if (retry(rc)) {
+		send_sync(c);
+		return;
+	}
+	if (rc != ZOK && rc != ZNONODE)
+		zkl_log(LOG_WARNING, "fsync of %s: %s", c->path, zerror(rc));
+	finish(c, rc);
+}
+
+static void sync_done(int rc, const char *value, const void *data)
+{
+	struct confirm *c = (struct confirm *)data;
+
+	(void)value;
+	if (rc == ZOK)
+		rc = zklfs_zexists(c->fs, c->zks, c->path, exists_done, c);
+	if (rc == ZOK)
+		return;
+	if (retry(rc)) {
+		send_sync(c);
+		return;
+	}
+	zkl_log(LOG_WARNING, "fsync of %s: %s", c->path, zerror(rc));
+	finish(c, rc);
+}
+
+/*
+ * Send @c's round trip; again after a connection loss, unless the lock
+ * was lost or given back meanwhile (its fsyncs are answered then).
+ */
+static void send_sync(struct confirm *c)
+{
+	struct zklfs *fs = c->fs;
+	bool go;
+	int rc;
+
+	zkl_mutex_lock(&fs->lock);
+	go = c->lc.n && c->lc.n->lr->state == LR_HELD && c->lc.now;
+	zkl_mutex_unlock(&fs->lock);
+	if (!go) {
+		finish(c, ZCONNECTIONLOSS);	/* answered EIO already, or none */
+		return;
+	}
+	rc = zklfs_zsync(fs, c->zks, c->dir, sync_done, c);
+	if (rc != ZOK)
+		sync_done(rc, NULL, c);
+}
+
+void zklfs_confirm(struct zklfs *fs, struct node *n, fuse_req_t req, bool data,
+		   zklfs_confirm_answer_fn *answer_fn, size_t size)
+{
+	struct lr_wait *w = calloc(1, sizeof(*w));
+	struct lockreq *lr = n->lr;
+	struct confirm *c = NULL;
+	int err = 0;
+
+	if (!w) {
+		answer_fn(fs, req, size, ENOMEM);
+		return;
+	}
+	w->req = req;
+	w->answer = answer_fn;
+	w->size = size;
+	w->data = data;
+	zkl_mutex_lock(&fs->lock);
+	if (lr->state == LR_LOST) {
+		err = EIO;
+	} else if (lr->state != LR_HELD || !n->path) {
+		err = ENOLCK;		/* given back (LOCK_UN): nothing to confirm */
+	} else if (lr->cf) {		/* one is out: the next one is ours */
+		w->next = lr->cf->next;
+		lr->cf->next = w;
+	} else {
+		c = calloc(1, sizeof(*c));
+		if (c) {
+			c->fs = fs;
+			c->dir = strdup(lr->dir);
+			c->path = strdup(n->path);
+			c->zks = zklfs_session(fs, lr->dir);
+		}
+		if (!c || !c->dir || !c->path) {
+			if (c)
+				confirm_free(c);
+			c = NULL;
+			err = ENOMEM;
+		} else {
+			c->lc.n = n;
+			c->lc.now = w;
+			lr->cf = &c->lc;
+		}
+	}
+	zkl_mutex_unlock(&fs->lock);
+	if (err) {
+		free(w);
+		answer_fn(fs, req, size, err);
+	} else if (c) {
+		send_sync(c);
+	}
+}

@@ -1,0 +1,41 @@
+/*
+ * fs/confirm.h - "am I still the leader?": fsync on a holder's descriptor
+ * confirms, with a round trip to ZooKeeper, that its entry still exists
+ * and holds the lock.
+ *
+ * Depends on: fs/lockreq.h (the request and its state; struct lr_confirm),
+ * fs/pool.h (the lock's session).  Called by the FSYNC handler (fs/wbuf.c)
+ * once the holder's data is on its way, and by the getxattr of
+ * "user.zklockfs.confirm" (fs/read.c: zklock --confirm, for the holder's
+ * process tree); answered from ZooKeeper's completion thread, or at once
+ * by a loss or a give-back (fs/lockreq.c).
+ *
+ * The round trip is a sync of the lock's directory, then an exists of the
+ * entry, on the entry's session: ZooKeeper does one session's requests in
+ * order, so it follows everything the mount sent on that session before
+ * (the holder's data among them), and the sync makes the server it is
+ * connected to catch up with the leader first.  One round trip is out per
+ * entry at a time: the fsyncs that come meanwhile share the next one.  A
+ * connection loss sends it again on the session's return; the silence
+ * that makes the lock lost (the session timeout, less a margin) answers
+ * them EIO.
+ */
+#ifndef FS_CONFIRM_H
+#define FS_CONFIRM_H
+
+#include "fs/lockreq.h"
+
+/*
+ * zklfs_confirm() - answer @req (an FSYNC on the holder's descriptor of
+ * @n, or a getxattr of its entry's "user.zklockfs.confirm") with @answer,
+ * later: 0 once a round trip has shown its entry exists and the lock is
+ * still held (with @data, an FSYNC's, the error of a data send not
+ * reported yet, if any), EIO if the entry is gone, the lock lost or given
+ * back meanwhile.
+ * ENOLCK at once if @n holds nothing (LOCK_UN), EIO if the lock is lost.
+ * FUSE thread, without fs->lock.
+ */
+void zklfs_confirm(struct zklfs *fs, struct node *n, fuse_req_t req, bool data,
+		   zklfs_confirm_answer_fn *answer, size_t size);
+
+#endif
