@@ -42,6 +42,7 @@ struct wflight {
 	struct wflight *next;		/* n->lr->wb.flights; fs->lock */
 	struct wflight *batch;		/* a tick's list of sends to make */
 	struct zks *zks;
+	bool fsync;			/* taken by an FSYNC: it reports a retry */
 	char *path;
 	char *data;			/* freed once the client copied it */
 	int len;
@@ -202,9 +203,12 @@ static void flight_done(int rc, const struct Stat *zs, const void *data)
 	n = f->n;
 	unlink_flight_locked(f);
 	if (n && err == EAGAIN) {
-		/* the latest data (never older) is sent again at the next tick */
+		/* the latest data (never older) is sent again at the next tick;
+		 * the FSYNC that sent it says so (its confirmation comes after) */
 		log = !n->lr->wb.retrying;
 		n->lr->wb.retrying = true;
+		if (f->fsync && !n->lr->wb.err)
+			n->lr->wb.err = -EAGAIN;
 		if (holds_locked(n))
 			sched = dirty_locked(fs, n);
 	} else if (n && err) {
@@ -437,6 +441,8 @@ void zklfs_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
 	if (holds_locked(n) && n->lr->wb.dirty) {
 		f = take_locked(fs, n);
 		nomem = !f;
+		if (f)
+			f->fsync = true;
 	}
 	zkl_mutex_unlock(&fs->lock);
 	if (f)
