@@ -1,0 +1,135 @@
+/*
+ * fs/lrquery.c - what the handlers ask of a lock node's request: what its
+ * descriptor reports (poll, EIO, ENOLCK, its state and token), and who
+ * opened an entry (see lockreq.h).  Each takes fs->lock briefly.
+ */
+#include "fs/lockreq.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <string.h>
+
+#include "fs/reply.h"
+
+pid_t lockreq_pid(struct zklfs *fs, const char *dir, int32_t seq)
+{
+	pid_t pid = 0;
+
+	zkl_mutex_lock(&fs->lock);
+	for (unsigned i = 0; i < ZKLFS_TID_BUCKETS && !pid; i++)
+		for (struct lockreq *l = fs->locks[i]; l; l = l->lnext)
+			if (l->state == LR_HELD && l->seq == seq &&
+			    strcmp(l->dir, dir) == 0) {
+				pid = l->pid;
+				break;
+			}
+	zkl_mutex_unlock(&fs->lock);
+	return pid;
+}
+
+unsigned lockreq_holder_poll(struct zklfs *fs, struct node *n,
+			     struct fuse_pollhandle *ph)
+{
+	struct lockreq *lr = n->lr;
+	struct fuse_pollhandle *old = NULL;
+	unsigned ev;
+
+	zkl_mutex_lock(&fs->lock);
+	ev = lr->state == LR_LOST ? POLLERR | POLLHUP :
+	     POLLIN | POLLRDNORM | POLLOUT | POLLWRNORM | (lr->revoking ? POLLPRI : 0);
+	if (ph && lr->state != LR_LOST) {
+		old = lr->ph;		/* the newest poller is the one to wake */
+		lr->ph = ph;
+		ph = NULL;
+	}
+	zkl_mutex_unlock(&fs->lock);
+	if (old)
+		fs->reply->drop_poll(old);
+	if (ph)
+		fs->reply->drop_poll(ph);
+	return ev;
+}
+
+bool lockreq_holder_lost(struct zklfs *fs, struct node *n,
+			 const struct fuse_file_info *fi)
+{
+	struct lockreq *lr = n->lr;
+	bool lost;
+
+	if (!fi || fi->fh != FH_HOLDER || !lr)
+		return false;
+	zkl_mutex_lock(&fs->lock);
+	lost = lr->state == LR_LOST;
+	zkl_mutex_unlock(&fs->lock);
+	return lost;
+}
+
+bool lockreq_waiting(struct zklfs *fs, struct node *n)
+{
+	struct lockreq *lr = n->lr;
+	bool waiting;
+
+	if (!lr)
+		return false;
+	zkl_mutex_lock(&fs->lock);
+	waiting = lockreq_asking(lr);
+	zkl_mutex_unlock(&fs->lock);
+	return waiting;
+}
+
+pid_t lockreq_opener(struct zklfs *fs, struct node *n)
+{
+	struct lockreq *lr = n->lr;
+	pid_t pid = 0;
+
+	if (!lr)
+		return 0;
+	zkl_mutex_lock(&fs->lock);
+	if (lr->w && lockreq_granted(lr))
+		pid = lr->pid;
+	zkl_mutex_unlock(&fs->lock);
+	return pid;
+}
+
+bool lockreq_holder_idle(struct zklfs *fs, struct node *n,
+			 const struct fuse_file_info *fi)
+{
+	struct lockreq *lr = n->lr;
+	bool idle;
+
+	if (!fi || fi->fh != FH_HOLDER || !lr)
+		return false;
+	zkl_mutex_lock(&fs->lock);
+	idle = !lockreq_granted(lr) || !n->path;
+	zkl_mutex_unlock(&fs->lock);
+	return idle;
+}
+
+bool lockreq_own_state(struct zklfs *fs, struct node *n, struct zkl_info *info)
+{
+	struct lockreq *lr = n->lr;
+	bool mine;
+
+	if (!lr) {			/* a directory or another's entry */
+		memset(info, 0, sizeof(*info));
+		return false;
+	}
+	zkl_mutex_lock(&fs->lock);
+	mine = lr->w != NULL && lockreq_granted(lr);
+	info->created = info->granted = mine;
+	info->lost = lr->state == LR_LOST;
+	info->revoking = lr->revoking;
+	info->seq = lr->seq;
+	info->czxid = lr->czxid;
+	info->grants = lr->grants;
+	zkl_mutex_unlock(&fs->lock);
+	return mine;
+}
+
+int lockreq_holder_errno(struct zklfs *fs, struct node *n,
+			 const struct fuse_file_info *fi)
+{
+	if (lockreq_holder_lost(fs, n, fi))
+		return EIO;
+	return lockreq_holder_idle(fs, n, fi) ? ENOLCK : 0;
+}
