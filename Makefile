@@ -23,7 +23,7 @@ SAN      = -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-re
 ENGINE_SRC = zk/waiter.c zk/release.c zk/linger.c zk/watch.c zk/create.c zk/sem.c zk/lock.c zk/mutex.c zk/metrics.c
 ZK_SRC   = zk/escape.c zk/naming.c zk/grant.c zk/limit.c zk/errno.c zk/log.c zk/creds.c zk/session.c \
 	   zk/calls.c zk/transport.c $(ENGINE_SRC)
-FS_SRC   = fs/opts.c fs/node.c fs/attr.c fs/zop.c fs/ops.c fs/readdir.c fs/read.c fs/reply.c fs/lockreq.c fs/lrquery.c fs/fdlock.c fs/confirm.c fs/lockops.c fs/wbuf.c fs/xcache.c fs/limitattr.c fs/revoke.c fs/flock.c fs/slots.c fs/pool.c fs/main.c
+FS_SRC   = fs/opts.c fs/node.c fs/attr.c fs/zop.c fs/ops.c fs/readdir.c fs/read.c fs/reply.c fs/lockreq.c fs/reenter.c fs/lrquery.c fs/fdlock.c fs/confirm.c fs/lockops.c fs/wbuf.c fs/xcache.c fs/limitattr.c fs/revoke.c fs/flock.c fs/slots.c fs/pool.c fs/main.c
 SRC      = $(ZK_SRC) $(FS_SRC)
 HDR      = $(wildcard zk/*.h fs/*.h)
 
@@ -79,7 +79,7 @@ unit: $(UNIT_BIN)
 # `make sim SCENARIO=name` replays a scripted scenario with a trace.
 # check-sim runs every scenario and the bounded range that check-unit runs.
 SIM_SRC   = $(ENGINE_SRC) zk/grant.c zk/limit.c zk/naming.c zk/errno.c zk/escape.c \
-	    fs/node.c fs/lockreq.c fs/lrquery.c fs/fdlock.c \
+	    fs/node.c fs/lockreq.c fs/reenter.c fs/lrquery.c fs/fdlock.c \
 	    tests/sim/sim.c tests/sim/actions.c tests/sim/simfs.c tests/sim/simfsact.c tests/sim/check.c tests/sim/script.c tests/sim/scenarios.c tests/sim/fsscenarios.c tests/sim/simnet.c tests/sim/simsess.c tests/sim/simzk.c
 SIM_HDR   = $(wildcard tests/sim/*.h) $(HDR)
 SEEDS     ?= 10000

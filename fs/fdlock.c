@@ -27,17 +27,66 @@ static void giveback(struct zklfs *fs, struct node *n)
  * LOCK_SH, LOCK_EX or LOCK_UN on the holder's descriptor of @n; with @nb
  * fail rather than wait.
  */
+/*
+ * @op on a descriptor whose entry others stand for too (reentrant opens:
+ * it is JOINED, or JOINED ones stand for its entry): the kind held is 0,
+ * LOCK_UN gives up this descriptor's part alone, another kind is EDEADLK
+ * (a conversion would take the lock from under the others), and any on a
+ * lost lock EIO.  Return: the answer.  Under fs->lock.
+ */
+static int shared_entry_err_locked(struct lockreq *lr, int op, enum zkl_kind want)
+{
+	struct lockreq *e = lockreq_entry(lr);
+
+	ZKL_ASSERT_HELD(&lr->node->fs->lock);
+	if (op == LOCK_UN)
+		return 0;
+	if (e->state == LR_LOST)
+		return EIO;
+	if (e->state == LR_HELD && e->kind == want && !(lr == e && lr->parted))
+		return 0;
+	return EDEADLK;
+}
+
+/* ... and the answer @err to @req, the part given up first on LOCK_UN. */
+static void shared_entry_answer(fuse_req_t req, struct node *n, int op, int err)
+{
+	struct zklfs *fs = n->fs;
+	struct node *gone;
+
+	if (op == LOCK_UN) {
+		gone = lockreq_part(fs, n);
+		if (gone) {
+			zklfs_wbuf_close(fs, gone);	/* the data before the delete */
+			lockreq_end(fs, gone);
+		}
+	} else if (err == EDEADLK) {
+		zkl_log(LOG_NOTICE, "lock request on a descriptor whose entry other "
+			"descriptors stand for: EDEADLK");
+	}
+	fs->reply->err(req, err);
+}
+
 void fdlock_op(fuse_req_t req, struct node *n, int op, bool nb)
 {
 	struct zklfs *fs = n->fs;
 	enum zkl_kind want = op == LOCK_EX ? ZKL_EXCLUSIVE : ZKL_SHARED;
-	bool busy, has, holds;
+	bool busy, has, holds, shared;
+	int err = 0;
 
+	/* one look decides, whatever the ZooKeeper thread does meanwhile */
 	zkl_mutex_lock(&fs->lock);
+	shared = n->lr->state == LR_JOINED || n->lr->njoined;
+	if (shared)
+		err = shared_entry_err_locked(n->lr, op, want);
 	busy = lockreq_asking(n->lr);
 	has = n->lr->w != NULL;
 	holds = has && n->lr->state == LR_HELD && n->lr->kind == want;
 	zkl_mutex_unlock(&fs->lock);
+	if (shared) {
+		shared_entry_answer(req, n, op, err);
+		return;
+	}
 	if (busy) {
 		/*
 		 * Another process sharing this descriptor waits for its lock

@@ -89,8 +89,13 @@ void zklfs_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	struct node *n = node_of(fs, ino);
 
 	if (fi->fh == FH_HOLDER) {
-		zklfs_wbuf_close(fs, n);	/* the data before the delete */
-		lockreq_release(fs, n);
+		/* the entry goes with its last descriptor (reentrant opens) */
+		struct node *gone = lockreq_close(fs, n);
+
+		if (gone) {
+			zklfs_wbuf_close(fs, gone);	/* the data before the delete */
+			lockreq_end(fs, gone);
+		}
 	}
 	fuse_reply_err(req, 0);
 }

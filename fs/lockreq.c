@@ -131,6 +131,16 @@ static int holder_data(struct zklfs *fs, struct zklfs_caller *c, char *buf, size
 			fs->mountpoint);
 }
 
+/* The holder's descriptor for the OPEN of @lr (its copy of @fi). */
+static void holder_fi(const struct lockreq *lr, struct fuse_file_info *fi)
+{
+	*fi = lr->fi;
+	fi->fh = FH_HOLDER;
+	fi->direct_io = 1;
+	fi->keep_cache = 0;
+	fi->noflush = 1;	/* close() owes us nothing: the lock ends at RELEASE */
+}
+
 /*
  * Answer the request waiting on @n with @err, or with the lock: its OPEN
  * (the holder's descriptor), or with @fdreq a flock/fcntl request on that
@@ -169,16 +179,12 @@ static void lock_answer(struct zklfs *fs, struct node *n, fuse_req_t req,
 	n->path = path;
 	if (path)
 		node_hash_locked(fs, n);
-	fi = lr->fi;
+	holder_fi(lr, &fi);
 	zkl_mutex_unlock(&fs->lock);
 	if (fdreq) {
 		fs->reply->err(req, 0);
 		return;
 	}
-	fi.fh = FH_HOLDER;
-	fi.direct_io = 1;
-	fi.keep_cache = 0;
-	fi.noflush = 1;		/* close() owes us nothing: the lock ends at RELEASE */
 	if (fs->reply->open(req, &fi) == -ENOENT)	/* the opener is gone */
 		lockreq_drop(fs, n);
 }
@@ -253,25 +259,6 @@ void lockreq_unpin(struct zklfs *fs, struct node *n)
 		lockreq_drop(fs, n);
 }
 
-/*
- * Does an entry of @n's directory other than @n's own wait for or hold a
- * lock for thread @tid started at @start (0: any thread of that id)?
- */
-static bool tid_in_dir(struct zklfs *fs, struct node *n, pid_t tid,
-		       unsigned long long start)
-{
-	struct lockreq *lr = n->lr;
-	struct lockreq *l;
-
-	zkl_mutex_lock(&fs->lock);
-	for (l = fs->locks[(unsigned)tid % ZKLFS_TID_BUCKETS]; l; l = l->lnext)
-		if (zklfs_same_thread(tid, start, l->tid, l->tid_start) &&
-		    l != lr && strcmp(l->dir, lr->dir) == 0)
-			break;
-	zkl_mutex_unlock(&fs->lock);
-	return l != NULL;
-}
-
 void lockreq_entry_gone(struct zklfs *fs, const char *path)
 {
 	struct zkl_waiter *w = NULL;
@@ -292,39 +279,12 @@ void lockreq_entry_gone(struct zklfs *fs, const char *path)
 	lockreq_unpin(fs, n);
 }
 
-bool lockreq_deadlocks(fuse_req_t req, struct node *n)
-{
-	struct lockreq *lr = n->lr;
-	struct zklfs *fs = n->fs;
-	pid_t tid = fs->reply->tid(req);
-	unsigned long long start;
-
-	/*
-	 * FUSE says pid 0 for a caller outside our pid namespace (we run in a
-	 * container, it does not): such callers cannot be told apart, so
-	 * none of them is refused.
-	 */
-	if (!tid || !tid_in_dir(fs, n, tid, 0))
-		return false;
-	/*
-	 * The id matches: is it the same thread, or one given its id since,
-	 * while a child keeps the old one's entry?  Only now is the caller's
-	 * start read (fs/tid.h): an open whose id has no entry there, the
-	 * common case, reads it once, in lock_enqueue().  The caller waits
-	 * in this request, so the id is its own while we read.
-	 */
-	start = fs->reply->thread_start(tid);
-	if (!tid_in_dir(fs, n, tid, start))
-		return false;
-	zkl_log(LOG_NOTICE, "thread %d already holds or waits for %s: EDEADLK",
-		(int)tid, lr->dir);
-	return true;
-}
-
 /*
  * Enqueue @n's entry of @kind for @req (its OPEN, or with @fdreq a
  * flock/fcntl request) and leave the answer to lock_done().  The thread
- * that asks may not already hold or wait in that directory: EDEADLK.
+ * that asks may already hold that lock: an OPEN then stands for its entry
+ * at once (fs/reenter.c); a thread that waits there, or would wait on
+ * itself, gets EDEADLK; one that lost it, EIO.
  */
 static void lock_enqueue(fuse_req_t req, struct node *n, enum zkl_kind kind,
 			 int flags, bool fdreq)
@@ -338,8 +298,29 @@ static void lock_enqueue(fuse_req_t req, struct node *n, enum zkl_kind kind,
 	struct lockreq **head;
 	int len, err, result = 0;
 
-	if (lockreq_deadlocks(req, n)) {
+	switch (fdreq ? (lockreq_deadlocks(req, n) ? LR_DEADLOCK : LR_NEW) :
+		lockreq_reenter(req, n, kind)) {
+	case LR_NEW:
+		break;
+	case LR_JOIN: {
+		struct fuse_file_info fi;
+
+		zkl_mutex_lock(&fs->lock);
+		holder_fi(lr, &fi);
+		zkl_mutex_unlock(&fs->lock);
+		if (fs->reply->open(req, &fi) == -ENOENT) {	/* the opener is gone */
+			struct node *gone = lockreq_close(fs, n);
+
+			if (gone)	/* JOINED ones write nothing: no data to send */
+				lockreq_end(fs, gone);
+		}
+		return;
+	}
+	case LR_DEADLOCK:
 		fs->reply->err(req, EDEADLK);
+		return;
+	case LR_LOSTLOCK:
+		fs->reply->err(req, EIO);
 		return;
 	}
 	/* while the thread waits in @req its id is its own: read it now */
@@ -492,17 +473,74 @@ void lockreq_drop(struct zklfs *fs, struct node *n)
 		node_free(n);
 }
 
-void lockreq_release(struct zklfs *fs, struct node *n)
+/*
+ * @lr (JOINED) stands for nothing from now on.  Return: its owner's node
+ * if that was the last part of an entry whose own descriptor is closed
+ * or parted: it goes now.  Under fs->lock.
+ */
+static struct node *unjoin_locked(struct lockreq *lr)
 {
+	struct lockreq *o = lr->owner, **pp;
+
+	ZKL_ASSERT_HELD(&lr->node->fs->lock);
+	for (pp = &o->joined; *pp && *pp != lr; pp = &(*pp)->jnext)
+		;
+	if (*pp)
+		*pp = lr->jnext;
+	lr->jnext = NULL;
+	lr->owner = NULL;
+	o->njoined--;
+	lockreq_set_state_locked(lr, LR_IDLE);
+	free(lr->node->path);		/* a copy of the entry's, never hashed */
+	lr->node->path = NULL;
+	return !o->njoined && (o->closed || o->parted) ? o->node : NULL;
+}
+
+struct node *lockreq_close(struct zklfs *fs, struct node *n)
+{
+	struct lockreq *lr = n->lr;
 	struct fuse_pollhandle *ph;
+	struct node *gone;
 
 	zkl_mutex_lock(&fs->lock);
-	ph = n->lr->ph;
-	n->lr->ph = NULL;
+	ph = lr->ph;
+	lr->ph = NULL;
+	if (lr->state == LR_JOINED) {
+		gone = unjoin_locked(lr);
+	} else {
+		lr->closed = true;
+		gone = lr->njoined ? NULL : n;	/* else it stays for the others */
+	}
 	zkl_mutex_unlock(&fs->lock);
 	if (ph)
 		fs->reply->drop_poll(ph);
-	lockreq_drop(fs, n);
+	return gone;
+}
+
+void lockreq_end(struct zklfs *fs, struct node *gone)
+{
+	bool closed;
+
+	zkl_mutex_lock(&fs->lock);
+	closed = gone->lr->closed;
+	zkl_mutex_unlock(&fs->lock);
+	if (closed)
+		lockreq_drop(fs, gone);		/* may free it: FORGET came */
+	else
+		lockreq_giveback(fs, gone);	/* its descriptor stays open */
+}
+
+struct node *lockreq_part(struct zklfs *fs, struct node *n)
+{
+	struct node *gone = NULL;
+
+	zkl_mutex_lock(&fs->lock);
+	if (n->lr->state == LR_JOINED)
+		gone = unjoin_locked(n->lr);
+	else if (n->lr->njoined)
+		n->lr->parted = true;
+	zkl_mutex_unlock(&fs->lock);
+	return gone;
 }
 
 void lockreq_giveback(struct zklfs *fs, struct node *n)
@@ -518,6 +556,7 @@ void lockreq_giveback(struct zklfs *fs, struct node *n)
 	free(n->path);
 	n->path = NULL;
 	lr->revoking = false;
+	lr->parted = false;
 	lr->seq = 0;
 	lr->czxid = 0;
 	zkl_mutex_unlock(&fs->lock);
@@ -530,14 +569,24 @@ static void holder_event(struct zkl_waiter *w, void *arg, bool lost)
 	struct node *n = arg;
 	struct lockreq *lr = n->lr;
 	struct zklfs *fs = n->fs;
-	struct fuse_pollhandle *ph;
+	struct fuse_pollhandle *ph, **joined = NULL;
 	struct lr_wait *fsyncs = NULL;
+	unsigned nj = 0;
 
 	zkl_mutex_lock(&fs->lock);
 	if (lr->w != w) {		/* given back, or not yet taken in */
 		zkl_mutex_unlock(&fs->lock);
 		return;
 	}
+	/* the pollers of the descriptors JOINED to it are woken too (if
+	 * memory allows: else they see it at their next poll) */
+	if (lr->njoined)
+		joined = calloc(lr->njoined, sizeof(*joined));
+	for (struct lockreq *j = lr->joined; joined && j; j = j->jnext)
+		if (j->ph) {
+			joined[nj++] = j->ph;
+			j->ph = NULL;
+		}
 	if (!lost)
 		lr->revoking = true;
 	else if (lr->state == LR_HELD)
@@ -552,6 +601,9 @@ static void holder_event(struct zkl_waiter *w, void *arg, bool lost)
 	confirm_fail(fs, fsyncs);
 	if (ph)
 		fs->reply->notify_poll(ph);
+	for (unsigned i = 0; i < nj; i++)
+		fs->reply->notify_poll(joined[i]);
+	free(joined);
 }
 
 void lockreq_lost(struct zkl_waiter *w, void *arg)

@@ -121,12 +121,28 @@ struct lockreq {
 					   while HELD */
 	struct lockreq *lnext, *lprev;	/* fs->locks[tid % ZKLFS_TID_BUCKETS],
 					   while w is set */
+	/* reentrant opens: several descriptors of a thread, one entry */
+	struct lockreq *owner;		/* JOINED: the request whose entry this
+					   descriptor stands for */
+	struct lockreq *joined;		/* the JOINED ones standing for ours, */
+	struct lockreq *jnext;		/* linked by jnext */
+	unsigned njoined;
+	bool closed;			/* our descriptor was released while
+					   JOINED ones stand for the entry */
+	bool parted;			/* ... or gave its part up (LOCK_UN) */
 };
 
 /* lockreq_granted() - was the entry granted (HELD or LOST)?  Under fs->lock. */
 static inline bool lockreq_granted(const struct lockreq *lr)
 {
 	return lr->state == LR_HELD || lr->state == LR_LOST;
+}
+
+/* lockreq_entry() - the request that holds the entry @lr's descriptor
+ * stands for: its owner if JOINED, else @lr.  Under fs->lock. */
+static inline struct lockreq *lockreq_entry(struct lockreq *lr)
+{
+	return lr->state == LR_JOINED ? lr->owner : lr;
 }
 
 /* lockreq_asking() - does a request wait on the entry?  Under fs->lock. */
@@ -183,14 +199,27 @@ void lockreq_request(fuse_req_t req, struct node *n, enum zkl_kind kind,
 pid_t lockreq_pid(struct zklfs *fs, const char *dir, int32_t seq);
 
 /*
+ * Who asks, and what it holds already (fs/reenter.c).  A thread is its id
+ * and its start time (fs/tid.h): an entry asked for by a thread gone
+ * since, whose id was given again, is not the caller's.  Each reads the
+ * caller's /proc/TID/stat only if its id has an entry in @n's directory,
+ * and logs why it refuses.  FUSE thread, without fs->lock.
+ *
  * lockreq_deadlocks() - would @req's thread wait on itself: does it
- * already hold or wait for another entry in @n's directory?  A thread is
- * its id and its start time (fs/tid.h): an entry asked for by a thread
- * gone since, whose id was given again, is not the caller's.  Reads the
- * caller's /proc/TID/stat only if its id has an entry there.  Logs why.
- * FUSE thread, without fs->lock.
+ * already hold or wait for another entry in @n's directory?  (A flock
+ * request.)
+ *
+ * lockreq_reenter() - an OPEN of @n for a lock of @kind by @req's thread,
+ * which may hold that lock already: LR_JOIN when it holds it (any kind
+ * over an exclusive hold, shared over a shared one), its id and start both
+ * known and equal: @n is then JOINED to that entry (docs/SPEC.md:
+ * reentrant locks); LR_DEADLOCK when it waits there, holds it shared and
+ * asks exclusive, or cannot be told from a thread gone since; LR_LOSTLOCK
+ * when the lock it held there is lost (EIO); LR_NEW otherwise.
  */
+enum lr_reentry { LR_NEW, LR_JOIN, LR_DEADLOCK, LR_LOSTLOCK };
 bool lockreq_deadlocks(fuse_req_t req, struct node *n);
+enum lr_reentry lockreq_reenter(fuse_req_t req, struct node *n, enum zkl_kind kind);
 
 /*
  * lockreq_drop() - give back @n's place in its queue (deleting the entry)
@@ -201,11 +230,30 @@ bool lockreq_deadlocks(fuse_req_t req, struct node *n);
 void lockreq_drop(struct zklfs *fs, struct node *n);
 
 /*
- * lockreq_release() - RELEASE of the holder's descriptor of @n: its poller
- * let go, then lockreq_drop().  Send the data first (zklfs_wbuf_close()).
- * FUSE thread, without fs->lock.
+ * lockreq_close() - RELEASE of the holder's descriptor of @n: its poller
+ * let go and its part of the entry given up.  Return: the node whose entry
+ * goes now (@n, or the owner that a last JOINED descriptor leaves), for
+ * the caller to send its data (zklfs_wbuf_close()) and lockreq_end() it;
+ * NULL if other descriptors still stand for the entry.  FUSE thread,
+ * without fs->lock.
  */
-void lockreq_release(struct zklfs *fs, struct node *n);
+struct node *lockreq_close(struct zklfs *fs, struct node *n);
+
+/*
+ * lockreq_end() - the entry of @gone (from lockreq_close() or
+ * lockreq_part()) goes now: lockreq_drop() if its descriptor is closed,
+ * else lockreq_giveback().  Send its data first (zklfs_wbuf_close()).
+ * Without fs->lock.
+ */
+void lockreq_end(struct zklfs *fs, struct node *gone);
+
+/*
+ * lockreq_part() - LOCK_UN on the descriptor of @n whose entry others
+ * stand for too (JOINED, or the owner of JOINED ones): it stands for
+ * nothing from now on, and the entry stays while another does.
+ * Return: as lockreq_close().  Without fs->lock.
+ */
+struct node *lockreq_part(struct zklfs *fs, struct node *n);
 
 /*
  * lockreq_giveback() - the holder's descriptor of @n gives its lock back
@@ -271,6 +319,10 @@ bool lockreq_holder_idle(struct zklfs *fs, struct node *n,
 int lockreq_holder_errno(struct zklfs *fs, struct node *n,
 			 const struct fuse_file_info *fi);
 bool lockreq_waiting(struct zklfs *fs, struct node *n);
+/* lockreq_joined() - does @n's descriptor stand for another's entry (a
+ * reentrant open)?  Its writes go through the descriptor that made the
+ * entry: it is refused them (EBADF). */
+bool lockreq_joined(struct zklfs *fs, struct node *n);
 /* lockreq_opener() - the process that took the lock held (or lost) through
  * @n, as the daemon saw it; 0 if @n holds none. */
 pid_t lockreq_opener(struct zklfs *fs, struct node *n);

@@ -7,11 +7,12 @@
  * compares).  No code of its own; any thread.
  *
  * The request's state: what its node's entry is to this descriptor.
- * Designed to split, when several descriptors stand for one entry
- * (reentrant opens) or several lock owners share one inode (lock files),
- * into the entry's part (HELD, LOST: one per entry, with a count of the
- * descriptors that stand for it) and each request's part (ASKING,
- * ANSWERED, WAITING: one per FUSE request that waits).
+ * Several descriptors of one thread may stand for one entry (reentrant
+ * opens): the one that made it holds it (HELD, LOST) and counts the
+ * others, each JOINED to it, and the entry goes when the last of them
+ * closes.  Several lock owners on one inode (lock files) would split the
+ * same way: the entry's part (HELD, LOST) and each request's (ASKING,
+ * ANSWERED, WAITING).
  */
 #ifndef FS_LRMOVES_H
 #define FS_LRMOVES_H
@@ -23,7 +24,8 @@
 	X(ANSWERED, "the engine answered before the interrupt was armed: the answer waits for it") \
 	X(WAITING,  "the request waits for the engine's answer, its interrupt armed") \
 	X(HELD,     "granted: the entry holds the lock for this descriptor") \
-	X(LOST,     "granted, then lost: EIO, POLLERR|POLLHUP")
+	X(LOST,     "granted, then lost: EIO, POLLERR|POLLHUP")		\
+	X(JOINED,   "a reentrant open: stands for the entry another descriptor of its thread holds (lr->owner), as long as it is open")
 
 #define ZKLFS_LR_MOVES(X)						\
 	X(IDLE,     ASKING,   "a request enqueues (lockreq_open(), lockreq_request())") \
@@ -36,7 +38,9 @@
 	X(WAITING,  IDLE,     "refused (EAGAIN, EINTR, EIO, ...): its entry given back") \
 	X(HELD,     LOST,     "lost (its entry deleted, the session silent or expired)") \
 	X(HELD,     IDLE,     "given back: RELEASE, LOCK_UN, a conversion, the opener gone") \
-	X(LOST,     IDLE,     "given back")
+	X(LOST,     IDLE,     "given back")				\
+	X(IDLE,     JOINED,   "an OPEN by the thread that holds the lock: granted at once") \
+	X(JOINED,   IDLE,     "its part given up: RELEASE, LOCK_UN")
 
 /* enum lrintr, LI_<STATE>: a hold on the waiter by a call into the engine
  * outside the FUSE thread that owns it (lockreq_pin_locked()) */

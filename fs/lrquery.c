@@ -34,10 +34,13 @@ unsigned lockreq_holder_poll(struct zklfs *fs, struct node *n,
 	struct fuse_pollhandle *old = NULL;
 	unsigned ev;
 
+	struct lockreq *e;
+
 	zkl_mutex_lock(&fs->lock);
-	ev = lr->state == LR_LOST ? POLLERR | POLLHUP :
-	     POLLIN | POLLRDNORM | POLLOUT | POLLWRNORM | (lr->revoking ? POLLPRI : 0);
-	if (ph && lr->state != LR_LOST) {
+	e = lockreq_entry(lr);		/* a JOINED one reports its owner's */
+	ev = e->state == LR_LOST ? POLLERR | POLLHUP :
+	     POLLIN | POLLRDNORM | POLLOUT | POLLWRNORM | (e->revoking ? POLLPRI : 0);
+	if (ph && e->state != LR_LOST) {
 		old = lr->ph;		/* the newest poller is the one to wake */
 		lr->ph = ph;
 		ph = NULL;
@@ -59,7 +62,7 @@ bool lockreq_holder_lost(struct zklfs *fs, struct node *n,
 	if (!fi || fi->fh != FH_HOLDER || !lr)
 		return false;
 	zkl_mutex_lock(&fs->lock);
-	lost = lr->state == LR_LOST;
+	lost = lockreq_entry(lr)->state == LR_LOST;
 	zkl_mutex_unlock(&fs->lock);
 	return lost;
 }
@@ -85,6 +88,7 @@ pid_t lockreq_opener(struct zklfs *fs, struct node *n)
 	if (!lr)
 		return 0;
 	zkl_mutex_lock(&fs->lock);
+	lr = lockreq_entry(lr);
 	if (lr->w && lockreq_granted(lr))
 		pid = lr->pid;
 	zkl_mutex_unlock(&fs->lock);
@@ -100,7 +104,8 @@ bool lockreq_holder_idle(struct zklfs *fs, struct node *n,
 	if (!fi || fi->fh != FH_HOLDER || !lr)
 		return false;
 	zkl_mutex_lock(&fs->lock);
-	idle = !lockreq_granted(lr) || !n->path;
+	idle = lr->state == LR_JOINED ? false :
+	       !lockreq_granted(lr) || !n->path || lr->parted;
 	zkl_mutex_unlock(&fs->lock);
 	return idle;
 }
@@ -115,7 +120,16 @@ bool lockreq_own_state(struct zklfs *fs, struct node *n, struct zkl_info *info)
 		return false;
 	}
 	zkl_mutex_lock(&fs->lock);
-	mine = lr->w != NULL && lockreq_granted(lr);
+	if (lr->state != LR_JOINED && lr->parted)
+		lr = NULL;		/* its part given up: it holds nothing */
+	else
+		lr = lockreq_entry(lr);
+	mine = lr && lr->w != NULL && lockreq_granted(lr);
+	if (!mine) {
+		zkl_mutex_unlock(&fs->lock);
+		memset(info, 0, sizeof(*info));
+		return false;
+	}
 	info->created = info->granted = mine;
 	info->lost = lr->state == LR_LOST;
 	info->revoking = lr->revoking;
@@ -132,4 +146,16 @@ int lockreq_holder_errno(struct zklfs *fs, struct node *n,
 	if (lockreq_holder_lost(fs, n, fi))
 		return EIO;
 	return lockreq_holder_idle(fs, n, fi) ? ENOLCK : 0;
+}
+
+bool lockreq_joined(struct zklfs *fs, struct node *n)
+{
+	bool joined;
+
+	if (!n->lr)
+		return false;
+	zkl_mutex_lock(&fs->lock);
+	joined = n->lr->state == LR_JOINED;
+	zkl_mutex_unlock(&fs->lock);
+	return joined;
 }

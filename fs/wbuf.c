@@ -315,6 +315,11 @@ void zklfs_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
 		return;
 	}
 	err = lockreq_holder_errno(fs, n, fi);
+	if (!err && lockreq_joined(fs, n)) {
+		zkl_log(LOG_NOTICE, "write to a reentrant descriptor refused: the "
+			"descriptor that took the lock writes its entry");
+		err = EBADF;
+	}
 	if (err) {
 		fuse_reply_err(req, err);
 		return;
@@ -376,6 +381,11 @@ void zklfs_wbuf_setsize(fuse_req_t req, struct node *n, off_t size,
 		return;
 	}
 	err = lockreq_holder_errno(fs, n, fi);
+	if (!err && lockreq_joined(fs, n)) {
+		zkl_log(LOG_NOTICE, "write to a reentrant descriptor refused: the "
+			"descriptor that took the lock writes its entry");
+		err = EBADF;
+	}
 	if (err) {
 		fuse_reply_err(req, err);
 		return;

@@ -155,7 +155,8 @@ bool zkl_owner(struct zkl_engine *e, const char *dir, const char *path,
  * zkl_limit_changed() - this mount just set the limit of the lock @dir
  * from @before to @now (0: none, a plain lock): wake the waiters a larger
  * limit lets in (a poke each: zk/sem.c); the others see it at their next
- * listing.  Any thread but a done callback's; does not block.
+ * listing, and none of this mount's is granted without one (a hand-off, a
+ * confirmation) until the limit is read again.  Any thread but a done callback's; does not block.
  */
 void zkl_limit_changed(struct zkl_engine *e, const char *dir, unsigned before,
 		       unsigned now);

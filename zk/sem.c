@@ -117,7 +117,12 @@ void zke_semwait_locked(struct zkl_waiter *w)
 	zke_own_watch_locked(w);	/* now: it is how a poke arrives */
 }
 
-/* The first waiter of ours in each semaphore lists: a holder may be gone unpoked. */
+/*
+ * The first waiter of ours in each semaphore lists: a holder may be gone
+ * unpoked.  In every lock, not only those a limit is known for now: a
+ * waiter that went to wait for a poke under a limit since removed waits
+ * for nothing else (nobody pokes in a plain lock).
+ */
 void zke_sem_tick_locked(struct zkl_engine *e)
 {
 	ZKL_ASSERT_HELD(&e->lock);
@@ -125,8 +130,6 @@ void zke_sem_tick_locked(struct zkl_engine *e)
 		for (struct zkl_queue *q = e->qtab[i]; q; q = q->hnext) {
 			struct zkl_waiter *w = q->head;
 
-			if (!q->limit)
-				continue;
 			while (w && zke_answered(w))
 				w = w->qnext;
 			if (w && w->state == W_SEMWAIT && w->stall == S_NONE)
@@ -324,8 +327,14 @@ void zkl_limit_changed(struct zkl_engine *e, const char *dir, unsigned before,
 		       unsigned now)
 {
 	unsigned was = before ? before : 1;
+	struct zkl_queue *q;
 
 	zkl_mutex_lock(&e->lock);
+	/* this mount set it: no grant without a listing under the old rule
+	 * (a hand-off, a confirmation) until the data is read again */
+	q = zke_queue_find_dir_locked(e, dir);
+	if (q && before != now)
+		q->lknown = false;
 	if (now > was)
 		poke_start_locked(e, dir, now, now - was);
 	zke_unlock_fire(e);

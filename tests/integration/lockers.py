@@ -224,6 +224,24 @@ while True:
             socket.send_fds(s, [b"F"], [fd])
             s.close()
             out("ok")
+        elif c == "fdop":                  # on another descriptor: fdop NFD OP [ARG]
+            import fcntl
+            nfd, op = int(args[0]), args[1]
+            if op in ("sh", "ex", "un", "shnb", "exnb"):
+                how = {"sh": fcntl.LOCK_SH, "ex": fcntl.LOCK_EX, "un": fcntl.LOCK_UN}
+                fcntl.flock(nfd, how[op[:2]] | (fcntl.LOCK_NB if op.endswith("nb") else 0))
+                out("ok")
+            elif op == "write":
+                out("ok %d" % os.write(nfd, bytes.fromhex(args[2]) if len(args) > 2 else b""))
+            elif op == "read":
+                out("ok " + os.pread(nfd, 1 << 21, 0).hex())
+            elif op == "fsync":
+                os.fsync(nfd)
+                out("ok")
+            elif op == "getxattr":
+                out("ok " + os.getxattr(nfd, args[2]).hex())
+            else:
+                out("error EBADCMD")
         elif c == "open":                  # a second open by this same thread
             path = bytes.fromhex(args[1]).decode("utf-8", "surrogateescape")
             nfd, e = raw_open(path, int(args[0]), 0o644)

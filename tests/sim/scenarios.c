@@ -55,6 +55,43 @@ static void limit_removed(struct world *wd)
 }
 
 /*
+ * A limit of 2 set by this mount while its shared waiter watches the
+ * exclusive entry at the head, two shared waiters of another mount
+ * between them: when that entry goes, the waiter may not be granted by
+ * its confirmation under the plain rule it was decided by (it would be a
+ * third holder beside the two), since this mount knows the limit changed.
+ * It lists, and waits for a slot (the release that frees one was granted
+ * under the plain rule and pokes nobody: the tick lists for it).
+ */
+static void limit_set_here_before_a_confirmation(struct world *wd)
+{
+	char prefix[64], *x = NULL;
+	int s1, s2, w;
+
+	snprintf(prefix, sizeof(prefix), "%s/f-lock-", wd->dirs[0]);
+	szk_create(&wd->net.zk, wd->foreign, prefix, "foreign\n", 8,
+		   ZOO_EPHEMERAL | ZOO_SEQUENCE, &x, NULL);
+	s1 = enqueue(wd, 1, 0, ZKL_SHARED, 0);
+	s2 = enqueue(wd, 1, 0, ZKL_SHARED, 0);
+	settle(wd);
+	w = enqueue(wd, 0, 0, ZKL_SHARED, 0);
+	settle(wd);
+	expect(wd, waits(wd, s1) && waits(wd, s2) && waits(wd, w),
+	       "three shared waiters behind an exclusive entry");
+	sim_set_limit(wd, 0, 2);
+	szk_delete(&wd->net.zk, x, -1);
+	free(x);
+	did(wd, true);
+	settle(wd);
+	expect(wd, waits(wd, w), "w%d waits: two hold a limit of 2", w);
+	release(wd, s1);		/* granted under the plain rule: pokes nobody */
+	settle(wd);
+	tick(wd, 0);
+	settle(wd);
+	expect(wd, granted(wd, w), "w%d holds within a tick of a slot freed", w);
+}
+
+/*
  * A limit of 2 set while a shared waiter of this mount waits behind an
  * exclusive holder of its own, with two shared waiters of another mount
  * between them: once this mount has listed the limit, the holder's
@@ -409,6 +446,7 @@ static const struct scenario {
 } scenarios[] = {
 	{ "limit-removed", limit_removed },
 	{ "limit-set-behind-a-plain-holder", limit_set_behind_a_plain_holder },
+	{ "limit-set-here-before-a-confirmation", limit_set_here_before_a_confirmation },
 	{ "cohort-checks-its-grants", cohort_checks_its_grants },
 	{ "racing-pokes-wake-two", racing_pokes_wake_two },
 	{ "no-grant-while-silent", no_grant_while_silent },

@@ -164,8 +164,10 @@ static void to_waiter(struct world *wd, struct fuse_req *r, int err)
 	struct dw *d = &wd->dws[r->dw];
 	struct sfd *f = fd_of(wd, r);
 
-	if (!err)
+	if (!err) {
 		d->w = f->n->lr->w;
+		d->nfds = 1;
+	}
 	sim_answered(wd, d, err);
 	if (!err && d->lost_early) {	/* the descriptor must tell at once */
 		sim_lost_dw(wd, d);
@@ -189,6 +191,48 @@ static void to_waiter(struct world *wd, struct fuse_req *r, int err)
 	}
 }
 
+/*
+ * A reentrant open: @f stands for the entry its thread holds through
+ * another descriptor.  Its thread must hold that lock there, of a kind
+ * that admits the one asked; the waiter made for the request is dropped
+ * from the accounts (no entry was made).
+ */
+static int joined(struct world *wd, struct fuse_req *r, struct sfd *f)
+{
+	const struct lockreq *o = f->n->lr->owner;
+	struct dw *d = &wd->dws[r->dw];
+	int od = -1;
+
+	for (int i = 0; i < wd->nfd; i++)
+		if (wd->fds[i].n == o->node && !wd->fds[i].forgotten)
+			od = wd->fds[i].dw;
+	if (od < 0)			/* its own descriptor gave its part up */
+		for (int i = 0; i < wd->nfd; i++)
+			if (wd->fds[i].n && wd->fds[i].n->lr && wd->fds[i].n->lr->owner == o &&
+			    &wd->fds[i] != f && wd->fds[i].dw >= 0)
+				od = wd->fds[i].dw;
+	d->ndone = 1;			/* never enqueued */
+	d->released = true;
+	if (!d->may_deadlock || od < 0 || o->tid != r->tid || o->tid_start != r->start ||
+	    !(o->kind == ZKL_EXCLUSIVE || d->kind == ZKL_SHARED))
+		sim_failf(wd, "reentrant: fd%d (w%d, %s) joined an entry its thread does "
+			  "not hold so", r->fd, d->id, d->kind == ZKL_EXCLUSIVE ?
+			  "exclusive" : "shared");
+	if (r->gone) {			/* never a descriptor: lockreq lets it go */
+		f->closed = true;
+		f->dw = -1;
+		return -ENOENT;
+	}
+	if (od >= 0) {
+		f->dw = od;
+		wd->dws[od].nfds++;
+		sn_trace(&wd->net, "        (fd%d stands for w%d's entry: %d descriptors)",
+			 r->fd, od, wd->dws[od].nfds);
+	}
+	f->opened = true;
+	return 0;
+}
+
 static int reply_open_k(fuse_req_t r, const struct fuse_file_info *fi)
 {
 	struct world *wd = W();
@@ -201,6 +245,8 @@ static int reply_open_k(fuse_req_t r, const struct fuse_file_info *fi)
 	if (r->fdreq || fi->fh != FH_HOLDER)
 		sim_failf(wd, "reply: fd%d: an open reply that is not the holder's "
 			  "descriptor of an OPEN", r->fd);
+	if (f->n->lr->state == LR_JOINED)
+		return joined(wd, r, f);
 	to_waiter(wd, r, 0);
 	if (r->gone) {			/* the kernel closes nothing: lockreq drops */
 		wd->dws[r->dw].released = true;
@@ -419,8 +465,10 @@ bool simfs_believes(struct world *wd, const struct dw *d)
 
 bool simfs_lost(struct world *wd, struct zkl_waiter *w, void *arg)
 {
-	for (int i = 0; i < wd->nfd; i++)
-		if (wd->fds[i].n && (void *)wd->fds[i].n == arg && !wd->fds[i].forgotten) {
+	/* newest first: a node freed once may have given its address to a
+	 * later one; one forgotten may live on, held by its entry */
+	for (int i = wd->nfd - 1; i >= 0; i--)
+		if (wd->fds[i].n && (void *)wd->fds[i].n == arg) {
 			lockreq_lost(w, arg);
 			for (int k = 0; k < wd->ndw; k++) {
 				struct dw *d = &wd->dws[k];

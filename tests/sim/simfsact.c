@@ -99,7 +99,10 @@ int simfs_open(struct world *wd, int m, int dir, enum zkl_kind kind, int flags)
 	lockreq_open(f->req, f->n, &fi);
 	simfs_fuse_thread(wd, false);
 	simfs_after_ask(d, f);
-	if (!(d->ndone && d->result == -EDEADLK) && thread_busy(wd, f->tid, f->start, f))
+	/* a new entry of its own: only for a thread that has none there */
+	if (f->n->lr->state != LR_JOINED &&
+	    !(d->ndone && (d->result == -EDEADLK || d->result == -EIO)) &&
+	    thread_busy(wd, f->tid, f->start, f))
 		sim_failf(wd, "deadlock: w%d's thread %d queued behind itself in %s", id,
 			  (int)f->tid, wd->dirs[dir]);
 	return id;
@@ -128,23 +131,63 @@ static void forget(struct world *wd, struct sfd *f)
 	node_forget(&wd->fs[f->mount]->fs, f->n, 1);
 }
 
-void simfs_release(struct world *wd, struct dw *d)
+/* A descriptor that stands for @d's entry, open: at random. */
+static struct sfd *fd_of_dw(struct world *wd, const struct dw *d)
 {
-	struct sfd *f = &wd->fds[d->fd];
-	struct zkl_info info;
-	char *path = NULL;
+	int n = 0, k;
 
-	zkl_info(d->w, &info, &path);
-	sn_trace(&wd->net, "  fs: RELEASE of fd%d (w%d, %s)", d->fd, d->id,
-		 path ? path : "no entry");
+	for (int i = 0; i < wd->nfd; i++)
+		n += wd->fds[i].dw == d->id && !wd->fds[i].closed;
+	if (!n)
+		return NULL;
+	k = (int)sim_rng_below(&wd->rng, (uint32_t)n);
+	for (int i = 0; i < wd->nfd; i++)
+		if (wd->fds[i].dw == d->id && !wd->fds[i].closed && k-- == 0)
+			return &wd->fds[i];
+	return NULL;
+}
+
+/* @f's part of @d's entry is given up (RELEASE, LOCK_UN): the entry goes
+ * with its last descriptor.  Return: whether it went. */
+static bool part_done(struct world *wd, struct sfd *f, struct dw *d)
+{
+	f->dw = -1;
+	if (--d->nfds > 0)
+		return false;
 	d->released = true;
 	wd->last_released = d->id + 1;
-	f->dw = -1;
+	return true;
+}
+
+void simfs_release(struct world *wd, struct dw *d)
+{
+	struct sfd *f = fd_of_dw(wd, d);
+	struct zkl_info info;
+	struct node *gone;
+	char *path = NULL;
+	bool last;
+
+	if (!f) {
+		sim_failf(wd, "release: w%d has no descriptor open", d->id);
+		return;
+	}
+	zkl_info(d->w, &info, &path);
+	sn_trace(&wd->net, "  fs: RELEASE of fd%d (w%d, %s, %d descriptor(s))",
+		 (int)(f - wd->fds), d->id, path ? path : "no entry", d->nfds);
+	/* before the call: a cohort hand-off inside it passes over the entry */
+	last = part_done(wd, f, d);
 	f->closed = true;
 	simfs_fuse_thread(wd, true);
-	lockreq_release(&wd->fs[f->mount]->fs, f->n);
+	gone = lockreq_close(&wd->fs[f->mount]->fs, f->n);
+	if (gone)
+		lockreq_end(&wd->fs[f->mount]->fs, gone);
 	simfs_fuse_thread(wd, false);
-	sim_check_release(wd, d, path);
+	if (last != (gone != NULL))
+		sim_failf(wd, "release: fd%d was %sthe last descriptor of w%d, and its "
+			  "entry %s", (int)(f - wd->fds), last ? "" : "not ", d->id,
+			  gone ? "went" : "stays");
+	if (last)
+		sim_check_release(wd, d, path);
 	free(path);
 	if (sim_rng_chance(&wd->rng, 1, 2))
 		forget(wd, f);
@@ -167,6 +210,46 @@ static void asker_of(struct world *wd, const struct sfd *f, struct fuse_req *r)
 			r->start = wd->fds[i].start;
 			return;
 		}
+}
+
+/*
+ * flock(2) on a descriptor whose entry others stand for too (reentrant
+ * opens): at once, and never a new entry.  LOCK_UN gives up its part (the
+ * entry goes with the last one); the kind held is 0; another kind is
+ * EDEADLK; any on a lost lock EIO.
+ */
+static bool fdlock_shared(struct world *wd, struct sfd *f, int op, bool nb)
+{
+	int fd = (int)(f - wd->fds), dw = f->dw;
+	struct fuse_req *r = simfs_new_req(wd, fd, -1, true);
+	const struct lockreq *e = lockreq_entry(f->n->lr);
+	bool last = false, lost = e->state == LR_LOST;
+	enum zkl_kind kind = e->kind;
+	char *path = NULL;
+
+	sn_trace(&wd->net, "  fs: flock(fd%d, %s%s) on an entry shared by reentrant opens "
+		 "(w%d)", fd, op == LOCK_SH ? "LOCK_SH" : op == LOCK_EX ? "LOCK_EX" : "LOCK_UN",
+		 nb ? "|LOCK_NB" : "", dw);
+	if (op == LOCK_UN && dw >= 0) {
+		path = strdup(wd->dws[dw].path);
+		last = part_done(wd, f, &wd->dws[dw]);
+	}
+	wd->asker = r;
+	simfs_fuse_thread(wd, true);
+	fdlock_op(r, f->n, op, nb);
+	simfs_fuse_thread(wd, false);
+	if (r->replies != 1 ||
+	    (op == LOCK_UN && r->result != 0) ||
+	    (op != LOCK_UN && lost && r->result != EIO) ||
+	    (op != LOCK_UN && !lost && r->result != 0 && r->result != EDEADLK) ||
+	    (op != LOCK_UN && !lost && r->result == 0 &&
+	     kind != (op == LOCK_EX ? ZKL_EXCLUSIVE : ZKL_SHARED)))
+		sim_failf(wd, "flock: fd%d, whose entry others stand for: answered %d "
+			  "times, with %d", fd, r->replies, r->result);
+	if (last)
+		sim_check_release(wd, &wd->dws[dw], path);
+	free(path);
+	return true;
 }
 
 /*
@@ -228,6 +311,8 @@ bool act_fdlock(struct world *wd)
 	nb = sim_rng_chance(&wd->rng, 1, 3);
 	if (f->dw >= 0)
 		old = &wd->dws[f->dw];
+	if (f->n->lr->state == LR_JOINED || f->n->lr->njoined)
+		return fdlock_shared(wd, f, op, nb);
 	if (old && old->ndone == 0)
 		return fdlock_busy(wd, f, op, nb);
 	if (op != LOCK_UN) {
@@ -289,8 +374,12 @@ void simfs_end(struct world *wd)
 
 		if (f->opened && !f->closed && f->dw < 0) {
 			sn_trace(&wd->net, "  fs: RELEASE of fd%d (holds nothing)", i);
+			struct node *g;
+
 			f->closed = true;
-			lockreq_release(&wd->fs[f->mount]->fs, f->n);
+			g = lockreq_close(&wd->fs[f->mount]->fs, f->n);
+			if (g)		/* it held nothing: nothing goes */
+				lockreq_end(&wd->fs[f->mount]->fs, g);
 		}
 		if (f->closed)
 			forget(wd, f);
