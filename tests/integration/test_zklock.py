@@ -797,6 +797,49 @@ def test_lost_lock_sigkill_after_grace(mount, zklock):
     wait_no_entries(d)
 
 
+# --- nested: a zklock inside the command of a zklock of the same lock ----------------
+
+def test_nested_zklock_of_the_same_lock_runs_at_once(mount, zklock):
+    """A script under zklock that itself runs zklock on the same lock would
+    wait on its own parent forever: the tree holds the lock, and the mount
+    confirms it, so the inner one runs its command at once (shared under
+    exclusive too), and makes no entry of its own."""
+    m = mount()
+    d = m.p("L")
+    inner = ('%s %s sh -c "echo inner-x"; %s -s %s sh -c "echo inner-s; '
+             'ls %s | wc -l"' % (zklock, d, zklock, d, d))
+    rc, out, err = zk(zklock, "-w", "20", d, "sh", "-c", inner, timeout=30)
+    assert rc == 0, err
+    assert out.split() == ["inner-x", "inner-s", "1"], (out, err)
+    wait_no_entries(d)
+
+
+def test_nested_exclusive_under_shared_is_refused_at_once(mount, zklock):
+    m = mount()
+    d = m.p("L")
+    rc, out, err = zk(zklock, "-s", d, "sh", "-c",
+                      '%s -w 20 %s true; echo "inner=$?"' % (zklock, d), timeout=30)
+    assert rc == 0 and "inner=1" in out.split(), (out, err)
+    assert "held shared by the zklock this runs under" in err, err
+
+
+def test_zklock_environment_of_another_tree_takes_the_lock(mount, zklock):
+    """ZKLOCK_* in the environment is a claim, checked against the mount:
+    a process outside the holder's tree that inherits or forges it waits
+    for the lock as anyone does (here, -n: it is held)."""
+    m = mount()
+    d = m.p("L")
+    r = Run(zklock, d, "sh", "-c", 'echo "$ZKLOCK_ENTRY"; sleep 60')
+    try:
+        entry = r.expect_line().strip()
+        env = {"ZKLOCK_DIR": d, "ZKLOCK_ENTRY": entry, "ZKLOCK_MODE": "exclusive"}
+        rc, _, err = zk(zklock, "-n", d, "true", env=env)
+        assert rc == 1, err                 # busy: it did not run inside
+    finally:
+        os.killpg(r.pid, signal.SIGTERM)
+        r.finish()
+
+
 # --- --confirm: "are we still the leader?" ---------------------------------------
 
 def test_confirm_in_the_command_says_held_then_lost(mount, zklock, zkc, scratch):

@@ -142,6 +142,53 @@ static int zkl_prepare(struct zkl_run *r)
 }
 
 /*
+ * Are we inside the command tree of a zklock that holds this very lock?
+ * Its environment says so (ZKLOCK_DIR, ZKLOCK_ENTRY, ZKLOCK_MODE), and the
+ * mount confirms it: it answers the entry's "user.zklockfs.confirm" only
+ * to the holder's process tree, after a round trip.  Then the tree holds
+ * the lock already and waiting would be waiting on our own parent: run
+ * the command at once (shared under exclusive too; exclusive under
+ * shared cannot be).  Return: -1 if not nested (take the lock), else the
+ * exit status (the command is not run).
+ */
+static int zkl_nested(struct zkl_run *r)
+{
+	const char *dir = getenv("ZKLOCK_DIR"), *entry = getenv("ZKLOCK_ENTRY");
+	const char *mode = getenv("ZKLOCK_MODE");
+	char val[16], *real;
+	bool same;
+	int err;
+
+	if (!dir || !entry || !*entry)
+		return -1;
+	real = realpath(dir, NULL);
+	same = real && strcmp(real, r->dir) == 0;
+	free(real);
+	if (!same)
+		return -1;
+	if (getxattr(entry, "user.zklockfs.confirm", val, sizeof(val)) < 0) {
+		if (errno != EIO && errno != ENOENT)
+			return -1;	/* not the tree of its holder: take it */
+		warnx("the lock %s that this runs under is lost", entry);
+		return ZKL_EXIT_LOST;
+	}
+	if (!r->o->shared && mode && strcmp(mode, "shared") == 0) {
+		warnx("%s is held shared by the zklock this runs under: it cannot be "
+		      "taken exclusive inside it", r->dir);
+		return ZKL_EXIT_CONFLICT;
+	}
+	if (r->o->verbose)
+		warnx("%s is held by the zklock this runs under: executing %s at once",
+		      r->dir, r->argv[0]);
+	fflush(NULL);
+	zkl_sig_restore(&r->orig_mask);
+	execvp(r->argv[0], r->argv);
+	err = errno;
+	warn("%s", r->argv[0]);
+	return err == ENOENT ? ZKL_EXIT_NOTFOUND : ZKL_EXIT_NOEXEC;
+}
+
+/*
  * Take the lock, with --verbose's report. Return: 0 with r->lockfd, or the
  * exit status to leave with (r->lockfd stays -1: -E may make that 0).
  */
@@ -326,7 +373,7 @@ int main(int argc, char **argv)
 		return ZKL_EXIT_OSERR;
 	}
 	status = zkl_prepare(&r);
-	if (!status)
+	if (!status && (status = zkl_nested(&r)) < 0)
 		status = zkl_acquire(&r);
 	if (r.lockfd >= 0)		/* not "-E 0" after a conflict */
 		status = zkl_run_command(&r);
