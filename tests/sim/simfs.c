@@ -208,8 +208,9 @@ static int joined(struct world *wd, struct fuse_req *r, struct sfd *f)
 			od = wd->fds[i].dw;
 	if (od < 0)			/* its own descriptor gave its part up */
 		for (int i = 0; i < wd->nfd; i++)
-			if (wd->fds[i].n && wd->fds[i].n->lr && wd->fds[i].n->lr->owner == o &&
-			    &wd->fds[i] != f && wd->fds[i].dw >= 0)
+			if (!wd->fds[i].closed && wd->fds[i].n && wd->fds[i].n->lr &&
+			    wd->fds[i].n->lr->owner == o && &wd->fds[i] != f &&
+			    wd->fds[i].dw >= 0)	/* open: its node lives */
 				od = wd->fds[i].dw;
 	d->ndone = 1;			/* never enqueued */
 	d->released = true;
