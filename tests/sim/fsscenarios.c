@@ -88,3 +88,38 @@ void lost_before_its_answer(struct world *wd)
 	       "w%d's OPEN holds the lock, and its descriptor says it is lost", x);
 	settle(wd);
 }
+
+/*
+ * Reentrant opens: the thread that holds the lock opens it twice more (a
+ * shared open over its exclusive hold among them), while a waiter of the
+ * same mount waits behind.  The descriptor that made the entry closes
+ * first: the entry stays for the two others, and the waiter waits; it is
+ * granted (a cohort hand-off) only when the last of them closes.
+ */
+void reentrant_last_close_hands_over(struct world *wd)
+{
+	int h, a, b, x, fh;
+
+	h = simfs_open(wd, 0, 0, ZKL_EXCLUSIVE, 0);
+	x = fs_waiter_behind(wd, h);
+	fh = wd->dws[h].fd;
+	a = simfs_open_by(wd, 0, 0, ZKL_EXCLUSIVE, 0, fh);
+	b = simfs_open_by(wd, 0, 0, ZKL_SHARED, 0, fh);
+	did(wd, true);
+	settle(wd);
+	expect(wd, wd->dws[h].nfds == 3 && wd->dws[a].released && wd->dws[b].released,
+	       "w%d's entry stands for 3 descriptors, no new entry", h);
+	simfs_close(wd, fh, &wd->dws[h]);	/* the one that made it, first */
+	did(wd, true);
+	settle(wd);
+	simfs_close(wd, simfs_fd_of(wd, h, false), &wd->dws[h]);
+	did(wd, true);
+	settle(wd);
+	expect(wd, waits(wd, x) && !wd->dws[h].released,
+	       "w%d waits while a descriptor stands for w%d's entry", x, h);
+	simfs_close(wd, simfs_fd_of(wd, h, false), &wd->dws[h]);
+	did(wd, true);
+	settle(wd);
+	expect(wd, wd->dws[h].released && granted(wd, x),
+	       "w%d holds once the last descriptor closed", x);
+}

@@ -45,5 +45,6 @@ void suspend(struct world *wd, int m);
 /* fsscenarios.c: the scenarios of the FUSE side */
 void interrupt_races_the_grant(struct world *wd);
 void lost_before_its_answer(struct world *wd);
+void reentrant_last_close_hands_over(struct world *wd);
 
 #endif

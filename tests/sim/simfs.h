@@ -33,12 +33,22 @@ void simfs_free(struct world *wd);
  * lock of @kind in lock @dir on mount @m.  Return: its dw id, or -1. */
 int simfs_open(struct world *wd, int m, int dir, enum zkl_kind kind, int flags);
 
+/* simfs_open_by() - simfs_open(), by the thread of descriptor @by (-1: as
+ * the driver chooses).  simfs_fd_of() - an open descriptor that stands for
+ * waiter @id's entry: the one that made it (@first), else a JOINED one;
+ * -1 if none. */
+int simfs_open_by(struct world *wd, int m, int dir, enum zkl_kind kind, int flags,
+		  int by);
+int simfs_fd_of(struct world *wd, int id, bool first);
+
 /* simfs_interrupt() - FUSE_INTERRUPT of the request @d waits in; with
  * @gone its caller dies of the signal (an OPEN's reply then finds nobody) */
 void simfs_interrupt(struct world *wd, struct dw *d, bool gone);
 
-/* simfs_release() - RELEASE of @d's descriptor (and maybe FORGET) */
+/* simfs_release() - RELEASE of one of the descriptors that stand for @d's
+ * entry, at random (and maybe FORGET); simfs_close() - of descriptor @fd */
 void simfs_release(struct world *wd, struct dw *d);
+void simfs_close(struct world *wd, int fd, struct dw *d);
 
 /* simfs_end() - the end: every descriptor still open is closed, every
  * node forgotten */

@@ -60,6 +60,12 @@ static void open_thread(struct world *wd, struct sfd *f, int id)
 
 int simfs_open(struct world *wd, int m, int dir, enum zkl_kind kind, int flags)
 {
+	return simfs_open_by(wd, m, dir, kind, flags, -1);
+}
+
+int simfs_open_by(struct world *wd, int m, int dir, enum zkl_kind kind, int flags,
+		  int by)
+{
 	struct simfs *s = wd->fs[m];
 	struct fuse_file_info fi = { 0 };
 	struct sfd *f;
@@ -79,7 +85,12 @@ int simfs_open(struct world *wd, int m, int dir, enum zkl_kind kind, int flags)
 	f->mount = m;
 	f->dir = dir;
 	f->dw = id;
-	open_thread(wd, f, id);
+	if (by >= 0) {			/* the script's choice */
+		f->tid = wd->fds[by].tid;
+		f->start = wd->fds[by].start;
+	} else {
+		open_thread(wd, f, id);
+	}
 	d = &wd->dws[id];
 	d->fd = fd;
 	d->tid = f->tid;
@@ -131,6 +142,16 @@ static void forget(struct world *wd, struct sfd *f)
 	node_forget(&wd->fs[f->mount]->fs, f->n, 1);
 }
 
+int simfs_fd_of(struct world *wd, int id, bool first)
+{
+	for (int i = 0; i < wd->nfd; i++)
+		if (wd->fds[i].dw == id && !wd->fds[i].closed &&
+		    (first ? wd->fds[i].n->lr->state != LR_JOINED :
+			     wd->fds[i].n->lr->state == LR_JOINED))
+			return i;
+	return -1;
+}
+
 /* A descriptor that stands for @d's entry, open: at random. */
 static struct sfd *fd_of_dw(struct world *wd, const struct dw *d)
 {
@@ -162,6 +183,13 @@ static bool part_done(struct world *wd, struct sfd *f, struct dw *d)
 void simfs_release(struct world *wd, struct dw *d)
 {
 	struct sfd *f = fd_of_dw(wd, d);
+
+	simfs_close(wd, f ? (int)(f - wd->fds) : -1, d);
+}
+
+void simfs_close(struct world *wd, int fd, struct dw *d)
+{
+	struct sfd *f = fd >= 0 ? &wd->fds[fd] : NULL;
 	struct zkl_info info;
 	struct node *gone;
 	char *path = NULL;
