@@ -117,6 +117,7 @@ static inline bool zkl_move_listed(const struct zkl_move *moves, size_t n, int f
 	X(CHECK,    CHECK,    "failed again")				\
 	ZKL_STALL_TO(X, CHECK)						\
 	X(OWNWATCH, OWNWATCH, "failed again")				\
+	X(OWNWATCH, CHECK,    "a listing failed too: redone, it arms the watch a waiter needs") \
 	ZKL_STALL_TO(X, OWNWATCH)					\
 	X(DELETE,   DELETE,   "failed again")				\
 	X(DELETE,   NONE,     "redone (zke_unstall_locked())")

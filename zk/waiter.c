@@ -315,6 +315,10 @@ void zke_set_entry_locked(struct zkl_waiter *w, enum entry to)
 void zke_stall_locked(struct zkl_waiter *w, enum stall what)
 {
 	ZKL_ASSERT_HELD(&w->e->lock);
+	/* a listing redone arms the own watch a waiter needs (zk/sem.c):
+	 * the watch's stall gives way to the listing's, not the other way */
+	if (w->stall == S_CHECK && what == S_OWNWATCH)
+		return;
 	/* a stalled step stalls again, or gives way to the delete */
 	check_move(w, "stall", MOVES(stall_moves), stall_names, w->stall, what);
 	if (w->stall == S_NONE)
