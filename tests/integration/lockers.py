@@ -157,6 +157,9 @@ while True:
     if not parts:
         continue
     c, args = parts[0], parts[1:]
+    main_fd = fd
+    if c == "fdop" and len(args) >= 2:    # fdop NFD CMD ...: CMD on NFD
+        fd, c, args = int(args[0]), args[1], args[2:]
     try:
         if c == "release":
             break
@@ -224,24 +227,11 @@ while True:
             socket.send_fds(s, [b"F"], [fd])
             s.close()
             out("ok")
-        elif c == "fdop":                  # on another descriptor: fdop NFD OP [ARG]
+        elif c == "flock":                 # flock sh|ex|un, nb: LOCK_NB
             import fcntl
-            nfd, op = int(args[0]), args[1]
-            if op in ("sh", "ex", "un", "shnb", "exnb"):
-                how = {"sh": fcntl.LOCK_SH, "ex": fcntl.LOCK_EX, "un": fcntl.LOCK_UN}
-                fcntl.flock(nfd, how[op[:2]] | (fcntl.LOCK_NB if op.endswith("nb") else 0))
-                out("ok")
-            elif op == "write":
-                out("ok %d" % os.write(nfd, bytes.fromhex(args[2]) if len(args) > 2 else b""))
-            elif op == "read":
-                out("ok " + os.pread(nfd, 1 << 21, 0).hex())
-            elif op == "fsync":
-                os.fsync(nfd)
-                out("ok")
-            elif op == "getxattr":
-                out("ok " + os.getxattr(nfd, args[2]).hex())
-            else:
-                out("error EBADCMD")
+            how = {"sh": fcntl.LOCK_SH, "ex": fcntl.LOCK_EX, "un": fcntl.LOCK_UN}
+            fcntl.flock(fd, how[args[0][:2]] | (fcntl.LOCK_NB if args[0].endswith("nb") else 0))
+            out("ok")
         elif c == "open":                  # a second open by this same thread
             path = bytes.fromhex(args[1]).decode("utf-8", "surrogateescape")
             nfd, e = raw_open(path, int(args[0]), 0o644)
@@ -250,6 +240,7 @@ while True:
             out("error EBADCMD")
     except OSError as ex:
         out("error %s" % ename(ex.errno))
+    fd = main_fd
 try:
     os.close(fd)
 except OSError:

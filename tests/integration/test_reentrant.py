@@ -107,9 +107,9 @@ def test_unlock_of_a_reentrant_descriptor_gives_up_its_part_only(mount):
     h = take(d, "a", RDWR)
     b = reopen(h, d, "b", RDWR)
     assert h.cmd("fdop %d write %s" % (b, b"x".hex())) == "error EBADF"
-    assert h.cmd("fdop %d sh" % b) == "error EDEADLK"
-    assert h.cmd("fdop %d ex" % b) == "ok"          # the kind held
-    h.ok("fdop %d un" % b)
+    assert h.cmd("fdop %d flock sh" % b) == "error EDEADLK"
+    assert h.cmd("fdop %d flock ex" % b) == "ok"          # the kind held
+    h.ok("fdop %d flock un" % b)
     assert entries(d) == [h.entry]
     assert lock_state(os.path.join(d, h.entry)) == "held"
     assert h.cmd("fdop %d read" % b) == "error ENOLCK"
