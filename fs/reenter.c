@@ -1,6 +1,7 @@
 /*
  * fs/reenter.c - who asks for a lock, and what it holds already: EDEADLK
- * and reentrant opens (see lockreq.h).
+ * and reentrant opens; and how the descriptors that stand for one entry
+ * leave it, the entry going with the last (see lockreq.h).
  *
  * A thread that holds a lock and opens it again gets a descriptor that
  * stands for the entry it holds (JOINED), as Curator's InterProcessMutex
@@ -145,4 +146,74 @@ enum lr_reentry lockreq_reenter(fuse_req_t req, struct node *n, enum zkl_kind ki
 	if (why)
 		zkl_log(LOG_NOTICE, "thread %d %s in %s", (int)tid, why, n->lr->dir);
 	return r;
+}
+
+/*
+ * @lr (JOINED) stands for nothing from now on.  Return: its owner's node
+ * if that was the last part of an entry whose own descriptor is closed
+ * or parted: it goes now.  Under fs->lock.
+ */
+static struct node *unjoin_locked(struct lockreq *lr)
+{
+	struct lockreq *o = lr->owner, **pp;
+
+	ZKL_ASSERT_HELD(&lr->node->fs->lock);
+	for (pp = &o->joined; *pp && *pp != lr; pp = &(*pp)->jnext)
+		;
+	if (*pp)
+		*pp = lr->jnext;
+	lr->jnext = NULL;
+	lr->owner = NULL;
+	o->njoined--;
+	lockreq_set_state_locked(lr, LR_IDLE);
+	free(lr->node->path);		/* a copy of the entry's, never hashed */
+	lr->node->path = NULL;
+	return !o->njoined && (o->closed || o->parted) ? o->node : NULL;
+}
+
+struct node *lockreq_close(struct zklfs *fs, struct node *n)
+{
+	struct lockreq *lr = n->lr;
+	struct fuse_pollhandle *ph;
+	struct node *gone;
+
+	zkl_mutex_lock(&fs->lock);
+	ph = lr->ph;
+	lr->ph = NULL;
+	if (lr->state == LR_JOINED) {
+		gone = unjoin_locked(lr);
+	} else {
+		lr->closed = true;
+		gone = lr->njoined ? NULL : n;	/* else it stays for the others */
+	}
+	zkl_mutex_unlock(&fs->lock);
+	if (ph)
+		fs->reply->drop_poll(ph);
+	return gone;
+}
+
+void lockreq_end(struct zklfs *fs, struct node *gone)
+{
+	bool closed;
+
+	zkl_mutex_lock(&fs->lock);
+	closed = gone->lr->closed;
+	zkl_mutex_unlock(&fs->lock);
+	if (closed)
+		lockreq_drop(fs, gone);		/* may free it: FORGET came */
+	else
+		lockreq_giveback(fs, gone);	/* its descriptor stays open */
+}
+
+struct node *lockreq_part(struct zklfs *fs, struct node *n)
+{
+	struct node *gone = NULL;
+
+	zkl_mutex_lock(&fs->lock);
+	if (n->lr->state == LR_JOINED)
+		gone = unjoin_locked(n->lr);
+	else if (n->lr->njoined)
+		n->lr->parted = true;
+	zkl_mutex_unlock(&fs->lock);
+	return gone;
 }

@@ -1,5 +1,5 @@
 """What one user can cost the others, and what users' bytes can do to the
-log and the terminal (issue 12, points 6 and 8).
+log and the terminal.
 
   * docs/SPEC.md "Users and permissions": "a path longer than 4,096 bytes
     or deeper than 64 levels below ROOT is ENAMETOOLONG": the 64th level and
@@ -165,7 +165,7 @@ def vm_rss_kib(pid):
 
 
 def test_400_nested_250_byte_names_stop_at_the_bound(mount, zkc):
-    """The issue's measure: mkdir -p of 400 levels of 250-byte names."""
+    """mkdir -p of 400 levels of 250-byte names."""
     m = mount()
     rss0 = vm_rss_kib(m.pid)
     fd = os.open(m.path, os.O_RDONLY | os.O_DIRECTORY)

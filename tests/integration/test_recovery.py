@@ -1,4 +1,4 @@
-"""Recovery after a create whose outcome is unknown (issue 12, point 10).
+"""Recovery after a create whose outcome is unknown.
 
 When a create's reply is lost with the connection, the daemon lists the
 queue and adopts the entry whose data ends in its nonce line ("zkl=<hex>").
