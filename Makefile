@@ -11,6 +11,10 @@ BUILD   ?= build
 # `make run` installs libfuse3-dev (deps) only after make has read it.
 FUSE_CFLAGS = $(shell pkg-config --cflags fuse3 2>/dev/null)
 FUSE_LIBS   = $(shell pkg-config --libs fuse3 2>/dev/null || echo -lfuse3)
+# the first line of every recipe that compiles against libfuse: a missing
+# libfuse3-dev says so, rather than "fuse_opt.h: No such file or directory"
+NEED_FUSE   = @pkg-config --exists fuse3 || { echo "libfuse3-dev (fuse3.pc) is \
+	missing: run tools/install-deps (or make deps)" >&2; exit 1; }
 
 WARN     = -std=c11 -Wpedantic -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes
 CPPFLAGS = -I. -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 -DTHREADED $(FUSE_CFLAGS)
@@ -36,9 +40,11 @@ UNIT_BIN = $(UNIT:%=$(BUILD)/unit/test_%)
 all: $(BUILD)/zklockfs $(BUILD)/zklock $(BUILD)/zkbench
 
 $(BUILD)/zklockfs: $(SRC) $(HDR) | $(BUILD)
+	$(NEED_FUSE)
 	$(CC) $(WARN) $(CPPFLAGS) $(CFLAGS) -o $@ $(SRC) $(LDLIBS)
 
 $(BUILD)/asan/zklockfs: $(SRC) $(HDR)
+	$(NEED_FUSE)
 	@mkdir -p $(@D)
 	$(CC) $(WARN) $(CPPFLAGS) -O1 -g $(SAN) -o $@ $(SRC) $(LDLIBS)
 
@@ -67,17 +73,22 @@ $(BUILD)/unit/test_adopt:  tests/unit/test_adopt.c
 $(BUILD)/unit/test_mutex:  tests/unit/test_mutex.c zk/mutex.c
 $(BUILD)/unit/test_tid:    tests/unit/test_tid.c
 $(UNIT_BIN): $(HDR)
+	$(NEED_FUSE)
 	@mkdir -p $(@D)
 	$(CC) $(WARN) $(CPPFLAGS) -O1 -g $(SAN) -o $@ $(filter %.c,$^) -lcmocka $(LDLIBS)
 
-unit: $(UNIT_BIN)
+# `make unit` builds them all; `make unit T=grant` builds and runs test_grant
+unit: $(if $(T),$(BUILD)/unit/test_$(T),$(UNIT_BIN))
+ifdef T
+	$(BUILD)/unit/test_$(T)
+endif
 
 # deterministic simulation (tests/sim/README.md): the engine over simulated
 # sessions and a simulated ZooKeeper; no zk/session.c, no zk/transport.c, no
 # zk/log.c (the simulator logs into its trace).  `make sim` runs SEEDS seeds
 # from SEED_FIRST; `make sim SEED=x` replays seed x with a trace;
 # `make sim SCENARIO=name` replays a scripted scenario with a trace.
-# check-sim runs every scenario and the bounded range that check-unit runs.
+# check-sim (part of make check) runs every scenario and SIM_CHECK_SEEDS seeds.
 SIM_SRC   = $(ENGINE_SRC) zk/grant.c zk/limit.c zk/naming.c zk/errno.c zk/escape.c \
 	    fs/node.c fs/lockreq.c fs/reenter.c fs/lrquery.c fs/fdlock.c \
 	    tests/sim/sim.c tests/sim/actions.c tests/sim/simfs.c tests/sim/simfsact.c tests/sim/check.c tests/sim/script.c tests/sim/scenarios.c tests/sim/fsscenarios.c tests/sim/simnet.c tests/sim/simsess.c tests/sim/simzk.c
@@ -117,11 +128,11 @@ deps:
 	@tools/install-deps
 
 check: deps
-	$(MAKE) check-unit check-integration check-asan
+	$(MAKE) check-unit check-sim check-integration check-asan
 
+# the unit tests, and docs/DESIGN.md's tables of moves against their lists
 check-unit: unit check-moves
 	@set -e; for t in $(UNIT_BIN); do $$t; done
-	$(MAKE) check-sim
 
 # docs/DESIGN.md's tables of the waiter's moves are printed from zk/moves.h,
 # the list the checker enforces: the copy between the markers must match
