@@ -130,9 +130,11 @@ deps:
 check: deps
 	$(MAKE) check-unit check-sim check-integration check-asan
 
-# the unit tests, and docs/DESIGN.md's tables of moves against their lists
+# the unit tests, docs/DESIGN.md's tables of moves against their lists, and
+# every source file named where a newcomer looks for it (tools/check-layout)
 check-unit: unit check-moves
 	@set -e; for t in $(UNIT_BIN); do $$t; done
+	@tools/check-layout
 
 # docs/DESIGN.md's tables of the waiter's moves are printed from zk/moves.h,
 # the list the checker enforces: the copy between the markers must match
