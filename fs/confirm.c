@@ -24,19 +24,6 @@ struct confirm {
 
 static void send_sync(struct confirm *c);
 
-/* Answer @all: EIO unless @held; an FSYNC's with @derr, a data send's
- * error not reported yet.  Frees the list.  Without fs->lock. */
-static void answer(struct zklfs *fs, struct lr_wait *all, bool held, int derr)
-{
-	while (all) {
-		struct lr_wait *next = all->next;
-
-		all->answer(fs, all->req, all->size, !held ? EIO : all->data ? derr : 0);
-		free(all);
-		all = next;
-	}
-}
-
 static void confirm_free(struct confirm *c)
 {
 	free(c->dir);
@@ -86,7 +73,7 @@ static void finish(struct confirm *c, int rc)
 		zkl_entry_gone(gone);
 		lockreq_unpin(fs, n);
 	}
-	answer(fs, now, held, derr);
+	lockreq_answer_waits(fs, now, held, derr);
 	if (again)
 		send_sync(c);
 	else

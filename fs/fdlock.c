@@ -23,10 +23,12 @@ static void giveback(struct zklfs *fs, struct node *n)
 	lockreq_giveback(fs, n);
 }
 
-/*
- * LOCK_SH, LOCK_EX or LOCK_UN on the holder's descriptor of @n; with @nb
- * fail rather than wait.
- */
+void fdlock_end(struct zklfs *fs, struct node *gone)
+{
+	zklfs_wbuf_close(fs, gone);	/* the data before the delete */
+	lockreq_end(fs, gone);
+}
+
 /*
  * @op on a descriptor whose entry others stand for too (reentrant opens:
  * it is JOINED, or JOINED ones stand for its entry): the kind held is 0,
@@ -56,10 +58,8 @@ static void shared_entry_answer(fuse_req_t req, struct node *n, int op, int err)
 
 	if (op == LOCK_UN) {
 		gone = lockreq_part(fs, n);
-		if (gone) {
-			zklfs_wbuf_close(fs, gone);	/* the data before the delete */
-			lockreq_end(fs, gone);
-		}
+		if (gone)
+			fdlock_end(fs, gone);
 	} else if (err == EDEADLK) {
 		zkl_log(LOG_NOTICE, "lock request on a descriptor whose entry other "
 			"descriptors stand for: EDEADLK");

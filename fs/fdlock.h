@@ -5,8 +5,9 @@
  *
  * Depends on: fs/lockreq.h (the request, answered later from the engine),
  * fs/wbuf.h (the holder's data goes before its entry).  The handlers
- * (fs/flock.c) call it once they know the request is a whole-file lock on
- * a holder's descriptor; the simulator (tests/sim/simfs.c) calls it as
+ * (fs/flock.c) call fdlock_op() once they know the request is a
+ * whole-file lock on a holder's descriptor, and RELEASE (fs/lockops.c)
+ * fdlock_end(); the simulator (tests/sim/simfs.c) calls fdlock_op() as
  * they do.
  */
 #ifndef FS_FDLOCK_H
@@ -21,5 +22,12 @@
  * is granted or refused.  FUSE thread, without fs->lock.
  */
 void fdlock_op(fuse_req_t req, struct node *n, int op, bool nb);
+
+/*
+ * fdlock_end() - the entry of @gone goes (the last descriptor that stood
+ * for it closed, or gave its part up): its data sent first
+ * (zklfs_wbuf_close()), then lockreq_end().  FUSE thread, without fs->lock.
+ */
+void fdlock_end(struct zklfs *fs, struct node *gone);
 
 #endif

@@ -4,7 +4,7 @@
  * fs/lockreq.c), RELEASE (the data sent, the lock given back), POLL (the
  * holder told of a loss).  And the end of a lock node (zklfs_lock_node_end).
  *
- * Depends on: fs/handlers.h, fs/lockreq.h, fs/wbuf.h, fs/attr.h.  FUSE
+ * Depends on: fs/handlers.h, fs/lockreq.h, fs/fdlock.h, fs/wbuf.h, fs/attr.h.  FUSE
  * thread, every handler; fs->lock briefly, never across a reply.
  */
 #include "fs/handlers.h"
@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 
 #include "fs/attr.h"
+#include "fs/fdlock.h"
 #include "fs/lockreq.h"
 #include "fs/wbuf.h"
 #include "zk/log.h"
@@ -92,10 +93,8 @@ void zklfs_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		/* the entry goes with its last descriptor (reentrant opens) */
 		struct node *gone = lockreq_close(fs, n);
 
-		if (gone) {
-			zklfs_wbuf_close(fs, gone);	/* the data before the delete */
-			lockreq_end(fs, gone);
-		}
+		if (gone)
+			fdlock_end(fs, gone);
 	}
 	fuse_reply_err(req, 0);
 }

@@ -262,16 +262,13 @@ void lockreq_unpin(struct zklfs *fs, struct node *n)
 void lockreq_entry_gone(struct zklfs *fs, const char *path)
 {
 	struct zkl_waiter *w = NULL;
-	struct node *n = NULL;
+	struct node *n;
 
+	/* a held entry's node is found by its path (lock_answer()) */
 	zkl_mutex_lock(&fs->lock);
-	for (unsigned i = 0; i < ZKLFS_TID_BUCKETS && !w; i++)
-		for (struct lockreq *l = fs->locks[i]; l && !w; l = l->lnext)
-			if (l->state == LR_HELD && l->node->path &&
-			    strcmp(l->node->path, path) == 0) {
-				n = l->node;
-				w = lockreq_pin_locked(l);
-			}
+	n = node_find_locked(fs, path);
+	if (n && n->lr && n->lr->state == LR_HELD)
+		w = lockreq_pin_locked(n->lr);
 	zkl_mutex_unlock(&fs->lock);
 	if (!w)
 		return;
@@ -418,13 +415,12 @@ static struct lr_wait *confirm_take_locked(struct lockreq *lr, bool let_go)
 	return all;
 }
 
-/* Answer the requests @all EIO.  Without fs->lock. */
-static void confirm_fail(struct zklfs *fs, struct lr_wait *all)
+void lockreq_answer_waits(struct zklfs *fs, struct lr_wait *all, bool held, int derr)
 {
 	while (all) {
 		struct lr_wait *next = all->next;
 
-		all->answer(fs, all->req, all->size, EIO);
+		all->answer(fs, all->req, all->size, !held ? EIO : all->data ? derr : 0);
 		free(all);
 		all = next;
 	}
@@ -464,7 +460,7 @@ void lockreq_drop(struct zklfs *fs, struct node *n)
 	if (gone && n->hashed)
 		node_unhash_locked(fs, n);
 	zkl_mutex_unlock(&fs->lock);
-	confirm_fail(fs, fsyncs);
+	lockreq_answer_waits(fs, fsyncs, false, 0);
 	if (w) {
 		zkl_release(w);
 		zklfs_xc_changed(fs);	/* its entry goes */
@@ -528,7 +524,7 @@ static void holder_event(struct zkl_waiter *w, void *arg, bool lost)
 	ph = lr->ph;
 	lr->ph = NULL;
 	zkl_mutex_unlock(&fs->lock);
-	confirm_fail(fs, fsyncs);
+	lockreq_answer_waits(fs, fsyncs, false, 0);
 	if (ph)
 		fs->reply->notify_poll(ph);
 	for (unsigned i = 0; i < nj; i++)

@@ -85,6 +85,13 @@ struct lr_confirm {
 	struct lr_wait *now, *next;
 };
 
+/*
+ * lockreq_answer_waits() - answer the requests @all and free the list: EIO
+ * unless @held, else 0, or @derr for an FSYNC (a data send's error not
+ * reported yet).  Any thread, without fs->lock.
+ */
+void lockreq_answer_waits(struct zklfs *fs, struct lr_wait *all, bool held, int derr);
+
 /* A lock node's request; every field under fs->lock. */
 struct lockreq {
 	struct node *node;		/* whose: fixed */

@@ -128,17 +128,22 @@ void node_hash_locked(struct zklfs *fs, struct node *n)
 	n->hashed = true;
 }
 
-void node_unhash_path_locked(struct zklfs *fs, const char *path)
+struct node *node_find_locked(struct zklfs *fs, const char *path)
 {
 	struct node *n = fs->htab[zkn_hash(path) % fs->hsize];
 
 	ZKL_ASSERT_HELD(&fs->lock);
-	for (; n; n = n->hnext) {
-		if (strcmp(n->path, path) == 0) {
-			node_unhash_locked(fs, n);
-			return;
-		}
-	}
+	while (n && strcmp(n->path, path) != 0)
+		n = n->hnext;
+	return n;
+}
+
+void node_unhash_path_locked(struct zklfs *fs, const char *path)
+{
+	struct node *n = node_find_locked(fs, path);
+
+	if (n)
+		node_unhash_locked(fs, n);
 }
 
 struct node *node_lookup_locked(struct zklfs *fs, const char *path,
@@ -151,9 +156,7 @@ struct node *node_lookup_locked(struct zklfs *fs, const char *path,
 		fs->root->nlookup++;
 		return fs->root;
 	}
-	for (n = fs->htab[zkn_hash(path) % fs->hsize]; n; n = n->hnext)
-		if (strcmp(n->path, path) == 0)
-			break;
+	n = node_find_locked(fs, path);
 	if (n && (n->type == type || (n->type == NODE_PENDING && type == NODE_FILE))) {
 		n->nlookup++;
 		return n;

@@ -71,6 +71,9 @@ void node_hash_locked(struct zklfs *fs, struct node *n);
 /* node_unhash_locked() - @n is no longer found by its path. */
 void node_unhash_locked(struct zklfs *fs, struct node *n);
 
+/* node_find_locked() - the node found by @path, or NULL; counts no lookup. */
+struct node *node_find_locked(struct zklfs *fs, const char *path);
+
 /* node_unhash_path_locked() - forget whatever node stands for @path. */
 void node_unhash_path_locked(struct zklfs *fs, const char *path);
 

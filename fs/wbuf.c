@@ -299,6 +299,24 @@ static void wb_tick_run(void *arg, bool go)
  * offset 0 starts it afresh, a write further on continues it as in a file
  * (the kernel splits one large write(2) into several).
  */
+/*
+ * Why the holder's descriptor @fi of @n may not change the entry's data
+ * (write, truncate): lockreq_holder_errno()'s EIO or ENOLCK, or EBADF for a
+ * reentrant descriptor (the one that took the lock writes its entry).
+ * Return: 0, or that errno.
+ */
+static int write_errno(struct zklfs *fs, struct node *n, const struct fuse_file_info *fi)
+{
+	int err = lockreq_holder_errno(fs, n, fi);
+
+	if (!err && lockreq_joined(fs, n)) {
+		zkl_log(LOG_NOTICE, "write to a reentrant descriptor refused: the "
+			"descriptor that took the lock writes its entry");
+		err = EBADF;
+	}
+	return err;
+}
+
 void zklfs_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
 		 off_t off, struct fuse_file_info *fi)
 {
@@ -314,12 +332,7 @@ void zklfs_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
 		fuse_reply_err(req, EACCES);
 		return;
 	}
-	err = lockreq_holder_errno(fs, n, fi);
-	if (!err && lockreq_joined(fs, n)) {
-		zkl_log(LOG_NOTICE, "write to a reentrant descriptor refused: the "
-			"descriptor that took the lock writes its entry");
-		err = EBADF;
-	}
+	err = write_errno(fs, n, fi);
 	if (err) {
 		fuse_reply_err(req, err);
 		return;
@@ -380,12 +393,7 @@ void zklfs_wbuf_setsize(fuse_req_t req, struct node *n, off_t size,
 		fuse_reply_err(req, EACCES);
 		return;
 	}
-	err = lockreq_holder_errno(fs, n, fi);
-	if (!err && lockreq_joined(fs, n)) {
-		zkl_log(LOG_NOTICE, "write to a reentrant descriptor refused: the "
-			"descriptor that took the lock writes its entry");
-		err = EBADF;
-	}
+	err = write_errno(fs, n, fi);
 	if (err) {
 		fuse_reply_err(req, err);
 		return;

@@ -142,6 +142,19 @@ static int zkl_prepare(struct zkl_run *r)
 }
 
 /*
+ * Does the lock of the entry @entry still hold, as a round trip to
+ * ZooKeeper shows now?  The mount answers the entry's
+ * "user.zklockfs.confirm" only to the process tree of its holder.
+ * Return: 0, or the errno (EPERM: not that tree; EIO, ENOENT: not held).
+ */
+static int zkl_confirm_entry(const char *entry)
+{
+	char val[16];
+
+	return getxattr(entry, "user.zklockfs.confirm", val, sizeof(val)) < 0 ? errno : 0;
+}
+
+/*
  * Are we inside the command tree of a zklock that holds this very lock?
  * Its environment says so (ZKLOCK_DIR, ZKLOCK_ENTRY, ZKLOCK_MODE), and the
  * mount confirms it: it answers the entry's "user.zklockfs.confirm" only
@@ -155,7 +168,7 @@ static int zkl_nested(struct zkl_run *r)
 {
 	const char *dir = getenv("ZKLOCK_DIR"), *entry = getenv("ZKLOCK_ENTRY");
 	const char *mode = getenv("ZKLOCK_MODE");
-	char val[16], *real;
+	char *real;
 	bool same;
 	int err;
 
@@ -166,8 +179,9 @@ static int zkl_nested(struct zkl_run *r)
 	free(real);
 	if (!same)
 		return -1;
-	if (getxattr(entry, "user.zklockfs.confirm", val, sizeof(val)) < 0) {
-		if (errno != EIO && errno != ENOENT)
+	err = zkl_confirm_entry(entry);
+	if (err) {
+		if (err != EIO && err != ENOENT)
 			return -1;	/* not the tree of its holder: take it */
 		warnx("the lock %s that this runs under is lost", entry);
 		return ZKL_EXIT_LOST;
@@ -182,10 +196,7 @@ static int zkl_nested(struct zkl_run *r)
 		      r->dir, r->argv[0]);
 	fflush(NULL);
 	zkl_sig_restore(&r->orig_mask);
-	execvp(r->argv[0], r->argv);
-	err = errno;
-	warn("%s", r->argv[0]);
-	return err == ENOENT ? ZKL_EXIT_NOTFOUND : ZKL_EXIT_NOEXEC;
+	return zkl_tree_exec(r);
 }
 
 /*
@@ -331,21 +342,22 @@ static int zkl_metrics(const char *mnt)
 static int zkl_confirm(void)
 {
 	const char *entry = getenv("ZKLOCK_ENTRY");
-	char val[16];
+	int err;
 
 	if (!entry || !*entry) {
 		warnx("--confirm: ZKLOCK_ENTRY is not set: run it from a command that "
 		      "zklock runs");
 		return ZKL_EXIT_USAGE;
 	}
-	if (getxattr(entry, "user.zklockfs.confirm", val, sizeof(val)) >= 0)
+	err = zkl_confirm_entry(entry);
+	if (!err)
 		return 0;
-	if (errno == EPERM)
+	if (err == EPERM)
 		warnx("--confirm: %s: not held by a zklock this process runs under", entry);
-	else if (errno == ENODATA || errno == ENOTSUP)
+	else if (err == ENODATA || err == ENOTSUP)
 		warnx("--confirm: %s: not a lock this mount holds", entry);
 	else
-		warnx("--confirm: %s: the lock is not held: %s", entry, strerror(errno));
+		warnx("--confirm: %s: the lock is not held: %s", entry, strerror(err));
 	return ZKL_EXIT_LOST;
 }
 

@@ -50,17 +50,23 @@
 static void __attribute__((noreturn)) zkl_exec_command(struct zkl_run *r,
 							pid_t parent)
 {
-	int err;
-
 	zkl_sig_restore(&r->orig_mask);
 	if (prctl(PR_SET_PDEATHSIG, SIGTERM) < 0)
 		warn("prctl(PR_SET_PDEATHSIG)");
 	if (getppid() != parent)	/* zklock died before prctl() */
 		_exit(ZKL_EXIT_LOST);
+	_exit(zkl_tree_exec(r));
+}
+
+/* See tree.h. */
+int zkl_tree_exec(struct zkl_run *r)
+{
+	int err;
+
 	execvp(r->argv[0], r->argv);
 	err = errno;
 	warn("%s", r->argv[0]);
-	_exit(err == ENOENT ? ZKL_EXIT_NOTFOUND : ZKL_EXIT_NOEXEC);
+	return err == ENOENT ? ZKL_EXIT_NOTFOUND : ZKL_EXIT_NOEXEC;
 }
 
 /* See tree.h. */

@@ -28,6 +28,13 @@
 int zkl_tree_spawn(struct zkl_run *r);
 
 /*
+ * zkl_tree_exec() - exec r->argv in this process, as it is (the caller
+ * sets the signal mask); on failure say why.
+ * Return: only on failure: 127 if not found, 126 if not executable.
+ */
+int zkl_tree_exec(struct zkl_run *r);
+
+/*
  * zkl_tree_supervise() - wait for the command and everything it started,
  * watching r->lockfd (zklockfs wakes poll() with POLLERR|POLLHUP when the
  * lock is lost) and r->sigfd. The tree is ended (SIGTERM and SIGCONT;
