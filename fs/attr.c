@@ -39,6 +39,13 @@ void zklfs_fill_attr(struct zklfs *fs, struct stat *st, fuse_ino_t ino,
 		ms_to_ts(zs->ctime, &st->st_ctim);
 		ms_to_ts(zs->mtime, &st->st_mtim);
 		st->st_atim = st->st_mtim;
+	} else if (type == NODE_LOCKFILE) {
+		/* anyone may open it (exec 9>F); only a holder writes */
+		st->st_mode = S_IFREG | 0666;
+		st->st_nlink = 1;
+		ms_to_ts(zs->ctime, &st->st_ctim);
+		ms_to_ts(zs->mtime, &st->st_mtim);
+		st->st_atim = st->st_mtim;
 	} else {
 		st->st_mode = S_IFREG | 0644;
 		st->st_nlink = 1;
@@ -256,7 +263,7 @@ uid_t zklfs_owner(struct zklfs *fs, const char *path, enum node_type type,
 {
 	uid_t uid = fs->uid;
 
-	if (type == NODE_DIR) {
+	if (type == NODE_DIR || type == NODE_LOCKFILE) {
 		struct dirowner *d;
 
 		zkl_mutex_lock(&fs->owners_mu);

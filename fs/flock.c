@@ -302,8 +302,9 @@ void zklfs_getlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 	kind = lock->l_type == F_WRLCK ? ZKL_EXCLUSIVE : ZKL_SHARED;
 	op = calloc(1, sizeof(*op));
 	zkl_mutex_lock(&fs->lock);
-	dir = n->lr ? strdup(n->lr->dir) : n->path ?
-	      strndup(n->path, zkn_parent_len(n->path)) : NULL;
+	dir = n->lr ? strdup(n->lr->dir) : !n->path ? NULL :
+	      n->type == NODE_LOCKFILE ? strdup(n->path) :	/* the lock itself */
+	      strndup(n->path, zkn_parent_len(n->path));
 	if (op) {
 		op->has_own = holder_fd(n, fi) && n->lr->w && lockreq_granted(n->lr);
 		op->own = n->lr ? n->lr->seq : 0;

@@ -73,6 +73,28 @@ void zklfs_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		   struct fuse_file_info *fi);
 void zklfs_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 
+/* fs/fdops.c: the table's handlers of a file's requests, a lock file's
+ * (fs/lockfile.h) or an entry's (above); and FLUSH, a lock file's only */
+void zklfs_fd_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
+		    mode_t mode, dev_t rdev);
+void zklfs_fd_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void zklfs_fd_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void zklfs_fd_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void zklfs_fd_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		   struct fuse_file_info *fi);
+void zklfs_fd_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
+		    off_t off, struct fuse_file_info *fi);
+void zklfs_fd_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
+		    struct fuse_file_info *fi);
+void zklfs_fd_poll(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
+		   struct fuse_pollhandle *ph);
+void zklfs_fd_flock(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
+		    int op);
+void zklfs_fd_getlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
+		    struct flock *lock);
+void zklfs_fd_setlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
+		    struct flock *lock, int sleep);
+
 /* zklfs_dirlists_free() - at exit: the listings of directories still
  * open.  Main thread. */
 void zklfs_dirlists_free(struct zklfs *fs);

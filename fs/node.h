@@ -19,8 +19,13 @@
 enum node_type {
 	NODE_DIR,	/* persistent znode: a lock and/or a folder of locks */
 	NODE_FILE,	/* ephemeral znode: a queue entry */
-	NODE_PENDING,	/* made by MKNOD: becomes a lock request at OPEN */
+	NODE_PENDING,	/* made by MKNOD: becomes a lock request at OPEN;
+			   or a lock file's lock record (fs/lockfile.h) */
+	NODE_LOCKFILE,	/* -o lockfiles: a persistent znode shown as a
+			   regular file, locked with flock/fcntl */
 };
+
+struct lfrec;
 
 struct node {
 	struct zklfs *fs;
@@ -37,6 +42,10 @@ struct node {
 	struct lockreq *lr;		/* NODE_PENDING only: its lock request,
 					   set at MKNOD, freed with the node
 					   (fs/lockreq.h) */
+	struct lfrec *recs;		/* NODE_LOCKFILE: its lock owners'
+					   records (fs/lockfile.c); fs->lock */
+	unsigned nopen;			/* NODE_LOCKFILE: its open descriptors;
+					   fs->lock */
 };
 
 /*

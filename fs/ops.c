@@ -14,6 +14,7 @@
 
 #include "fs/attr.h"
 #include "fs/limits.h"
+#include "fs/lockfile.h"
 #include "fs/lockreq.h"
 #include "fs/wbuf.h"
 #include "fs/xcache.h"
@@ -31,28 +32,35 @@
 
 /* lookup ---------------------------------------------------------------- */
 
+/* What stat and the kernel see of a node's type: a lock node is a file. */
+static enum node_type shown_type(const struct node *n)
+{
+	return n->type == NODE_PENDING ? NODE_FILE : n->type;
+}
+
 static void reply_entry(struct zop *op, struct node *n, const struct Stat *zs)
 {
-	enum node_type type = n->type == NODE_DIR ? NODE_DIR : NODE_FILE;
+	enum node_type type = shown_type(n);
 	struct fuse_entry_param e;
 
 	memset(&e, 0, sizeof(e));
 	e.ino = n->ino;
 	zklfs_fill_attr(op->fs, &e.attr, n->ino, type, zs,
 			zklfs_owner(op->fs, op->path, type, zs));
-	/* directories live long; entries come and go behind our back */
-	e.entry_timeout = e.attr_timeout = n->type == NODE_DIR ? 1.0 : 0.0;
+	/* directories and lock files live long; entries come and go */
+	e.entry_timeout = e.attr_timeout = type == NODE_FILE ? 0.0 : 1.0;
 	if (fuse_reply_entry(op->req, &e) != 0)
 		node_forget(op->fs, n, 1);
 }
 
-/* Answer the LOOKUP @op with the znode whose Stat is @zs, and free @op. */
-static void lookup_reply(struct zop *op, const struct Stat *zs)
+/* Answer the LOOKUP @op with the znode of @type whose Stat is @zs, and
+ * free @op. */
+static void lookup_reply(struct zop *op, const struct Stat *zs, enum node_type type)
 {
 	struct node *n;
 
 	zkl_mutex_lock(&op->fs->lock);
-	n = node_lookup_locked(op->fs, op->path, zs->ephemeralOwner ? NODE_FILE : NODE_DIR);
+	n = node_lookup_locked(op->fs, op->path, type);
 	zkl_mutex_unlock(&op->fs->lock);
 	if (!n) {
 		fuse_reply_err(op->req, ENOMEM);
@@ -60,6 +68,53 @@ static void lookup_reply(struct zop *op, const struct Stat *zs)
 		reply_entry(op, n, zs);
 	}
 	zop_free(op);
+}
+
+/* An unmarked znode with children, on a lockfiles mount: they tell. */
+static void lookup_kids_done(int rc, const struct String_vector *sv,
+			     const struct Stat *zs, const void *data)
+{
+	struct zop *op = (struct zop *)data;
+
+	if (rc != ZOK) {
+		zop_fail(op, rc);
+		return;
+	}
+	lookup_reply(op, zs, lf_children_class(sv) == LF_FOLDER ? NODE_DIR : NODE_LOCKFILE);
+}
+
+static int lookup_kids_send(struct zop *op)
+{
+	return zklfs_zchildren(op->fs, op->zks, op->path, lookup_kids_done, op);
+}
+
+/*
+ * Answer the LOOKUP @op of the znode @zs (its data @value, @len bytes):
+ * a directory or an entry; on a lockfiles mount a folder or a lock file,
+ * and entries are not shown.
+ */
+static void lookup_found(struct zop *op, const struct Stat *zs, const char *value,
+			 int len)
+{
+	if (!op->fs->conf->lockfiles) {
+		lookup_reply(op, zs, zs->ephemeralOwner ? NODE_FILE : NODE_DIR);
+		return;
+	}
+	if (zs->ephemeralOwner) {
+		zop_fail(op, ZNONODE);
+		return;
+	}
+	switch (lf_classify(zs, value, len)) {
+	case LF_FOLDER:
+		lookup_reply(op, zs, NODE_DIR);
+		break;
+	case LF_LOCKFILE:
+		lookup_reply(op, zs, NODE_LOCKFILE);
+		break;
+	case LF_ASK_CHILDREN:
+		zop_send(op, zklfs_session(op->fs, op->path), lookup_kids_send);
+		break;
+	}
 }
 
 static void lookup_done(int rc, const char *value, int len,
@@ -76,7 +131,7 @@ static void lookup_done(int rc, const char *value, int len,
 		return;
 	}
 	zklfs_xc_put_stat(op->fs, zop_pid(op), op->path, zs, value, len);
-	lookup_reply(op, zs);
+	lookup_found(op, zs, value, len);
 }
 
 static int lookup_send(struct zop *op)
@@ -119,6 +174,8 @@ static void zklfs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	struct zkl_child c;
 	struct Stat zs;
 	struct zop *op;
+	char *data;
+	int len;
 
 	if (strlen(name) > ZKN_NAME_MAX) {
 		zkl_log(LOG_NOTICE, "name of %zu bytes refused: at most %d",
@@ -157,8 +214,9 @@ static void zklfs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	default:
 		break;
 	}
-	if (zklfs_xc_stat(fs, zop_pid(op), op->path, &zs, NULL, NULL)) {
-		lookup_reply(op, &zs);	/* this process looked a moment ago */
+	if (zklfs_xc_stat(fs, zop_pid(op), op->path, &zs, &data, &len)) {
+		lookup_found(op, &zs, data, len);	/* this process looked a moment ago */
+		free(data);
 		return;
 	}
 	zop_send(op, zklfs_session(fs, p->path), lookup_send);
@@ -192,7 +250,7 @@ static void getattr_reply(struct zop *op, const struct Stat *zs)
 	zklfs_fill_attr(op->fs, &st, op->node->ino, op->type, zs,
 			zklfs_owner(op->fs, op->path, op->type, zs));
 	zklfs_wbuf_attr(op->fs, op->node, &st);	/* written, not yet sent */
-	fuse_reply_attr(op->req, &st, op->type == NODE_DIR ? 1.0 : 0.0);
+	fuse_reply_attr(op->req, &st, op->type == NODE_FILE ? 0.0 : 1.0);
 	zop_free(op);
 }
 
@@ -236,12 +294,13 @@ static void zklfs_getattr(fuse_req_t req, fuse_ino_t ino,
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
-	op->type = n->type == NODE_DIR ? NODE_DIR : NODE_FILE;
+	op->type = shown_type(n);
 	if (zklfs_xc_stat(fs, zop_pid(op), op->path, &zs, NULL, NULL)) {
 		getattr_reply(op, &zs);	/* this process looked a moment ago */
 		return;
 	}
-	zop_send(op, zklfs_session_of(fs, op->path, n->type == NODE_DIR), getattr_send);
+	zop_send(op, zklfs_session_of(fs, op->path, n->type == NODE_DIR ||
+				      n->type == NODE_LOCKFILE), getattr_send);
 }
 
 /*
@@ -259,19 +318,24 @@ static void zklfs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 			  int to_set, struct fuse_file_info *fi)
 {
 	struct zklfs *fs = fs_of(req);
+	struct node *n = node_of(fs, ino);
+	int refused = to_set & SET_ATTR_REFUSED;
 
-	if (!(to_set & FUSE_SET_ATTR_SIZE)) {
-		if (!(to_set & SET_ATTR_REFUSED)) {
-			zklfs_getattr(req, ino, fi);
-			return;
-		}
+	/* touch and `exec 9>F` on a lock file succeed and change nothing */
+	if (n->type == NODE_LOCKFILE)
+		refused &= FUSE_SET_ATTR_MODE | FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID;
+	if (refused) {
 		zkl_log(LOG_NOTICE, "%s refused: modes, owners and times are fixed",
-			to_set & FUSE_SET_ATTR_MODE ? "chmod" :
-			to_set & (FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID) ? "chown" : "utimes");
+			refused & FUSE_SET_ATTR_MODE ? "chmod" :
+			refused & (FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID) ? "chown" : "utimes");
 		fuse_reply_err(req, EPERM);
-		return;
+	} else if (n->type == NODE_LOCKFILE) {
+		lf_setattr(req, n);
+	} else if (!(to_set & FUSE_SET_ATTR_SIZE)) {
+		zklfs_getattr(req, ino, fi);
+	} else {
+		zklfs_wbuf_setsize(req, n, attr->st_size, fi);
 	}
-	zklfs_wbuf_setsize(req, node_of(fs, ino), attr->st_size, fi);
 }
 
 /* mkdir / rmdir / unlink ------------------------------------------------- */
@@ -328,8 +392,11 @@ static void zklfs_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
 		return;
 	}
 	/* on the new directory's own session: its entries will be made there;
-	 * -o containers: a container, which the server deletes once emptied */
+	 * -o containers: a container, which the server deletes once emptied;
+	 * -o lockfiles: marked a folder, never taken for a lock file */
 	zop_started(op, zklfs_zcreate(fs, zklfs_session(fs, op->path), op->path,
+				      fs->conf->lockfiles ? LF_FOLDER_MARK : NULL,
+				      (int)strlen(LF_FOLDER_MARK),
 				      fs->conf->containers ? ZOO_CONTAINER : ZOO_PERSISTENT,
 				      mkdir_done, op));
 }
@@ -411,10 +478,44 @@ static void zklfs_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 	zop_started(op, zklfs_zexists(fs, zklfs_session(fs, op->path), op->path, rmdir_got, op));
 }
 
+/* A lock file goes as an empty directory does; EBUSY while anyone holds
+ * or waits. */
+static void unlink_lockfile_done(int rc, const void *data)
+{
+	const struct zop *op = data;
+
+	zklfs_ns_changed(op->fs, op->path);
+	if (rc == ZNOTEMPTY) {
+		zkl_log(LOG_NOTICE, "unlink of a lock file refused: it is held or waited for");
+		fuse_reply_err(op->req, EBUSY);
+		zop_free((struct zop *)op);
+		return;
+	}
+	if (rc == ZOK || rc == ZNONODE)
+		zklfs_dir_gone(op->fs, op->path);
+	delete_done(rc, data);
+}
+
+static void unlink_lockfile(struct zop *op, const struct Stat *zs)
+{
+	if (!may_remove(op, NODE_LOCKFILE, zs))
+		return;
+	zkl_unlinger(zklfs_engine(op->fs, op->path), op->path);
+	zop_started(op, zklfs_zdelete(op->fs, zklfs_session(op->fs, op->path), op->path,
+				      unlink_lockfile_done, op));
+}
+
 static void unlink_got(int rc, const struct Stat *zs, const void *data)
 {
 	struct zop *op = (struct zop *)data;
 
+	if (rc == ZOK && op->fs->conf->lockfiles) {
+		if (zs->ephemeralOwner)	/* entries are not shown */
+			zop_fail(op, ZNONODE);
+		else
+			unlink_lockfile(op, zs);
+		return;
+	}
 	if (rc != ZOK) {
 		zop_fail(op, rc);
 		return;
@@ -483,9 +584,10 @@ static void zklfs_init(void *userdata, struct fuse_conn_info *conn)
 	conn->congestion_threshold = 192;
 }
 
-/* No .flush: a lock ends at RELEASE, not at each close() of a copy.  Opens
- * set noflush, and a kernel that sends FLUSH anyway gets ENOSYS from
- * libfuse once and then stops (close() still returns 0). */
+/* An entry's lock ends at RELEASE, not at each close() of a copy: its
+ * opens set noflush.  A lock file's descriptors take FLUSH: the closing
+ * process's POSIX lock ends there (fs/lockfile.h).  Never ENOSYS: the
+ * kernel would stop sending FLUSH to the whole mount. */
 const struct fuse_lowlevel_ops zklfs_ops = {
 	.init		= zklfs_init,
 	.lookup		= zklfs_lookup,
@@ -493,22 +595,23 @@ const struct fuse_lowlevel_ops zklfs_ops = {
 	.forget_multi	= zklfs_forget_multi,
 	.getattr	= zklfs_getattr,
 	.setattr	= zklfs_setattr,
-	.mknod		= zklfs_mknod,
+	.mknod		= zklfs_fd_mknod,
 	.mkdir		= zklfs_mkdir,
 	.unlink		= zklfs_unlink,
 	.rmdir		= zklfs_rmdir,
 	.symlink	= zklfs_symlink,
 	.rename		= zklfs_rename,
 	.link		= zklfs_link,
-	.open		= zklfs_open,
-	.read		= zklfs_read,
-	.write		= zklfs_write,
-	.release	= zklfs_release,
-	.fsync		= zklfs_fsync,
-	.poll		= zklfs_poll,
-	.flock		= zklfs_flock,
-	.getlk		= zklfs_getlk,
-	.setlk		= zklfs_setlk,
+	.open		= zklfs_fd_open,
+	.read		= zklfs_fd_read,
+	.write		= zklfs_fd_write,
+	.release	= zklfs_fd_release,
+	.fsync		= zklfs_fd_fsync,
+	.flush		= zklfs_fd_flush,
+	.poll		= zklfs_fd_poll,
+	.flock		= zklfs_fd_flock,
+	.getlk		= zklfs_fd_getlk,
+	.setlk		= zklfs_fd_setlk,
 	.opendir	= zklfs_opendir,
 	.readdir	= zklfs_readdir,
 	.releasedir	= zklfs_releasedir,

@@ -21,6 +21,8 @@ static const struct fuse_opt zklfs_opts[] = {
 	ZOPT("containers", containers),
 	ZOPT("linger=%d", linger_ms),
 	ZOPT("containers=%s", containers_str),
+	ZOPT("lockfiles", lockfiles),
+	ZOPT("lockfiles=%s", lockfiles_str),
 	FUSE_OPT_KEY("_netdev", KEY_DISCARD),
 	FUSE_OPT_KEY("nofail", KEY_DISCARD),
 	FUSE_OPT_KEY("noauto", KEY_DISCARD),
@@ -135,6 +137,10 @@ int zklfs_opts_parse(struct fuse_args *args, struct zklfs_conf *conf)
 		fprintf(stderr, "zklockfs: containers takes no value (write -o containers)\n");
 		return -EINVAL;
 	}
+	if (conf->lockfiles_str) {
+		fprintf(stderr, "zklockfs: lockfiles takes no value (write -o lockfiles)\n");
+		return -EINVAL;
+	}
 	if (conf->naming_str && zkn_parse_scheme(conf->naming_str, &conf->naming)) {
 		fprintf(stderr, "zklockfs: unknown naming=%s (want curator or kazoo)\n",
 			conf->naming_str);
@@ -164,5 +170,6 @@ void zklfs_conf_free(struct zklfs_conf *conf)
 	free(conf->auth_file);
 	free(conf->acl_str);
 	free(conf->containers_str);
+	free(conf->lockfiles_str);
 	memset(conf, 0, sizeof(*conf));
 }

@@ -2,7 +2,7 @@
  * fs/opts.h - the command line: zklockfs [-f] [-d] [-o OPT,...] CONNECT[/ROOT] MNT
  *
  * Our own -o options (session_timeout=, naming=, auth_file=, acl=, sessions=,
- * containers, linger=) are taken out of @args; the FUSE ones and the mount point are left for libfuse.
+ * containers, linger=, lockfiles) are taken out of @args; the FUSE ones and the mount point are left for libfuse.
  * fstab-only options (_netdev, nofail, noauto, auto, user, users, defaults,
  * x-systemd.*, comment=) are accepted and dropped.  Main thread only.
  */
@@ -28,6 +28,9 @@ struct zklfs_conf {
 	int containers;		/* -o containers: mkdir makes container znodes */
 	int linger_ms;		/* -o linger=MS: lingering locks (zk/linger.c) */
 	char *containers_str;	/* "containers=..." given: refused */
+	int lockfiles;		/* -o lockfiles: regular files are lock files
+				   (fs/lockfile.h) */
+	char *lockfiles_str;	/* "lockfiles=..." given: refused */
 	int show_help, show_version;
 };
 

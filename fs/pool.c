@@ -284,12 +284,13 @@ int zklfs_zset(struct zklfs *fs, struct zks *zs, const char *path, const char *d
 	return t->ops->set(t->ctx, path, data, len, version, done, arg);
 }
 
-int zklfs_zcreate(struct zklfs *fs, struct zks *zs, const char *path, int mode,
+int zklfs_zcreate(struct zklfs *fs, struct zks *zs, const char *path,
+		  const char *data, int len, int mode,
 		  string_stat_completion_t done, const void *arg)
 {
 	const struct zkl_transport *t = zklfs_transport(fs, zs);
 
-	return t->ops->create(t->ctx, path, NULL, -1, mode, done, arg, NULL);
+	return t->ops->create(t->ctx, path, data, data ? len : -1, mode, done, arg, NULL);
 }
 
 int zklfs_zdelete(struct zklfs *fs, struct zks *zs, const char *path,

@@ -68,7 +68,8 @@ int zklfs_zchildren(struct zklfs *fs, struct zks *zs, const char *path,
 		    strings_stat_completion_t done, const void *arg);
 int zklfs_zset(struct zklfs *fs, struct zks *zs, const char *path, const char *data,
 	       int len, int version, stat_completion_t done, const void *arg);
-int zklfs_zcreate(struct zklfs *fs, struct zks *zs, const char *path, int mode,
+int zklfs_zcreate(struct zklfs *fs, struct zks *zs, const char *path,
+		  const char *data, int len, int mode,
 		  string_stat_completion_t done, const void *arg);
 int zklfs_zdelete(struct zklfs *fs, struct zks *zs, const char *path,
 		  void_completion_t done, const void *arg);

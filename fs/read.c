@@ -29,6 +29,12 @@
 #include "zk/metrics.h"
 #include "zk/log.h"
 
+/* Is @n a lock's own znode: a directory, or a lock file (fs/lockfile.h)? */
+static bool lock_znode(const struct node *n)
+{
+	return n->type == NODE_DIR || n->type == NODE_LOCKFILE;
+}
+
 /* read --------------------------------------------------------------------- */
 
 /* Answer the READ @op from the data @value (@len bytes), and free @op. */
@@ -377,7 +383,7 @@ void zklfs_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 		return;
 	}
 	if (setting_of(name)) {
-		if (n->type == NODE_DIR)
+		if (lock_znode(n))
 			zklfs_limit_get(req, n, size, setting_of(name));
 		else
 			fuse_reply_err(req, ENODATA);
@@ -411,7 +417,7 @@ void zklfs_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 	}
 	op->size = size;
 	op->attr = x;
-	if (n->type == NODE_DIR ? x != X_HOLDERS :
+	if (lock_znode(n) ? x != X_HOLDERS :
 	    x == X_HOLDERS || x == X_NONE || !zkn_parse(zkn_base(op->path), &me)) {
 		fuse_reply_err(req, ENODATA);
 		zop_free(op);
@@ -509,7 +515,7 @@ void zklfs_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 	struct zop *op;
 	char buf[256];
 
-	if (n->type != NODE_DIR) {
+	if (!lock_znode(n)) {
 		reply_xattr_value(req, size, buf, xattr_list(n->type, false, false, false, buf));
 		return;
 	}
@@ -528,9 +534,9 @@ void zklfs_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 	struct zklfs *fs = fs_of(req);
 	struct node *n = node_of(fs, ino);
 
-	if (setting_of(name) && n->type == NODE_DIR)
+	if (setting_of(name) && lock_znode(n))
 		zklfs_limit_set(req, n, value ? value : "", size, flags, setting_of(name));
-	else if (strcmp(name, ZKLFS_REVOKE_XATTR) == 0 && n->type != NODE_DIR)
+	else if (strcmp(name, ZKLFS_REVOKE_XATTR) == 0 && !lock_znode(n))
 		zklfs_revoke(req, n, value ? value : "", size);
 	else
 		fuse_reply_err(req, ENOTSUP);
@@ -541,7 +547,7 @@ void zklfs_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 	struct zklfs *fs = fs_of(req);
 	struct node *n = node_of(fs, ino);
 
-	if (setting_of(name) && n->type == NODE_DIR)
+	if (setting_of(name) && lock_znode(n))
 		zklfs_limit_set(req, n, NULL, 0, 0, setting_of(name));
 	else
 		fuse_reply_err(req, ENOTSUP);

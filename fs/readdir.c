@@ -27,6 +27,8 @@ struct dirent_s {
 	bool dir;
 	struct zkl_child c;
 	bool seq;
+	bool unknown;			/* lockfiles: a folder or a lock file */
+	bool hide;			/* lockfiles: an entry */
 };
 
 struct dirlist {
@@ -123,6 +125,10 @@ static void type_done(int rc, const struct Stat *zs, const void *data)
 
 	/* gone meanwhile: show it as a file, a readdir is only a snapshot */
 	dl->e[tq->i].dir = rc == ZOK && zs->ephemeralOwner == 0;
+	if (op->fs->conf->lockfiles) {	/* a lookup tells which */
+		dl->e[tq->i].unknown = dl->e[tq->i].dir;
+		dl->e[tq->i].hide = !dl->e[tq->i].dir;
+	}
 	free(tq);
 	zkl_mutex_lock(&dl->lock);
 	last = --dl->waiting == 0;
@@ -164,6 +170,11 @@ static void opendir_done(int rc, const struct String_vector *sv, const struct St
 		if (!d->name)
 			continue;
 		d->seq = zkn_parse(d->name, &d->c);
+		if (d->seq && op->fs->conf->lockfiles) {
+			free(d->name);	/* a lock file's entries are not shown */
+			d->name = NULL;
+			continue;
+		}
 		dl->n++;
 	}
 	/* a child without a sequence number: directory or not, ask ZooKeeper */
@@ -232,6 +243,8 @@ void zklfs_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		const char *name;
 		size_t need;
 
+		if (i >= 2 && dl->e[i - 2].hide)
+			continue;
 		if (i < 2) {
 			name = i == 0 ? "." : "..";
 			st.st_mode = S_IFDIR;
@@ -239,7 +252,7 @@ void zklfs_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 			struct dirent_s *d = &dl->e[i - 2];
 
 			name = d->name;
-			st.st_mode = d->dir ? S_IFDIR : S_IFREG;
+			st.st_mode = d->unknown ? 0 : d->dir ? S_IFDIR : S_IFREG;
 			st.st_ino = 2 + i;	/* any non-zero: lookup gives the real one */
 		}
 		need = fuse_add_direntry(req, buf + used, size - used, name, &st,

@@ -1,0 +1,181 @@
+/*
+ * fs/fdops.c - which handler a request on a file takes: a lock file's
+ * (fs/lockfile.h) on a NODE_LOCKFILE inode, else an entry's (fs/lockops.c,
+ * fs/flock.c, fs/read.c, fs/wbuf.c).  A lock file's read, write, fsync
+ * and poll go to the entry handlers with the lock node of the record that
+ * holds through the descriptor, as the holder's descriptor of that entry.
+ *
+ * Depends on: fs/handlers.h, fs/lockfile.h.  Named by fs/ops.c's table
+ * only.  FUSE thread.
+ */
+#include "fs/handlers.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/file.h>
+
+#include "fs/lockfile.h"
+#include "fs/lockreq.h"
+#include "zk/log.h"
+
+static bool lockfile(fuse_req_t req, fuse_ino_t ino, struct node **n)
+{
+	*n = node_of(fuse_req_userdata(req), ino);
+	return (*n)->type == NODE_LOCKFILE;
+}
+
+/* @fi as the holder's descriptor of a record's lock node. */
+static struct fuse_file_info as_holder(const struct fuse_file_info *fi)
+{
+	struct fuse_file_info h = *fi;
+
+	h.fh = FH_HOLDER;
+	return h;
+}
+
+void zklfs_fd_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
+		    mode_t mode, dev_t rdev)
+{
+	struct zklfs *fs = fuse_req_userdata(req);
+
+	if (fs->conf->lockfiles && S_ISREG(mode))
+		lf_mknod(req, node_of(fs, parent), name);
+	else
+		zklfs_mknod(req, parent, name, mode, rdev);
+}
+
+void zklfs_fd_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct node *n;
+
+	if (lockfile(req, ino, &n))
+		lf_open(req, n, fi);
+	else
+		zklfs_open(req, ino, fi);
+}
+
+void zklfs_fd_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct node *n;
+
+	if (lockfile(req, ino, &n))
+		lf_release(req, n, fi);
+	else
+		zklfs_release(req, ino, fi);
+}
+
+/* Entries' descriptors are opened noflush: only a lock file's come here. */
+void zklfs_fd_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct node *n;
+
+	if (lockfile(req, ino, &n))
+		lf_flush(req, n, fi);
+	else
+		fuse_reply_err(req, 0);
+}
+
+void zklfs_fd_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		   struct fuse_file_info *fi)
+{
+	struct node *n;
+
+	if (lockfile(req, ino, &n))
+		lf_read(req, n, size, off, fi);
+	else
+		zklfs_read(req, ino, size, off, fi);
+}
+
+void zklfs_fd_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
+		    off_t off, struct fuse_file_info *fi)
+{
+	struct fuse_file_info h;
+	struct node *n, *ln;
+
+	if (!lockfile(req, ino, &n)) {
+		zklfs_write(req, ino, buf, size, off, fi);
+		return;
+	}
+	ln = lf_holder(n->fs, fi, fi->lock_owner);
+	if (!ln) {
+		zkl_log(LOG_NOTICE, "write to a lock file refused: the descriptor holds no lock");
+		fuse_reply_err(req, EACCES);
+		return;
+	}
+	h = as_holder(fi);
+	zklfs_write(req, ln->ino, buf, size, off, &h);
+}
+
+void zklfs_fd_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
+		    struct fuse_file_info *fi)
+{
+	struct fuse_file_info h;
+	struct node *n, *ln;
+
+	if (!lockfile(req, ino, &n)) {
+		zklfs_fsync(req, ino, datasync, fi);
+		return;
+	}
+	ln = lf_holder(n->fs, fi, 0);
+	if (!ln) {			/* "am I still the holder?": no */
+		fuse_reply_err(req, ENOLCK);
+		return;
+	}
+	h = as_holder(fi);
+	zklfs_fsync(req, ln->ino, datasync, &h);
+}
+
+void zklfs_fd_poll(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
+		   struct fuse_pollhandle *ph)
+{
+	struct fuse_file_info h;
+	struct node *n, *ln = NULL;
+
+	if (lockfile(req, ino, &n))
+		ln = lf_holder(n->fs, fi, 0);
+	if (!ln) {
+		zklfs_poll(req, ino, fi, ph);
+		return;
+	}
+	h = as_holder(fi);
+	zklfs_poll(req, ln->ino, &h, ph);
+}
+
+void zklfs_fd_flock(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
+		    int op)
+{
+	struct node *n;
+
+	if (lockfile(req, ino, &n))
+		lf_lock(req, n, fi, op & (LOCK_SH | LOCK_EX | LOCK_UN), op & LOCK_NB);
+	else
+		zklfs_flock(req, ino, fi, op);
+}
+
+void zklfs_fd_getlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
+		    struct flock *lock)
+{
+	struct node *n;
+
+	if (lockfile(req, ino, &n) && lock->l_start == 0 && lock->l_len == 0)
+		lf_getlk(req, n, fi, lock);
+	else
+		zklfs_getlk(req, ino, fi, lock);	/* EINVAL for a part */
+}
+
+void zklfs_fd_setlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
+		    struct flock *lock, int sleep)
+{
+	struct node *n;
+
+	if (!lockfile(req, ino, &n)) {
+		zklfs_setlk(req, ino, fi, lock, sleep);
+	} else if (lock->l_start != 0 || lock->l_len != 0) {
+		zkl_log(LOG_NOTICE, "lock refused: a record lock on part of a lock file");
+		fuse_reply_err(req, EINVAL);
+	} else {
+		lf_lock(req, n, fi, lock->l_type == F_WRLCK ? LOCK_EX :
+			lock->l_type == F_RDLCK ? LOCK_SH : LOCK_UN, !sleep);
+	}
+}

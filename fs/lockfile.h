@@ -1,0 +1,86 @@
+/*
+ * fs/lockfile.h - lock files (-o lockfiles): a cluster-wide /var/lock.
+ *
+ * On a lockfiles mount a persistent znode is a folder (NODE_DIR) if it
+ * carries the mark mkdir leaves in its data or has a child that is not a
+ * queue entry, else a lock file (NODE_LOCKFILE): a regular file whose
+ * queue entries are its ephemeral-sequential children, never shown.  An
+ * open of a lock file takes no lock and never waits; flock(2), fcntl(2)
+ * and lockf(3) on it take the ZooKeeper lock on its znode.
+ *
+ * Each lock owner the kernel names (fuse_file_info.lock_owner: the open
+ * file description for flock(2) and F_OFD_ locks, the process for POSIX
+ * fcntl(2) locks) gets a lock record on the lock file: an anonymous lock
+ * node (NODE_PENDING, never known to the kernel) whose lock request
+ * (fs/lockreq.h) enqueues, holds and gives back that owner's entry with
+ * the rules of a holder's descriptor of an entry (fs/fdlock.h).  The
+ * kernel does no unlock-on-close for locks a filesystem manages: a POSIX
+ * owner's lock is given back at the FLUSH its close() sends, a
+ * description's at its RELEASE.  Reads, writes, fsync, poll and the ioctls
+ * of a descriptor act on the record that holds through it.
+ *
+ * Depends on: fs/node.h, fs/lockreq.h, fs/fdlock.h, fs/wbuf.h, fs/zop.h,
+ * fs/attr.h, fs/reply.h.  Called by the table (fs/table.c) for every
+ * request on a NODE_LOCKFILE inode, and by fs/ops.c's lookup, mkdir and
+ * unlink (lf_classify(), LF_FOLDER_MARK).
+ *
+ * Threads: the handlers run on the FUSE thread, which alone makes and
+ * frees records; lock requests are answered from the engine (fs/lockreq.c).
+ * Records and fi->fh's descriptor state are under fs->lock.
+ */
+#ifndef FS_LOCKFILE_H
+#define FS_LOCKFILE_H
+
+#include "fs/node.h"
+
+struct Stat;
+struct String_vector;
+
+/* The line mkdir writes in a folder's znode on a lockfiles mount. */
+#define LF_FOLDER_MARK "zklockfs=folder\n"
+
+/* What a persistent znode is on a lockfiles mount. */
+enum lf_class {
+	LF_FOLDER,
+	LF_LOCKFILE,
+	LF_ASK_CHILDREN,	/* unmarked, with children: lf_children_class() */
+};
+
+/* lf_classify() - from its Stat and data (@len bytes, may be NULL). */
+enum lf_class lf_classify(const struct Stat *zs, const char *data, int len);
+
+/* lf_children_class() - an unmarked znode with the children @sv: a folder
+ * if one of them is not a queue entry, else a lock file.  Pure. */
+enum lf_class lf_children_class(const struct String_vector *sv);
+
+/*
+ * The handlers of a lock file (fs/table.c calls them for NODE_LOCKFILE).
+ * lf_mknod() - open(O_CREAT) of a new name in folder @p: the lock file
+ * made (persistent, or a container with -o containers), as mkdir makes a
+ * directory; one that appeared meanwhile is taken as it is.
+ * lf_open() - never waits, sends nothing: a descriptor that holds nothing.
+ * lf_release(), lf_flush() - give back the description's lock, the
+ * closing POSIX owner's lock.
+ * lf_lock() - flock(2) (@op LOCK_SH, LOCK_EX, LOCK_UN; @nb) by the owner
+ * fi->lock_owner; lf_getlk() - F_GETLK.
+ * lf_setattr() - truncate, O_TRUNC and touch: the attributes, nothing
+ * changed (a holder's data is not wiped by the next `exec 9>F`).
+ * lf_holder() - the record that holds through @fi (for @owner if not 0,
+ * else any), to which reads, writes, fsync and poll go; NULL if none.
+ * lf_read() - READ: the holder's data, this descriptor's if it holds.
+ */
+void lf_mknod(fuse_req_t req, struct node *p, const char *name);
+void lf_open(fuse_req_t req, struct node *n, struct fuse_file_info *fi);
+void lf_release(fuse_req_t req, struct node *n, struct fuse_file_info *fi);
+void lf_flush(fuse_req_t req, struct node *n, struct fuse_file_info *fi);
+void lf_lock(fuse_req_t req, struct node *n, struct fuse_file_info *fi, int op,
+	     bool nb);
+void lf_getlk(fuse_req_t req, struct node *n, struct fuse_file_info *fi,
+	      struct flock *lock);
+void lf_setattr(fuse_req_t req, struct node *n);
+struct node *lf_holder(struct zklfs *fs, const struct fuse_file_info *fi,
+		       uint64_t owner);
+void lf_read(fuse_req_t req, struct node *n, size_t size, off_t off,
+	     struct fuse_file_info *fi);
+
+#endif
