@@ -13,8 +13,11 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <stdio.h>
+#include <string.h>
 #include <sys/file.h>
 
+#include "fs/ioctl.h"
 #include "fs/lockfile.h"
 #include "fs/lockreq.h"
 #include "zk/log.h"
@@ -97,7 +100,7 @@ void zklfs_fd_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size
 		zklfs_write(req, ino, buf, size, off, fi);
 		return;
 	}
-	ln = lf_holder(n->fs, fi, fi->lock_owner);
+	ln = lf_holder(n->fs, fi, fi->lock_owner, false);
 	if (!ln) {
 		zkl_log(LOG_NOTICE, "write to a lock file refused: the descriptor holds no lock");
 		fuse_reply_err(req, EACCES);
@@ -117,7 +120,7 @@ void zklfs_fd_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
 		zklfs_fsync(req, ino, datasync, fi);
 		return;
 	}
-	ln = lf_holder(n->fs, fi, 0);
+	ln = lf_holder(n->fs, fi, 0, false);
 	if (!ln) {			/* "am I still the holder?": no */
 		fuse_reply_err(req, ENOLCK);
 		return;
@@ -133,7 +136,7 @@ void zklfs_fd_poll(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 	struct node *n, *ln = NULL;
 
 	if (lockfile(req, ino, &n))
-		ln = lf_holder(n->fs, fi, 0);
+		ln = lf_holder(n->fs, fi, 0, false);
 	if (!ln) {
 		zklfs_poll(req, ino, fi, ph);
 		return;
@@ -178,4 +181,33 @@ void zklfs_fd_setlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 		lf_lock(req, n, fi, lock->l_type == F_WRLCK ? LOCK_EX :
 			lock->l_type == F_RDLCK ? LOCK_SH : LOCK_UN, !sleep);
 	}
+}
+
+void zklfs_fd_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd, void *arg,
+		    struct fuse_file_info *fi, unsigned flags, const void *in_buf,
+		    size_t in_bufsz, size_t out_bufsz)
+{
+	struct zklfs *fs = fuse_req_userdata(req);
+	bool token = cmd == ZKLFS_IOC_TOKEN;
+	struct zklfs_ioc_text t;
+	struct node *n, *ln;
+	int len;
+
+	(void)arg, (void)flags, (void)in_buf, (void)in_bufsz;
+	if ((cmd != ZKLFS_IOC_STATE && !token) || out_bufsz < sizeof(t)) {
+		fuse_reply_err(req, ENOTTY);
+		return;
+	}
+	if (lockfile(req, ino, &n))
+		ln = lf_holder(fs, fi, 0, true);
+	else
+		ln = fi->fh == FH_HOLDER ? n : NULL;
+	memset(&t, 0, sizeof(t));
+	len = ln ? lockreq_own_text(fs, ln, token, t.text, sizeof(t.text)) : -1;
+	if (len < 0 && !token && ln && lockreq_waiting(fs, ln))
+		len = snprintf(t.text, sizeof(t.text), "waiting");
+	if (len < 0)
+		fuse_reply_err(req, ENOLCK);
+	else
+		fuse_reply_ioctl(req, 0, &t, sizeof(t));
 }

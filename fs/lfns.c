@@ -249,7 +249,7 @@ static int read_send(struct zop *op)
 void lf_read(fuse_req_t req, struct node *n, size_t size, off_t off,
 	     struct fuse_file_info *fi)
 {
-	struct node *ln = lf_holder(n->fs, fi, fi->lock_owner);
+	struct node *ln = lf_holder(n->fs, fi, fi->lock_owner, false);
 	struct zop *op;
 
 	if (ln) {			/* its own entry: what it wrote */

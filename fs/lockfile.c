@@ -265,7 +265,7 @@ static bool rec_holds_locked(const struct lfrec *r)
 }
 
 struct node *lf_holder(struct zklfs *fs, const struct fuse_file_info *fi,
-		       uint64_t owner)
+		       uint64_t owner, bool waiting)
 {
 	struct lfd *d = lfd_of(fi);
 	struct lfrec *r, *any = NULL;
@@ -273,7 +273,8 @@ struct node *lf_holder(struct zklfs *fs, const struct fuse_file_info *fi,
 
 	zkl_mutex_lock(&fs->lock);
 	for (r = d->file->recs; r; r = r->next) {
-		if (r->fd != d || !rec_holds_locked(r))
+		if (r->fd != d || !(rec_holds_locked(r) ||
+				    (waiting && lockreq_asking(r->rec->lr))))
 			continue;
 		if (owner && r->owner == owner)
 			break;
@@ -285,4 +286,24 @@ struct node *lf_holder(struct zklfs *fs, const struct fuse_file_info *fi,
 	ln = r ? r->rec : NULL;
 	zkl_mutex_unlock(&fs->lock);
 	return ln;
+}
+
+struct node *lf_tree_holder(struct zklfs *fs, fuse_req_t req, struct node *n)
+{
+	pid_t pids[16];
+	struct node *recs[16];
+	size_t k = 0;
+
+	/* the openers first, under fs->lock; their trees read outside it */
+	zkl_mutex_lock(&fs->lock);
+	for (struct lfrec *r = n->recs; r && k < 16; r = r->next)
+		if (rec_holds_locked(r)) {
+			pids[k] = r->rec->lr->pid;
+			recs[k++] = r->rec;
+		}
+	zkl_mutex_unlock(&fs->lock);
+	for (size_t i = 0; i < k; i++)
+		if (pids[i] && fs->reply->in_tree(req, pids[i]))
+			return recs[i];
+	return NULL;
 }

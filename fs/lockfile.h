@@ -66,7 +66,8 @@ enum lf_class lf_children_class(const struct String_vector *sv);
  * lf_setattr() - truncate, O_TRUNC and touch: the attributes, nothing
  * changed (a holder's data is not wiped by the next `exec 9>F`).
  * lf_holder() - the record that holds through @fi (for @owner if not 0,
- * else any), to which reads, writes, fsync and poll go; NULL if none.
+ * else any; with @waiting, or waits), to which reads, writes, fsync, poll
+ * and the ioctls go; NULL if none.
  * lf_read() - READ: the holder's data, this descriptor's if it holds.
  */
 void lf_mknod(fuse_req_t req, struct node *p, const char *name);
@@ -79,8 +80,16 @@ void lf_getlk(fuse_req_t req, struct node *n, struct fuse_file_info *fi,
 	      struct flock *lock);
 void lf_setattr(fuse_req_t req, struct node *n);
 struct node *lf_holder(struct zklfs *fs, const struct fuse_file_info *fi,
-		       uint64_t owner);
+		       uint64_t owner, bool waiting);
 void lf_read(fuse_req_t req, struct node *n, size_t size, off_t off,
 	     struct fuse_file_info *fi);
+
+/*
+ * lf_tree_holder() - the record of lock file @n held by a process whose
+ * tree @req's caller is in (zklock --confirm, a nested zklock), or NULL.
+ * The records are released between the look and the use only by the FUSE
+ * thread that calls this.  FUSE thread, without fs->lock.
+ */
+struct node *lf_tree_holder(struct zklfs *fs, fuse_req_t req, struct node *n);
 
 #endif

@@ -334,5 +334,11 @@ bool lockreq_joined(struct zklfs *fs, struct node *n);
  * @n, as the daemon saw it; 0 if @n holds none. */
 pid_t lockreq_opener(struct zklfs *fs, struct node *n);
 bool lockreq_own_state(struct zklfs *fs, struct node *n, struct zkl_info *info);
+/* lockreq_own_text() - that state as user.zklockfs.state says it (held,
+ * lost, revoking), or with @token the fencing token ("CZXID SEQ", and the
+ * grants of a lingering entry), into @buf.  Return: its length, or -1 if
+ * @n holds no lock of this mount. */
+int lockreq_own_text(struct zklfs *fs, struct node *n, bool token, char *buf,
+		     size_t size);
 
 #endif

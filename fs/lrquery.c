@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <poll.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "fs/reply.h"
@@ -158,4 +159,20 @@ bool lockreq_joined(struct zklfs *fs, struct node *n)
 	joined = n->lr->state == LR_JOINED;
 	zkl_mutex_unlock(&fs->lock);
 	return joined;
+}
+
+int lockreq_own_text(struct zklfs *fs, struct node *n, bool token, char *buf,
+		     size_t size)
+{
+	struct zkl_info own;
+
+	if (!lockreq_own_state(fs, n, &own))
+		return -1;
+	if (!token)
+		return snprintf(buf, size, "%s", own.lost ? "lost" :
+				own.revoking ? "revoking" : own.granted ? "held" : "waiting");
+	if (!own.grants)
+		return snprintf(buf, size, "%lld %d", (long long)own.czxid, own.seq);
+	/* a lingering entry's: it grows with each grant */
+	return snprintf(buf, size, "%lld %d %u", (long long)own.czxid, own.seq, own.grants);
 }

@@ -612,6 +612,7 @@ const struct fuse_lowlevel_ops zklfs_ops = {
 	.flock		= zklfs_fd_flock,
 	.getlk		= zklfs_fd_getlk,
 	.setlk		= zklfs_fd_setlk,
+	.ioctl		= zklfs_fd_ioctl,
 	.opendir	= zklfs_opendir,
 	.readdir	= zklfs_readdir,
 	.releasedir	= zklfs_releasedir,

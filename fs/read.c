@@ -9,6 +9,7 @@
 #include "fs/handlers.h"
 
 #include "fs/limitattr.h"
+#include "fs/lockfile.h"
 #include "fs/lockreq.h"
 #include "fs/reply.h"
 #include "fs/confirm.h"
@@ -325,6 +326,9 @@ static void reply_metrics(fuse_req_t req, size_t size)
 }
 
 /* "user.zklockfs.confirm": not listed, an action (docs/SPEC.md). */
+/* "user.zklockfs.lockfiles": "1" on a folder of a lockfiles mount, where
+ * zklock makes a missing LOCKDIR a lock file; not listed. */
+#define ZKLFS_LOCKFILES_XATTR "user.zklockfs.lockfiles"
 #define ZKLFS_CONFIRM_XATTR "user.zklockfs.confirm"
 
 static void confirm_answer(struct zklfs *fs, fuse_req_t req, size_t size, int err)
@@ -344,7 +348,13 @@ static void confirm_answer(struct zklfs *fs, fuse_req_t req, size_t size, int er
  */
 static void confirm_xattr(struct zklfs *fs, fuse_req_t req, struct node *n, size_t size)
 {
-	pid_t holder = lockreq_opener(fs, n);
+	pid_t holder;
+
+	if (n->type == NODE_LOCKFILE && !(n = lf_tree_holder(fs, req, n))) {
+		fuse_reply_err(req, EPERM);	/* no lock of the caller's tree */
+		return;
+	}
+	holder = lockreq_opener(fs, n);
 
 	if (!holder) {			/* no lock of this mount's */
 		fuse_reply_err(req, ENODATA);
@@ -368,12 +378,19 @@ void zklfs_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 	enum xattr x = X_NONE;
 	struct zop *op;
 	char val[64];
-	struct zkl_info own;
 	struct Stat zs;
+	int len;
 
 	if (strcmp(name, ZKLFS_METRICS_XATTR) == 0) {
 		if (n->ino == FUSE_ROOT_ID)
 			reply_metrics(req, size);
+		else
+			fuse_reply_err(req, ENODATA);
+		return;
+	}
+	if (strcmp(name, ZKLFS_LOCKFILES_XATTR) == 0) {	/* zklock asks */
+		if (fs->conf->lockfiles && n->type == NODE_DIR)
+			reply_xattr_value(req, size, "1", 1);
 		else
 			fuse_reply_err(req, ENODATA);
 		return;
@@ -393,17 +410,9 @@ void zklfs_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 		if (strcmp(name, xattr_names[i]) == 0)
 			x = (enum xattr)i;
 	/* our own lock: the engine knows, even while ZooKeeper is away */
-	if ((x == X_STATE || x == X_TOKEN) && lockreq_own_state(fs, n, &own)) {
-		if (x == X_STATE)
-			snprintf(val, sizeof(val), "%s", own.lost ? "lost" :
-				 own.revoking ? "revoking" :
-				 own.granted ? "held" : "waiting");
-		else if (!own.grants)
-			snprintf(val, sizeof(val), "%lld %d", (long long)own.czxid, own.seq);
-		else		/* a lingering entry's: it grows with each grant */
-			snprintf(val, sizeof(val), "%lld %d %u", (long long)own.czxid,
-				 own.seq, own.grants);
-		reply_xattr_value(req, size, val, strlen(val));
+	if ((x == X_STATE || x == X_TOKEN) &&
+	    (len = lockreq_own_text(fs, n, x == X_TOKEN, val, sizeof(val))) >= 0) {
+		reply_xattr_value(req, size, val, (size_t)len);
 		return;
 	}
 	op = zop_new(req, n, zklfs_node_path(fs, n));
@@ -538,6 +547,10 @@ void zklfs_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 		zklfs_limit_set(req, n, value ? value : "", size, flags, setting_of(name));
 	else if (strcmp(name, ZKLFS_REVOKE_XATTR) == 0 && !lock_znode(n))
 		zklfs_revoke(req, n, value ? value : "", size);
+	else if ((strcmp(name, ZKLFS_REVOKE_XATTR) == 0 || strcmp(name, ZKLFS_BREAK_XATTR) == 0) &&
+		 n->type == NODE_LOCKFILE)
+		zklfs_revoke_in(req, n, value ? value : "", size,
+				strcmp(name, ZKLFS_BREAK_XATTR) == 0);
 	else
 		fuse_reply_err(req, ENOTSUP);
 }

@@ -31,6 +31,17 @@ def daemon_binary():
 
 
 
+def zklock_binary():
+    """$ZKLOCK, else the zklock beside the daemon (build/asan/ with ASan),
+    else build/zklock."""
+    if os.environ.get("ZKLOCK"):
+        return os.environ["ZKLOCK"]
+    beside = os.path.join(os.path.dirname(os.path.abspath(daemon_binary())), "zklock")
+    if os.path.isfile(beside) and os.access(beside, os.X_OK):
+        return beside
+    return os.path.join(REPO, "build", "zklock")
+
+
 def _unescape_mountinfo(s):
     return re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), s)
 

@@ -51,16 +51,6 @@ def raw(zkc_server):
     c.close()
 
 
-def zklock_binary():
-    """$ZKLOCK, else the zklock beside the daemon (build/asan/ with ASan)."""
-    if os.environ.get("ZKLOCK"):
-        return os.environ["ZKLOCK"]
-    beside = os.path.join(os.path.dirname(os.path.abspath(
-        harness.daemon_binary())), "zklock")
-    return beside if os.access(beside, os.X_OK) else \
-        os.path.join(harness.REPO, "build", "zklock")
-
-
 def zklock(*args):
     """Run zklock to completion (bounded, killed by pid otherwise):
     (rc, stderr)."""
@@ -69,7 +59,7 @@ def zklock(*args):
 
 def zklock_under(wrap, *args):
     """zklock(), run under the command `wrap` (argv prefix)."""
-    tool = zklock_binary()
+    tool = harness.zklock_binary()
     if not os.access(tool, os.X_OK):
         pytest.skip("zklock not built: %s (set $ZKLOCK)" % tool)
     env = dict(os.environ)

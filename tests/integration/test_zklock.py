@@ -50,19 +50,9 @@ def wait_waiting_in_open(r):
     assert r.running(), "zklock exited: %s" % r._stderr_now()
 
 
-def zklock_binary():
-    if os.environ.get("ZKLOCK"):
-        return os.environ["ZKLOCK"]
-    beside = os.path.join(os.path.dirname(os.path.abspath(
-        harness.daemon_binary())), "zklock")
-    if os.path.isfile(beside) and os.access(beside, os.X_OK):
-        return beside
-    return os.path.join(harness.REPO, "build", "zklock")
-
-
 @pytest.fixture
 def zklock():
-    path = zklock_binary()
+    path = harness.zklock_binary()
     if not (os.path.isfile(path) and os.access(path, os.X_OK)):
         pytest.skip("zklock not built: %s (set $ZKLOCK)" % path)
     return path

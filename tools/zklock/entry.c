@@ -13,7 +13,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
+#include <sys/ioctl.h>
 #include <sys/utsname.h>
+
+#include "fs/ioctl.h"
 
 #include "tools/zklock/lockdir.h"
 #include "tools/zklock/opts.h"
@@ -32,13 +36,27 @@ int zkl_entry_default_name(char **out)
 	return *out ? 0 : -ENOMEM;
 }
 
-/* See entry.h. */
-int zkl_entry_take(struct zkl_run *r, const char *path)
+static int zkl_entry_find_in_dir(struct zkl_run *r);
+
+/* One try at the lock: open the entry, or flock the lock file. */
+static int zkl_entry_try(struct zkl_run *r, const char *path)
 {
 	const struct zkl_opts *o = r->o;
 	int flags = O_CREAT | O_EXCL | O_CLOEXEC | O_NOCTTY |
 		    (o->shared ? O_RDONLY : O_WRONLY) |
 		    (o->nonblock ? O_NONBLOCK : 0);
+
+	if (r->lockfile)
+		return flock(r->lockfd, (o->shared ? LOCK_SH : LOCK_EX) |
+				       (o->nonblock ? LOCK_NB : 0)) < 0 ? -errno : 0;
+	r->lockfd = open(path, flags, 0644);
+	return r->lockfd < 0 ? -errno : 0;
+}
+
+/* See entry.h. */
+int zkl_entry_take(struct zkl_run *r, const char *path)
+{
+	const struct zkl_opts *o = r->o;
 	bool timed = !o->nonblock && o->timeout > 0;
 	int remakes = ZKL_ENTRY_REMAKES;
 	int err = 0;
@@ -57,11 +75,12 @@ int zkl_entry_take(struct zkl_run *r, const char *path)
 			err = -ETIMEDOUT;
 			break;
 		}
-		r->lockfd = open(path, flags, 0644);
-		if (r->lockfd >= 0)
+		err = zkl_entry_try(r, path);
+		if (!err)
 			break;
-		err = -errno;
-		if (err == -ENOENT && remakes-- > 0) {
+		if (err == -EWOULDBLOCK)
+			err = -EAGAIN;
+		if (err == -ENOENT && !r->lockfile && remakes-- > 0) {
 			/* the directory went since we made it: again */
 			err = zkl_lockdir_remake(r->dir);
 			if (err)
@@ -79,7 +98,40 @@ int zkl_entry_take(struct zkl_run *r, const char *path)
 }
 
 /* See entry.h. */
+int zkl_entry_per_host(const char *lockdir)
+{
+	const char *base;
+	struct utsname u;
+	size_t len, blen, short_len;
+
+	len = strlen(lockdir);
+	while (len > 1 && lockdir[len - 1] == '/')
+		len--;
+	base = lockdir + len;
+	while (base > lockdir && base[-1] != '/')
+		base--;
+	blen = (size_t)(lockdir + len - base);
+	if (uname(&u) < 0 || !*u.nodename)
+		return 0;
+	short_len = strcspn(u.nodename, ".");
+	if ((blen == strlen(u.nodename) && memcmp(base, u.nodename, blen) == 0) ||
+	    (blen == short_len && memcmp(base, u.nodename, blen) == 0))
+		return -EXDEV;
+	return 0;
+}
+
+/* See entry.h. */
 int zkl_entry_find(struct zkl_run *r)
+{
+	if (r->lockfile) {	/* its entries have no path: the file stands for ours */
+		r->entry = strdup(r->dir);
+		return r->entry ? 0 : -ENOMEM;
+	}
+	return zkl_entry_find_in_dir(r);
+}
+
+/* The entry of ours among r->dir's children (zkl_entry_find()). */
+static int zkl_entry_find_in_dir(struct zkl_run *r)
 {
 	static const char *const excl[] = { "-lock-", "__lock__" };
 	static const char *const shrd[] = { "-read-lock-", "__rlock__" };
@@ -134,8 +186,19 @@ int zkl_entry_find(struct zkl_run *r)
 /* See entry.h. */
 int zkl_entry_export_env(struct zkl_run *r)
 {
-	ssize_t len = zkl_lockdir_xattr(r->lockfd, NULL, XATTR_TOKEN, &r->token);
+	ssize_t len;
 
+	if (r->lockfile) {	/* no entry file: the descriptor tells */
+		struct zklfs_ioc_text t;
+
+		if (ioctl(r->lockfd, ZKLFS_IOC_TOKEN, &t) < 0)
+			return -errno;
+		t.text[sizeof(t.text) - 1] = '\0';
+		r->token = strdup(t.text);
+		len = r->token ? 0 : -ENOMEM;
+	} else {
+		len = zkl_lockdir_xattr(r->lockfd, NULL, XATTR_TOKEN, &r->token);
+	}
 	if (len < 0)
 		return (int)len;
 	if (setenv("ZKLOCK_DIR", r->dir, 1) < 0 ||

@@ -22,12 +22,22 @@
  */
 int zkl_entry_default_name(char **out);
 
+/*
+ * zkl_entry_per_host() - does @lockdir end in this host's name (its
+ * nodename, or the part before the first dot)?  Written the way flock(1)
+ * is often used ("locks/deploy/$HOSTNAME"), it would give each host a
+ * lock of its own, which excludes no other host.  Return: 0, or -EXDEV if
+ * it does.
+ */
+int zkl_entry_per_host(const char *lockdir);
+
 /* How many times zkl_entry_take() makes a vanished r->dir again. */
 #define ZKL_ENTRY_REMAKES	5
 
 /*
- * zkl_entry_take() - open() the lock at @path (r->dir/r->name), waiting as
- * long as r->o allows: -n adds O_NONBLOCK; -w arms the timer of signals.h,
+ * zkl_entry_take() - open() the lock at @path (r->dir/r->name), or with
+ * r->lockfile flock(2) r->lockfd, waiting as long as r->o allows: -n adds
+ * O_NONBLOCK (LOCK_NB); -w arms the timer of signals.h,
  * whose SIGALRM interrupts the open() with EINTR, which removes the entry.
  * A SIGINT/SIGTERM/SIGHUP ends the wait the same way; a stop signal (^Z)
  * does too, and the entry is queued again. An open() that fails with
@@ -45,7 +55,8 @@ int zkl_entry_take(struct zkl_run *r, const char *path);
 /*
  * zkl_entry_find() - find our entry: the child of r->dir named NAME + a
  * marker of our kind (either naming= of the mount) + the "%010d" of our
- * sequence number (read from the lock descriptor's xattr).
+ * sequence number (read from the lock descriptor's xattr); for a lock
+ * file, whose entries have no path, the lock file itself.
  * Return: 0 with r->entry set (absolute, to free); -ENOENT if not listed
  * (the lock may be lost already); another negative errno.
  */
@@ -54,7 +65,7 @@ int zkl_entry_find(struct zkl_run *r);
 /*
  * zkl_entry_export_env() - tell the command where its lock is: set
  * ZKLOCK_DIR, ZKLOCK_ENTRY, ZKLOCK_TOKEN (the fencing token, kept in
- * r->token) and ZKLOCK_MODE in zklock's environment, which the command
+ * r->token; a lock file's from the ZKLFS_IOC_TOKEN ioctl) and ZKLOCK_MODE in zklock's environment, which the command
  * inherits. After zkl_entry_find(). Return: 0 or a negative errno.
  */
 int zkl_entry_export_env(struct zkl_run *r);

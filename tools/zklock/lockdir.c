@@ -245,3 +245,29 @@ int zkl_lockdir_failed(const char *dir, int err)
 		warnx("%s: %s", dir, strerror(-err));
 	return ZKL_EXIT_NODIR;
 }
+
+/* See lockdir.h. */
+int zkl_lockdir_lockfile(const char *path)
+{
+	char *p = strdup(path), *slash;
+	struct stat st;
+	char one[4];
+	int err;
+
+	if (!p)
+		return -ENOMEM;
+	if (stat(path, &st) == 0) {
+		free(p);
+		return S_ISREG(st.st_mode);
+	}
+	err = -errno;
+	if (err == -ENOENT) {	/* missing: its folder tells what it would be */
+		slash = strrchr(p, '/');
+		if (slash)
+			*slash = '\0';
+		err = getxattr(slash ? (*p ? p : "/") : ".", XATTR_LOCKFILES, one,
+			       sizeof(one)) > 0;
+	}
+	free(p);
+	return err;
+}

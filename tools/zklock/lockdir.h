@@ -23,6 +23,8 @@
 #define XATTR_HOLDERS	"user.zklockfs.holders"	/* of a lock directory */
 #define XATTR_LIMIT	"user.zklockfs.limit"	/* of a lock directory */
 #define XATTR_METRICS	"user.zklockfs.metrics"	/* of a mount point */
+#define XATTR_LOCKFILES	"user.zklockfs.lockfiles" /* "1": a folder of a
+						   lockfiles mount */
 
 /* "Not a zklockfs directory", as an errno that nothing else here returns. */
 #define ENOTZKLOCKFS	EMEDIUMTYPE
@@ -99,5 +101,13 @@ int zkl_lockdir_no_limit(const char *dir);
  * @dir). Return: the exit status for it, ZKL_EXIT_NODIR (66).
  */
 int zkl_lockdir_failed(const char *dir, int err);
+
+/*
+ * zkl_lockdir_lockfile() - is @path a lock file (zklockfs -o lockfiles): an
+ * existing regular file, or a missing one in a folder of a lockfiles
+ * mount?  Return: 1, 0 (a lock directory, or none yet), or a negative
+ * errno.
+ */
+int zkl_lockdir_lockfile(const char *path);
 
 #endif

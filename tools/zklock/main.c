@@ -61,6 +61,7 @@
  */
 #include <err.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -97,6 +98,18 @@ static int zkl_exit_of(int status)
 }
 
 /*
+ * Open the lock file LOCKDIR (made if missing): r->lockfd, which holds
+ * nothing until zkl_entry_take() flocks it.  Return: 0 or a negative errno.
+ */
+static int zkl_lockfile_open(struct zkl_run *r)
+{
+	r->lockfd = open(r->o->lockdir, O_RDONLY | O_CREAT | O_CLOEXEC | O_NOCTTY, 0666);
+	if (r->lockfd < 0)
+		return -errno;
+	return zkl_lockdir_check(r->o->lockdir);
+}
+
+/*
  * Prepare r: the lock directory (created, checked, made absolute), the
  * entry NAME and the command's argv. Return: 0 or an exit status.
  */
@@ -105,7 +118,20 @@ static int zkl_prepare(struct zkl_run *r)
 	const struct zkl_opts *o = r->o;
 	int err;
 
-	err = zkl_lockdir_make(o->lockdir);
+	if (!o->per_host && zkl_entry_per_host(o->lockdir)) {
+		warnx("%s ends in this host's name: each host would take a lock of its "
+		      "own, which excludes no other host. Name the lock the same way on "
+		      "every host (without the host's name), or pass --per-host if a "
+		      "lock per host is what you want", o->lockdir);
+		return ZKL_EXIT_USAGE;
+	}
+	err = zkl_lockdir_lockfile(o->lockdir);
+	if (err > 0) {
+		r->lockfile = true;
+		err = zkl_lockfile_open(r);
+	} else if (!err) {
+		err = zkl_lockdir_make(o->lockdir);
+	}
 	if (!err && o->limit)
 		err = zkl_lockdir_limit(o->lockdir, o->limit);
 	else if (!err)
@@ -253,6 +279,10 @@ static int zkl_acquire(struct zkl_run *r)
 		break;
 	}
 	free(path);
+	if (err && r->lockfile) {	/* it holds nothing: no command runs */
+		close(r->lockfd);
+		r->lockfd = -1;
+	}
 	return err;
 }
 
@@ -385,8 +415,12 @@ int main(int argc, char **argv)
 		return ZKL_EXIT_OSERR;
 	}
 	status = zkl_prepare(&r);
-	if (!status && (status = zkl_nested(&r)) < 0)
+	if (!status && (status = zkl_nested(&r)) < 0) {
 		status = zkl_acquire(&r);
+	} else if (r.lockfd >= 0) {	/* a lock file opened, never locked */
+		close(r.lockfd);
+		r.lockfd = -1;
+	}
 	if (r.lockfd >= 0)		/* not "-E 0" after a conflict */
 		status = zkl_run_command(&r);
 	zkl_run_free(&r);

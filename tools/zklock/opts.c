@@ -40,7 +40,8 @@ static void __attribute__((noreturn)) zkl_usage(FILE *f, int status)
 "  zklock --confirm\n"
 "\n"
 "Run a command while holding a zklockfs (ZooKeeper) lock. LOCKDIR is a\n"
-"directory on a zklockfs mount, created if missing.\n"
+"directory on a zklockfs mount, created if missing, or a lock file on a\n"
+"mount with -o lockfiles (taken with flock(2), as flock(1) does).\n"
 "\n"
 "Options:\n"
 "  -x, -e, --exclusive        exclusive lock (the default)\n"
@@ -59,6 +60,8 @@ static void __attribute__((noreturn)) zkl_usage(FILE *f, int status)
 "      --on-revoke SIG        signal for the command when someone asks the\n"
 "                             lock's holder to let go (default USR1; not\n"
 "                             STOP, TSTP, TTIN or TTOU)\n"
+"      --per-host             let LOCKDIR end in this host's name: a lock of\n"
+"                             this host's own, which excludes no other host\n"
 "      --verbose              say how long getting the lock took\n"
 "      --list                 print LOCKDIR's queue\n"
 "      --metrics              print the figures of the mount at LOCKDIR (its\n"
@@ -195,7 +198,8 @@ static int __attribute__((format(printf, 1, 2))) zkl_bad_usage(const char *fmt, 
 /* See opts.h. */
 int zkl_opts_parse(int argc, char **argv, struct zkl_opts *o)
 {
-	enum { OPT_VERBOSE = 256, OPT_LIST, OPT_ON_REVOKE, OPT_METRICS, OPT_CONFIRM };
+	enum { OPT_VERBOSE = 256, OPT_LIST, OPT_ON_REVOKE, OPT_METRICS, OPT_CONFIRM,
+	       OPT_PER_HOST };
 	static const struct option longopts[] = {
 		{ "shared",		no_argument,		NULL, 's' },
 		{ "exclusive",		no_argument,		NULL, 'x' },
@@ -214,6 +218,7 @@ int zkl_opts_parse(int argc, char **argv, struct zkl_opts *o)
 		{ "list",		no_argument,		NULL, OPT_LIST },
 		{ "confirm",		no_argument,		NULL, OPT_CONFIRM },
 		{ "metrics",		no_argument,		NULL, OPT_METRICS },
+		{ "per-host",		no_argument,		NULL, OPT_PER_HOST },
 		{ "help",		no_argument,		NULL, 'h' },
 		{ "version",		no_argument,		NULL, 'V' },
 		{ NULL, 0, NULL, 0 }
@@ -273,6 +278,9 @@ int zkl_opts_parse(int argc, char **argv, struct zkl_opts *o)
 			break;
 		case OPT_CONFIRM:
 			o->confirm = true;
+			break;
+		case OPT_PER_HOST:
+			o->per_host = true;
 			break;
 		case OPT_ON_REVOKE:
 			if (zkl_parse_signal(optarg, &o->on_revoke))

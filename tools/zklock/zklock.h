@@ -42,6 +42,7 @@ struct zkl_opts {
 	int on_revoke;		/* --on-revoke=SIG: passed to the command when
 				   its holder is asked to let go (SIGUSR1) */
 	unsigned limit;		/* -L N: a semaphore of N holders; 0: none */
+	bool per_host;		/* --per-host: LOCKDIR may end in the host name */
 	const char *shell_cmd;	/* -c 'SHELL COMMAND' */
 	const char *lockdir;
 	char **argv;		/* COMMAND [ARG...]; NULL with -c */
@@ -55,6 +56,9 @@ struct zkl_opts {
 struct zkl_run {
 	const struct zkl_opts *o;
 	char *dir;		/* LOCKDIR, absolute */
+	bool lockfile;		/* LOCKDIR is a lock file (zklockfs -o
+				   lockfiles): lockfd is open from the start
+				   and flock(2) takes the lock */
 	char *name;		/* NAME of our entry */
 	char *entry;		/* absolute path of our entry, once known */
 	char *token;		/* the fencing token, once known */

@@ -1,0 +1,33 @@
+/*
+ * fs/ioctl.h - what a program asks of its own descriptor of a lock: the
+ * ioctls of zklockfs.  FUSE's getxattr carries no descriptor, so the
+ * state and fencing token of a lock file's holder (which has no entry
+ * file to ask) are read through the descriptor that holds it:
+ *
+ *	struct zklfs_ioc_text t;
+ *	ioctl(fd, ZKLFS_IOC_TOKEN, &t);		// t.text: "CZXID SEQ"
+ *
+ * ZKLFS_IOC_STATE gives what user.zklockfs.state gives an entry: "held",
+ * "waiting", "revoking" or "lost".  ZKLFS_IOC_TOKEN gives the fencing
+ * token, as user.zklockfs.token does.  Both also work on an entry's
+ * holder descriptor.  A descriptor that holds and waits for nothing:
+ * ENOLCK; another ioctl: ENOTTY.  The numbers, for other languages:
+ * ZKLFS_IOC_STATE 0x80405a01, ZKLFS_IOC_TOKEN 0x80405a02, each filling
+ * 64 bytes with a NUL-terminated text (Python:
+ * fcntl.ioctl(fd, 0x80405a02, bytes(64)).rstrip(b"\0")).
+ *
+ * No code; included by fs/fdops.c and tools/zklock.
+ */
+#ifndef FS_IOCTL_H
+#define FS_IOCTL_H
+
+#include <sys/ioctl.h>
+
+struct zklfs_ioc_text {
+	char text[64];
+};
+
+#define ZKLFS_IOC_STATE _IOR('Z', 1, struct zklfs_ioc_text)
+#define ZKLFS_IOC_TOKEN _IOR('Z', 2, struct zklfs_ioc_text)
+
+#endif
