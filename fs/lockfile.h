@@ -92,4 +92,9 @@ void lf_read(fuse_req_t req, struct node *n, size_t size, off_t off,
  */
 struct node *lf_tree_holder(struct zklfs *fs, fuse_req_t req, struct node *n);
 
+/* lf_queue_xattr() - getxattr of LF_QUEUE_XATTR on the lock @n (a lock
+ * file or a lock directory): its queue as text (fs/lfqueue.c). */
+#define LF_QUEUE_XATTR "user.zklockfs.queue"
+void lf_queue_xattr(fuse_req_t req, struct node *n, size_t size);
+
 #endif

@@ -388,6 +388,13 @@ void zklfs_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 			fuse_reply_err(req, ENODATA);
 		return;
 	}
+	if (strcmp(name, LF_QUEUE_XATTR) == 0) {	/* zklock --list asks */
+		if (lock_znode(n))
+			lf_queue_xattr(req, n, size);
+		else
+			fuse_reply_err(req, ENODATA);
+		return;
+	}
 	if (strcmp(name, ZKLFS_LOCKFILES_XATTR) == 0) {	/* zklock asks */
 		if (fs->conf->lockfiles && n->type == NODE_DIR)
 			reply_xattr_value(req, size, "1", 1);

@@ -425,3 +425,22 @@ def test_zklock_refuses_a_path_that_ends_in_the_host_name(mount):
     assert r.returncode == 64 and "host" in r.stderr, r
     assert not os.path.exists(os.path.join(d1, host))
     assert zklock("--per-host", os.path.join(d1, host), "true").returncode == 0
+
+
+def test_zklock_list_shows_a_lock_files_queue(mount):
+    """`zklock --list FILE`: the hidden entries, in queue order, with
+    their state, kind, host and pid (from user.zklockfs.queue)."""
+    _, (d1, d2) = lockfiles(mount)
+    h = Holder(os.path.join(d1, "l.lock"))
+    w = spawn([FLOCK, "-s", os.path.join(d2, "l.lock"), "true"])
+    wait_for(lambda: os.getxattr(os.path.join(d2, "l.lock"),
+                                 "user.zklockfs.queue").count(b"\n") == 2,
+             GRANT_TIMEOUT, "the waiter queued")
+    r = zklock("--list", os.path.join(d2, "l.lock"))
+    assert r.returncode == 0, r
+    rows = [ln.split() for ln in r.stdout.splitlines()]
+    assert rows[0][:4] == ["POS", "STATE", "KIND", "ENTRY"], rows
+    assert [row[1:3] for row in rows[1:]] == [["held", "exclusive"], ["waiting", "shared"]]
+    assert rows[1][5] == str(h.p.pid) and rows[2][5] == str(w.pid), rows
+    h.release()
+    assert finish([w], GRANT_TIMEOUT) == [0]

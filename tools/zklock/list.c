@@ -219,6 +219,71 @@ static void zkl_print_table(const struct zkl_row *rows, size_t n)
 		       w[4], rows[i].host, w[5], rows[i].pid, rows[i].age);
 }
 
+/*
+ * The rows of a lock file, whose entries have no file to read: its
+ * "user.zklockfs.queue", one tab-separated line per entry in queue order
+ * (NAME STATE KIND CTIME_MS HOST PID, HOST and PID escaped by the mount).
+ * Return: the number of rows in *@out, or a negative errno.
+ */
+static ssize_t zkl_queue_rows(const char *path, time_t now, struct zkl_row **out)
+{
+	char *val, *line, *save = NULL, age[32];
+	struct zkl_row *rows;
+	ssize_t len = zkl_lockdir_xattr(-1, path, XATTR_QUEUE, &val);
+	size_t n = 0, cap = 1;
+
+	if (len < 0)
+		return len;
+	for (ssize_t i = 0; i < len; i++)
+		cap += val[i] == '\n';
+	rows = calloc(cap, sizeof(*rows));
+	for (line = strtok_r(val, "\n", &save); rows && line;
+	     line = strtok_r(NULL, "\n", &save)) {
+		char *f[6], *fs = NULL;
+		int k = 0;
+
+		for (char *t = strtok_r(line, "\t", &fs); t && k < 6; t = strtok_r(NULL, "\t", &fs))
+			f[k++] = t;
+		if (k != 6)
+			continue;	/* not a line the mount writes */
+		zkl_format_age((long long)now - strtoll(f[3], NULL, 10) / 1000, age, sizeof(age));
+		rows[n] = (struct zkl_row){ .entry = zkl_printable(f[0], strlen(f[0])),
+					    .state = strdup(f[1]), .kind = strdup(f[2]),
+					    .host = strdup(f[4]), .pid = strdup(f[5]),
+					    .age = strdup(age) };
+		n++;
+		if (!rows[n - 1].entry || !rows[n - 1].state || !rows[n - 1].kind ||
+		    !rows[n - 1].host || !rows[n - 1].pid || !rows[n - 1].age)
+			break;
+	}
+	free(val);
+	if (!rows)
+		return -ENOMEM;
+	*out = rows;
+	return (ssize_t)n;
+}
+
+/* --list of a lock file. */
+static int zkl_list_file(const char *path)
+{
+	struct zkl_row *rows = NULL;
+	ssize_t n;
+	int status = 0;
+
+	n = zkl_lockdir_check(path);
+	if (!n)
+		n = zkl_queue_rows(path, time(NULL), &rows);
+	if (n < 0)
+		return zkl_lockdir_failed(path, (int)n);
+	zkl_print_table(rows, (size_t)n);
+	if (fflush(stdout) == EOF)
+		status = ZKL_EXIT_OSERR;
+	for (ssize_t i = 0; i < n; i++)
+		zkl_row_free(&rows[i]);
+	free(rows);
+	return status;
+}
+
 /* See list.h. */
 int zkl_list(const char *dir)
 {
@@ -229,6 +294,8 @@ int zkl_list(const char *dir)
 	int err, status = 0;
 	DIR *d;
 
+	if (zkl_lockdir_lockfile(dir) == 1)
+		return zkl_list_file(dir);
 	err = zkl_lockdir_is_dir(dir);
 	if (!err)
 		err = zkl_lockdir_check(dir);

@@ -23,6 +23,7 @@
 #define XATTR_HOLDERS	"user.zklockfs.holders"	/* of a lock directory */
 #define XATTR_LIMIT	"user.zklockfs.limit"	/* of a lock directory */
 #define XATTR_METRICS	"user.zklockfs.metrics"	/* of a mount point */
+#define XATTR_QUEUE	"user.zklockfs.queue"	/* of a lock: its queue, as text */
 #define XATTR_LOCKFILES	"user.zklockfs.lockfiles" /* "1": a folder of a
 						   lockfiles mount */
 

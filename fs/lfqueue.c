@@ -1,0 +1,232 @@
+/*
+ * fs/lfqueue.c - user.zklockfs.queue of a lock: its queue as text, for
+ * `zklock --list` of a lock file, whose entries have no file to read.
+ *
+ * One line per queue entry, in queue order, six fields separated by tabs:
+ *
+ *	NAME  STATE  KIND  CTIME_MS  HOST  PID
+ *
+ * STATE is held or waiting (as user.zklockfs.state), KIND exclusive or
+ * shared, CTIME_MS the entry's creation (ms since the epoch), HOST and PID
+ * the host= and pid= lines of its data ("-" if absent).  The data is
+ * anyone's writing: HOST and PID are escaped as the log escapes (zk/escape.h:
+ * no tab, newline or control byte survives), and are information, never
+ * authority.  An entry gone between the listing and its read is left out.
+ * One listing, one read of the lock's limit and one read per entry: what
+ * `zklock --list` of a lock directory costs too.
+ *
+ * Depends on: fs/zop.h, fs/pool.h; zk/grant.h, zk/limit.h, zk/escape.h.
+ * Completions on the ZooKeeper thread; a queue being built is its own
+ * (its count under q->mu).
+ */
+#include "fs/lockfile.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fs/zop.h"
+#include "zk/escape.h"
+#include "zk/grant.h"
+#include "zk/limit.h"
+#include "zk/log.h"
+
+struct qent {
+	struct qbuild *q;
+	char host[256 * 4 + 1], pid[16 * 4 + 1];
+	int64_t ctime;
+	bool found;
+};
+
+struct qbuild {
+	struct zop *op;
+	struct String_vector sv;	/* the children, kept until the answer */
+	struct zkl_child *kids;
+	size_t n;
+	unsigned limit;
+	struct qent *e;			/* one per kid */
+	size_t waiting;			/* q->mu */
+	struct zkl_mutex mu;
+};
+
+static void q_free(struct qbuild *q)
+{
+	free(q->kids);
+	free(q->e);
+	deallocate_String_vector(&q->sv);
+	zkl_mutex_destroy(&q->mu);
+	free(q);
+}
+
+/* The value of line "@key=" of @data, escaped, into @out ("-" if none). */
+static void q_field(const char *data, int len, const char *key, char *out, size_t size)
+{
+	size_t klen = strlen(key);
+
+	snprintf(out, size, "-");
+	for (int i = 0; data && i < len;) {
+		const char *nl = memchr(data + i, '\n', (size_t)(len - i));
+		int end = nl ? (int)(nl - data) : len;
+
+		if ((size_t)(end - i) > klen && memcmp(data + i, key, klen) == 0) {
+			zkl_escape(out, size, data + i + klen, (size_t)(end - i) - klen);
+			return;
+		}
+		i = end + 1;
+	}
+}
+
+/* Every entry read: the text, in queue order; the answer; free @q. */
+static void q_answer(struct qbuild *q)
+{
+	struct zop *op = q->op;
+	char *val = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&val, &len);
+
+	for (size_t k = 0; f && k < q->n; k++) {
+		size_t i = 0;
+		const struct zkl_child *c;
+
+		/* queue order: the next lowest of those left (n is small) */
+		for (size_t j = 0; j < q->n; j++)
+			if (q->e[j].found && (!q->e[i].found ||
+					      zkn_seq_cmp(q->kids[j].seq, q->kids[i].seq) < 0))
+				i = j;
+		if (!q->e[i].found)
+			break;
+		c = &q->kids[i];
+		fprintf(f, "%s\t%s\t%s\t%lld\t%s\t%s\n", c->name,
+			(q->limit ? zkl_decide_limit(q->kids, q->n, c->seq, q->limit)
+				  : zkl_decide(q->kids, q->n, c->seq, c->kind, NULL)) ==
+			ZKL_GRANTED ? "held" : "waiting",
+			c->kind == ZKL_SHARED ? "shared" : "exclusive",
+			(long long)q->e[i].ctime, q->e[i].host, q->e[i].pid);
+		q->e[i].found = false;
+	}
+	if (!f || fclose(f) != 0) {
+		fuse_reply_err(op->req, ENOMEM);
+	} else if (op->size == 0) {
+		fuse_reply_xattr(op->req, len);
+	} else if (op->size < len) {
+		fuse_reply_err(op->req, ERANGE);
+	} else {
+		fuse_reply_buf(op->req, val, len);
+	}
+	free(val);
+	zop_free(op);
+	q_free(q);
+}
+
+/* One fewer read out; the last one answers. */
+static void q_done_one(struct qbuild *q)
+{
+	bool last;
+
+	zkl_mutex_lock(&q->mu);
+	last = --q->waiting == 0;
+	zkl_mutex_unlock(&q->mu);
+	if (last)
+		q_answer(q);
+}
+
+static void q_entry_done(int rc, const char *value, int len, const struct Stat *zs,
+			 const void *data)
+{
+	struct qent *e = (struct qent *)data;
+
+	if (rc == ZOK) {		/* else gone meanwhile, or unknown: left out */
+		e->found = true;
+		e->ctime = zs->ctime;
+		q_field(value, len, "host=", e->host, sizeof(e->host));
+		q_field(value, len, "pid=", e->pid, sizeof(e->pid));
+	}
+	q_done_one(e->q);
+}
+
+static void q_children_done(int rc, const struct String_vector *sv,
+			    const struct Stat *dir, const void *data)
+{
+	struct qbuild *q = (struct qbuild *)data;
+	struct zop *op = q->op;
+	struct String_vector *copy = &q->sv;
+
+	(void)dir;
+	if (rc != ZOK) {
+		q_free(q);
+		zop_fail(op, rc);
+		return;
+	}
+	/* the names outlive this callback: a copy of the listing */
+	copy->count = 0;
+	copy->data = calloc((size_t)sv->count + 1, sizeof(char *));
+	for (int i = 0; copy->data && i < sv->count; i++) {
+		copy->data[i] = strdup(sv->data[i]);
+		if (!copy->data[i])
+			break;
+		copy->count++;
+	}
+	q->kids = copy->count == sv->count ? zkl_parse_children(copy->data, copy->count, &q->n)
+					   : NULL;
+	q->e = q->kids ? calloc(q->n + 1, sizeof(*q->e)) : NULL;
+	if (!q->e) {
+		fuse_reply_err(op->req, ENOMEM);
+		zop_free(op);
+		q_free(q);
+		return;
+	}
+	q->waiting = 1;
+	for (size_t i = 0; i < q->n; i++) {
+		char *path = zkn_join(op->path, q->kids[i].name);
+
+		q->e[i].q = q;
+		zkl_mutex_lock(&q->mu);
+		q->waiting++;
+		zkl_mutex_unlock(&q->mu);
+		if (!path || zklfs_zget(op->fs, op->zks, path, q_entry_done, &q->e[i]) != ZOK)
+			q_done_one(q);
+		free(path);
+	}
+	q_done_one(q);
+}
+
+static void q_limit_done(int rc, const char *value, int len, const struct Stat *zs,
+			 const void *data)
+{
+	struct qbuild *q = (struct qbuild *)data;
+	struct zop *op = q->op;
+
+	(void)zs;
+	if (rc == ZOK) {
+		q->limit = zkl_limit_parse(value, len > 0 ? (size_t)len : 0);
+		rc = zklfs_zchildren(op->fs, op->zks, op->path, q_children_done, q);
+	}
+	if (rc != ZOK) {
+		q_free(q);
+		zop_fail(op, rc);
+	}
+}
+
+void lf_queue_xattr(fuse_req_t req, struct node *n, size_t size)
+{
+	struct zop *op = zop_new(req, n, zklfs_node_path(n->fs, n));
+	struct qbuild *q = op ? calloc(1, sizeof(*q)) : NULL;
+	int rc;
+
+	if (!q) {
+		if (op)
+			zop_free(op);
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	zkl_mutex_init(&q->mu, ZKL_RANK_DIRLIST, "lfqueue->mu");
+	q->op = op;
+	op->size = size;
+	op->zks = zklfs_session(n->fs, op->path);
+	rc = zklfs_zget(n->fs, op->zks, op->path, q_limit_done, q);
+	if (rc != ZOK) {
+		q_free(q);
+		zop_fail(op, rc);
+	}
+}
