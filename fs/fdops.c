@@ -151,7 +151,8 @@ void zklfs_fd_flock(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 	struct node *n;
 
 	if (lockfile(req, ino, &n))
-		lf_lock(req, n, fi, op & (LOCK_SH | LOCK_EX | LOCK_UN), op & LOCK_NB);
+		lf_lock(req, n, fi, op & (LOCK_SH | LOCK_EX | LOCK_UN), op & LOCK_NB,
+			fuse_req_ctx(req)->uid);
 	else
 		zklfs_flock(req, ino, fi, op);
 }
@@ -161,10 +162,20 @@ void zklfs_fd_getlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 {
 	struct node *n;
 
-	if (lockfile(req, ino, &n) && lock->l_start == 0 && lock->l_len == 0)
-		lf_getlk(req, n, fi, lock);
-	else
+	struct node *ln;
+
+	if (!lockfile(req, ino, &n) || lock->l_start != 0 || lock->l_len != 0) {
 		zklfs_getlk(req, ino, fi, lock);	/* EINVAL for a part */
+		return;
+	}
+	ln = lf_record(n->fs, fi, false, 0);
+	if (ln) {		/* the owner's own entry is not its blocker */
+		struct fuse_file_info h = as_holder(fi);
+
+		zklfs_getlk(req, ln->ino, &h, lock);
+	} else {
+		zklfs_getlk(req, n->ino, NULL, lock);
+	}
 }
 
 void zklfs_fd_setlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
@@ -179,7 +190,8 @@ void zklfs_fd_setlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 		fuse_reply_err(req, EINVAL);
 	} else {
 		lf_lock(req, n, fi, lock->l_type == F_WRLCK ? LOCK_EX :
-			lock->l_type == F_RDLCK ? LOCK_SH : LOCK_UN, !sleep);
+			lock->l_type == F_RDLCK ? LOCK_SH : LOCK_UN, !sleep,
+			fuse_req_ctx(req)->uid);
 	}
 }
 

@@ -21,7 +21,6 @@
 #include <sys/file.h>
 
 #include "fs/fdlock.h"
-#include "fs/handlers.h"
 #include "fs/lockreq.h"
 #include "fs/reply.h"
 #include "zk/log.h"
@@ -42,15 +41,6 @@ struct lfrec {
 static struct lfd *lfd_of(const struct fuse_file_info *fi)
 {
 	return (struct lfd *)(uintptr_t)fi->fh;
-}
-
-/* The copy of @fi that a record's lock node takes: its holder's descriptor. */
-static struct fuse_file_info holder_fi(const struct fuse_file_info *fi)
-{
-	struct fuse_file_info h = *fi;
-
-	h.fh = FH_HOLDER;
-	return h;
 }
 
 /*
@@ -231,12 +221,17 @@ void lf_flush(fuse_req_t req, struct node *n, struct fuse_file_info *fi)
 	fs->reply->err(req, 0);
 }
 
+struct node *lf_record(struct zklfs *fs, const struct fuse_file_info *fi, bool make,
+			uid_t uid)
+{
+	return rec_get(fs, lfd_of(fi), fi, make, uid);
+}
+
 void lf_lock(fuse_req_t req, struct node *n, struct fuse_file_info *fi, int op,
-	     bool nb)
+	     bool nb, uid_t uid)
 {
 	struct zklfs *fs = n->fs;
-	struct node *ln = rec_get(fs, lfd_of(fi), fi, op != LOCK_UN,
-				  fuse_req_ctx(req)->uid);
+	struct node *ln = rec_get(fs, lfd_of(fi), fi, op != LOCK_UN, uid);
 
 	if (!ln) {
 		/* nothing held by this owner: LOCK_UN has nothing to give */
@@ -244,18 +239,6 @@ void lf_lock(fuse_req_t req, struct node *n, struct fuse_file_info *fi, int op,
 		return;
 	}
 	fdlock_op(req, ln, op, nb);
-}
-
-void lf_getlk(fuse_req_t req, struct node *n, struct fuse_file_info *fi,
-	      struct flock *lock)
-{
-	struct node *ln = rec_get(n->fs, lfd_of(fi), fi, false, 0);
-	struct fuse_file_info h = holder_fi(fi);
-
-	if (ln)		/* the owner's own entry is not its blocker */
-		zklfs_getlk(req, ln->ino, &h, lock);
-	else
-		zklfs_getlk(req, n->ino, NULL, lock);
 }
 
 /* Does @r hold (or has it lost) an entry?  Under fs->lock. */

@@ -19,8 +19,9 @@
  * description's at its RELEASE.  Reads, writes, fsync, poll and the ioctls
  * of a descriptor act on the record that holds through it.
  *
- * Depends on: fs/node.h, fs/lockreq.h, fs/fdlock.h, fs/wbuf.h, fs/zop.h,
- * fs/attr.h, fs/reply.h.  Called by the table (fs/table.c) for every
+ * Depends on: fs/node.h, fs/lockreq.h, fs/fdlock.h, fs/reply.h (fs/lockfile.c,
+ * which the simulator drives); fs/zop.h, fs/attr.h, fs/handlers.h (fs/lfns.c,
+ * fs/lfqueue.c).  Called by the table (fs/table.c) for every
  * request on a NODE_LOCKFILE inode, and by fs/ops.c's lookup, mkdir and
  * unlink (lf_classify(), LF_FOLDER_MARK).
  *
@@ -62,7 +63,10 @@ enum lf_class lf_children_class(const struct String_vector *sv);
  * lf_release(), lf_flush() - give back the description's lock, the
  * closing POSIX owner's lock.
  * lf_lock() - flock(2) (@op LOCK_SH, LOCK_EX, LOCK_UN; @nb) by the owner
- * fi->lock_owner; lf_getlk() - F_GETLK.
+ * fi->lock_owner, uid @uid.
+ * lf_record() - the lock node of the record of fi->lock_owner on @fi's
+ * lock file (made for @uid if none and @make), or NULL: F_GETLK's own
+ * entry (fs/fdops.c), and the simulator's view of a record.
  * lf_setattr() - truncate, O_TRUNC and touch: the attributes, nothing
  * changed (a holder's data is not wiped by the next `exec 9>F`).
  * lf_holder() - the record that holds through @fi (for @owner if not 0,
@@ -75,9 +79,9 @@ void lf_open(fuse_req_t req, struct node *n, struct fuse_file_info *fi);
 void lf_release(fuse_req_t req, struct node *n, struct fuse_file_info *fi);
 void lf_flush(fuse_req_t req, struct node *n, struct fuse_file_info *fi);
 void lf_lock(fuse_req_t req, struct node *n, struct fuse_file_info *fi, int op,
-	     bool nb);
-void lf_getlk(fuse_req_t req, struct node *n, struct fuse_file_info *fi,
-	      struct flock *lock);
+	     bool nb, uid_t uid);
+struct node *lf_record(struct zklfs *fs, const struct fuse_file_info *fi, bool make,
+		       uid_t uid);
 void lf_setattr(fuse_req_t req, struct node *n);
 struct node *lf_holder(struct zklfs *fs, const struct fuse_file_info *fi,
 		       uint64_t owner, bool waiting);

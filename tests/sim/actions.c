@@ -51,9 +51,10 @@ bool act_enqueue(struct world *wd)
 		dir = r->dir;
 		kind = r->kind;
 	}
-	/* half through fs/, as the kernel asks; half to the engine itself */
+	/* half through fs/, as the kernel asks (a lock file's OPEN and
+	 * flock on a lockfiles mount); half to the engine itself */
 	if (sim_rng_chance(&wd->rng, 1, 2))
-		simfs_open(wd, m, dir, kind, flags);
+		(m == wd->lockfiles ? simfs_open_lockfile : simfs_open)(wd, m, dir, kind, flags);
 	else
 		act_enqueue_on(wd, m, dir, kind, flags);
 	return true;

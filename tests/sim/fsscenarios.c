@@ -123,3 +123,39 @@ void reentrant_last_close_hands_over(struct world *wd)
 	expect(wd, wd->dws[h].released && granted(wd, x),
 	       "w%d holds once the last descriptor closed", x);
 }
+
+/*
+ * Lock files: the kernel does no unlock-on-close for locks a filesystem
+ * keeps, and each close() sends a FLUSH naming the closing process.  A
+ * POSIX owner's lock goes at its FLUSH, though the description stays open
+ * (a child still has it): the waiter behind it is granted.  A lock of the
+ * description (flock(2)) stays through the FLUSH of a process that shares
+ * it, and goes at the description's RELEASE.
+ */
+void lockfile_close_of_a_copy(struct world *wd)
+{
+	int p, x, y, q;
+
+	p = simfs_open_lockfile(wd, 0, 0, ZKL_EXCLUSIVE, 0);
+	wd->fds[wd->dws[p].fd].posix = true;
+	q = simfs_open_lockfile(wd, 0, 1, ZKL_EXCLUSIVE, 0);
+	wd->fds[wd->dws[q].fd].posix = false;
+	settle(wd);
+	x = enqueue(wd, 1, 0, ZKL_EXCLUSIVE, 0);
+	y = enqueue(wd, 1, 1, ZKL_EXCLUSIVE, 0);
+	settle(wd);
+	expect(wd, granted(wd, p) && granted(wd, q) && waits(wd, x) && waits(wd, y),
+	       "w%d and w%d hold their lock files; w%d and w%d wait", p, q, x, y);
+	simfs_flush(wd, wd->dws[p].fd);
+	simfs_flush(wd, wd->dws[q].fd);
+	did(wd, true);
+	settle(wd);
+	expect(wd, wd->dws[p].released && granted(wd, x),
+	       "the POSIX owner's close gave w%d back: w%d holds", p, x);
+	expect(wd, !wd->dws[q].released && waits(wd, y),
+	       "the description's lock w%d stays through a copy's close", q);
+	simfs_release(wd, &wd->dws[q]);
+	did(wd, true);
+	settle(wd);
+	expect(wd, granted(wd, y), "w%d holds once the description is released", y);
+}

@@ -462,6 +462,7 @@ static const struct scenario {
 	{ "interrupt-races-the-grant", interrupt_races_the_grant },
 	{ "lost-before-its-answer", lost_before_its_answer },
 	{ "reentrant-last-close-hands-over", reentrant_last_close_hands_over },
+	{ "lockfile-close-of-a-copy", lockfile_close_of_a_copy },
 };
 
 /* the runner ----------------------------------------------------------------- */

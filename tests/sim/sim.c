@@ -351,6 +351,10 @@ void sim_world_init(struct world *wd, uint64_t seed, bool verbose)
 			zkl_engine_set_linger(wd->eng[i], 10 + (unsigned)(seed / 4 % 61));
 		wd->net.mounts[i].ev = zkl_engine_events(wd->eng[i]);
 	}
+	/* one seed in three has a lockfiles mount, whose fs/ opens are of
+	 * lock files (a mount is one or the other: none of its entries can
+	 * be opened again as another's) */
+	wd->lockfiles = seed % 3 == 2 ? (int)(seed / 3 % SIM_MOUNTS) : -1;
 	simfs_init(wd);
 	sn_trace(&wd->net, "seed %" PRIu64 ": %d mounts, fault rate %d", seed,
 		 SIM_MOUNTS, wd->fault_rate);

@@ -94,6 +94,8 @@ struct world {
 	long step;
 
 	bool lingers;			/* its mounts linger (zk/linger.c) */
+	int lockfiles;			/* the mount whose fs/ opens are of lock
+					   files (-o lockfiles), -1: none */
 	int last_released;		/* the dw released last, + 1 (0: none) */
 	char (*gone)[64];		/* entries other clients deleted */
 	int ngone, gcap;

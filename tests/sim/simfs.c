@@ -239,10 +239,18 @@ static int reply_open_k(fuse_req_t r, const struct fuse_file_info *fi)
 	struct world *wd = W();
 	struct sfd *f = fd_of(wd, r);
 
-	sn_trace(&wd->net, "        fs: OPEN of fd%d answered: the lock%s", r->fd,
-		 r->gone ? " (its caller is gone: -ENOENT)" : "");
+	sn_trace(&wd->net, "        fs: OPEN of fd%d answered: the %s%s", r->fd,
+		 r->lfopen ? "lock file" : "lock", r->gone ? " (its caller is gone: -ENOENT)" : "");
 	if (!answered(wd, r, "open"))
 		return 0;
+	if (r->lfopen) {		/* a descriptor that holds nothing yet */
+		if (fi->fh == FH_HOLDER || fi->fh == FH_PLAIN || fi->noflush)
+			sim_failf(wd, "reply: fd%d: a lock file's OPEN answered as an "
+				  "entry's", r->fd);
+		*f->lfi = *fi;
+		f->opened = true;
+		return 0;
+	}
 	if (r->fdreq || fi->fh != FH_HOLDER)
 		sim_failf(wd, "reply: fd%d: an open reply that is not the holder's "
 			  "descriptor of an OPEN", r->fd);

@@ -23,6 +23,14 @@ struct sfd {
 	bool opened;			/* its OPEN was answered with the lock */
 	bool closed;			/* RELEASE done, or the OPEN failed */
 	bool forgotten;			/* FORGET done: the node may be freed */
+	/* a lock file's descriptor (-o lockfiles): @n is the lock node of
+	 * its record, made by fs/lockfile.c; one lock owner per descriptor */
+	bool lockfile;
+	bool posix;			/* a POSIX owner: given back at FLUSH,
+					   else at RELEASE (flock(2)) */
+	struct node *file;		/* the lock file */
+	struct fuse_file_info *lfi;	/* its OPEN's answer (fh), its owner;
+					   freed at its close */
 };
 
 /* simfs_init(), simfs_free() - each mount's fs/ state, with the world */
@@ -40,6 +48,16 @@ int simfs_open(struct world *wd, int m, int dir, enum zkl_kind kind, int flags);
 int simfs_open_by(struct world *wd, int m, int dir, enum zkl_kind kind, int flags,
 		  int by);
 int simfs_fd_of(struct world *wd, int id, bool first);
+
+/* simfs_open_lockfile() - OPEN of lock @dir as a lock file on mount @m
+ * (never waits), then flock(LOCK_SH/LOCK_EX per @kind, LOCK_NB per @flags)
+ * by its one lock owner.  Return: the dw id of that request, or -1. */
+int simfs_open_lockfile(struct world *wd, int m, int dir, enum zkl_kind kind, int flags);
+
+/* simfs_flush() - FLUSH of lock-file descriptor @fd (a close() of a copy,
+ * the description staying open): by its POSIX owner if it is one (whose
+ * lock goes), else by another process (the description's lock stays) */
+void simfs_flush(struct world *wd, int fd);
 
 /* simfs_interrupt() - FUSE_INTERRUPT of the request @d waits in; with
  * @gone its caller dies of the signal (an OPEN's reply then finds nobody) */

@@ -25,6 +25,7 @@ struct fuse_req {
 	void *intr_arg;
 	bool interrupted;		/* FUSE_INTERRUPT came */
 	bool gone;			/* its caller is gone: open() -ENOENT */
+	bool lfopen;			/* the OPEN of a lock file: no lock */
 };
 
 struct fuse_pollhandle {

@@ -13,6 +13,7 @@
 #include <sys/file.h>
 
 #include "fs/fdlock.h"
+#include "fs/lockfile.h"
 
 /* Does thread @tid started at @start hold or wait for an entry of @f's
  * lock through a descriptor other than @f (a waiter of fs/ it asked for,
@@ -63,17 +64,11 @@ int simfs_open(struct world *wd, int m, int dir, enum zkl_kind kind, int flags)
 	return simfs_open_by(wd, m, dir, kind, flags, -1);
 }
 
-int simfs_open_by(struct world *wd, int m, int dir, enum zkl_kind kind, int flags,
-		  int by)
+/* A new descriptor on mount @m of lock @dir, for waiter @id. */
+static struct sfd *new_fd(struct world *wd, int m, int dir, int id)
 {
-	struct simfs *s = wd->fs[m];
-	struct fuse_file_info fi = { 0 };
 	struct sfd *f;
-	struct dw *d;
-	int id = sim_new_dw(wd, m, dir, kind, flags), fd = wd->nfd;
 
-	if (id < 0)
-		return -1;
 	if (wd->nfd == wd->fdcap) {
 		wd->fdcap = wd->fdcap ? 2 * wd->fdcap : 32;
 		wd->fds = realloc(wd->fds, (size_t)wd->fdcap * sizeof(*wd->fds));
@@ -85,6 +80,21 @@ int simfs_open_by(struct world *wd, int m, int dir, enum zkl_kind kind, int flag
 	f->mount = m;
 	f->dir = dir;
 	f->dw = id;
+	return f;
+}
+
+int simfs_open_by(struct world *wd, int m, int dir, enum zkl_kind kind, int flags,
+		  int by)
+{
+	struct simfs *s = wd->fs[m];
+	struct fuse_file_info fi = { 0 };
+	struct sfd *f;
+	struct dw *d;
+	int id = sim_new_dw(wd, m, dir, kind, flags), fd = wd->nfd;
+
+	if (id < 0)
+		return -1;
+	f = new_fd(wd, m, dir, id);
 	if (by >= 0) {			/* the script's choice */
 		f->tid = wd->fds[by].tid;
 		f->start = wd->fds[by].start;
@@ -117,6 +127,131 @@ int simfs_open_by(struct world *wd, int m, int dir, enum zkl_kind kind, int flag
 		sim_failf(wd, "deadlock: w%d's thread %d queued behind itself in %s", id,
 			  (int)f->tid, wd->dirs[dir]);
 	return id;
+}
+
+static bool part_done(struct world *wd, struct sfd *f, struct dw *d);
+
+/* A lock request on @f, as the kernel's FLOCK: on a lock file, through
+ * fs/lockfile.c (which finds the record), else on the holder's descriptor. */
+static void fd_lock(struct world *wd, struct sfd *f, struct fuse_req *r, int op, bool nb)
+{
+	wd->asker = r;
+	simfs_fuse_thread(wd, true);
+	if (f->lockfile)
+		lf_lock(r, f->file, f->lfi, op, nb, 1000);
+	else
+		fdlock_op(r, f->n, op, nb);
+	simfs_fuse_thread(wd, false);
+}
+
+int simfs_open_lockfile(struct world *wd, int m, int dir, enum zkl_kind kind, int flags)
+{
+	struct zklfs *fs = &wd->fs[m]->fs;
+	struct fuse_file_info fi = { .flags = O_RDWR | O_CREAT };
+	struct fuse_req *r0, *r;
+	struct sfd *f;
+	struct dw *d;
+	int id = sim_new_dw(wd, m, dir, kind, flags), fd = wd->nfd;
+
+	if (id < 0)
+		return -1;
+	f = new_fd(wd, m, dir, id);
+	open_thread(wd, f, id);
+	f->lockfile = true;
+	f->posix = sim_rng_chance(&wd->rng, 1, 2);
+	d = &wd->dws[id];
+	d->fd = fd;
+	d->tid = f->tid;
+	d->start = f->start;
+	d->may_deadlock = thread_busy(wd, f->tid, f->start, f);
+	sn_trace(&wd->net, "  fs: OPEN fd%d of the lock file %s, then %s for w%d, by thread "
+		 "%d (%s owner)", fd, wd->dirs[dir], kind == ZKL_SHARED ? "LOCK_SH" : "LOCK_EX",
+		 id, (int)f->tid, f->posix ? "a POSIX" : "the description's");
+	simfs_fuse_thread(wd, true);
+	zkl_mutex_lock(&fs->lock);
+	f->file = node_lookup_locked(fs, wd->dirs[dir], NODE_LOCKFILE);
+	zkl_mutex_unlock(&fs->lock);
+	if (!f->file)
+		abort();
+	f->lfi = calloc(1, sizeof(*f->lfi));
+	if (!f->lfi)
+		abort();
+	r0 = simfs_new_req(wd, fd, -1, false);
+	r0->lfopen = true;
+	wd->asker = r0;
+	lf_open(r0, f->file, &fi);
+	if (r0->replies != 1 || !f->opened)
+		sim_failf(wd, "lock file: fd%d: its OPEN waited or failed (%d)", fd, r0->result);
+	f->lfi->lock_owner = (uint64_t)fd + 1;	/* its own owner */
+	f->n = lf_record(fs, f->lfi, true, 1000);
+	simfs_fuse_thread(wd, false);
+	if (!f->n)
+		abort();
+	r = simfs_new_req(wd, fd, id, true);
+	r->old = -1;
+	f->req = r;
+	fd_lock(wd, f, r, kind == ZKL_SHARED ? LOCK_SH : LOCK_EX, flags & ZKL_NONBLOCK);
+	simfs_after_ask(d, f);
+	return id;
+}
+
+/*
+ * A lock file's descriptor closes: FLUSH by its process (a POSIX owner's
+ * lock goes there), then RELEASE (the description's goes there).  Its
+ * record is freed; so is the lock file's node with its last lookup.
+ */
+static void lockfile_close(struct world *wd, struct sfd *f)
+{
+	struct zklfs *fs = &wd->fs[f->mount]->fs;
+	int fd = (int)(f - wd->fds);
+	struct fuse_req *rf = simfs_new_req(wd, fd, -1, true);
+	struct fuse_req *rr = simfs_new_req(wd, fd, -1, true);
+	struct fuse_file_info fl = *f->lfi;
+
+	fl.lock_owner = f->posix ? f->lfi->lock_owner : ~f->lfi->lock_owner;
+	wd->asker = rf;
+	lf_flush(rf, f->file, &fl);
+	wd->asker = rr;
+	lf_release(rr, f->file, f->lfi);
+	free(f->lfi);
+	f->lfi = NULL;
+	if (rf->replies != 1 || rf->result || rr->replies != 1 || rr->result)
+		sim_failf(wd, "lock file: fd%d: FLUSH or RELEASE not answered 0 once", fd);
+	f->forgotten = true;		/* its record went with it */
+	node_forget(fs, f->file, 1);
+}
+
+void simfs_flush(struct world *wd, int fd)
+{
+	struct sfd *f = &wd->fds[fd];
+	struct zklfs *fs = &wd->fs[f->mount]->fs;
+	struct fuse_req *r = simfs_new_req(wd, fd, -1, true);
+	struct fuse_file_info fl = *f->lfi;
+	struct dw *d = f->dw >= 0 ? &wd->dws[f->dw] : NULL;
+	struct zkl_info info;
+	char *path = NULL;
+	bool went;
+
+	if (d)
+		zkl_info(d->w, &info, &path);
+	fl.lock_owner = f->posix ? f->lfi->lock_owner : ~f->lfi->lock_owner;
+	sn_trace(&wd->net, "  fs: FLUSH of fd%d by %s (w%d)", fd,
+		 f->posix ? "its POSIX owner" : "a process sharing the description",
+		 d ? d->id : -1);
+	wd->asker = r;
+	simfs_fuse_thread(wd, true);
+	lf_flush(r, f->file, &fl);
+	went = lf_record(fs, f->lfi, false, 0) != f->n;
+	if (went)		/* a new one for the owner's next request */
+		f->n = lf_record(fs, f->lfi, true, 1000);
+	simfs_fuse_thread(wd, false);
+	if (r->replies != 1 || r->result)
+		sim_failf(wd, "lock file: fd%d: FLUSH not answered 0 once", fd);
+	if (went && d && d->ndone) {
+		part_done(wd, f, d);
+		sim_check_release(wd, d, path);
+	}
+	free(path);
 }
 
 void simfs_interrupt(struct world *wd, struct dw *d, bool gone)
@@ -206,9 +341,14 @@ void simfs_close(struct world *wd, int fd, struct dw *d)
 	last = part_done(wd, f, d);
 	f->closed = true;
 	simfs_fuse_thread(wd, true);
-	gone = lockreq_close(&wd->fs[f->mount]->fs, f->n);
-	if (gone)
-		lockreq_end(&wd->fs[f->mount]->fs, gone);
+	if (f->lockfile) {
+		gone = f->n;		/* one owner, one descriptor: it goes */
+		lockfile_close(wd, f);
+	} else {
+		gone = lockreq_close(&wd->fs[f->mount]->fs, f->n);
+		if (gone)
+			lockreq_end(&wd->fs[f->mount]->fs, gone);
+	}
 	simfs_fuse_thread(wd, false);
 	if (last != (gone != NULL))
 		sim_failf(wd, "release: fd%d was %sthe last descriptor of w%d, and its "
@@ -262,10 +402,7 @@ static bool fdlock_shared(struct world *wd, struct sfd *f, int op, bool nb)
 		path = strdup(wd->dws[dw].path);
 		last = part_done(wd, f, &wd->dws[dw]);
 	}
-	wd->asker = r;
-	simfs_fuse_thread(wd, true);
-	fdlock_op(r, f->n, op, nb);
-	simfs_fuse_thread(wd, false);
+	fd_lock(wd, f, r, op, nb);
 	if (r->replies != 1 ||
 	    (op == LOCK_UN && r->result != 0) ||
 	    (op != LOCK_UN && lost && r->result != EIO) ||
@@ -294,11 +431,10 @@ static bool fdlock_busy(struct world *wd, struct sfd *f, int op, bool nb)
 	sn_trace(&wd->net, "  fs: flock(fd%d, %s%s) while its request (w%d) waits", fd,
 		 op == LOCK_SH ? "LOCK_SH" : op == LOCK_EX ? "LOCK_EX" : "LOCK_UN",
 		 nb ? "|LOCK_NB" : "", dw);
-	wd->asker = r;
-	wd->calm = 1;			/* fdlock_op() decides under its first */
-	simfs_fuse_thread(wd, true);
-	fdlock_op(r, f->n, op, nb);
-	simfs_fuse_thread(wd, false);
+	/* fdlock_op() decides under its first mutex; a lock file's record is
+	 * found under the one before */
+	wd->calm = f->lockfile ? 2 : 1;
+	fd_lock(wd, f, r, op, nb);
 	wd->calm = 0;
 	if (r->replies != 1 || r->result != want || f->dw != dw)
 		sim_failf(wd, "flock: fd%d: answered %d times, with %d, where %d at once was "
@@ -365,10 +501,7 @@ bool act_fdlock(struct world *wd)
 		f->dw = id;
 		f->req = r;
 	}
-	wd->asker = r;
-	simfs_fuse_thread(wd, true);
-	fdlock_op(r, f->n, op, nb);
-	simfs_fuse_thread(wd, false);
+	fd_lock(wd, f, r, op, nb);
 	kept = old && simfs_stands_for(wd, f, old->id);
 	if (r->replies && r->result == EDEADLK && old && !kept)
 		sim_failf(wd, "flock: fd%d: EDEADLK, and its entry given back", fd);
@@ -405,6 +538,10 @@ void simfs_end(struct world *wd)
 			struct node *g;
 
 			f->closed = true;
+			if (f->lockfile) {
+				lockfile_close(wd, f);
+				continue;
+			}
 			g = lockreq_close(&wd->fs[f->mount]->fs, f->n);
 			if (g)		/* it held nothing: nothing goes */
 				lockreq_end(&wd->fs[f->mount]->fs, g);
