@@ -71,7 +71,7 @@ void fdlock_op(fuse_req_t req, struct node *n, int op, bool nb)
 {
 	struct zklfs *fs = n->fs;
 	enum zkl_kind want = op == LOCK_EX ? ZKL_EXCLUSIVE : ZKL_SHARED;
-	bool busy, has, holds, shared;
+	bool busy, has, holds, shared, lost;
 	int err = 0;
 
 	/* one look decides, whatever the ZooKeeper thread does meanwhile */
@@ -82,6 +82,7 @@ void fdlock_op(fuse_req_t req, struct node *n, int op, bool nb)
 	busy = lockreq_asking(n->lr);
 	has = n->lr->w != NULL;
 	holds = has && n->lr->state == LR_HELD && n->lr->kind == want;
+	lost = has && n->lr->state == LR_LOST;
 	zkl_mutex_unlock(&fs->lock);
 	if (shared) {
 		shared_entry_answer(req, n, op, err);
@@ -105,6 +106,11 @@ void fdlock_op(fuse_req_t req, struct node *n, int op, bool nb)
 	}
 	if (op != LOCK_UN && holds) {
 		fs->reply->err(req, 0);
+		return;
+	}
+	/* a lost lock is told, not silently taken anew: LOCK_UN first */
+	if (op != LOCK_UN && lost) {
+		fs->reply->err(req, EIO);
 		return;
 	}
 	/* refused before the entry is given back, not after */

@@ -17,6 +17,7 @@
  *   LOCK_UN/F_UNLCK          give the entry back; the descriptor stays
  *                            open, holding nothing, and a later request
  *                            enqueues anew
+ *   any other, once lost     EIO, until LOCK_UN gives the lost entry up
  *
  * A lock belongs to the open file description, whichever call took it
  * (as flock(2) and F_OFD_SETLK locks do): fcntl(2) locks are neither

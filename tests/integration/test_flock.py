@@ -227,7 +227,8 @@ def test_flock_converts_gives_back_and_enqueues_anew(mount):
 
 def test_a_lost_lock_is_never_held_again_by_asking(mount):
     """After its entry is deleted by another host, LOCK_EX on the holder's
-    descriptor is no longer "the kind it holds": it enqueues anew."""
+    descriptor is no longer "the kind it holds": EIO, the loss told, until
+    LOCK_UN gives the lost entry up; then it enqueues anew."""
     m1, m2, d1 = two_hosts(mount)
     fd = os.open(os.path.join(d1, "p"), os.O_CREAT | os.O_RDWR)
     try:
@@ -237,6 +238,10 @@ def test_a_lost_lock_is_never_held_again_by_asking(mount):
         p.register(fd, 0)
         assert p.poll(GRANT_TIMEOUT * 1000)[0][1] & select.POLLERR
         assert harness.lock_state(fd) == "lost"
+        with pytest.raises(OSError) as e:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        assert e.value.errno == errno.EIO
+        fcntl.flock(fd, fcntl.LOCK_UN)
         fcntl.flock(fd, fcntl.LOCK_EX)
         (again,) = entries(d1)
         assert harness.seq_of(again) > harness.seq_of(mine)

@@ -326,7 +326,8 @@ def test_record_lock_on_part_is_einval_and_getlk_names_the_holder(mount):
 
 def test_lost_lock_is_pollerr_and_eio(mount, zkc):
     """The holder's entry deleted behind its back: poll() says POLLERR,
-    and flock/write on the descriptor fail with EIO."""
+    write and flock on the descriptor fail with EIO until LOCK_UN, after
+    which it locks anew."""
     (m1,), (d1,) = lockfiles(mount, 1)
     f = open(os.path.join(d1, "lost.lock"), "w")
     fcntl.flock(f, fcntl.LOCK_EX)
@@ -337,9 +338,11 @@ def test_lost_lock_is_pollerr_and_eio(mount, zkc):
     p.register(f.fileno(), select.POLLIN)
     wait_for(lambda: any(ev & select.POLLERR for _, ev in p.poll(100)),
              GRANT_TIMEOUT, "POLLERR on the lost lock")
-    with pytest.raises(OSError) as e:
-        os.write(f.fileno(), b"x")
-    assert e.value.errno == errno.EIO
+    for call in (lambda: os.write(f.fileno(), b"x"),
+                 lambda: fcntl.flock(f, fcntl.LOCK_EX)):
+        with pytest.raises(OSError) as e:
+            call()
+        assert e.value.errno == errno.EIO
     fcntl.flock(f, fcntl.LOCK_UN)
     fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)	# taken anew
     f.close()

@@ -288,8 +288,9 @@ static int reply_err_k(fuse_req_t r, int err)
 	r->result = err;
 	if (!r->fdreq && !err)
 		sim_failf(wd, "reply: fd%d: OPEN answered 0 without a descriptor", r->fd);
-	if (r->dw >= 0 && !err && simfs_stands_for(wd, f, r->old)) {
-		/* the kind it holds: nothing was asked of the engine */
+	if (r->dw >= 0 && (!err || err == EIO) && simfs_stands_for(wd, f, r->old)) {
+		/* the kind it holds, or its lock lost (EIO until LOCK_UN):
+		 * nothing was asked of the engine */
 		wd->dws[r->dw].ndone = 1;
 		wd->dws[r->dw].released = true;
 	} else if (r->dw >= 0) {

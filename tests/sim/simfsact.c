@@ -520,8 +520,11 @@ bool act_fdlock(struct world *wd)
 	}
 	if (id >= 0)
 		simfs_after_ask(&wd->dws[id], f);
+	if (kept && r->replies && r->result == EIO && simfs_believes(wd, old))
+		sim_failf(wd, "flock: fd%d: EIO on a lock that holds", fd);
 	if ((kept || op == LOCK_UN) &&
-	    (r->replies != 1 || (r->result != 0 && !(kept && r->result == EDEADLK))))
+	    (r->replies != 1 || (r->result != 0 && !(kept && (r->result == EDEADLK ||
+							       r->result == EIO)))))
 		sim_failf(wd, "flock: fd%d: %s answered %d times, with %d, where 0 at once "
 			  "was due", fd, op == LOCK_UN ? "LOCK_UN" : "the kind held",
 			  r->replies, r->result);
