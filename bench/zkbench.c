@@ -46,6 +46,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/file.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -575,6 +576,8 @@ static int recipe_release(struct recipe *r)
 struct opts {
 	const char *mode;
 	bool fs;			/* --side fs (else zk, the baseline) */
+	bool lf;			/* --side lf: fs, on a lock file (-o
+					   lockfiles): open once, flock/LOCK_UN */
 	const char *zk;			/* HOST:PORT */
 	char *dirs[MAX_DIRS];		/* --lock: znode (zk) or directories (fs) */
 	int ndirs;
@@ -593,7 +596,7 @@ struct opts {
 static void usage(void)
 {
 	fprintf(stderr,
-		"usage: zkbench cycles --side zk|fs --lock L[,L...] [--zk H:P] [--znode Z]\n"
+		"usage: zkbench cycles --side zk|fs|lf --lock L[,L...] [--zk H:P] [--znode Z]\n"
 		"           [--procs P] [--locks K] [--seconds S] [--cycles C] [--warmup W]\n"
 		"           [--timeout T] [--mntr]\n"
 		"       zkbench scale --side zk|fs --zk H:P --lock L [--znode Z] --waiters N\n"
@@ -647,9 +650,11 @@ static void parse(int argc, char **argv, struct opts *o)
 	while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
 		switch (c) {
 		case 's':
-			if (strcmp(optarg, "fs") != 0 && strcmp(optarg, "zk") != 0)
+			if (strcmp(optarg, "fs") != 0 && strcmp(optarg, "zk") != 0 &&
+			    strcmp(optarg, "lf") != 0)
 				usage();
-			o->fs = strcmp(optarg, "fs") == 0;
+			o->lf = strcmp(optarg, "lf") == 0;
+			o->fs = o->lf || strcmp(optarg, "fs") == 0;
 			break;
 		case 'z': o->zk = optarg; break;
 		case 'l':
@@ -730,7 +735,8 @@ static void lock_path(const struct opts *o, int m, int j, char *buf, size_t size
 /* One cycle's two halves, for either side. */
 struct locker {
 	bool fs;
-	char path[1024];		/* fs: DIR/NAME to open */
+	bool lf;			/* a lock file: @fd stays open */
+	char path[1024];		/* fs: DIR/NAME to open; lf: the lock file */
 	int fd;
 	struct recipe r;		/* zk */
 	struct zconn zc;
@@ -742,6 +748,14 @@ static int locker_acquire(struct locker *lk, char *err, size_t size)
 		if (recipe_acquire(&lk->r) == 0)
 			return 0;
 		fmt(err, size, "%s", lk->r.err);
+		return -1;
+	}
+	if (lk->lf) {
+		if (lk->fd < 0)
+			lk->fd = open(lk->path, O_CREAT | O_RDWR | O_CLOEXEC, 0666);
+		if (lk->fd >= 0 && flock(lk->fd, LOCK_EX) == 0)
+			return 0;
+		fmt(err, size, "flock %s: %s", lk->path, strerror(errno));
 		return -1;
 	}
 	lk->fd = open(lk->path, O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
@@ -759,9 +773,9 @@ static int locker_release(struct locker *lk, char *err, size_t size)
 		fmt(err, size, "%s", lk->r.err);
 		return -1;
 	}
-	if (close(lk->fd) == 0)
+	if (lk->lf ? flock(lk->fd, LOCK_UN) == 0 : close(lk->fd) == 0)
 		return 0;
-	fmt(err, size, "close %s: %s", lk->path, strerror(errno));
+	fmt(err, size, "%s %s: %s", lk->lf ? "LOCK_UN" : "close", lk->path, strerror(errno));
 	return -1;
 }
 
@@ -770,12 +784,14 @@ static void cycle_child(const struct opts *o, struct shared *sh, int id, int rea
 			int go_fd)
 {
 	int j = id % o->locks;
-	struct locker lk = { .fs = o->fs };
+	struct locker lk = { .fs = o->fs, .lf = o->lf, .fd = -1 };
 	char lock[1024], err[256], byte = 'r';
 
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	lock_path(o, id, j, lock, sizeof(lock));
-	if (o->fs) {
+	if (o->lf) {			/* every process opens the one lock file */
+		fmt(lk.path, sizeof(lk.path), "%s/f", lock);
+	} else if (o->fs) {
 		fmt(lk.path, sizeof(lk.path), "%s/c%d", lock, id);
 	} else {
 		lk.r.zh = zk_connect(o->zk, &lk.zc);
@@ -831,6 +847,8 @@ static void cycle_child(const struct opts *o, struct shared *sh, int id, int rea
 	}
 	if (!o->fs && lk.r.zh)
 		zookeeper_close(lk.r.zh);
+	if (lk.lf && lk.fd >= 0)
+		close(lk.fd);
 	_exit(0);
 }
 
@@ -943,7 +961,7 @@ static void cycles_json(const struct opts *o, struct shared *sh, const char *err
 	overlaps = count_overlaps(sh ? sh->rec : NULL, done);
 	printf("{\"mode\":\"cycles\",\"side\":\"%s\",\"procs\":%d,\"locks\":%d,\"mounts\":%d,"
 	       "\"warmup\":%ld,\"cycles_limit\":%ld,\"seconds_limit\":%.3f,",
-	       o->fs ? "fs" : "zk", o->procs, o->locks, o->ndirs, o->warmup, o->cycles,
+	       o->lf ? "lf" : o->fs ? "fs" : "zk", o->procs, o->locks, o->ndirs, o->warmup, o->cycles,
 	       o->seconds);
 	printf("\"cycles_total\":%ld,\"measured\":%ld,\"window_s\":%.4f,\"rate\":%.2f,",
 	       sh ? atomic_load(&sh->ncycles) : 0, measured, window,
