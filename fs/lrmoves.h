@@ -10,9 +10,8 @@
  * Several descriptors of one thread may stand for one entry (reentrant
  * opens): the one that made it holds it (HELD, LOST) and counts the
  * others, each JOINED to it, and the entry goes when the last of them
- * closes.  Several lock owners on one inode (lock files) would split the
- * same way: the entry's part (HELD, LOST) and each request's (ASKING,
- * ANSWERED, WAITING).
+ * closes.  A lock file's lock owners each have a request of their own, on
+ * a lock node of their own (fs/lockfile.h): the same machine.
  */
 #ifndef FS_LRMOVES_H
 #define FS_LRMOVES_H
