@@ -447,3 +447,23 @@ def test_zklock_list_shows_a_lock_files_queue(mount):
     assert rows[1][5] == str(h.p.pid) and rows[2][5] == str(w.pid), rows
     h.release()
     assert finish([w], GRANT_TIMEOUT) == [0]
+
+
+def test_semaphore_and_linger_on_a_lock_file(mount):
+    """user.zklockfs.limit on a lock file makes it a semaphore, as on a
+    lock directory: two hold at once, a third `flock -n` fails.  With
+    -o linger a mount takes its lock file again on its kept entry."""
+    ms, (d1, d2) = lockfiles(mount)
+    sem = os.path.join(d1, "sem.lock")
+    open(sem, "w").close()
+    os.setxattr(sem, "user.zklockfs.limit", b"2")
+    a, b = Holder(sem), Holder(os.path.join(d2, "sem.lock"))
+    assert run([FLOCK, "-n", os.path.join(d2, "sem.lock"), "true"]).returncode == 1
+    a.release()
+    b.release()
+    lm = mount(opts=("lockfiles", "linger=5000"))
+    path = os.path.join(lm.path, "cron", "linger.lock")
+    for _ in range(3):
+        assert run([FLOCK, path, "true"]).returncode == 0
+    metrics = os.getxattr(lm.path, "user.zklockfs.metrics").decode()
+    assert 'zklockfs_local_grants_total{how="linger"} 2' in metrics, metrics

@@ -119,10 +119,20 @@ static int zkl_prepare(struct zkl_run *r)
 	int err;
 
 	if (!o->per_host && zkl_entry_per_host(o->lockdir)) {
+		int plen = (int)strlen(o->lockdir);
+
+		while (plen > 1 && o->lockdir[plen - 1] == '/')	/* "a/host/" */
+			plen--;
+		while (plen > 0 && o->lockdir[plen - 1] != '/')	/* its parent */
+			plen--;
+		while (plen > 1 && o->lockdir[plen - 1] == '/')
+			plen--;
+
 		warnx("%s ends in this host's name: each host would take a lock of its "
 		      "own, which excludes no other host. Name the lock the same way on "
-		      "every host (without the host's name), or pass --per-host if a "
-		      "lock per host is what you want", o->lockdir);
+		      "every host (zklock %.*s ..., which every host names alike), or pass "
+		      "--per-host if a lock per host is what you want", o->lockdir,
+		      plen > 0 ? plen : 1, plen > 0 ? o->lockdir : ".");
 		return ZKL_EXIT_USAGE;
 	}
 	err = zkl_lockdir_lockfile(o->lockdir);
