@@ -27,7 +27,7 @@ SAN      = -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-re
 ENGINE_SRC = zk/waiter.c zk/release.c zk/linger.c zk/watch.c zk/create.c zk/sem.c zk/lock.c zk/mutex.c zk/metrics.c
 ZK_SRC   = zk/escape.c zk/naming.c zk/grant.c zk/limit.c zk/errno.c zk/log.c zk/creds.c zk/session.c \
 	   zk/calls.c zk/transport.c $(ENGINE_SRC)
-FS_SRC   = fs/opts.c fs/node.c fs/attr.c fs/zop.c fs/ops.c fs/readdir.c fs/read.c fs/reply.c fs/lockreq.c fs/reenter.c fs/lrquery.c fs/fdlock.c fs/confirm.c fs/lockops.c fs/wbuf.c fs/xcache.c fs/limitattr.c fs/revoke.c fs/flock.c fs/lockfile.c fs/lfns.c fs/lfqueue.c fs/fdops.c fs/slots.c fs/pool.c fs/main.c
+FS_SRC   = fs/opts.c fs/node.c fs/attr.c fs/zop.c fs/ops.c fs/remove.c fs/readdir.c fs/read.c fs/reply.c fs/lockreq.c fs/reenter.c fs/lrquery.c fs/fdlock.c fs/confirm.c fs/lockops.c fs/wbuf.c fs/xcache.c fs/limitattr.c fs/revoke.c fs/flock.c fs/lockfile.c fs/lfns.c fs/lfqueue.c fs/fdops.c fs/slots.c fs/pool.c fs/main.c
 SRC      = $(ZK_SRC) $(FS_SRC)
 HDR      = $(wildcard zk/*.h fs/*.h)
 

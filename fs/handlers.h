@@ -3,7 +3,8 @@
  * table, and what fs/main.c needs of them at start-up and exit.
  *
  * Depends on: fs/node.h.  Included by the handler files (fs/lockops.c,
- * fs/flock.c, fs/wbuf.c, fs/read.c, fs/readdir.c, fs/ops.c) and
+ * fs/flock.c, fs/wbuf.c, fs/read.c, fs/readdir.c, fs/remove.c, fs/fdops.c,
+ * fs/ops.c) and
  * fs/main.c, never by a module below them: the handler files call down
  * (fs/lockreq.h, fs/wbuf.h, fs/zop.h, fs/attr.h, fs/node.h, fs/pool.h),
  * not into each other, except that fs/ops.c (the table) names them all.
@@ -18,9 +19,13 @@
 
 #include "fs/node.h"
 
-/* fs/ops.c: the table (lookup, forget, getattr, setattr, mkdir, unlink,
- * rmdir, the refused ones, statfs are its own) */
+/* fs/ops.c: the table (lookup, forget, getattr, setattr, mkdir, the
+ * refused ones, statfs are its own) */
 extern const struct fuse_lowlevel_ops zklfs_ops;
+
+/* fs/remove.c: RMDIR, UNLINK */
+void zklfs_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name);
+void zklfs_unlink(fuse_req_t req, fuse_ino_t parent, const char *name);
 
 /* fs/lockops.c: a lock node's MKNOD, OPEN, RELEASE, POLL */
 void zklfs_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,

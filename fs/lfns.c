@@ -129,26 +129,10 @@ static void mknod_done(int rc, const char *path, const struct Stat *zs,
 
 void lf_mknod(fuse_req_t req, struct node *p, const char *name)
 {
-	struct zklfs *fs = p->fs;
-	int err = zkn_check_name(name);
-	struct zop *op;
+	struct zop *op = zop_new_child(req, p, name, "lock file");
 
-	if (!err)
-		err = zklfs_path_check(fs->root->path, p->path, name);
-	if (err) {
-		zkl_log(LOG_NOTICE, "lock file '%.64s' refused: %s", name, strerror(-err));
-		fuse_reply_err(req, -err);
-		return;
-	}
-	op = zop_new(req, p, zkn_join(p->path, name));
-	if (!op) {
-		fuse_reply_err(req, ENOMEM);
-		return;
-	}
-	/* on its own session, as a directory: its entries are made there */
-	zop_started(op, zklfs_zcreate(fs, zklfs_session(fs, op->path), op->path, NULL, 0,
-				      fs->conf->containers ? ZOO_CONTAINER : ZOO_PERSISTENT,
-				      mknod_done, op));
+	if (op)
+		zop_create_child(op, NULL, 0, mknod_done);
 }
 
 /* truncate -------------------------------------------------------------------- */

@@ -1,14 +1,17 @@
 /*
- * fs/ops.c - the namespace: lookup, stat, mkdir, rmdir, unlink, and the
- * table of every FUSE handler.  Every handler copies what it needs into a
- * struct zop (fs/zop.h), starts one asynchronous ZooKeeper call and
- * returns; the completion, on the ZooKeeper thread, answers the request.
- * Listings are fs/readdir.c's, data and xattrs fs/read.c's, locks
- * fs/lockops.c's and fs/flock.c's, a holder's writes fs/wbuf.c's.
+ * fs/ops.c - the namespace: lookup, stat, mkdir, and the table of every
+ * FUSE handler.  Every handler copies what it needs into a struct zop
+ * (fs/zop.h), starts one asynchronous ZooKeeper call and returns; the
+ * completion, on the ZooKeeper thread, answers the request.  Removals are
+ * fs/remove.c's, listings fs/readdir.c's, data and xattrs fs/read.c's,
+ * a file's requests fs/fdops.c's (an entry's locks fs/lockops.c's and
+ * fs/flock.c's, a lock file's fs/lockfile.h's), a holder's writes
+ * fs/wbuf.c's.
  *
  * Depends on: fs/handlers.h (the handlers of the table), fs/zop.h,
- * fs/attr.h, fs/wbuf.h, fs/lockreq.h, fs/node.h, fs/pool.h; nothing
- * depends on it but fs/main.c (the table).
+ * fs/attr.h, fs/wbuf.h, fs/lockreq.h, fs/lockfile.h (what a znode is on a
+ * lockfiles mount), fs/node.h, fs/pool.h; nothing depends on it but
+ * fs/main.c (the table).
  */
 #include "fs/handlers.h"
 
@@ -338,7 +341,7 @@ static void zklfs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 	}
 }
 
-/* mkdir / rmdir / unlink ------------------------------------------------- */
+/* mkdir (rmdir and unlink: fs/remove.c) ----------------------------------- */
 
 static void mkdir_done(int rc, const char *path, const struct Stat *zs,
 		       const void *data)
@@ -372,172 +375,13 @@ static void zklfs_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
 			mode_t mode)
 {
 	struct zklfs *fs = fs_of(req);
-	struct node *p = node_of(fs, parent);
-	struct zop *op;
-	int err = zkn_check_name(name);
+	struct zop *op = zop_new_child(req, node_of(fs, parent), name, "mkdir");
 
 	(void)mode;
-	if (!err)
-		err = zklfs_path_check(fs->root->path, p->path, name);
-	if (!err && zklfs_hidden(fs, p->path, name))
-		err = -EEXIST;
-	if (err) {
-		zkl_log(LOG_NOTICE, "mkdir '%s': %s", name, strerror(-err));
-		fuse_reply_err(req, -err);
-		return;
-	}
-	op = zop_new(req, p, zkn_join(p->path, name));
-	if (!op) {
-		fuse_reply_err(req, ENOMEM);
-		return;
-	}
-	/* on the new directory's own session: its entries will be made there;
-	 * -o containers: a container, which the server deletes once emptied;
-	 * -o lockfiles: marked a folder, never taken for a lock file */
-	zop_started(op, zklfs_zcreate(fs, zklfs_session(fs, op->path), op->path,
-				      fs->conf->lockfiles ? LF_FOLDER_MARK : NULL,
-				      (int)strlen(LF_FOLDER_MARK),
-				      fs->conf->containers ? ZOO_CONTAINER : ZOO_PERSISTENT,
-				      mkdir_done, op));
-}
-
-static void delete_done(int rc, const void *data)
-{
-	struct zop *op = (struct zop *)data;
-
-	zklfs_xc_changed(op->fs);
-	if (rc != ZOK) {
-		zop_fail(op, rc);
-		return;
-	}
-	lsc_forget(op->fs, op->node->path);
-	zkl_mutex_lock(&op->fs->lock);
-	node_unhash_path_locked(op->fs, op->path);
-	zkl_mutex_unlock(&op->fs->lock);
-	fuse_reply_err(op->req, 0);
-	zop_free(op);
-}
-
-/* Removed, or unknown: the other sessions must see it before their next request. */
-static void rmdir_done(int rc, const void *data)
-{
-	const struct zop *op = data;
-
-	zklfs_ns_changed(op->fs, op->path);
-	if (rc == ZOK || rc == ZNONODE)
-		zklfs_dir_gone(op->fs, op->path);
-	delete_done(rc, data);
-}
-
-/*
- * The sticky-bit rule of /tmp, for unlink and rmdir: the znode's owner
- * (zklfs_owner(): never what its data says), the mount's owner, root.
- */
-static bool may_remove(struct zop *op, enum node_type type, const struct Stat *zs)
-{
-	if (zklfs_may_own(op->fs, op->uid, op->path, type, zs))
-		return true;
-	zkl_log(LOG_NOTICE, "%s refused: uid %u owns neither it nor the mount",
-		type == NODE_DIR ? "rmdir" : "unlink", (unsigned)op->uid);
-	fuse_reply_err(op->req, EPERM);
-	zop_free(op);
-	return false;
-}
-
-static void rmdir_got(int rc, const struct Stat *zs, const void *data)
-{
-	struct zop *op = (struct zop *)data;
-
-	if (rc != ZOK) {
-		zop_fail(op, rc);
-		return;
-	}
-	if (zs->ephemeralOwner != 0) {
-		zop_fail(op, ZNOCHILDRENFOREPHEMERALS);	/* ENOTDIR */
-		return;
-	}
-	if (!may_remove(op, NODE_DIR, zs))
-		return;
-	/* a lingering entry goes first, on the same session: the rmdir sees
-	 * the lock empty if nobody holds it */
-	zkl_unlinger(zklfs_engine(op->fs, op->path), op->path);
-	zop_started(op, zklfs_zdelete(op->fs, zklfs_session(op->fs, op->path), op->path,
-				      rmdir_done, op));
-}
-
-static void zklfs_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
-{
-	struct zklfs *fs = fs_of(req);
-	struct node *p = node_of(fs, parent);
-	struct zop *op = zop_new(req, p, zkn_join(p->path, name));
-
-	if (!op) {
-		fuse_reply_err(req, ENOMEM);
-		return;
-	}
-	zop_started(op, zklfs_zexists(fs, zklfs_session(fs, op->path), op->path, rmdir_got, op));
-}
-
-/* A lock file goes as an empty directory does; EBUSY while anyone holds
- * or waits. */
-static void unlink_lockfile_done(int rc, const void *data)
-{
-	const struct zop *op = data;
-
-	zklfs_ns_changed(op->fs, op->path);
-	if (rc == ZNOTEMPTY) {
-		zkl_log(LOG_NOTICE, "unlink of a lock file refused: it is held or waited for");
-		fuse_reply_err(op->req, EBUSY);
-		zop_free((struct zop *)op);
-		return;
-	}
-	if (rc == ZOK || rc == ZNONODE)
-		zklfs_dir_gone(op->fs, op->path);
-	delete_done(rc, data);
-}
-
-static void unlink_lockfile(struct zop *op, const struct Stat *zs)
-{
-	if (!may_remove(op, NODE_LOCKFILE, zs))
-		return;
-	zkl_unlinger(zklfs_engine(op->fs, op->path), op->path);
-	zop_started(op, zklfs_zdelete(op->fs, zklfs_session(op->fs, op->path), op->path,
-				      unlink_lockfile_done, op));
-}
-
-static void unlink_got(int rc, const struct Stat *zs, const void *data)
-{
-	struct zop *op = (struct zop *)data;
-
-	if (rc == ZOK && op->fs->conf->lockfiles) {
-		if (zs->ephemeralOwner)	/* entries are not shown */
-			zop_fail(op, ZNONODE);
-		else
-			unlink_lockfile(op, zs);
-		return;
-	}
-	if (rc != ZOK) {
-		zop_fail(op, rc);
-		return;
-	}
-	if (!may_remove(op, NODE_FILE, zs))
-		return;
-	rc = zklfs_zdelete(op->fs, zklfs_session(op->fs, op->node->path), op->path, delete_done,
-			   op);
-	zop_started(op, rc);
-}
-
-static void zklfs_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
-{
-	struct zklfs *fs = fs_of(req);
-	struct node *p = node_of(fs, parent);
-	struct zop *op = zop_new(req, p, zkn_join(p->path, name));
-
-	if (!op) {
-		fuse_reply_err(req, ENOMEM);
-		return;
-	}
-	zop_started(op, zklfs_zexists(fs, zklfs_session(fs, p->path), op->path, unlink_got, op));
+	/* -o lockfiles: marked a folder, never taken for a lock file */
+	if (op)
+		zop_create_child(op, fs->conf->lockfiles ? LF_FOLDER_MARK : NULL,
+				 (int)strlen(LF_FOLDER_MARK), mkdir_done);
 }
 
 static void zklfs_refuse(fuse_req_t req, const char *what)

@@ -1,10 +1,12 @@
 /* fs/zop.c - one FUSE request waiting for one ZooKeeper call (see zop.h). */
 #include "fs/zop.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "fs/attr.h"
+#include "fs/limits.h"
 #include "zk/errno.h"
 #include "zk/log.h"
 
@@ -41,6 +43,40 @@ void zop_free(struct zop *op)
 {
 	free(op->path);
 	free(op);
+}
+
+struct zop *zop_new_child(fuse_req_t req, struct node *p, const char *name,
+			  const char *what)
+{
+	struct zklfs *fs = p->fs;
+	int err = zkn_check_name(name);
+	struct zop *op;
+
+	if (!err)
+		err = zklfs_path_check(fs->root->path, p->path, name);
+	if (!err && zklfs_hidden(fs, p->path, name))
+		err = -EEXIST;
+	if (err) {
+		zkl_log(LOG_NOTICE, "%s '%.64s': %s", what, name, strerror(-err));
+		fuse_reply_err(req, -err);
+		return NULL;
+	}
+	op = zop_new(req, p, zkn_join(p->path, name));
+	if (!op)
+		fuse_reply_err(req, ENOMEM);
+	return op;
+}
+
+void zop_create_child(struct zop *op, const char *data, int len,
+		      string_stat_completion_t done)
+{
+	struct zklfs *fs = op->fs;
+
+	/* on the new znode's own session: its entries will be made there;
+	 * -o containers: a container, which the server deletes once emptied */
+	zop_started(op, zklfs_zcreate(fs, zklfs_session(fs, op->path), op->path, data, len,
+				      fs->conf->containers ? ZOO_CONTAINER : ZOO_PERSISTENT,
+				      done, op));
 }
 
 static bool zop_again(struct zop *op, int rc);

@@ -56,6 +56,20 @@ struct zop *zop_new(fuse_req_t req, struct node *node, char *path);
 void zop_free(struct zop *op);
 
 /*
+ * zop_new_child() - a zop for making the persistent znode @name in the
+ * directory @p (mkdir, a lock file's creation), @what naming it in the
+ * one log line of a refusal: a name ZooKeeper or the path bounds refuse,
+ * or a hidden one (EEXIST), is answered here.  Return: NULL once @req is
+ * answered.
+ * zop_create_child() - send its create with @data (@len bytes, or NULL):
+ * persistent, or a container with -o containers; answered in @done.
+ */
+struct zop *zop_new_child(fuse_req_t req, struct node *p, const char *name,
+			  const char *what);
+void zop_create_child(struct zop *op, const char *data, int len,
+		      string_stat_completion_t done);
+
+/*
  * zop_fail() - answer @op with the errno of the ZooKeeper failure @rc and
  * free it; or, for a read that met a connection loss, send it again later.
  */

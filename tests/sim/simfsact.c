@@ -64,11 +64,16 @@ int simfs_open(struct world *wd, int m, int dir, enum zkl_kind kind, int flags)
 	return simfs_open_by(wd, m, dir, kind, flags, -1);
 }
 
-/* A new descriptor on mount @m of lock @dir, for waiter @id. */
-static struct sfd *new_fd(struct world *wd, int m, int dir, int id)
+/* A new waiter (*@id) and a new descriptor for it on mount @m of lock
+ * @dir; NULL (no waiter) past the live waiters' bound. */
+static struct sfd *new_fd(struct world *wd, int m, int dir, enum zkl_kind kind, int flags,
+			  int *id)
 {
 	struct sfd *f;
 
+	*id = sim_new_dw(wd, m, dir, kind, flags);
+	if (*id < 0)
+		return NULL;
 	if (wd->nfd == wd->fdcap) {
 		wd->fdcap = wd->fdcap ? 2 * wd->fdcap : 32;
 		wd->fds = realloc(wd->fds, (size_t)wd->fdcap * sizeof(*wd->fds));
@@ -79,7 +84,7 @@ static struct sfd *new_fd(struct world *wd, int m, int dir, int id)
 	memset(f, 0, sizeof(*f));
 	f->mount = m;
 	f->dir = dir;
-	f->dw = id;
+	f->dw = *id;
 	return f;
 }
 
@@ -88,13 +93,12 @@ int simfs_open_by(struct world *wd, int m, int dir, enum zkl_kind kind, int flag
 {
 	struct simfs *s = wd->fs[m];
 	struct fuse_file_info fi = { 0 };
-	struct sfd *f;
+	int id, fd = wd->nfd;
+	struct sfd *f = new_fd(wd, m, dir, kind, flags, &id);
 	struct dw *d;
-	int id = sim_new_dw(wd, m, dir, kind, flags), fd = wd->nfd;
 
-	if (id < 0)
+	if (!f)
 		return -1;
-	f = new_fd(wd, m, dir, id);
 	if (by >= 0) {			/* the script's choice */
 		f->tid = wd->fds[by].tid;
 		f->start = wd->fds[by].start;
@@ -149,13 +153,12 @@ int simfs_open_lockfile(struct world *wd, int m, int dir, enum zkl_kind kind, in
 	struct zklfs *fs = &wd->fs[m]->fs;
 	struct fuse_file_info fi = { .flags = O_RDWR | O_CREAT };
 	struct fuse_req *r0, *r;
-	struct sfd *f;
+	int id, fd = wd->nfd;
+	struct sfd *f = new_fd(wd, m, dir, kind, flags, &id);
 	struct dw *d;
-	int id = sim_new_dw(wd, m, dir, kind, flags), fd = wd->nfd;
 
-	if (id < 0)
+	if (!f)
 		return -1;
-	f = new_fd(wd, m, dir, id);
 	open_thread(wd, f, id);
 	f->lockfile = true;
 	f->posix = sim_rng_chance(&wd->rng, 1, 2);
