@@ -22,8 +22,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include "zk/connect.h"
 #include "zk/log.h"
 
 #define ZKLOCKFS_VERSION "0.1"
@@ -93,8 +95,67 @@ static void usage(const char *prog)
 	       "    -o sessions=N          ZooKeeper sessions, directories spread over them\n"
 	       "                           (1..%d, default %d)\n"
 	       "    -o containers          mkdir makes container znodes, which the server\n"
-	       "                           deletes once their last entry is gone\n\n",
-	       prog, ZKLFS_DEFAULT_SESSION_TIMEOUT, ZKLFS_SESSIONS_MAX, ZKLFS_DEFAULT_SESSIONS);
+	       "                           deletes once their last entry is gone\n"
+	       "    -o linger=MS           keep an entry up to MS ms after its last close,\n"
+	       "                           for the next open on this mount (0..%d)\n"
+	       "    -o lockfiles           regular files are lock files, locked with\n"
+	       "                           flock(2), fcntl(2) or lockf(3): a cluster's /var/lock\n"
+	       "    -o create_root         make ROOT if it is missing (else the mount fails:\n"
+	       "                           a mistyped ROOT must not become a lock tree of its own)\n\n",
+	       prog, ZKLFS_DEFAULT_SESSION_TIMEOUT, ZKLFS_SESSIONS_MAX, ZKLFS_DEFAULT_SESSIONS,
+	       ZKLFS_LINGER_MAX);
+}
+
+/* Is @path (absolute) the mount point of a zklockfs mount now? */
+static bool zklockfs_mounted_at(const char *path)
+{
+	FILE *f = fopen("/proc/self/mounts", "r");
+	char line[4096], dir[PATH_MAX], type[64];
+	bool found = false;
+
+	while (f && !found && fgets(line, sizeof(line), f))
+		found = sscanf(line, "%*s %4095s %63s", dir, type) == 2 &&
+			strcmp(type, "fuse.zklockfs") == 0 && strcmp(dir, path) == 0;
+	if (f)
+		fclose(f);
+	return found;
+}
+
+/*
+ * Can zklockfs mount at @mp?  One line saying why not, on stderr: a dead
+ * FUSE mount (its daemon gone: ENOTCONN), not a directory, or already a
+ * zklockfs mount (a second one stacked there would hide the first).
+ * Return: the real path (to free), or NULL.
+ */
+static char *mountpoint_check(const char *mp)
+{
+	struct stat st;
+	char *real;
+
+	if (stat(mp, &st) != 0) {
+		if (errno == ENOTCONN)
+			fprintf(stderr, "zklockfs: mount point %s is a dead FUSE mount (its "
+				"daemon is gone): run fusermount3 -u %s first\n", mp, mp);
+		else
+			fprintf(stderr, "zklockfs: mount point %s: %s\n", mp, strerror(errno));
+		return NULL;
+	}
+	if (!S_ISDIR(st.st_mode)) {
+		fprintf(stderr, "zklockfs: mount point %s is not a directory\n", mp);
+		return NULL;
+	}
+	real = realpath(mp, NULL);
+	if (!real) {
+		fprintf(stderr, "zklockfs: mount point %s: %s\n", mp, strerror(errno));
+		return NULL;
+	}
+	if (zklockfs_mounted_at(real)) {
+		fprintf(stderr, "zklockfs: %s is a zklockfs mount already: unmount it "
+			"first (umount %s)\n", real, real);
+		free(real);
+		return NULL;
+	}
+	return real;
 }
 
 /*
@@ -138,6 +199,7 @@ int main(int argc, char *argv[])
 	struct zklfs_conf conf;
 	struct zklfs fs;
 	sigset_t sigs, old;
+	char why[320];
 	int ret = 1, err;
 
 	memset(&fs, 0, sizeof(fs));
@@ -163,9 +225,16 @@ int main(int argc, char *argv[])
 		goto out_args;
 	}
 	fs.conf = &conf;
-	fs.mountpoint = realpath(opts.mountpoint, NULL);
-	if (!fs.mountpoint) {
-		fprintf(stderr, "zklockfs: mount point %s: %s\n", opts.mountpoint, strerror(errno));
+	fs.mountpoint = mountpoint_check(opts.mountpoint);
+	if (!fs.mountpoint)
+		goto out_args;
+	/* a bad connect string fails here, at once, naming the part */
+	err = zkc_check(conf.connect, conf.session_timeout_ms < 1000 ? conf.session_timeout_ms
+								  : 1000, why, sizeof(why));
+	if (err) {
+		fprintf(stderr, err == -EINVAL ? "zklockfs: bad ZooKeeper address '%s': %s\n"
+					       : "zklockfs: cannot reach ZooKeeper at %s: %s\n",
+			conf.connect, why);
 		goto out_args;
 	}
 	fs.uid = getuid();

@@ -2,6 +2,7 @@
 #define FUSE_USE_VERSION 314
 #include "fs/opts.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -13,16 +14,18 @@ enum { KEY_DISCARD, KEY_HELP, KEY_VERSION };
 #define ZOPT(t, p) { t, offsetof(struct zklfs_conf, p), 1 }
 
 static const struct fuse_opt zklfs_opts[] = {
-	ZOPT("session_timeout=%d", session_timeout_ms),
+	ZOPT("session_timeout=%s", session_timeout_str),
 	ZOPT("naming=%s", naming_str),
 	ZOPT("auth_file=%s", auth_file),
 	ZOPT("acl=%s", acl_str),
-	ZOPT("sessions=%d", sessions),
+	ZOPT("sessions=%s", sessions_str),
 	ZOPT("containers", containers),
-	ZOPT("linger=%d", linger_ms),
+	ZOPT("linger=%s", linger_str),
 	ZOPT("containers=%s", containers_str),
 	ZOPT("lockfiles", lockfiles),
 	ZOPT("lockfiles=%s", lockfiles_str),
+	ZOPT("create_root", create_root),
+	ZOPT("create_root=%s", create_root_str),
 	FUSE_OPT_KEY("_netdev", KEY_DISCARD),
 	FUSE_OPT_KEY("nofail", KEY_DISCARD),
 	FUSE_OPT_KEY("noauto", KEY_DISCARD),
@@ -97,6 +100,31 @@ static int opt_proc(void *data, const char *arg, int key, struct fuse_args *out)
 	}
 }
 
+/*
+ * The value @s of option @name, as typed: a whole number in [@min, @max]
+ * of @unit, digits only ("5000x", "10s", "+5" and " 5" are refused, with
+ * one line that quotes them).  Unset (@s NULL): @out keeps its default.
+ * Return: 0 or -EINVAL.
+ */
+static int opt_number(const char *name, const char *s, long min, long max,
+		      const char *unit, int *out)
+{
+	char *end;
+	long v;
+
+	if (!s)
+		return 0;
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (!isdigit((unsigned char)*s) || *end || errno || v < min || v > max) {
+		fprintf(stderr, "zklockfs: %s=%s: want a whole number of %s, %ld to %ld\n",
+			name, s, unit, min, max);
+		return -EINVAL;
+	}
+	*out = (int)v;
+	return 0;
+}
+
 int zklfs_opts_parse(struct fuse_args *args, struct zklfs_conf *conf)
 {
 	int err;
@@ -118,23 +146,19 @@ int zklfs_opts_parse(struct fuse_args *args, struct zklfs_conf *conf)
 			conf->source);
 		return err;
 	}
-	if (conf->session_timeout_ms < 100 || conf->session_timeout_ms > 3600000) {
-		fprintf(stderr, "zklockfs: session_timeout=%d out of range (100..3600000 ms)\n",
-			conf->session_timeout_ms);
+	if (opt_number("session_timeout", conf->session_timeout_str, 100, 3600000,
+		       "milliseconds", &conf->session_timeout_ms) ||
+	    opt_number("sessions", conf->sessions_str, 1, ZKLFS_SESSIONS_MAX, "sessions",
+		       &conf->sessions) ||
+	    opt_number("linger", conf->linger_str, 0, ZKLFS_LINGER_MAX, "milliseconds",
+		       &conf->linger_ms))
 		return -EINVAL;
-	}
-	if (conf->sessions < 1 || conf->sessions > ZKLFS_SESSIONS_MAX) {
-		fprintf(stderr, "zklockfs: sessions=%d out of range (1..%d)\n",
-			conf->sessions, ZKLFS_SESSIONS_MAX);
-		return -EINVAL;
-	}
-	if (conf->linger_ms < 0 || conf->linger_ms > ZKLFS_LINGER_MAX) {
-		fprintf(stderr, "zklockfs: linger=%d out of range (0..%d ms)\n",
-			conf->linger_ms, ZKLFS_LINGER_MAX);
-		return -EINVAL;
-	}
 	if (conf->containers_str) {
 		fprintf(stderr, "zklockfs: containers takes no value (write -o containers)\n");
+		return -EINVAL;
+	}
+	if (conf->create_root_str) {
+		fprintf(stderr, "zklockfs: create_root takes no value (write -o create_root)\n");
 		return -EINVAL;
 	}
 	if (conf->lockfiles_str) {
@@ -171,5 +195,9 @@ void zklfs_conf_free(struct zklfs_conf *conf)
 	free(conf->acl_str);
 	free(conf->containers_str);
 	free(conf->lockfiles_str);
+	free(conf->session_timeout_str);
+	free(conf->sessions_str);
+	free(conf->linger_str);
+	free(conf->create_root_str);
 	memset(conf, 0, sizeof(*conf));
 }

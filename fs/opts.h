@@ -2,7 +2,7 @@
  * fs/opts.h - the command line: zklockfs [-f] [-d] [-o OPT,...] CONNECT[/ROOT] MNT
  *
  * Our own -o options (session_timeout=, naming=, auth_file=, acl=, sessions=,
- * containers, linger=, lockfiles) are taken out of @args; the FUSE ones and the mount point are left for libfuse.
+ * containers, linger=, lockfiles, create_root) are taken out of @args; the FUSE ones and the mount point are left for libfuse.
  * fstab-only options (_netdev, nofail, noauto, auto, user, users, defaults,
  * x-systemd.*, comment=) are accepted and dropped.  Main thread only.
  */
@@ -31,6 +31,9 @@ struct zklfs_conf {
 	int lockfiles;		/* -o lockfiles: regular files are lock files
 				   (fs/lockfile.h) */
 	char *lockfiles_str;	/* "lockfiles=..." given: refused */
+	int create_root;	/* -o create_root: make a missing ROOT */
+	char *session_timeout_str, *sessions_str, *linger_str;	/* as typed */
+	char *create_root_str;	/* "create_root=..." given: refused */
 	int show_help, show_version;
 };
 

@@ -11,6 +11,7 @@
 #include "fs/zop.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -212,11 +213,37 @@ static int opendir_send(struct zop *op)
 	return zklfs_zchildren(op->fs, op->zks, op->path, opendir_done, op);
 }
 
+/*
+ * flock(1)'s open of a directory (`flock DIR cmd`): the kernel keeps locks
+ * on a FUSE directory to itself, so it would lock this host only.
+ * Refused, loudly; zklock takes the same options and the real lock.  The
+ * kernel shows it as O_RDONLY and nothing else (O_LARGEFILE aside; it
+ * keeps no O_NOCTTY): opendir(3) sets O_DIRECTORY, tar O_NONBLOCK and
+ * O_NOFOLLOW, `sync -f` O_NONBLOCK, and they go on working.  Python's
+ * os.open(DIR, os.O_RDONLY) looks the same and is refused too.
+ */
+static bool flock_open(const struct fuse_file_info *fi)
+{
+	/* the kernel's O_LARGEFILE is not the 0 userspace sees on 64 bits:
+	 * every other flag is named */
+	return (fi->flags & O_ACCMODE) == O_RDONLY &&
+	       !(fi->flags & (O_DIRECTORY | O_NONBLOCK | O_NOFOLLOW | O_NOATIME | O_CLOEXEC |
+			      O_SYNC | O_DSYNC | O_APPEND | O_ASYNC | O_DIRECT | O_PATH));
+}
+
 void zklfs_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct zklfs *fs = fs_of(req);
 	struct node *n = node_of(fs, ino);
-	struct zop *op = zop_new(req, n, zklfs_node_path(fs, n));
+	struct zop *op;
+
+	if (flock_open(fi)) {
+		zkl_log(LOG_NOTICE, "open of a directory without O_DIRECTORY refused: "
+			"flock(1) on a directory would lock this host only; use zklock DIR");
+		fuse_reply_err(req, EISDIR);
+		return;
+	}
+	op = zop_new(req, n, zklfs_node_path(fs, n));
 
 	if (!op) {
 		fuse_reply_err(req, ENOMEM);

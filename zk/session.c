@@ -429,7 +429,7 @@ static int list_root(struct zks *s, const char *path)
 	return rc;
 }
 
-int zks_ensure_path(struct zks *s, const char *path)
+int zks_check_root(struct zks *s, const char *path, bool create)
 {
 	char *p = strdup(path), *slash;
 	int rc = ZOK;
@@ -443,6 +443,13 @@ int zks_ensure_path(struct zks *s, const char *path)
 			*slash = '\0';
 		if (strcmp(p, "/") != 0) {
 			rc = zoo_exists(s->zh, p, 0, &st);
+			if (rc == ZNONODE && !create) {
+				zkl_log(LOG_ERR, "ROOT %s does not exist in ZooKeeper (%s is "
+					"missing): check it for a typo, or mount with -o "
+					"create_root to make it", path, p);
+				free(p);
+				return -ENOENT;
+			}
 			if (rc == ZNONODE) {
 				rc = zoo_create(s->zh, p, NULL, -1, s->acl, 0, NULL, 0);
 				if (rc == ZNODEEXISTS)

@@ -141,7 +141,7 @@ def mount(daemon_path, zk, request, logdir, test_root):
     request.node._zklockfs_mounts = mounts
 
     def factory(root=None, naming=None, session_timeout=4000, opts=(),
-                connect=None, server=None, wrap=()):
+                connect=None, server=None, wrap=(), create_root=True):
         # connect: the CONNECT part (host:port[,host:port...]) to use instead
         #          of the server's, e.g. a fault proxy's; ROOT is appended.
         # server:  another ZooKeeperServer/ZooKeeperEnsemble than `zk`.
@@ -152,7 +152,7 @@ def mount(daemon_path, zk, request, logdir, test_root):
             source = connect if root in ("", None) else connect + root
         m = harness.Mount(server or zk, root, logdir,
                           naming=naming, session_timeout=session_timeout,
-                          opts=opts, connect=source, wrap=wrap,
+                          opts=opts, connect=source, wrap=wrap, create_root=create_root,
                           label=harness.sanitize(request.node.name, 40))
         mounts.append(m)
         m.start()

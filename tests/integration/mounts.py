@@ -94,13 +94,14 @@ class Mount:
     """One zklockfs daemon mounted on a fresh temp directory."""
 
     def __init__(self, zk, root, logdir, naming=None, session_timeout=4000,
-                 opts=(), connect=None, label="mount", wrap=()):
+                 opts=(), connect=None, label="mount", wrap=(), create_root=True):
         self.zk = zk
         self.wrap = list(wrap)     # a command the daemon runs under
         self.root = root
         self.naming = naming
         self.session_timeout = session_timeout
-        self.opts = list(opts)
+        # each test's ROOT is new: made by the mount unless the test says
+        self.opts = (["create_root"] if create_root else []) + list(opts)
         self.connect = connect
         self.path = os.path.realpath(tempfile.mkdtemp(prefix="zklockfs-mnt-"))
         fd, self.logpath = tempfile.mkstemp(prefix=label + "-", suffix=".log",

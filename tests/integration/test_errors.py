@@ -281,7 +281,9 @@ def test_data_too_big_with_its_path_is_efbig_and_never_sent(mount, zkc):
 
 # --- mounts that must fail ----------------------------------------------------
 
-def _run_daemon_expect_failure(daemon_path, source, mp, session_ms=2000):
+def _run_daemon_expect_failure(daemon_path, source, mp, session_ms=2000, unmount=True):
+    """Run the daemon expected to fail; whatever it mounted at @mp is
+    unmounted after, unless @mp is another mount's (@unmount False)."""
     t0 = time.monotonic()
     p = spawn([daemon_path, "-f", "-o", "session_timeout=%d" % session_ms,
                source, mp], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -292,7 +294,7 @@ def _run_daemon_expect_failure(daemon_path, source, mp, session_ms=2000):
         p.wait(10)
         pytest.fail("zklockfs %s %s did not exit" % (source, mp))
     finally:
-        if mount_entry(mp) is not None:
+        if unmount and mount_entry(mp) is not None:
             fusermount(mp, lazy=True)
     return p.returncode, out, err, time.monotonic() - t0
 
@@ -347,3 +349,38 @@ def test_missing_mountpoint_fails_with_one_line(daemon_path, zk):
         daemon_path, zk.hostport + "/t/missing-mp", mp, 2000)
     assert rc != 0
     _one_line(err)
+
+
+def test_mountpoint_that_is_a_file_fails_with_one_line(daemon_path, zk, tmp_path):
+    """A regular file as the mount point: refused before anything mounts,
+    saying so (it would mount, then give EIO)."""
+    f = tmp_path / "not-a-dir"
+    f.write_text("")
+    rc, out, err, elapsed = _run_daemon_expect_failure(
+        daemon_path, zk.hostport + "/t", str(f), 2000)
+    assert rc != 0
+    assert "not a directory" in _one_line(err)
+
+
+def test_a_second_mount_on_a_zklockfs_mount_is_refused(mount, daemon_path, zk):
+    """Stacking a second zklockfs on a mount point in use is refused, naming
+    it; the first mount goes on."""
+    m = mount()
+    rc, out, err, elapsed = _run_daemon_expect_failure(
+        daemon_path, zk.hostport + m.root, m.path, 2000, unmount=False)
+    assert rc != 0
+    assert "already" in _one_line(err)
+    assert m.mounted()
+    os.mkdir(m.p("still-works"))
+
+
+def test_a_dead_fuse_mount_says_to_unmount_it(mount, daemon_path, zk):
+    """After kill -9 of the daemon the mount point is a dead FUSE mount
+    (ENOTCONN): a remount says to run fusermount3 -u first."""
+    m = mount()
+    m.kill()
+    m.proc.wait(10)
+    rc, out, err, elapsed = _run_daemon_expect_failure(
+        daemon_path, zk.hostport + m.root, m.path, 2000, unmount=False)
+    assert rc != 0
+    assert "fusermount3 -u" in _one_line(err)

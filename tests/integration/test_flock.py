@@ -668,3 +668,22 @@ def test_a_conversion_waiting_through_an_expiry_goes_on_waiting(mount, zk):
         p.stdin.close()
         p.wait(GRANT_TIMEOUT)
         other.release()
+
+
+def test_flock_on_a_lock_directory_is_refused_loudly(mount):
+    """`flock DIR cmd` would lock this host only (the kernel keeps locks on
+    a FUSE directory to itself): the open flock(1) makes of a directory
+    (O_RDONLY, nothing else) is refused, so it fails without running cmd.
+    Directory walkers, which open otherwise, go on working."""
+    m = mount()
+    d = m.p("deploy")
+    os.mkdir(d)
+    r = subprocess.run([FLOCK, d, "echo", "ran"], capture_output=True, text=True,
+                       timeout=GRANT_TIMEOUT, cwd="/")
+    assert r.returncode != 0 and "ran" not in r.stdout, r
+    assert "Is a directory" in r.stderr, r
+    assert os.listdir(m.path) == ["deploy"]
+    assert subprocess.run(["tar", "cf", "/dev/null", "-C", m.path, "."], cwd="/",
+                          timeout=GRANT_TIMEOUT).returncode == 0
+    assert subprocess.run(["find", m.path], capture_output=True, cwd="/",
+                          timeout=GRANT_TIMEOUT).returncode == 0

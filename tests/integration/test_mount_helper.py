@@ -41,6 +41,15 @@ def daemon_pids(mountpoint):
 
 
 @pytest.fixture
+def root_made(zk, test_root):
+    """The test's ROOT, made in ZooKeeper first, as an admin does before the
+    first mount (a mount without -o create_root refuses a missing one)."""
+    with zk.client() as c:
+        c.ensure_path(test_root)
+    return test_root
+
+
+@pytest.fixture
 def helper_installed():
     """/sbin/mount.zklockfs, ours for the test if there was none."""
     placed = False
@@ -99,8 +108,9 @@ def lock_then_umount(mountpoint):
     assert_unmounted_and_daemon_gone(mountpoint)
 
 
-def test_mount_t_zklockfs_and_umount(zk, test_root, daemon_path, helper_installed,
+def test_mount_t_zklockfs_and_umount(zk, root_made, daemon_path, helper_installed,
                                      mountpoint):
+    test_root = root_made
     src = "%s%s" % (zk.hostport, test_root)
     r = run(["mount", "-t", "zklockfs", src, mountpoint,
              "-o", "session_timeout=4000,_netdev,nofail,noatime"],
@@ -112,8 +122,9 @@ def test_mount_t_zklockfs_and_umount(zk, test_root, daemon_path, helper_installe
     lock_then_umount(mountpoint)
 
 
-def test_fstab_line(zk, test_root, daemon_path, helper_installed, mountpoint,
+def test_fstab_line(zk, root_made, daemon_path, helper_installed, mountpoint,
                     tmp_path):
+    test_root = root_made
     fstab = tmp_path / "fstab"
     fstab.write_text("# a zklockfs line as an admin writes it\n"
                      "%s%s %s zklockfs _netdev,nofail,noauto,session_timeout=4000,"
@@ -124,8 +135,9 @@ def test_fstab_line(zk, test_root, daemon_path, helper_installed, mountpoint,
     lock_then_umount(mountpoint)
 
 
-def test_mount_t_fuse_zklockfs_through_mount_fuse3(zk, test_root, daemon_path,
+def test_mount_t_fuse_zklockfs_through_mount_fuse3(zk, root_made, daemon_path,
                                                    mountpoint):
+    test_root = root_made
     # mount.fuse3 runs the subtype's program with a PATH of its own: the
     # daemon must be installed, as `make install` does (/usr/local/bin)
     installed = "/usr/local/bin/zklockfs"

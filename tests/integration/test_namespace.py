@@ -41,12 +41,25 @@ def test_mount_type_is_fuse_zklockfs(mount):
     assert m.fstype == "fuse.zklockfs"
 
 
-def test_root_is_created_as_persistent_znode(mount, zkc):
-    m = mount()
+def test_root_is_created_as_persistent_znode_with_create_root(mount, zkc):
+    m = mount()             # the harness mounts with -o create_root
     st = zkc.exists(m.root)
     assert st is not None, "ROOT %s not created" % m.root
     assert st.ephemeralOwner == 0
     assert os.path.isdir(m.path)
+    assert os.listdir(m.path) == []
+
+
+def test_a_missing_root_fails_the_mount_naming_it(mount, zkc, test_root):
+    """Without -o create_root a missing ROOT (a typo: /lcoks for /locks)
+    fails the mount with one line naming it and the option, and makes
+    nothing in ZooKeeper; an existing ROOT mounts."""
+    with pytest.raises(AssertionError) as e:
+        mount(root=test_root + "/lcoks", create_root=False)
+    assert "lcoks" in str(e.value) and "create_root" in str(e.value), e.value
+    assert zkc.exists(test_root + "/lcoks") is None
+    zkc.ensure_path(test_root + "/locks")
+    m = mount(root=test_root + "/locks", create_root=False)
     assert os.listdir(m.path) == []
 
 

@@ -121,6 +121,15 @@ static void test_bad_options(void **state)
 	const char *sessions[][5] = {
 		{ "zklockfs", "-o", "sessions=0", "zk:2181", "/mnt" },
 		{ "zklockfs", "-o", "sessions=9", "zk:2181", "/mnt" },
+		/* numbers as typed: nothing after, before or instead of digits */
+		{ "zklockfs", "-o", "session_timeout=5000x", "zk:2181", "/mnt" },
+		{ "zklockfs", "-o", "session_timeout=10s", "zk:2181", "/mnt" },
+		{ "zklockfs", "-o", "session_timeout=+5000", "zk:2181", "/mnt" },
+		{ "zklockfs", "-o", "session_timeout=", "zk:2181", "/mnt" },
+		{ "zklockfs", "-o", "linger=1e3", "zk:2181", "/mnt" },
+		{ "zklockfs", "-o", "sessions= 2", "zk:2181", "/mnt" },
+		{ "zklockfs", "-o", "create_root=yes", "zk:2181", "/mnt" },
+		{ "zklockfs", "-o", "lockfiles=1", "zk:2181", "/mnt" },
 	};
 	const char *badsrc[] = { "zklockfs", "zk:2181/a/../b", "/mnt" };
 	const char *containers[][5] = {	/* a flag: no value, not even an empty one */
