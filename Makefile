@@ -25,13 +25,13 @@ SAN      = -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-re
 
 # the lock engine: what the simulator (tests/sim) drives without a server
 ENGINE_SRC = zk/waiter.c zk/release.c zk/linger.c zk/watch.c zk/create.c zk/sem.c zk/lock.c zk/mutex.c zk/metrics.c
-ZK_SRC   = zk/escape.c zk/naming.c zk/grant.c zk/limit.c zk/errno.c zk/log.c zk/creds.c zk/connect.c zk/session.c \
+ZK_SRC   = zk/escape.c zk/naming.c zk/grant.c zk/limit.c zk/errno.c zk/log.c zk/creds.c zk/digest.c zk/connect.c zk/session.c \
 	   zk/calls.c zk/transport.c $(ENGINE_SRC)
 FS_SRC   = fs/opts.c fs/node.c fs/attr.c fs/zop.c fs/ops.c fs/remove.c fs/readdir.c fs/read.c fs/reply.c fs/lockreq.c fs/reenter.c fs/lrquery.c fs/fdlock.c fs/confirm.c fs/lockops.c fs/wbuf.c fs/xcache.c fs/limitattr.c fs/revoke.c fs/flock.c fs/lockfile.c fs/lfns.c fs/lfqueue.c fs/fdops.c fs/slots.c fs/pool.c fs/main.c
 SRC      = $(ZK_SRC) $(FS_SRC)
 HDR      = $(wildcard zk/*.h fs/*.h)
 
-UNIT     = naming grant limit opts errno slots adopt log mutex tid connect
+UNIT     = naming grant limit opts errno slots adopt log mutex tid connect digest
 UNIT_BIN = $(UNIT:%=$(BUILD)/unit/test_%)
 
 .PHONY: all asan unit check check-unit check-moves check-sim check-integration check-asan run stop deps bench clean \
@@ -68,6 +68,7 @@ $(BUILD)/unit/test_limit:  tests/unit/test_limit.c zk/limit.c
 $(BUILD)/unit/test_opts:   tests/unit/test_opts.c fs/opts.c zk/naming.c
 $(BUILD)/unit/test_errno:  tests/unit/test_errno.c zk/errno.c
 $(BUILD)/unit/test_connect: tests/unit/test_connect.c zk/connect.c
+$(BUILD)/unit/test_digest: tests/unit/test_digest.c zk/digest.c
 $(BUILD)/unit/test_slots:  tests/unit/test_slots.c fs/slots.c zk/naming.c
 $(BUILD)/unit/test_log:    tests/unit/test_log.c zk/log.c zk/escape.c
 $(BUILD)/unit/test_adopt:  tests/unit/test_adopt.c

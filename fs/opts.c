@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { KEY_DISCARD, KEY_HELP, KEY_VERSION };
+enum { KEY_DISCARD, KEY_HELP, KEY_VERSION, KEY_RO };
 
 #define ZOPT(t, p) { t, offsetof(struct zklfs_conf, p), 1 }
 
@@ -34,6 +34,7 @@ static const struct fuse_opt zklfs_opts[] = {
 	FUSE_OPT_KEY("users", KEY_DISCARD),
 	FUSE_OPT_KEY("defaults", KEY_DISCARD),
 	FUSE_OPT_KEY("comment=", KEY_DISCARD),
+	FUSE_OPT_KEY("ro", KEY_RO),
 	FUSE_OPT_KEY("-h", KEY_HELP),
 	FUSE_OPT_KEY("--help", KEY_HELP),
 	FUSE_OPT_KEY("-V", KEY_VERSION),
@@ -91,6 +92,9 @@ static int opt_proc(void *data, const char *arg, int key, struct fuse_args *out)
 		return 0;
 	case KEY_HELP:
 		conf->show_help = 1;
+		return 1;
+	case KEY_RO:			/* noted, and left for libfuse */
+		conf->ro = 1;
 		return 1;
 	case KEY_VERSION:
 		conf->show_version = 1;

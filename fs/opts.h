@@ -32,6 +32,7 @@ struct zklfs_conf {
 				   (fs/lockfile.h) */
 	char *lockfiles_str;	/* "lockfiles=..." given: refused */
 	int create_root;	/* -o create_root: make a missing ROOT */
+	int ro;			/* -o ro (kept for libfuse): no credentials probe */
 	char *session_timeout_str, *sessions_str, *linger_str;	/* as typed */
 	char *create_root_str;	/* "create_root=..." given: refused */
 	int show_help, show_version;

@@ -71,7 +71,7 @@ int zklfs_pool_open(struct zklfs *fs, zkl_lost_fn lost, zkl_lost_fn revoked)
 		if (err)
 			return err;
 	}
-	err = zks_check_root(&p->zks[0], conf->root, conf->create_root);
+	err = zks_check_root(&p->zks[0], conf->root, conf->create_root, !conf->ro);
 	if (err)
 		return err;
 	for (int i = 0; i < p->n; i++) {

@@ -2,12 +2,14 @@
 #include "zk/creds.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "zk/digest.h"
 #include "zk/log.h"
 
 /*
@@ -84,4 +86,37 @@ static struct ACL_vector acl_vectors[] = {
 struct ACL_vector *zks_acl(enum zkl_acl acl)
 {
 	return &acl_vectors[acl];
+}
+
+int zks_may_create(zhandle_t *zh, const char *path, const char *auth)
+{
+	struct ACL_vector acl = { 0, NULL };
+	struct Stat st;
+	char id[320];
+	bool may = false, unknown = false;
+	int rc = zoo_get_acl(zh, path, &acl, &st);
+
+	if (rc != ZOK)		/* the listing before it succeeded: not ours to judge */
+		return 0;
+	if (zkd_digest_id(auth, id, sizeof(id)) < 0)
+		id[0] = '\0';
+	for (int i = 0; i < acl.count; i++) {
+		const struct ACL *a = &acl.data[i];
+
+		if (!(a->perms & ZOO_PERM_CREATE))
+			continue;
+		if (strcmp(a->id.scheme, "world") == 0 && strcmp(a->id.id, "anyone") == 0)
+			may = true;
+		else if (strcmp(a->id.scheme, "digest") == 0)
+			may |= strcmp(a->id.id, id) == 0;
+		else	/* ip, sasl, x509, ...: what the server says is not known here */
+			unknown = true;
+	}
+	deallocate_ACL_vector(&acl);
+	if (may || unknown)
+		return 0;
+	zkl_log(LOG_ERR, "the credentials of auth_file (user %.*s) may not create in "
+		"ROOT %s: its ACL grants them no create (a wrong password, or another "
+		"user's tree)", (int)strcspn(auth, ":"), auth, path);
+	return -EACCES;
 }

@@ -18,6 +18,17 @@
  */
 int zks_read_auth(const char *file, char **out);
 
+/*
+ * zks_may_create() - may the credentials @auth ("user:password") create
+ * children of @path, as its ACL says?  Read without writing anything: an
+ * entry for world:anyone or for their digest id with the create
+ * permission, or one of a scheme this cannot judge (ip, sasl, ...), says
+ * yes.  Synchronous: main thread, at start-up.
+ * Return: 0, or -EACCES after one log line (a wrong password gives a
+ * digest id no entry names: found at mount, not at the first lock).
+ */
+int zks_may_create(zhandle_t *zh, const char *path, const char *auth);
+
 /* zks_acl() - the ACL vector of @acl, static: never freed. */
 struct ACL_vector *zks_acl(enum zkl_acl acl);
 

@@ -429,7 +429,7 @@ static int list_root(struct zks *s, const char *path)
 	return rc;
 }
 
-int zks_check_root(struct zks *s, const char *path, bool create)
+int zks_check_root(struct zks *s, const char *path, bool create, bool write)
 {
 	char *p = strdup(path), *slash;
 	int rc = ZOK;
@@ -471,6 +471,8 @@ int zks_check_root(struct zks *s, const char *path, bool create)
 	free(p);
 	if (rc == ZOK)
 		rc = list_root(s, path);
+	if (rc == ZOK && s->auth && write)
+		return zks_may_create(s->zh, path, s->auth);
 	return zk_errno(rc);
 }
 

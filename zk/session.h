@@ -91,14 +91,15 @@ int zks_start(struct zks *s, const struct zks_events *ev);
 /*
  * zks_check_root() - is the ROOT @path a usable znode: it exists (with
  * @create, it and its missing ancestors are made, persistent), none of its
- * components is ephemeral, and it can be listed (a mount that cannot list
- * its ROOT is of no use: wrong credentials)?  A missing ROOT is refused
+ * components is ephemeral, it can be listed (a mount that cannot list
+ * its ROOT is of no use: wrong credentials), and, for a mount that will
+ * @write with credentials, they may create in it (zks_may_create())?  A missing ROOT is refused
  * without @create: a mistyped one must not give one host a lock namespace
  * of its own.  Synchronous: only at start-up, never from a callback.
  * Return: 0, -ENOENT (missing), -ENOTDIR (a component is ephemeral),
  * -EACCES (ZooKeeper refuses), or a negative errno; one log line says why.
  */
-int zks_check_root(struct zks *s, const char *path, bool create);
+int zks_check_root(struct zks *s, const char *path, bool create, bool write);
 
 /* zks_session_id() - the current session's id (0 before connected). */
 int64_t zks_session_id(struct zks *s);

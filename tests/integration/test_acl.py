@@ -183,3 +183,21 @@ def test_credentials_that_cannot_list_root_fail_the_mount(
     assert "cannot list root znode" in line and root in line, line
     line = run_failing(daemon_path, zk.hostport + root, [])
     assert "needs credentials" in line, line
+
+
+def test_credentials_that_cannot_create_in_root_fail_the_mount(
+        daemon_path, mount, zk, tmp_path, test_root):
+    """A ROOT others may read but only its maker may write (creator-read):
+    another user's credentials, or a wrong password, fail the mount at once,
+    found in the ACL without writing anything; a read-only mount (ro) of it
+    still mounts, as one without credentials does."""
+    root = test_root + "/theirs"
+    m = mount(root=root, opts=["auth_file=" + write_auth(tmp_path)])
+    m.umount()
+    wrong = write_auth(tmp_path, cred="locks:wrong", name="wrong.auth")
+    line = run_failing(daemon_path, zk.hostport + root, ["auth_file=" + wrong])
+    assert "may not create" in line and root in line, line
+    ro = mount(root=root, opts=["auth_file=" + wrong, "ro"], create_root=False)
+    assert os.listdir(ro.path) == []
+    ok = mount(root=root, opts=["auth_file=" + write_auth(tmp_path)], create_root=False)
+    assert os.listdir(ok.path) == []
