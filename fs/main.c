@@ -57,7 +57,9 @@ static int daemon_start(void)
 	return 0;
 }
 
-static void daemon_ready(void)
+/* Tell the waiting parent we are mounted; let the terminal go (standard
+ * error too unless @keep_stderr: the log's only way out). */
+static void daemon_ready(bool keep_stderr)
 {
 	char status = 0;
 	int null;
@@ -74,7 +76,8 @@ static void daemon_ready(void)
 	if (null >= 0) {
 		dup2(null, 0);
 		dup2(null, 1);
-		dup2(null, 2);
+		if (!keep_stderr)
+			dup2(null, 2);
 		if (null > 2)
 			close(null);
 	}
@@ -200,6 +203,7 @@ int main(int argc, char *argv[])
 	struct zklfs fs;
 	sigset_t sigs, old;
 	char why[320];
+	bool keep_stderr;
 	int ret = 1, err;
 
 	memset(&fs, 0, sizeof(fs));
@@ -274,9 +278,8 @@ int main(int argc, char *argv[])
 		goto out_signals;
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	zkl_log(LOG_INFO, "mounted %s at %s", conf.source, fs.mountpoint);
-	if (!opts.foreground)
-		zkl_log_init("zklockfs", true, opts.debug);
-	daemon_ready();
+	keep_stderr = opts.foreground || !zkl_log_init("zklockfs", true, opts.debug);
+	daemon_ready(keep_stderr);
 
 	ret = loop_status(fuse_session_loop(fs.se));
 

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 #include <time.h>
 
@@ -17,22 +18,42 @@ static const char *log_ident = "zklockfs";
 static bool log_syslog;
 static bool log_debug;
 
-void zkl_log_init(const char *ident, bool to_syslog, bool debug)
+bool zkl_log_init(const char *ident, bool to_syslog, bool debug)
 {
+	struct stat st;
+
 	log_ident = ident;
-	log_syslog = to_syslog;
 	log_debug = debug;
+	/* syslog() drops every line, silently, when nothing listens there */
+	if (to_syslog && (stat("/dev/log", &st) != 0 || !S_ISSOCK(st.st_mode))) {
+		log_syslog = false;
+		zkl_log(LOG_WARNING, "no syslog here (/dev/log): the log goes on to "
+			"standard error");
+		return false;
+	}
+	log_syslog = to_syslog;
 	if (to_syslog)
 		openlog(ident, LOG_PID, LOG_DAEMON);
+	return to_syslog;
 }
 
-/* The rate limit: one slot per cause (format string), open addressing. */
+/*
+ * The rate limit.  A message is a call site's line as formatted: the same
+ * refusal of the same name is one message, another name's another.  Each
+ * message is written at most once per interval; and each call site
+ * (format string) writes at most ZKL_LOG_SITE_MAX lines per interval, so
+ * that names varied on purpose cannot flood the log.  Slots: open
+ * addressing; a key that finds its table full is not limited by it.
+ */
 #define CAUSES 256
+#define ZKL_LOG_SITE_MAX 8
 static struct cause {
-	const char *fmt;
-	uint64_t last_ms;		/* its last line written then */
-	unsigned long suppressed;	/* dropped since */
-} causes[CAUSES];
+	uint64_t key;			/* 0: free */
+	uint64_t last_ms;		/* a message: its last line; a site: its
+					   interval's start */
+	unsigned long count;		/* a site: lines in its interval */
+	unsigned long suppressed;	/* dropped since its last line */
+} messages[CAUSES], sites[CAUSES];
 static pthread_mutex_t causes_mu = PTHREAD_MUTEX_INITIALIZER;
 
 static uint64_t now_ms(void)
@@ -43,35 +64,65 @@ static uint64_t now_ms(void)
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
-/*
- * May a line of cause @fmt be written now?  If so, *@suppressed is how many
- * were dropped since its last one.  A cause that finds the table full
- * (more call sites than CAUSES) is never limited.
- */
-static bool cause_admit(const char *fmt, unsigned long *suppressed)
+/* The slot of @key in @t (taken if free), or NULL if the table is full. */
+static struct cause *slot(struct cause *t, uint64_t key)
 {
-	size_t h = ((uintptr_t)fmt >> 3) % CAUSES;
-	uint64_t now = now_ms();
+	for (size_t k = 0; k < CAUSES; k++) {
+		struct cause *c = &t[(key + k) % CAUSES];
+
+		if (c->key == key || !c->key) {
+			c->key = key;
+			return c;
+		}
+	}
+	return NULL;
+}
+
+/* FNV-1a of @s, never 0. */
+static uint64_t hash(const char *s, uint64_t h)
+{
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 0x100000001b3ULL;
+	return h ? h : 1;
+}
+
+/*
+ * May the line @text of call site @fmt be written now?  If so,
+ * *@suppressed is how many lines of that message, and of that site past
+ * its budget, were dropped since.
+ */
+static bool cause_admit(const char *fmt, const char *text, unsigned long *suppressed)
+{
+	uint64_t site_key = (uint64_t)(uintptr_t)fmt | 1, now = now_ms();
+	struct cause *m, *site;
 	bool ok = true;
 
 	*suppressed = 0;
 	pthread_mutex_lock(&causes_mu);
-	for (size_t k = 0; k < CAUSES; k++) {
-		struct cause *c = &causes[(h + k) % CAUSES];
-
-		if (c->fmt && c->fmt != fmt)
-			continue;
-		if (!c->fmt) {
-			c->fmt = fmt;
-		} else if (now - c->last_ms < ZKL_LOG_INTERVAL_MS) {
-			c->suppressed++;
-			ok = false;
-			break;
+	m = slot(messages, hash(text, site_key * 0x9e3779b97f4a7c15ULL));
+	site = slot(sites, site_key);
+	if (site && now - site->last_ms >= ZKL_LOG_INTERVAL_MS) {
+		site->last_ms = now;	/* a new interval */
+		site->count = 0;
+	}
+	if (m && m->last_ms && now - m->last_ms < ZKL_LOG_INTERVAL_MS) {
+		m->suppressed++;
+		ok = false;
+	} else if (site && site->count >= ZKL_LOG_SITE_MAX) {
+		site->suppressed++;
+		ok = false;
+	}
+	if (ok) {
+		if (m) {
+			m->last_ms = now;
+			*suppressed += m->suppressed;
+			m->suppressed = 0;
 		}
-		c->last_ms = now;
-		*suppressed = c->suppressed;
-		c->suppressed = 0;
-		break;
+		if (site) {
+			site->count++;
+			*suppressed += site->suppressed;
+			site->suppressed = 0;
+		}
 	}
 	pthread_mutex_unlock(&causes_mu);
 	return ok;
@@ -249,12 +300,12 @@ void zkl_log(int level, const char *fmt, ...)
 
 	if (level == LOG_DEBUG && !log_debug)
 		return;
-	if (level != LOG_DEBUG && !cause_admit(fmt, &suppressed))
-		return;
 	buf[0] = '\0';
 	va_start(ap, fmt);
 	format(&line, fmt, ap);
 	va_end(ap);
+	if (level != LOG_DEBUG && !cause_admit(fmt, buf, &suppressed))
+		return;
 	if (suppressed)
 		snprintf(buf + line.len, sizeof(buf) - line.len,
 			 " (%lu more like this suppressed)", suppressed);

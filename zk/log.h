@@ -12,11 +12,14 @@
  * no new call site can opt out.  The daemon's own messages are printable
  * ASCII, which the escaping leaves as it is, so nothing is lost.
  *
- * Rate limit: at most one line per cause per second, a cause being the
- * call site's format string (its address).  The lines of a cause that come
- * within a second of its last line are dropped and counted, and its next
- * line says so: "... (12 more like this suppressed)".  LOG_DEBUG lines
- * (--debug only) are escaped but never dropped.
+ * Rate limit: at most one line per message per second, a message being a
+ * call site's line as formatted (the same refusal of the same name), and
+ * at most ZKL_LOG_SITE_MAX (8) lines per call site per second, so that a
+ * second, different refusal in the same second is written, while names
+ * varied on purpose cannot flood the log.  The lines dropped are counted,
+ * and the next line of that message or site says so: "... (12 more like
+ * this suppressed)".  LOG_DEBUG lines (--debug only) are escaped but never
+ * dropped.
  */
 #ifndef ZK_LOG_H
 #define ZK_LOG_H
@@ -27,8 +30,13 @@
 
 #include "zk/escape.h"
 
-/* zkl_log_init() - name the program; @to_syslog once daemonised. */
-void zkl_log_init(const char *ident, bool to_syslog, bool debug);
+/*
+ * zkl_log_init() - name the program; @to_syslog once daemonised.  Where
+ * nothing listens on /dev/log (a container, a minimal system), the log
+ * stays on standard error, saying so once.  Return: whether it goes to
+ * syslog (the caller then may close standard error).
+ */
+bool zkl_log_init(const char *ident, bool to_syslog, bool debug);
 
 /* zkl_log() - write one line at syslog @level (LOG_ERR ... LOG_DEBUG),
  * escaped and rate-limited as above. */

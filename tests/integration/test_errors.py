@@ -384,3 +384,26 @@ def test_a_dead_fuse_mount_says_to_unmount_it(mount, daemon_path, zk):
         daemon_path, zk.hostport + m.root, m.path, 2000, unmount=False)
     assert rc != 0
     assert "fusermount3 -u" in _one_line(err)
+
+
+def test_without_syslog_the_log_goes_to_stderr(daemon_path, zk, test_root, tmp_path):
+    """A daemon (not -f) where nothing listens on /dev/log: its log lines
+    are not lost but stay on standard error, saying so once."""
+    if os.path.exists("/dev/log"):
+        pytest.skip("a syslog listens on /dev/log here")
+    mp = tmp_path / "mnt"
+    mp.mkdir()
+    errlog = tmp_path / "stderr"
+    with open(errlog, "w") as err:
+        r = subprocess.run([daemon_path, "-o", "create_root,session_timeout=4000",
+                            zk.hostport + test_root, str(mp)], stderr=err,
+                           stdin=subprocess.DEVNULL, timeout=30, cwd="/")
+    try:
+        assert r.returncode == 0
+        with pytest.raises(OSError):
+            os.mkdir(str(mp / "job-0123456789"))      # a name the mount refuses
+        wait_for(lambda: "mkdir 'job-0123456789'" in errlog.read_text(), 10,
+                 "the refusal in the daemon's stderr")
+        assert "no syslog" in errlog.read_text()
+    finally:
+        fusermount(str(mp))

@@ -55,9 +55,10 @@ void zkl_log(int level, const char *fmt, ...)
 	putchar('\n');
 }
 
-void zkl_log_init(const char *ident, bool to_syslog, bool debug)
+bool zkl_log_init(const char *ident, bool to_syslog, bool debug)
 {
 	(void)ident, (void)to_syslog, (void)debug;
+	return false;
 }
 
 /* getrandom() - the engine's nonces, from the seed, so that a run replays. */

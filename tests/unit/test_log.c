@@ -113,6 +113,18 @@ static void refuse_1000(void)
 	zkl_log(LOG_NOTICE, "another cause %d", 1);	/* its own limit */
 }
 
+/* Another name refused at the same site: another message, written; names
+ * varied past the site's budget are not. */
+static void refuse_many_names(void)
+{
+	char name[16];
+
+	for (int i = 0; i < 100; i++) {
+		snprintf(name, sizeof(name), "n%d", i);
+		zkl_log(LOG_NOTICE, "rmdir '%s': refused", name);
+	}
+}
+
 static void refuse_once_more(void)
 {
 	zkl_log(LOG_NOTICE, "mkdir '%s': refused", "x\ny");
@@ -129,6 +141,8 @@ static void test_one_line_per_cause_per_second(void **state)
 	usleep((ZKL_LOG_INTERVAL_MS + 50) * 1000);
 	assert_int_equal(captured_lines(refuse_once_more, out, sizeof(out)), 1);
 	assert_string_equal(out, "t: mkdir 'x\\x0ay': refused (999 more like this suppressed)\n");
+	assert_int_equal(captured_lines(refuse_many_names, out, sizeof(out)), 8);
+	assert_non_null(strstr(out, "t: rmdir 'n0': refused\nt: rmdir 'n1': refused\n"));
 }
 
 static char long_path[4097];
