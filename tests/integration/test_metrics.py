@@ -116,7 +116,7 @@ def test_a_lock_deleted_by_another_mount_counts_a_loss(mount):
 
 
 def test_zklock_prints_them(mount):
-    zk = os.path.join(os.path.dirname(os.environ.get("ZKLOCKFS", "")), "zklock")
+    zk = harness.zklock_binary()
     if not os.access(zk, os.X_OK):
         pytest.skip("zklock not built")
     m = mount()
@@ -128,6 +128,10 @@ def test_zklock_prints_them(mount):
     r = subprocess.run([zk, "--metrics", "/tmp"], capture_output=True, text=True,
                        timeout=GRANT_TIMEOUT)
     assert r.returncode == 66
+    os.mkdir(m.p("d"))
+    r = subprocess.run([zk, "--metrics", m.p("d")], capture_output=True, text=True,
+                       timeout=GRANT_TIMEOUT)
+    assert r.returncode == 66 and "not its mount point" in r.stderr, r
 
 
 def test_local_grants_and_lingering_are_counted(mount):

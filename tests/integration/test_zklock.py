@@ -1112,3 +1112,13 @@ def test_on_revoke_refuses_a_stop_signal(zklock, sig):
     rc, _, err = zk(zklock, "--on-revoke=" + sig, "/tmp", "true")
     assert rc == 64, (rc, err)
     assert "would stop the command" in err, err
+
+
+def test_another_user_without_allow_other_is_pointed_to_it(mount, zklock):
+    """A user who is not the mount's owner gets EACCES from a mount without
+    allow_other: zklock says why, naming the option."""
+    m = mount()
+    os.mkdir(m.p("d"))
+    r = subprocess.run(harness.as_user(65534) + [zklock, m.p("d"), "true"],
+                       capture_output=True, text=True, timeout=GRANT_TIMEOUT, cwd="/")
+    assert r.returncode == 66 and "allow_other" in r.stderr, r

@@ -239,8 +239,14 @@ int zkl_lockdir_no_limit(const char *dir)
 /* See lockdir.h. */
 int zkl_lockdir_failed(const char *dir, int err)
 {
+	struct statfs sfs;
+
 	if (err == -ENOTZKLOCKFS)
 		warnx("%s: not a directory on a zklockfs mount", dir);
+	else if (err == -EACCES && statfs(dir, &sfs) < 0 && errno == EACCES)
+		/* FUSE answers nobody but the mount's owner, unless told */
+		warnx("%s: %s: a FUSE mount lets in only the user who mounted it, "
+		      "unless mounted with -o allow_other", dir, strerror(-err));
 	else
 		warnx("%s: %s", dir, strerror(-err));
 	return ZKL_EXIT_NODIR;

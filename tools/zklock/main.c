@@ -280,7 +280,11 @@ static int zkl_acquire(struct zkl_run *r)
 		break;
 	case -EINVAL:
 	case -ENAMETOOLONG:
-		warnx("%s: invalid entry name: %s", path, strerror(-err));
+		warnx("%s: the mount refused the entry name (%s): a NAME may not be "
+		      "'.' or '..', end in ten digits (or '-' and nine: it would read "
+		      "as a queue entry), end in '-read' (it would read as shared), hold "
+		      "a character ZooKeeper refuses, or make a path too long or deep",
+		      path, strerror(-err));
 		err = ZKL_EXIT_USAGE;
 		break;
 	default:
@@ -362,6 +366,11 @@ static int zkl_metrics(const char *mnt)
 	char *val = NULL;
 	ssize_t n = zkl_lockdir_xattr(-1, mnt, XATTR_METRICS, &val);
 
+	if (n == -ENODATA && zkl_lockdir_check(mnt) == 0) {
+		warnx("%s is on a zklockfs mount but is not its mount point: the "
+		      "figures are the mount point's (zklock --metrics MOUNTPOINT)", mnt);
+		return ZKL_EXIT_NODIR;
+	}
 	if (n < 0)
 		return zkl_lockdir_failed(mnt, n == -ENODATA || n == -ENOTSUP ?
 					  -ENOTZKLOCKFS : (int)n);
