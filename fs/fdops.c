@@ -22,6 +22,16 @@
 #include "fs/lockreq.h"
 #include "zk/log.h"
 
+/*
+ * A lock file is one lock: a lock from any offset to its end is the whole
+ * file's, as lockf(3) asks from the current offset (F_ULOCK after the pid
+ * is written).  A range that ends short of the end is a part: EINVAL.
+ */
+static bool to_the_end(const struct flock *lk)
+{
+	return lk->l_len == 0 && lk->l_start >= 0;
+}
+
 static bool lockfile(fuse_req_t req, fuse_ino_t ino, struct node **n)
 {
 	*n = node_of(fuse_req_userdata(req), ino);
@@ -164,7 +174,7 @@ void zklfs_fd_getlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 
 	struct node *ln;
 
-	if (!lockfile(req, ino, &n) || lock->l_start != 0 || lock->l_len != 0) {
+	if (!lockfile(req, ino, &n) || !to_the_end(lock)) {
 		zklfs_getlk(req, ino, fi, lock);	/* EINVAL for a part */
 		return;
 	}
@@ -185,7 +195,7 @@ void zklfs_fd_setlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 
 	if (!lockfile(req, ino, &n)) {
 		zklfs_setlk(req, ino, fi, lock, sleep);
-	} else if (lock->l_start != 0 || lock->l_len != 0) {
+	} else if (!to_the_end(lock)) {
 		zkl_log(LOG_NOTICE, "lock refused: a record lock on part of a lock file");
 		fuse_reply_err(req, EINVAL);
 	} else {

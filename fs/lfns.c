@@ -131,8 +131,10 @@ void lf_mknod(fuse_req_t req, struct node *p, const char *name)
 {
 	struct zop *op = zop_new_child(req, p, name, "lock file");
 
+	/* persistent, even with -o containers: a lock file the server reaped
+	 * under an open descriptor would turn its next flock into ENOENT */
 	if (op)
-		zop_create_child(op, NULL, 0, mknod_done);
+		zop_create_child(op, NULL, 0, false, mknod_done);
 }
 
 /* truncate -------------------------------------------------------------------- */

@@ -13,7 +13,9 @@
  * no tab, newline or control byte survives), and are information, never
  * authority.  An entry gone between the listing and its read is left out.
  * One listing, one read of the lock's limit and one read per entry: what
- * `zklock --list` of a lock directory costs too.
+ * `zklock --list` of a lock directory costs too; a queue longer than
+ * LF_QUEUE_MAX entries (more than the 64 KiB an xattr value may take) is
+ * E2BIG, after the listing alone.
  *
  * Depends on: fs/zop.h, fs/pool.h; zk/grant.h, zk/limit.h, zk/escape.h.
  * Completions on the ZooKeeper thread; a queue being built is its own
@@ -31,6 +33,8 @@
 #include "zk/grant.h"
 #include "zk/limit.h"
 #include "zk/log.h"
+
+#define LF_QUEUE_MAX 1000
 
 struct qent {
 	struct qbuild *q;
@@ -169,6 +173,14 @@ static void q_children_done(int rc, const struct String_vector *sv,
 	}
 	q->kids = copy->count == sv->count ? zkl_parse_children(copy->data, copy->count, &q->n)
 					   : NULL;
+	if (q->kids && q->n > LF_QUEUE_MAX) {	/* past what an xattr can hold */
+		zkl_log(LOG_NOTICE, "queue of %zu entries refused: at most %d are listed",
+			q->n, LF_QUEUE_MAX);
+		fuse_reply_err(op->req, E2BIG);
+		zop_free(op);
+		q_free(q);
+		return;
+	}
 	q->e = q->kids ? calloc(q->n + 1, sizeof(*q->e)) : NULL;
 	if (!q->e) {
 		fuse_reply_err(op->req, ENOMEM);

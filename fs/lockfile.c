@@ -94,7 +94,9 @@ static struct lfrec *rec_find_locked(struct node *n, uint64_t owner)
 
 /*
  * The record of the owner of @fi's request on @d's lock file, made for
- * @uid if it has none and @make; it now names @d.  Return: its lock node,
+ * @uid if it has none and @make (a lock request, which then names @d as
+ * the descriptor it locks through; a test or an unlock names none).
+ * Return: its lock node,
  * or NULL (none, or ENOMEM).  FUSE thread.
  */
 static struct node *rec_get(struct zklfs *fs, struct lfd *d,
@@ -106,7 +108,7 @@ static struct node *rec_get(struct zklfs *fs, struct lfd *d,
 
 	zkl_mutex_lock(&fs->lock);
 	r = rec_find_locked(n, fi->lock_owner);
-	if (r)
+	if (r && make)		/* a lock request: it locks through @d now */
 		r->fd = d;
 	zkl_mutex_unlock(&fs->lock);
 	if (r || !make)
@@ -273,20 +275,28 @@ struct node *lf_holder(struct zklfs *fs, const struct fuse_file_info *fi,
 
 struct node *lf_tree_holder(struct zklfs *fs, fuse_req_t req, struct node *n)
 {
-	pid_t pids[16];
-	struct node *recs[16];
-	size_t k = 0;
+	struct node **recs = NULL, *found = NULL;
+	pid_t *pids = NULL;
+	size_t k = 0, cap = 0;
 
 	/* the openers first, under fs->lock; their trees read outside it */
 	zkl_mutex_lock(&fs->lock);
-	for (struct lfrec *r = n->recs; r && k < 16; r = r->next)
+	for (struct lfrec *r = n->recs; r; r = r->next)
+		cap += rec_holds_locked(r);
+	if (cap) {
+		pids = calloc(cap, sizeof(*pids));
+		recs = calloc(cap, sizeof(*recs));
+	}
+	for (struct lfrec *r = n->recs; pids && recs && r; r = r->next)
 		if (rec_holds_locked(r)) {
 			pids[k] = r->rec->lr->pid;
 			recs[k++] = r->rec;
 		}
 	zkl_mutex_unlock(&fs->lock);
-	for (size_t i = 0; i < k; i++)
+	for (size_t i = 0; i < k && !found; i++)
 		if (pids[i] && fs->reply->in_tree(req, pids[i]))
-			return recs[i];
-	return NULL;
+			found = recs[i];
+	free(pids);
+	free(recs);
+	return found;
 }

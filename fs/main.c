@@ -57,6 +57,28 @@ static int daemon_start(void)
 	return 0;
 }
 
+/*
+ * No syslog listens here: may the log stay on standard error?  A terminal,
+ * a file or a socket (the journal's stream) takes it; a pipe would keep
+ * whoever reads it (mount(8), a script capturing the output) waiting for
+ * an end that never comes.  One line says which.
+ */
+static bool stderr_keeps_log(void)
+{
+	struct stat st;
+	bool keep = fstat(2, &st) == 0 &&
+		    (S_ISREG(st.st_mode) || S_ISCHR(st.st_mode) || S_ISSOCK(st.st_mode));
+
+	if (keep)
+		zkl_log(LOG_WARNING, "no syslog here (/dev/log): the log goes on to "
+			"standard error");
+	else
+		zkl_log(LOG_WARNING, "no syslog here (/dev/log), and standard error is "
+			"a pipe: the daemon's log is lost from now on (run it with -f, "
+			"or under a syslog)");
+	return keep;
+}
+
 /* Tell the waiting parent we are mounted; let the terminal go (standard
  * error too unless @keep_stderr: the log's only way out). */
 static void daemon_ready(bool keep_stderr)
@@ -116,9 +138,24 @@ static bool zklockfs_mounted_at(const char *path)
 	char line[4096], dir[PATH_MAX], type[64];
 	bool found = false;
 
-	while (f && !found && fgets(line, sizeof(line), f))
-		found = sscanf(line, "%*s %4095s %63s", dir, type) == 2 &&
-			strcmp(type, "fuse.zklockfs") == 0 && strcmp(dir, path) == 0;
+	while (f && !found && fgets(line, sizeof(line), f)) {
+		char *o = dir;
+
+		if (sscanf(line, "%*s %4095s %63s", dir, type) != 2 ||
+		    strcmp(type, "fuse.zklockfs") != 0)
+			continue;
+		/* the kernel writes space, tab, newline and backslash as \ooo */
+		for (const char *i = dir; *i; o++)
+			if (i[0] == '\\' && i[1] >= '0' && i[1] <= '3' && i[2] >= '0' &&
+			    i[2] <= '7' && i[3] >= '0' && i[3] <= '7') {
+				*o = (char)((i[1] - '0') * 64 + (i[2] - '0') * 8 + (i[3] - '0'));
+				i += 4;
+			} else {
+				*o = *i++;
+			}
+		*o = '\0';
+		found = strcmp(dir, path) == 0;
+	}
 	if (f)
 		fclose(f);
 	return found;
@@ -279,6 +316,8 @@ int main(int argc, char *argv[])
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	zkl_log(LOG_INFO, "mounted %s at %s", conf.source, fs.mountpoint);
 	keep_stderr = opts.foreground || !zkl_log_init("zklockfs", true, opts.debug);
+	if (!opts.foreground && keep_stderr)
+		keep_stderr = stderr_keeps_log();
 	daemon_ready(keep_stderr);
 
 	ret = loop_status(fuse_session_loop(fs.se));

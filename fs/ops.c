@@ -378,10 +378,11 @@ static void zklfs_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
 	struct zop *op = zop_new_child(req, node_of(fs, parent), name, "mkdir");
 
 	(void)mode;
-	/* -o lockfiles: marked a folder, never taken for a lock file */
+	/* -o containers: a container, which the server deletes once emptied;
+	 * -o lockfiles: marked a folder, never taken for a lock file */
 	if (op)
 		zop_create_child(op, fs->conf->lockfiles ? LF_FOLDER_MARK : NULL,
-				 (int)strlen(LF_FOLDER_MARK), mkdir_done);
+				 (int)strlen(LF_FOLDER_MARK), fs->conf->containers, mkdir_done);
 }
 
 static void zklfs_refuse(fuse_req_t req, const char *what)

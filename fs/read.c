@@ -544,12 +544,32 @@ void zklfs_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 	zop_send(op, zklfs_session(fs, op->path), listxattr_dir_send);
 }
 
+/*
+ * A lock file's limit and linger are the mount owner's (or root's) to set,
+ * not its maker's: whoever touches nightly.lock first would otherwise turn
+ * every host's flock(1) on it into a semaphore.  (A lock directory's
+ * maker may: zklock refuses a semaphore it did not ask for.)
+ */
+static bool may_set(fuse_req_t req, struct node *n)
+{
+	uid_t uid = fuse_req_ctx(req)->uid;
+
+	if (n->type != NODE_LOCKFILE || uid == 0 || uid == n->fs->uid)
+		return true;
+	zkl_log(LOG_NOTICE, "setting of a lock file refused: uid %u is not the "
+		"mount's owner", (unsigned)uid);
+	fuse_reply_err(req, EPERM);
+	return false;
+}
+
 void zklfs_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 			   const char *value, size_t size, int flags)
 {
 	struct zklfs *fs = fs_of(req);
 	struct node *n = node_of(fs, ino);
 
+	if (setting_of(name) && lock_znode(n) && !may_set(req, n))
+		return;
 	if (setting_of(name) && lock_znode(n))
 		zklfs_limit_set(req, n, value ? value : "", size, flags, setting_of(name));
 	else if (strcmp(name, ZKLFS_REVOKE_XATTR) == 0 && !lock_znode(n))
@@ -567,6 +587,8 @@ void zklfs_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 	struct zklfs *fs = fs_of(req);
 	struct node *n = node_of(fs, ino);
 
+	if (setting_of(name) && lock_znode(n) && !may_set(req, n))
+		return;
 	if (setting_of(name) && lock_znode(n))
 		zklfs_limit_set(req, n, NULL, 0, 0, setting_of(name));
 	else

@@ -218,16 +218,17 @@ static int opendir_send(struct zop *op)
  * on a FUSE directory to itself, so it would lock this host only.
  * Refused, loudly; zklock takes the same options and the real lock.  The
  * kernel shows it as O_RDONLY and nothing else (O_LARGEFILE aside; it
- * keeps no O_NOCTTY): opendir(3) sets O_DIRECTORY, tar O_NONBLOCK and
- * O_NOFOLLOW, `sync -f` O_NONBLOCK, and they go on working.  Python's
- * os.open(DIR, os.O_RDONLY) looks the same and is refused too.
+ * passes no O_NOCTTY nor O_CLOEXEC): opendir(3) sets O_DIRECTORY, tar
+ * O_NONBLOCK and O_NOFOLLOW, `sync -f` O_NONBLOCK, and they go on
+ * working.  Python's os.open(DIR, os.O_RDONLY) looks the same and is
+ * refused too.
  */
 static bool flock_open(const struct fuse_file_info *fi)
 {
 	/* the kernel's O_LARGEFILE is not the 0 userspace sees on 64 bits:
 	 * every other flag is named */
 	return (fi->flags & O_ACCMODE) == O_RDONLY &&
-	       !(fi->flags & (O_DIRECTORY | O_NONBLOCK | O_NOFOLLOW | O_NOATIME | O_CLOEXEC |
+	       !(fi->flags & (O_DIRECTORY | O_NONBLOCK | O_NOFOLLOW | O_NOATIME |
 			      O_SYNC | O_DSYNC | O_APPEND | O_ASYNC | O_DIRECT | O_PATH));
 }
 

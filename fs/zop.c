@@ -67,16 +67,14 @@ struct zop *zop_new_child(fuse_req_t req, struct node *p, const char *name,
 	return op;
 }
 
-void zop_create_child(struct zop *op, const char *data, int len,
+void zop_create_child(struct zop *op, const char *data, int len, bool container,
 		      string_stat_completion_t done)
 {
 	struct zklfs *fs = op->fs;
 
-	/* on the new znode's own session: its entries will be made there;
-	 * -o containers: a container, which the server deletes once emptied */
+	/* on the new znode's own session: its entries will be made there */
 	zop_started(op, zklfs_zcreate(fs, zklfs_session(fs, op->path), op->path, data, len,
-				      fs->conf->containers ? ZOO_CONTAINER : ZOO_PERSISTENT,
-				      done, op));
+				      container ? ZOO_CONTAINER : ZOO_PERSISTENT, done, op));
 }
 
 static bool zop_again(struct zop *op, int rc);

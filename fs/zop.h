@@ -62,11 +62,11 @@ void zop_free(struct zop *op);
  * or a hidden one (EEXIST), is answered here.  Return: NULL once @req is
  * answered.
  * zop_create_child() - send its create with @data (@len bytes, or NULL):
- * persistent, or a container with -o containers; answered in @done.
+ * persistent, or with @container a container; answered in @done.
  */
 struct zop *zop_new_child(fuse_req_t req, struct node *p, const char *name,
 			  const char *what);
-void zop_create_child(struct zop *op, const char *data, int len,
+void zop_create_child(struct zop *op, const char *data, int len, bool container,
 		      string_stat_completion_t done);
 
 /*

@@ -109,6 +109,8 @@ int zkc_check(const char *connect, int probe_ms, char *why, size_t size)
 			return -EINVAL;
 		}
 		gai = getaddrinfo(host, port, &hints, &res);
+		if (gai == EAI_AGAIN || gai == EAI_SYSTEM)	/* no answer yet (DNS at boot) */
+			continue;			/* the client will try */
 		if (gai != 0) {
 			snprintf(why, size, "host '%s' does not resolve: %s", host,
 				 gai_strerror(gai));

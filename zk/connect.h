@@ -22,7 +22,9 @@
  * every host for at most @probe_ms in all, until one is accepted.
  * Return: 0 (some server accepted, or none answered either way within the
  * bound: the client will go on trying); -EINVAL (a part is not
- * host:port with a port 1..65535); -ENOENT (a host does not resolve);
+ * host:port with a port 1..65535); -ENOENT (a host does not resolve: the
+ * name service says it has no such name; one that cannot answer yet, as at
+ * boot, is left to the client);
  * -ECONNREFUSED (every address of every host refused).  @why (@size
  * bytes) then says which part, and why, in a few words.
  */

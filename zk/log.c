@@ -27,8 +27,6 @@ bool zkl_log_init(const char *ident, bool to_syslog, bool debug)
 	/* syslog() drops every line, silently, when nothing listens there */
 	if (to_syslog && (stat("/dev/log", &st) != 0 || !S_ISSOCK(st.st_mode))) {
 		log_syslog = false;
-		zkl_log(LOG_WARNING, "no syslog here (/dev/log): the log goes on to "
-			"standard error");
 		return false;
 	}
 	log_syslog = to_syslog;

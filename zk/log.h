@@ -33,8 +33,8 @@
 /*
  * zkl_log_init() - name the program; @to_syslog once daemonised.  Where
  * nothing listens on /dev/log (a container, a minimal system), the log
- * stays on standard error, saying so once.  Return: whether it goes to
- * syslog (the caller then may close standard error).
+ * stays on standard error.  Return: whether it goes to syslog (else the
+ * caller must keep standard error open, or say the log is lost).
  */
 bool zkl_log_init(const char *ident, bool to_syslog, bool debug);
 

@@ -77,8 +77,8 @@ def test_flock_n_against_another_mount_fails_at_once(mount):
     took = time.monotonic() - t0
     assert r.returncode == 1 and "ran" not in r.stdout, r
     assert h.p.poll() is None
-    print("flock -n against a lock held on another mount: exit %d in %.1f ms"
-          % (r.returncode, took * 1000))
+    harness.record_figure("flock -n against a lock file held on another mount: "
+                          "exit %d in %.1f ms" % (r.returncode, took * 1000))
     h.release()
     r = run([FLOCK, "-n", os.path.join(d2, "nightly.lock"), "echo", "ran"])
     assert r.returncode == 0 and r.stdout == "ran\n", r
@@ -241,8 +241,8 @@ def test_stress_three_mounts_four_processes(mount, scratch):
     assert finish(procs, 200 * harness.SLOW) == [0] * 12
     took = time.monotonic() - t0
     sections(log, 60)
-    print("stress: 3 mounts x 4 processes x 5 flock(1) sections: %.1f s, %.0f grants/s"
-          % (took, 60 / took))
+    harness.record_figure("lock files, 3 mounts x 4 processes x 5 flock(1) sections: "
+                          "%.1f s, %.0f grants/s, no overlap" % (took, 60 / took))
 
 
 def test_curator_and_flock_exclude_both_ways(mount, curator_cp, zk):
@@ -467,3 +467,46 @@ def test_semaphore_and_linger_on_a_lock_file(mount):
         assert run([FLOCK, path, "true"]).returncode == 0
     metrics = os.getxattr(lm.path, "user.zklockfs.metrics").decode()
     assert 'zklockfs_local_grants_total{how="linger"} 2' in metrics, metrics
+
+
+def test_only_the_mounts_owner_sets_a_lock_files_limit(mount):
+    """On an allow_other mount another user may make a lock file first, but
+    not turn it into a semaphore for every host's flock: EPERM."""
+    m = mount(opts=("lockfiles", "allow_other"))
+    os.mkdir(os.path.join(m.path, "cron"))
+    path = os.path.join(m.path, "cron", "n.lock")
+    user = harness.as_user(65534)
+    r = run(user + ["touch", path])
+    assert r.returncode == 0, r
+    r = run(user + ["setfattr", "-n", "user.zklockfs.limit", "-v", "1000", path])
+    assert r.returncode != 0 and "not permitted" in r.stderr, r
+    os.setxattr(path, "user.zklockfs.limit", b"2")      # the mount's owner may
+    assert os.getxattr(path, "user.zklockfs.limit") == b"2"
+
+
+def test_lockf_from_the_current_offset_is_the_whole_file(mount):
+    """C's lockf(3) locks from the current offset to the end: after the pid
+    is written, F_ULOCK there gives the lock back (not EINVAL)."""
+    _, (d1, d2) = lockfiles(mount)
+    fd = os.open(os.path.join(d1, "pid.lock"), os.O_RDWR | os.O_CREAT)
+    fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    os.write(fd, b"%d\n" % os.getpid())
+    fcntl.lockf(fd, fcntl.LOCK_UN, 0, 0, os.SEEK_CUR)   # from the offset to the end
+    with open(os.path.join(d2, "pid.lock")) as other:
+        fcntl.lockf(other, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    os.close(fd)
+
+
+def test_a_test_lock_on_another_descriptor_leaves_the_holder_alone(mount):
+    """F_GETLK through a second descriptor of the POSIX owner that holds:
+    the holder's own descriptor still writes and confirms."""
+    _, (d1,) = lockfiles(mount, 1)
+    a = os.open(os.path.join(d1, "t.lock"), os.O_RDWR | os.O_CREAT)
+    fcntl.lockf(a, fcntl.LOCK_EX)
+    b = os.open(os.path.join(d1, "t.lock"), os.O_RDONLY)
+    import struct
+    fcntl.fcntl(b, fcntl.F_GETLK, struct.pack("hhqqi", fcntl.F_WRLCK, 0, 0, 0, 0))
+    assert os.write(a, b"x") == 1
+    os.fsync(a)
+    os.close(b)         # a POSIX owner's close of any descriptor: given back
+    os.close(a)
