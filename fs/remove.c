@@ -82,7 +82,12 @@ static void rmdir_got(int rc, const struct Stat *zs, const void *data)
 				      rmdir_done, op));
 }
 
-void zklfs_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
+/*
+ * Ask who owns @name in @parent (its Stat, to @got), on the session of
+ * the znode itself (@own: a directory) or of @parent (an entry).
+ */
+static void remove_ask(fuse_req_t req, fuse_ino_t parent, const char *name, bool own,
+		       stat_completion_t got)
 {
 	struct zklfs *fs = fs_of(req);
 	struct node *p = node_of(fs, parent);
@@ -92,7 +97,13 @@ void zklfs_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
-	zop_started(op, zklfs_zexists(fs, zklfs_session(fs, op->path), op->path, rmdir_got, op));
+	zop_started(op, zklfs_zexists(fs, zklfs_session(fs, own ? op->path : p->path),
+				      op->path, got, op));
+}
+
+void zklfs_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	remove_ask(req, parent, name, true, rmdir_got);
 }
 
 /* A lock file goes as an empty directory does; EBUSY while anyone holds
@@ -146,13 +157,5 @@ static void unlink_got(int rc, const struct Stat *zs, const void *data)
 
 void zklfs_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
-	struct zklfs *fs = fs_of(req);
-	struct node *p = node_of(fs, parent);
-	struct zop *op = zop_new(req, p, zkn_join(p->path, name));
-
-	if (!op) {
-		fuse_reply_err(req, ENOMEM);
-		return;
-	}
-	zop_started(op, zklfs_zexists(fs, zklfs_session(fs, p->path), op->path, unlink_got, op));
+	remove_ask(req, parent, name, false, unlink_got);
 }
