@@ -338,8 +338,8 @@ out_nodes:
 	zklfs_xc_free(&fs);
 	zkl_mutex_destroy(&fs.lock);
 	zkl_mutex_destroy(&fs.wb_send);
-	free(fs.mountpoint);
 out_args:
+	free(fs.mountpoint);		/* NULL before the mount point's check */
 	free(opts.mountpoint);
 	zklfs_conf_free(&conf);
 	fuse_opt_free_args(&args);
