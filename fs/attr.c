@@ -263,7 +263,7 @@ uid_t zklfs_owner(struct zklfs *fs, const char *path, enum node_type type,
 {
 	uid_t uid = fs->uid;
 
-	if (type == NODE_DIR || type == NODE_LOCKFILE) {
+	if (node_persistent(type)) {
 		struct dirowner *d;
 
 		zkl_mutex_lock(&fs->owners_mu);

@@ -13,7 +13,17 @@
 #ifndef FS_FDLOCK_H
 #define FS_FDLOCK_H
 
+#include <fcntl.h>
+#include <sys/file.h>
+
 #include "fs/node.h"
+
+/* fdlock_of() - the flock(2) operation a whole-file fcntl(2) lock of
+ * @l_type asks for: LOCK_EX for F_WRLCK, LOCK_SH for F_RDLCK, else LOCK_UN. */
+static inline int fdlock_of(short l_type)
+{
+	return l_type == F_WRLCK ? LOCK_EX : l_type == F_RDLCK ? LOCK_SH : LOCK_UN;
+}
 
 /*
  * fdlock_op() - LOCK_SH, LOCK_EX or LOCK_UN (@op) asked by @req on the

@@ -17,6 +17,7 @@
 #include <string.h>
 #include <sys/file.h>
 
+#include "fs/fdlock.h"
 #include "fs/ioctl.h"
 #include "fs/lockfile.h"
 #include "fs/lockreq.h"
@@ -92,12 +93,20 @@ void zklfs_fd_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 void zklfs_fd_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		   struct fuse_file_info *fi)
 {
-	struct node *n;
+	struct fuse_file_info h;
+	struct node *n, *ln;
 
-	if (lockfile(req, ino, &n))
-		lf_read(req, n, size, off, fi);
-	else
+	if (!lockfile(req, ino, &n)) {
 		zklfs_read(req, ino, size, off, fi);
+		return;
+	}
+	ln = lf_holder(n->fs, fi, fi->lock_owner, false);
+	if (!ln) {			/* whoever holds it now */
+		lf_read(req, n, size, off);
+		return;
+	}
+	h = as_holder(fi);		/* its own entry: what it wrote */
+	zklfs_read(req, ln->ino, size, off, &h);
 }
 
 void zklfs_fd_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
@@ -170,9 +179,7 @@ void zklfs_fd_flock(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 void zklfs_fd_getlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 		    struct flock *lock)
 {
-	struct node *n;
-
-	struct node *ln;
+	struct node *n, *ln;
 
 	if (!lockfile(req, ino, &n) || !to_the_end(lock)) {
 		zklfs_getlk(req, ino, fi, lock);	/* EINVAL for a part */
@@ -199,9 +206,7 @@ void zklfs_fd_setlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 		zkl_log(LOG_NOTICE, "lock refused: a record lock on part of a lock file");
 		fuse_reply_err(req, EINVAL);
 	} else {
-		lf_lock(req, n, fi, lock->l_type == F_WRLCK ? LOCK_EX :
-			lock->l_type == F_RDLCK ? LOCK_SH : LOCK_UN, !sleep,
-			fuse_req_ctx(req)->uid);
+		lf_lock(req, n, fi, fdlock_of(lock->l_type), !sleep, fuse_req_ctx(req)->uid);
 	}
 }
 

@@ -93,8 +93,7 @@ void zklfs_setlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 {
 	struct zklfs *fs = fuse_req_userdata(req);
 	struct node *n = node_of(fs, ino);
-	int op = lock->l_type == F_WRLCK ? LOCK_EX :
-		 lock->l_type == F_RDLCK ? LOCK_SH : LOCK_UN;
+	int op = fdlock_of(lock->l_type);
 
 	if (!whole_file(lock)) {
 		refuse(req, EINVAL, "a record lock on part of an entry");
@@ -165,19 +164,12 @@ static void getlk_reply(struct getlk *op, int rc)
 static bool data_line(const char *data, int len, const char *key, char *out,
 		      size_t size)
 {
-	size_t klen = strlen(key);
+	size_t vlen;
+	const char *v = zkl_data_value(data, len > 0 ? (size_t)len : 0, key, &vlen);
 
-	for (int i = 0; data && i < len;) {
-		const char *nl = memchr(data + i, '\n', (size_t)(len - i));
-		int end = nl ? (int)(nl - data) : len;
-
-		if ((size_t)(end - i) >= klen && memcmp(data + i, key, klen) == 0) {
-			snprintf(out, size, "%.*s", end - i - (int)klen, data + i + klen);
-			return true;
-		}
-		i = end + 1;
-	}
-	return false;
+	if (v)
+		snprintf(out, size, "%.*s", (int)vlen, v);
+	return v != NULL;
 }
 
 /*

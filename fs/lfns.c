@@ -1,11 +1,10 @@
 /*
  * fs/lfns.c - lock files in the namespace (see lockfile.h): what a
  * persistent znode is on a lockfiles mount, making a lock file at
- * open(O_CREAT), its attributes after a truncate, and what reading it
- * gives: the data of the entry that holds it now.
+ * open(O_CREAT), and what reading it gives: the data of the entry that
+ * holds it now.
  *
- * Depends on: fs/lockfile.h, fs/zop.h, fs/attr.h, fs/pool.h, fs/xcache.h,
- * fs/handlers.h (a holder's read goes to its record's READ).
+ * Depends on: fs/lockfile.h, fs/zop.h, fs/attr.h, fs/pool.h, fs/xcache.h.
  */
 #include "fs/lockfile.h"
 
@@ -15,29 +14,23 @@
 #include <sys/stat.h>
 
 #include "fs/attr.h"
-#include "fs/handlers.h"
 #include "fs/limits.h"
 #include "fs/lockreq.h"
 #include "fs/xcache.h"
 #include "fs/zop.h"
 #include "zk/errno.h"
 #include "zk/grant.h"
+#include "zk/limit.h"
 #include "zk/log.h"
 
-/* Does @data (@len bytes) hold the folder mark as one of its lines? */
+/* Does @data (@len bytes) hold the folder mark: a line "zklockfs=folder",
+ * ended by its newline? */
 static bool marked(const char *data, int len)
 {
-	size_t mlen = strlen(LF_FOLDER_MARK);
+	size_t vlen, n = len > 0 ? (size_t)len : 0;
+	const char *v = zkl_data_value(data, n, LF_FOLDER_LINE, &vlen);
 
-	for (int i = 0; data && i < len;) {
-		const char *nl = memchr(data + i, '\n', (size_t)(len - i));
-		int end = nl ? (int)(nl - data) + 1 : len;
-
-		if ((size_t)(end - i) == mlen && memcmp(data + i, LF_FOLDER_MARK, mlen) == 0)
-			return true;
-		i = end;
-	}
-	return false;
+	return v && vlen == 0 && (size_t)(v - data) < n;
 }
 
 enum lf_class lf_classify(const struct Stat *zs, const char *data, int len)
@@ -59,29 +52,6 @@ enum lf_class lf_children_class(const struct String_vector *sv)
 
 /* making one ---------------------------------------------------------------- */
 
-static void mknod_reply(struct zop *op, const struct Stat *zs)
-{
-	struct fuse_entry_param e;
-	struct node *n;
-
-	zkl_mutex_lock(&op->fs->lock);
-	n = node_lookup_locked(op->fs, op->path, NODE_LOCKFILE);
-	zkl_mutex_unlock(&op->fs->lock);
-	if (!n) {
-		fuse_reply_err(op->req, ENOMEM);
-		zop_free(op);
-		return;
-	}
-	memset(&e, 0, sizeof(e));
-	e.ino = n->ino;
-	zklfs_fill_attr(op->fs, &e.attr, n->ino, NODE_LOCKFILE, zs,
-			zklfs_owner(op->fs, op->path, NODE_LOCKFILE, zs));
-	e.entry_timeout = e.attr_timeout = 1.0;
-	if (fuse_reply_entry(op->req, &e) != 0)
-		node_forget(op->fs, n, 1);
-	zop_free(op);
-}
-
 /* Made meanwhile by someone else: a lock file is taken as it is. */
 static void mknod_found(int rc, const char *value, int len, const struct Stat *zs,
 			const void *data)
@@ -97,7 +67,7 @@ static void mknod_found(int rc, const char *value, int len, const struct Stat *z
 		zop_free(op);
 		return;
 	}
-	mknod_reply(op, zs);
+	zop_reply_entry(op, zs, NODE_LOCKFILE);
 }
 
 static int mknod_found_send(struct zop *op)
@@ -124,7 +94,7 @@ static void mknod_done(int rc, const char *path, const struct Stat *zs,
 		return;
 	}
 	zklfs_dir_made(op->fs, op->path, zs->czxid, op->uid);	/* its maker owns it */
-	mknod_reply(op, zs);
+	zop_reply_entry(op, zs, NODE_LOCKFILE);
 }
 
 void lf_mknod(fuse_req_t req, struct node *p, const char *name)
@@ -135,40 +105,6 @@ void lf_mknod(fuse_req_t req, struct node *p, const char *name)
 	 * under an open descriptor would turn its next flock into ENOENT */
 	if (op)
 		zop_create_child(op, NULL, 0, false, mknod_done);
-}
-
-/* truncate -------------------------------------------------------------------- */
-
-static void setsize_done(int rc, const struct Stat *zs, const void *data)
-{
-	struct zop *op = (struct zop *)data;
-	struct stat st;
-
-	if (rc != ZOK) {
-		zop_fail(op, rc);
-		return;
-	}
-	zklfs_fill_attr(op->fs, &st, op->node->ino, NODE_LOCKFILE, zs,
-			zklfs_owner(op->fs, op->path, NODE_LOCKFILE, zs));
-	fuse_reply_attr(op->req, &st, 1.0);
-	zop_free(op);
-}
-
-static int setsize_send(struct zop *op)
-{
-	return zklfs_zexists(op->fs, op->zks, op->path, setsize_done, op);
-}
-
-void lf_setattr(fuse_req_t req, struct node *n)
-{
-	struct zop *op = zop_new(req, n, zklfs_node_path(n->fs, n));
-
-	if (!op) {
-		fuse_reply_err(req, ENOMEM);
-		return;
-	}
-	/* `exec 9>F` truncates: the holder's data stays (its pid, say) */
-	zop_send(op, zklfs_session(n->fs, op->path), setsize_send);
 }
 
 /* reading: the holder's data ---------------------------------------------------- */
@@ -232,20 +168,10 @@ static int read_send(struct zop *op)
 	return zklfs_zchildren(op->fs, op->zks, op->path, read_children_done, op);
 }
 
-void lf_read(fuse_req_t req, struct node *n, size_t size, off_t off,
-	     struct fuse_file_info *fi)
+void lf_read(fuse_req_t req, struct node *n, size_t size, off_t off)
 {
-	struct node *ln = lf_holder(n->fs, fi, fi->lock_owner, false);
-	struct zop *op;
+	struct zop *op = zop_new(req, n, zklfs_node_path(n->fs, n));
 
-	if (ln) {			/* its own entry: what it wrote */
-		struct fuse_file_info h = *fi;
-
-		h.fh = FH_HOLDER;
-		zklfs_read(req, ln->ino, size, off, &h);
-		return;
-	}
-	op = zop_new(req, n, zklfs_node_path(n->fs, n));
 	if (!op) {
 		fuse_reply_err(req, ENOMEM);
 		return;

@@ -63,22 +63,17 @@ static void q_free(struct qbuild *q)
 	free(q);
 }
 
-/* The value of line "@key=" of @data, escaped, into @out ("-" if none). */
+/* The value of line "@key=" of @data, escaped, into @out ("-" if none or
+ * empty, as zklock --list shows a lock directory's). */
 static void q_field(const char *data, int len, const char *key, char *out, size_t size)
 {
-	size_t klen = strlen(key);
+	size_t vlen;
+	const char *v = zkl_data_value(data, len > 0 ? (size_t)len : 0, key, &vlen);
 
-	snprintf(out, size, "-");
-	for (int i = 0; data && i < len;) {
-		const char *nl = memchr(data + i, '\n', (size_t)(len - i));
-		int end = nl ? (int)(nl - data) : len;
-
-		if ((size_t)(end - i) > klen && memcmp(data + i, key, klen) == 0) {
-			zkl_escape(out, size, data + i + klen, (size_t)(end - i) - klen);
-			return;
-		}
-		i = end + 1;
-	}
+	if (v && vlen)
+		zkl_escape(out, size, v, vlen);
+	else
+		snprintf(out, size, "-");
 }
 
 /* Every entry read: the text, in queue order; the answer; free @q. */

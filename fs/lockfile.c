@@ -96,8 +96,7 @@ static struct lfrec *rec_find_locked(struct node *n, uint64_t owner)
  * The record of the owner of @fi's request on @d's lock file, made for
  * @uid if it has none and @make (a lock request, which then names @d as
  * the descriptor it locks through; a test or an unlock names none).
- * Return: its lock node,
- * or NULL (none, or ENOMEM).  FUSE thread.
+ * Return: its lock node, or NULL (none, or ENOMEM).  FUSE thread.
  */
 static struct node *rec_get(struct zklfs *fs, struct lfd *d,
 			    const struct fuse_file_info *fi, bool make, uid_t uid)

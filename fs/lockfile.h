@@ -20,10 +20,10 @@
  * of a descriptor act on the record that holds through it.
  *
  * Depends on: fs/node.h, fs/lockreq.h, fs/fdlock.h, fs/reply.h (fs/lockfile.c,
- * which the simulator drives); fs/zop.h, fs/attr.h, fs/handlers.h (fs/lfns.c,
- * fs/lfqueue.c).  Called by the table (fs/table.c) for every
- * request on a NODE_LOCKFILE inode, and by fs/ops.c's lookup, mkdir and
- * unlink (lf_classify(), LF_FOLDER_MARK).
+ * which the simulator drives); fs/zop.h, fs/attr.h (fs/lfns.c,
+ * fs/lfqueue.c).  Called by fs/fdops.c for every request on a
+ * NODE_LOCKFILE inode, by fs/read.c for its xattrs, and by fs/ops.c's
+ * lookup and mkdir (lf_classify(), LF_FOLDER_MARK).
  *
  * Threads: the handlers run on the FUSE thread, which alone makes and
  * frees records; lock requests are answered from the engine (fs/lockreq.c).
@@ -38,7 +38,8 @@ struct Stat;
 struct String_vector;
 
 /* The line mkdir writes in a folder's znode on a lockfiles mount. */
-#define LF_FOLDER_MARK "zklockfs=folder\n"
+#define LF_FOLDER_LINE "zklockfs=folder"
+#define LF_FOLDER_MARK LF_FOLDER_LINE "\n"
 
 /* What a persistent znode is on a lockfiles mount. */
 enum lf_class {
@@ -55,7 +56,7 @@ enum lf_class lf_classify(const struct Stat *zs, const char *data, int len);
 enum lf_class lf_children_class(const struct String_vector *sv);
 
 /*
- * The handlers of a lock file (fs/table.c calls them for NODE_LOCKFILE).
+ * The handlers of a lock file (fs/fdops.c calls them for NODE_LOCKFILE).
  * lf_mknod() - open(O_CREAT) of a new name in folder @p: the lock file
  * made (persistent, or a container with -o containers), as mkdir makes a
  * directory; one that appeared meanwhile is taken as it is.
@@ -67,12 +68,12 @@ enum lf_class lf_children_class(const struct String_vector *sv);
  * lf_record() - the lock node of the record of fi->lock_owner on @fi's
  * lock file (made for @uid if none and @make), or NULL: F_GETLK's own
  * entry (fs/fdops.c), and the simulator's view of a record.
- * lf_setattr() - truncate, O_TRUNC and touch: the attributes, nothing
- * changed (a holder's data is not wiped by the next `exec 9>F`).
  * lf_holder() - the record that holds through @fi (for @owner if not 0,
  * else any; with @waiting, or waits), to which reads, writes, fsync, poll
  * and the ioctls go; NULL if none.
- * lf_read() - READ: the holder's data, this descriptor's if it holds.
+ * lf_read() - READ by a descriptor that holds nothing: the data of the
+ * entry that holds the lock now (a holder's READ is its record's, as its
+ * WRITE is: fs/fdops.c).
  */
 void lf_mknod(fuse_req_t req, struct node *p, const char *name);
 void lf_open(fuse_req_t req, struct node *n, struct fuse_file_info *fi);
@@ -82,11 +83,9 @@ void lf_lock(fuse_req_t req, struct node *n, struct fuse_file_info *fi, int op,
 	     bool nb, uid_t uid);
 struct node *lf_record(struct zklfs *fs, const struct fuse_file_info *fi, bool make,
 		       uid_t uid);
-void lf_setattr(fuse_req_t req, struct node *n);
 struct node *lf_holder(struct zklfs *fs, const struct fuse_file_info *fi,
 		       uint64_t owner, bool waiting);
-void lf_read(fuse_req_t req, struct node *n, size_t size, off_t off,
-	     struct fuse_file_info *fi);
+void lf_read(fuse_req_t req, struct node *n, size_t size, off_t off);
 
 /*
  * lf_tree_holder() - the record of lock file @n held by a process whose

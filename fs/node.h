@@ -59,6 +59,20 @@ void zklfs_nodes_free(struct zklfs *fs);
 /* zklfs_now_ms() - CLOCK_MONOTONIC in milliseconds.  Any thread. */
 uint64_t zklfs_now_ms(void);
 
+/* node_persistent() - is a node of @type a persistent znode, a lock's own
+ * or a folder: a directory, or a lock file? */
+static inline bool node_persistent(enum node_type type)
+{
+	return type == NODE_DIR || type == NODE_LOCKFILE;
+}
+
+/* node_shown_type() - what stat and the kernel see of @n's type: a lock
+ * node is a file.  Any thread (the type is fixed). */
+static inline enum node_type node_shown_type(const struct node *n)
+{
+	return n->type == NODE_PENDING ? NODE_FILE : n->type;
+}
+
 /* node_of() - the node of an inode number the kernel gave us.  Any thread. */
 struct node *node_of(struct zklfs *fs, fuse_ino_t ino);
 

@@ -35,44 +35,6 @@
 
 /* lookup ---------------------------------------------------------------- */
 
-/* What stat and the kernel see of a node's type: a lock node is a file. */
-static enum node_type shown_type(const struct node *n)
-{
-	return n->type == NODE_PENDING ? NODE_FILE : n->type;
-}
-
-static void reply_entry(struct zop *op, struct node *n, const struct Stat *zs)
-{
-	enum node_type type = shown_type(n);
-	struct fuse_entry_param e;
-
-	memset(&e, 0, sizeof(e));
-	e.ino = n->ino;
-	zklfs_fill_attr(op->fs, &e.attr, n->ino, type, zs,
-			zklfs_owner(op->fs, op->path, type, zs));
-	/* directories and lock files live long; entries come and go */
-	e.entry_timeout = e.attr_timeout = type == NODE_FILE ? 0.0 : 1.0;
-	if (fuse_reply_entry(op->req, &e) != 0)
-		node_forget(op->fs, n, 1);
-}
-
-/* Answer the LOOKUP @op with the znode of @type whose Stat is @zs, and
- * free @op. */
-static void lookup_reply(struct zop *op, const struct Stat *zs, enum node_type type)
-{
-	struct node *n;
-
-	zkl_mutex_lock(&op->fs->lock);
-	n = node_lookup_locked(op->fs, op->path, type);
-	zkl_mutex_unlock(&op->fs->lock);
-	if (!n) {
-		fuse_reply_err(op->req, ENOMEM);
-	} else {
-		reply_entry(op, n, zs);
-	}
-	zop_free(op);
-}
-
 /* An unmarked znode with children, on a lockfiles mount: they tell. */
 static void lookup_kids_done(int rc, const struct String_vector *sv,
 			     const struct Stat *zs, const void *data)
@@ -83,7 +45,7 @@ static void lookup_kids_done(int rc, const struct String_vector *sv,
 		zop_fail(op, rc);
 		return;
 	}
-	lookup_reply(op, zs, lf_children_class(sv) == LF_FOLDER ? NODE_DIR : NODE_LOCKFILE);
+	zop_reply_entry(op, zs, lf_children_class(sv) == LF_FOLDER ? NODE_DIR : NODE_LOCKFILE);
 }
 
 static int lookup_kids_send(struct zop *op)
@@ -100,7 +62,7 @@ static void lookup_found(struct zop *op, const struct Stat *zs, const char *valu
 			 int len)
 {
 	if (!op->fs->conf->lockfiles) {
-		lookup_reply(op, zs, zs->ephemeralOwner ? NODE_FILE : NODE_DIR);
+		zop_reply_entry(op, zs, zs->ephemeralOwner ? NODE_FILE : NODE_DIR);
 		return;
 	}
 	if (zs->ephemeralOwner) {
@@ -109,10 +71,10 @@ static void lookup_found(struct zop *op, const struct Stat *zs, const char *valu
 	}
 	switch (lf_classify(zs, value, len)) {
 	case LF_FOLDER:
-		lookup_reply(op, zs, NODE_DIR);
+		zop_reply_entry(op, zs, NODE_DIR);
 		break;
 	case LF_LOCKFILE:
-		lookup_reply(op, zs, NODE_LOCKFILE);
+		zop_reply_entry(op, zs, NODE_LOCKFILE);
 		break;
 	case LF_ASK_CHILDREN:
 		zop_send(op, zklfs_session(op->fs, op->path), lookup_kids_send);
@@ -297,13 +259,12 @@ static void zklfs_getattr(fuse_req_t req, fuse_ino_t ino,
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
-	op->type = shown_type(n);
+	op->type = node_shown_type(n);
 	if (zklfs_xc_stat(fs, zop_pid(op), op->path, &zs, NULL, NULL)) {
 		getattr_reply(op, &zs);	/* this process looked a moment ago */
 		return;
 	}
-	zop_send(op, zklfs_session_of(fs, op->path, n->type == NODE_DIR ||
-				      n->type == NODE_LOCKFILE), getattr_send);
+	zop_send(op, zklfs_session_of(fs, op->path, node_persistent(n->type)), getattr_send);
 }
 
 /*
@@ -332,10 +293,8 @@ static void zklfs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 			refused & FUSE_SET_ATTR_MODE ? "chmod" :
 			refused & (FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID) ? "chown" : "utimes");
 		fuse_reply_err(req, EPERM);
-	} else if (n->type == NODE_LOCKFILE) {
-		lf_setattr(req, n);
-	} else if (!(to_set & FUSE_SET_ATTR_SIZE)) {
-		zklfs_getattr(req, ino, fi);
+	} else if (n->type == NODE_LOCKFILE || !(to_set & FUSE_SET_ATTR_SIZE)) {
+		zklfs_getattr(req, ino, fi);	/* nothing changes: as it is */
 	} else {
 		zklfs_wbuf_setsize(req, n, attr->st_size, fi);
 	}
@@ -347,7 +306,6 @@ static void mkdir_done(int rc, const char *path, const struct Stat *zs,
 		       const void *data)
 {
 	struct zop *op = (struct zop *)data;
-	struct node *n;
 
 	(void)path;
 	/* made, found made (EEXIST), or unknown: what we remember is stale */
@@ -361,14 +319,7 @@ static void mkdir_done(int rc, const char *path, const struct Stat *zs,
 		return;
 	}
 	zklfs_dir_made(op->fs, op->path, zs->czxid, op->uid);
-	zkl_mutex_lock(&op->fs->lock);
-	n = node_lookup_locked(op->fs, op->path, NODE_DIR);
-	zkl_mutex_unlock(&op->fs->lock);
-	if (n)
-		reply_entry(op, n, zs);
-	else
-		fuse_reply_err(op->req, ENOMEM);
-	zop_free(op);
+	zop_reply_entry(op, zs, NODE_DIR);
 }
 
 static void zklfs_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,

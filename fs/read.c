@@ -30,12 +30,6 @@
 #include "zk/metrics.h"
 #include "zk/log.h"
 
-/* Is @n a lock's own znode: a directory, or a lock file (fs/lockfile.h)? */
-static bool lock_znode(const struct node *n)
-{
-	return n->type == NODE_DIR || n->type == NODE_LOCKFILE;
-}
-
 /* read --------------------------------------------------------------------- */
 
 /* Answer the READ @op from the data @value (@len bytes), and free @op. */
@@ -389,7 +383,7 @@ void zklfs_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 		return;
 	}
 	if (strcmp(name, LF_QUEUE_XATTR) == 0) {	/* zklock --list asks */
-		if (lock_znode(n))
+		if (node_persistent(n->type))
 			lf_queue_xattr(req, n, size);
 		else
 			fuse_reply_err(req, ENODATA);
@@ -407,7 +401,7 @@ void zklfs_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 		return;
 	}
 	if (setting_of(name)) {
-		if (lock_znode(n))
+		if (node_persistent(n->type))
 			zklfs_limit_get(req, n, size, setting_of(name));
 		else
 			fuse_reply_err(req, ENODATA);
@@ -433,7 +427,7 @@ void zklfs_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 	}
 	op->size = size;
 	op->attr = x;
-	if (lock_znode(n) ? x != X_HOLDERS :
+	if (node_persistent(n->type) ? x != X_HOLDERS :
 	    x == X_HOLDERS || x == X_NONE || !zkn_parse(zkn_base(op->path), &me)) {
 		fuse_reply_err(req, ENODATA);
 		zop_free(op);
@@ -531,7 +525,7 @@ void zklfs_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 	struct zop *op;
 	char buf[256];
 
-	if (!lock_znode(n)) {
+	if (!node_persistent(n->type)) {
 		reply_xattr_value(req, size, buf, xattr_list(n->type, false, false, false, buf));
 		return;
 	}
@@ -568,11 +562,11 @@ void zklfs_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 	struct zklfs *fs = fs_of(req);
 	struct node *n = node_of(fs, ino);
 
-	if (setting_of(name) && lock_znode(n) && !may_set(req, n))
+	if (setting_of(name) && node_persistent(n->type) && !may_set(req, n))
 		return;
-	if (setting_of(name) && lock_znode(n))
+	if (setting_of(name) && node_persistent(n->type))
 		zklfs_limit_set(req, n, value ? value : "", size, flags, setting_of(name));
-	else if (strcmp(name, ZKLFS_REVOKE_XATTR) == 0 && !lock_znode(n))
+	else if (strcmp(name, ZKLFS_REVOKE_XATTR) == 0 && !node_persistent(n->type))
 		zklfs_revoke(req, n, value ? value : "", size);
 	else if ((strcmp(name, ZKLFS_REVOKE_XATTR) == 0 || strcmp(name, ZKLFS_BREAK_XATTR) == 0) &&
 		 n->type == NODE_LOCKFILE)
@@ -587,9 +581,9 @@ void zklfs_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 	struct zklfs *fs = fs_of(req);
 	struct node *n = node_of(fs, ino);
 
-	if (setting_of(name) && lock_znode(n) && !may_set(req, n))
+	if (setting_of(name) && node_persistent(n->type) && !may_set(req, n))
 		return;
-	if (setting_of(name) && lock_znode(n))
+	if (setting_of(name) && node_persistent(n->type))
 		zklfs_limit_set(req, n, NULL, 0, 0, setting_of(name));
 	else
 		fuse_reply_err(req, ENOTSUP);

@@ -45,6 +45,31 @@ void zop_free(struct zop *op)
 	free(op);
 }
 
+void zop_reply_entry(struct zop *op, const struct Stat *zs, enum node_type type)
+{
+	struct fuse_entry_param e;
+	struct node *n;
+
+	zkl_mutex_lock(&op->fs->lock);
+	n = node_lookup_locked(op->fs, op->path, type);
+	zkl_mutex_unlock(&op->fs->lock);
+	if (!n) {
+		fuse_reply_err(op->req, ENOMEM);
+		zop_free(op);
+		return;
+	}
+	type = node_shown_type(n);
+	memset(&e, 0, sizeof(e));
+	e.ino = n->ino;
+	zklfs_fill_attr(op->fs, &e.attr, n->ino, type, zs,
+			zklfs_owner(op->fs, op->path, type, zs));
+	/* directories and lock files live long; entries come and go */
+	e.entry_timeout = e.attr_timeout = type == NODE_FILE ? 0.0 : 1.0;
+	if (fuse_reply_entry(op->req, &e) != 0)
+		node_forget(op->fs, n, 1);
+	zop_free(op);
+}
+
 struct zop *zop_new_child(fuse_req_t req, struct node *p, const char *name,
 			  const char *what)
 {

@@ -56,6 +56,13 @@ struct zop *zop_new(fuse_req_t req, struct node *node, char *path);
 void zop_free(struct zop *op);
 
 /*
+ * zop_reply_entry() - answer @op (a LOOKUP, or the MKDIR or MKNOD that made
+ * the znode) with the node of @type for op->path, whose Stat is @zs, and
+ * free @op.  Any thread.
+ */
+void zop_reply_entry(struct zop *op, const struct Stat *zs, enum node_type type);
+
+/*
  * zop_new_child() - a zop for making the persistent znode @name in the
  * directory @p (mkdir, a lock file's creation), @what naming it in the
  * one log line of a refusal: a name ZooKeeper or the path bounds refuse,

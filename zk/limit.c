@@ -34,19 +34,29 @@ static bool is_line(const struct zkl_setting *s, const char *line, size_t len)
 	return len >= klen && memcmp(line, s->key, klen) == 0;
 }
 
-long zkl_setting_parse(const struct zkl_setting *s, const char *data, size_t len)
+const char *zkl_data_value(const char *data, size_t len, const char *key, size_t *vlen)
 {
-	size_t i = 0, klen = strlen(s->key);
+	size_t i = 0, klen = strlen(key);
 
-	while (i < len) {
+	while (data && i < len) {
 		const char *nl = memchr(data + i, '\n', len - i);
 		size_t end = nl ? (size_t)(nl - data) : len;
 
-		if (is_line(s, data + i, end - i))
-			return number(s, data + i + klen, end - i - klen);
+		if (end - i >= klen && memcmp(data + i, key, klen) == 0) {
+			*vlen = end - i - klen;
+			return data + i + klen;
+		}
 		i = end + 1;
 	}
-	return -1;
+	return NULL;
+}
+
+long zkl_setting_parse(const struct zkl_setting *s, const char *data, size_t len)
+{
+	size_t vlen;
+	const char *v = zkl_data_value(data, len, s->key, &vlen);
+
+	return v ? number(s, v, vlen) : -1;
 }
 
 int zkl_setting_value(const struct zkl_setting *s, const char *val, size_t len,

@@ -1,6 +1,6 @@
 /*
  * zk/limit.h - the settings a lock znode's data keeps: a semaphore's limit
- * and a lingering lock's time.
+ * and a lingering lock's time; and the key=value lines of any znode's data.
  *
  * `setfattr -n user.zklockfs.limit -v N DIR` stores a line "limit=N" (1 <=
  * N <= ZKL_LIMIT_MAX, zk/grant.h) in the data of DIR's znode, where every
@@ -23,6 +23,14 @@ struct zkl_setting {
 extern const struct zkl_setting zkl_setting_limit;	/* limit=1..1000 */
 extern const struct zkl_setting zkl_setting_linger;	/* linger=0..3600000 */
 #define ZKL_LINGER_MAX 3600000u
+
+/*
+ * zkl_data_value() - the value of @key ("host=", say) in @data (@len bytes,
+ * anyone's writing, not NUL-terminated, may be NULL): the rest of the first
+ * line that starts with @key.  Return: its start (inside @data) and length
+ * *@vlen, or NULL if no line starts so.
+ */
+const char *zkl_data_value(const char *data, size_t len, const char *key, size_t *vlen);
 
 /*
  * zkl_setting_parse() - the value @s has in @data (@len bytes, not
