@@ -151,10 +151,10 @@ void zklfs_confirm(struct zklfs *fs, struct node *n, fuse_req_t req, bool data,
 		answer_fn(fs, req, size, ENOMEM);
 		return;
 	}
-	w->req = req;
 	w->answer = answer_fn;
 	w->size = size;
 	w->data = data;
+	zpend_start(fs, &w->pend, req);	/* before another thread may see @w */
 	zkl_mutex_lock(&fs->lock);
 	lr = lockreq_entry(own);	/* a JOINED descriptor asks of its owner's */
 	n = lr->node;
@@ -186,8 +186,9 @@ void zklfs_confirm(struct zklfs *fs, struct node *n, fuse_req_t req, bool data,
 	}
 	zkl_mutex_unlock(&fs->lock);
 	if (err) {
+		if (zpend_claim(fs, &w->pend))
+			answer_fn(fs, req, size, err);
 		free(w);
-		answer_fn(fs, req, size, err);
 	} else if (c) {
 		send_sync(c);
 	}

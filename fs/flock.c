@@ -47,6 +47,7 @@
 
 #include "fs/fdlock.h"
 #include "fs/lockreq.h"
+#include "fs/pending.h"
 #include "fs/wbuf.h"
 #include "zk/errno.h"
 #include "zk/grant.h"
@@ -109,7 +110,7 @@ void zklfs_setlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 /* F_GETLK: a listing of the lock's directory, then maybe its blocker's data. */
 struct getlk {
 	struct zklfs *fs;
-	fuse_req_t req;
+	struct zpend pend;		/* the F_GETLK, answered once */
 	struct zks *zks;
 	char *dir;
 	enum zkl_kind kind;
@@ -117,7 +118,6 @@ struct getlk {
 	int32_t own;
 	unsigned limit;			/* the lock's, if a semaphore */
 	struct flock lk;		/* the answer */
-	uint64_t deadline_ms;		/* retries end then (0: none yet) */
 };
 
 static void getlk_send(struct getlk *op);
@@ -128,7 +128,8 @@ static void getlk_resend(void *arg, bool go)
 	struct getlk *op = arg;
 
 	if (!go) {			/* the mount is going */
-		fuse_reply_err(op->req, ESHUTDOWN);
+		if (zpend_claim(op->fs, &op->pend))
+			fuse_reply_err(op->pend.req, ESHUTDOWN);
 		free(op->dir);
 		free(op);
 		return;
@@ -139,23 +140,20 @@ static void getlk_resend(void *arg, bool go)
 /*
  * Answer @op with the lock found (@rc ZOK) or an errno, and free it.  A
  * connection loss or a session being replaced sends the question again
- * when the session is back, for up to a session timeout, as every read
- * of the namespace is.
+ * when the session is back, as every read of the namespace is, until the
+ * request is answered otherwise (a signal, its deadline: fs/pending.h).
  */
 static void getlk_reply(struct getlk *op, int rc)
 {
-	uint64_t now = zklfs_now_ms();
-
-	if (zk_rc_transient(rc)) {
-		if (!op->deadline_ms)
-			op->deadline_ms = now + (uint64_t)zks_timeout_ms(op->zks);
-		if (now < op->deadline_ms && zks_later(op->zks, getlk_resend, op) == 0)
-			return;
+	if (zk_rc_transient(rc) && !zpend_answered(op->fs, &op->pend) &&
+	    zks_later(op->zks, getlk_resend, op) == 0)
+		return;
+	if (zpend_claim(op->fs, &op->pend)) {
+		if (rc == ZOK)
+			fuse_reply_lock(op->pend.req, &op->lk);
+		else
+			fuse_reply_err(op->pend.req, -zk_errno(rc));
 	}
-	if (rc == ZOK)
-		fuse_reply_lock(op->req, &op->lk);
-	else
-		fuse_reply_err(op->req, -zk_errno(rc));
 	free(op->dir);
 	free(op);
 }
@@ -268,7 +266,8 @@ static void getlk_limit_done(int rc, const char *value, int len,
 
 static void getlk_send(struct getlk *op)
 {
-	int rc = zklfs_zget(op->fs, op->zks, op->dir, getlk_limit_done, op);
+	int rc = zpend_answered(op->fs, &op->pend) ? ZCLOSING :	/* nobody waits */
+		 zklfs_zget(op->fs, op->zks, op->dir, getlk_limit_done, op);
 
 	if (rc != ZOK)
 		getlk_reply(op, rc);
@@ -320,9 +319,9 @@ void zklfs_getlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 		return;
 	}
 	op->fs = fs;
-	op->req = req;
 	op->dir = dir;
 	op->kind = kind;
 	op->zks = zklfs_session(fs, dir);
+	zpend_start(fs, &op->pend, req);
 	getlk_send(op);
 }

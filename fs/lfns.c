@@ -63,7 +63,7 @@ static void mknod_found(int rc, const char *value, int len, const struct Stat *z
 		return;
 	}
 	if (zs->ephemeralOwner != 0 || lf_classify(zs, value, len) == LF_FOLDER) {
-		fuse_reply_err(op->req, EEXIST);
+		zop_reply_err(op, EEXIST);
 		zop_free(op);
 		return;
 	}
@@ -122,9 +122,9 @@ static void read_data_done(int rc, const char *value, int len, const struct Stat
 		return;
 	}
 	if (!value || op->off >= len)
-		fuse_reply_buf(op->req, NULL, 0);
+		zop_reply_buf(op, NULL, 0);
 	else
-		fuse_reply_buf(op->req, value + op->off,
+		zop_reply_buf(op, value + op->off,
 			       (size_t)(len - op->off) < op->size ? (size_t)(len - op->off)
 								  : op->size);
 	zop_free(op);
@@ -146,7 +146,7 @@ static void read_children_done(int rc, const struct String_vector *sv,
 	}
 	kids = zkl_parse_children(sv->data, sv->count, &n);
 	if (!kids) {
-		fuse_reply_err(op->req, ENOMEM);
+		zop_reply_err(op, ENOMEM);
 		zop_free(op);
 		return;
 	}
@@ -154,7 +154,7 @@ static void read_children_done(int rc, const struct String_vector *sv,
 	path = h ? zkn_join(op->path, h->name) : NULL;
 	free(kids);
 	if (!path) {			/* nobody holds it: no data */
-		fuse_reply_buf(op->req, NULL, 0);
+		zop_reply_buf(op, NULL, 0);
 		zop_free(op);
 		return;
 	}

@@ -105,13 +105,13 @@ static void q_answer(struct qbuild *q)
 		q->e[i].found = false;
 	}
 	if (!f || fclose(f) != 0) {
-		fuse_reply_err(op->req, ENOMEM);
+		zop_reply_err(op, ENOMEM);
 	} else if (op->size == 0) {
-		fuse_reply_xattr(op->req, len);
+		zop_reply_xattr(op, len);
 	} else if (op->size < len) {
-		fuse_reply_err(op->req, ERANGE);
+		zop_reply_err(op, ERANGE);
 	} else {
-		fuse_reply_buf(op->req, val, len);
+		zop_reply_buf(op, val, len);
 	}
 	free(val);
 	zop_free(op);
@@ -171,14 +171,14 @@ static void q_children_done(int rc, const struct String_vector *sv,
 	if (q->kids && q->n > LF_QUEUE_MAX) {	/* past what an xattr can hold */
 		zkl_log(LOG_NOTICE, "queue of %zu entries refused: at most %d are listed",
 			q->n, LF_QUEUE_MAX);
-		fuse_reply_err(op->req, E2BIG);
+		zop_reply_err(op, E2BIG);
 		zop_free(op);
 		q_free(q);
 		return;
 	}
 	q->e = q->kids ? calloc(q->n + 1, sizeof(*q->e)) : NULL;
 	if (!q->e) {
-		fuse_reply_err(op->req, ENOMEM);
+		zop_reply_err(op, ENOMEM);
 		zop_free(op);
 		q_free(q);
 		return;
@@ -222,9 +222,12 @@ void lf_queue_xattr(fuse_req_t req, struct node *n, size_t size)
 	int rc;
 
 	if (!q) {
-		if (op)
+		if (op) {
+			zop_reply_err(op, ENOMEM);
 			zop_free(op);
-		fuse_reply_err(req, ENOMEM);
+		} else {
+			fuse_reply_err(req, ENOMEM);
+		}
 		return;
 	}
 	zkl_mutex_init(&q->mu, ZKL_RANK_DIRLIST, "lfqueue->mu");

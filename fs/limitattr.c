@@ -36,15 +36,15 @@ static void get_done(int rc, const char *value, int len, const struct Stat *zs,
 	}
 	v = zkl_setting_parse(op->setting, value, len > 0 ? (size_t)len : 0);
 	if (v < 0) {
-		fuse_reply_err(op->req, ENODATA);
+		zop_reply_err(op, ENODATA);
 	} else {
 		snprintf(val, sizeof(val), "%ld", v);
 		if (op->size == 0)
-			fuse_reply_xattr(op->req, strlen(val));
+			zop_reply_xattr(op, strlen(val));
 		else if (op->size < strlen(val))
-			fuse_reply_err(op->req, ERANGE);
+			zop_reply_err(op, ERANGE);
 		else
-			fuse_reply_buf(op->req, val, strlen(val));
+			zop_reply_buf(op, val, strlen(val));
 	}
 	zop_free(op);
 }
@@ -91,7 +91,7 @@ static void set_free(struct limit_set *ls)
 /* Answer @ls's request with @err (0: done) and free it. */
 static void set_reply(struct limit_set *ls, int err)
 {
-	fuse_reply_err(ls->op->req, err);
+	zop_reply_err(ls->op, err);
 	zop_free(ls->op);
 	set_free(ls);
 }

@@ -420,7 +420,9 @@ void lockreq_answer_waits(struct zklfs *fs, struct lr_wait *all, bool held, int 
 	while (all) {
 		struct lr_wait *next = all->next;
 
-		all->answer(fs, all->req, all->size, !held ? EIO : all->data ? derr : 0);
+		if (zpend_claim(fs, &all->pend))
+			all->answer(fs, all->pend.req, all->size,
+				    !held ? EIO : all->data ? derr : 0);
 		free(all);
 		all = next;
 	}

@@ -25,6 +25,7 @@
 
 #include "fs/lrmoves.h"
 #include "fs/node.h"
+#include "fs/pending.h"
 #include "fs/pool.h"
 
 /* The request's machines and their moves: fs/lrmoves.h. */
@@ -65,9 +66,10 @@ struct zklfs_wbuf {
 typedef void zklfs_confirm_answer_fn(struct zklfs *fs, fuse_req_t req, size_t size,
 				     int err);
 
-/* A request waiting for a confirmation: an FSYNC, or a getxattr. */
+/* A request waiting for a confirmation: an FSYNC, or a getxattr; pending
+ * (fs/pending.h): a signal or its deadline may answer it first. */
 struct lr_wait {
-	fuse_req_t req;
+	struct zpend pend;
 	zklfs_confirm_answer_fn *answer;
 	size_t size;
 	bool data;			/* an FSYNC: reports a data send's error */

@@ -11,6 +11,7 @@
 #include "fs/handlers.h"
 #include "fs/lockreq.h"
 #include "fs/node.h"
+#include "fs/pending.h"
 #include "fs/pool.h"
 #include "fs/reply.h"
 #include "fs/xcache.h"
@@ -31,6 +32,24 @@
 #define ZKLOCKFS_VERSION "0.1"
 
 static int ready_fd = -1;
+
+static void pend_arm(struct zklfs *fs);
+
+/* The deadline sweep of pending requests (fs/pending.h): at the looks of
+ * the root's session supervisor, a tenth of the session timeout apart. */
+static void pend_sweep(void *arg, bool go)
+{
+	struct zklfs *fs = arg;
+
+	if (zklfs_pend_sweep(fs, zklfs_now_ms(), !go))
+		pend_arm(fs);
+}
+
+static void pend_arm(struct zklfs *fs)
+{
+	if (zks_later(zklfs_session(fs, fs->root->path), pend_sweep, fs) != 0)
+		zklfs_pend_sweep(fs, 0, true);	/* closing: none armed */
+}
 
 /* Fork; the parent exits with the status the child reports via daemon_ready(). */
 static int daemon_start(void)
@@ -300,10 +319,11 @@ int main(int argc, char *argv[])
 	if (err)
 		goto out_nodes;
 	if (zklfs_nodes_init(&fs, zklfs_lock_node_end) != 0 || zklfs_owners_init(&fs) != 0 ||
-	    zklfs_xc_init(&fs) != 0) {
+	    zklfs_xc_init(&fs) != 0 || zklfs_pend_init(&fs, pend_arm) != 0) {
 		zkl_log(LOG_ERR, "out of memory");
 		goto out_nodes;
 	}
+	zklfs_pend_timeout(&fs, zks_timeout_ms(zklfs_session(&fs, fs.root->path)));
 	if (zklfs_pool_start(&fs) != 0)
 		goto out_nodes;
 	fs.se = fuse_session_new(&args, &zklfs_ops, sizeof(zklfs_ops), &fs);
@@ -336,6 +356,7 @@ out_nodes:
 	zklfs_nodes_free(&fs);
 	zklfs_owners_free(&fs);
 	zklfs_xc_free(&fs);
+	zklfs_pend_free(&fs);
 	zkl_mutex_destroy(&fs.lock);
 	zkl_mutex_destroy(&fs.wb_send);
 out_args:

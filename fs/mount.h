@@ -37,6 +37,7 @@ struct zklfs;
 struct zklfs_pool;
 struct zks;
 struct zklfs_reply;
+struct zklfs_pending;
 
 #define ZKLFS_TID_BUCKETS 256
 
@@ -82,6 +83,9 @@ struct zklfs {
 	struct dirlist *dirlists;	/* opened directories (fs/readdir.c); fs->lock */
 
 	struct xcache *xc;		/* what a process just read (fs/xcache.h) */
+
+	/* requests waiting on ZooKeeper, answered once (fs/pending.h) */
+	struct zklfs_pending *pend;
 
 	/* the holders' data (fs/wbuf.c) */
 	struct zkl_mutex wb_send;	/* held across taking data and sending it,

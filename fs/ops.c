@@ -215,7 +215,8 @@ static void getattr_reply(struct zop *op, const struct Stat *zs)
 	zklfs_fill_attr(op->fs, &st, op->node->ino, op->type, zs,
 			zklfs_owner(op->fs, op->path, op->type, zs));
 	zklfs_wbuf_attr(op->fs, op->node, &st);	/* written, not yet sent */
-	fuse_reply_attr(op->req, &st, op->type == NODE_FILE ? 0.0 : 1.0);
+	if (zop_claim(op))
+		fuse_reply_attr(op->req, &st, op->type == NODE_FILE ? 0.0 : 1.0);
 	zop_free(op);
 }
 

@@ -36,9 +36,9 @@
 static void read_reply(struct zop *op, const char *value, int len)
 {
 	if (op->off >= len || !value)
-		fuse_reply_buf(op->req, NULL, 0);
+		zop_reply_buf(op, NULL, 0);
 	else
-		fuse_reply_buf(op->req, value + op->off,
+		zop_reply_buf(op, value + op->off,
 			       (size_t)len - (size_t)op->off < op->size ?
 			       (size_t)len - (size_t)op->off : op->size);
 	zop_free(op);
@@ -50,7 +50,7 @@ static void read_done(int rc, const char *value, int len, const struct Stat *zs,
 	struct zop *op = (struct zop *)data;
 
 	if (rc == ZNONODE && op->fi.fh == FH_HOLDER) {
-		fuse_reply_err(op->req, EIO);	/* lost: not noticed yet */
+		zop_reply_err(op, EIO);	/* lost: not noticed yet */
 		zop_free(op);
 		return;
 	}
@@ -138,7 +138,7 @@ static void xattr_reply(struct zop *op, const struct String_vector *sv)
 
 	kids = zkl_parse_children(sv->data, sv->count, &n);
 	if (!kids) {
-		fuse_reply_err(op->req, ENOMEM);
+		zop_reply_err(op, ENOMEM);
 		zop_free(op);
 		return;
 	}
@@ -172,9 +172,9 @@ static void xattr_reply(struct zop *op, const struct String_vector *sv)
 	}
 	free(kids);
 	if (!val)
-		fuse_reply_err(op->req, ENOMEM);
+		zop_reply_err(op, ENOMEM);
 	else
-		reply_xattr_value(op->req, op->size, val, len);
+		zop_reply_value(op, val, len);
 	free(val);
 	zop_free(op);
 }
@@ -187,7 +187,7 @@ static void token_reply(struct zop *op, const struct Stat *zs)
 
 	zkn_parse(zkn_base(op->path), &me);
 	snprintf(val, sizeof(val), "%lld %d", (long long)zs->czxid, me.seq);
-	reply_xattr_value(op->req, op->size, val, strlen(val));
+	zop_reply_value(op, val, strlen(val));
 	zop_free(op);
 }
 
@@ -429,7 +429,7 @@ void zklfs_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 	op->attr = x;
 	if (node_persistent(n->type) ? x != X_HOLDERS :
 	    x == X_HOLDERS || x == X_NONE || !zkn_parse(zkn_base(op->path), &me)) {
-		fuse_reply_err(req, ENODATA);
+		zop_reply_err(op, ENODATA);
 		zop_free(op);
 		return;
 	}
@@ -462,7 +462,7 @@ void zklfs_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 	default:
 		break;
 	}
-	reply_xattr_value(req, size, val, strlen(val));
+	zop_reply_value(op, val, strlen(val));
 	zop_free(op);
 }
 
@@ -506,7 +506,7 @@ static void listxattr_dir_done(int rc, const char *value, int len,
 	}
 	size_t have = len > 0 ? (size_t)len : 0;
 
-	reply_xattr_value(op->req, op->size, buf,
+	zop_reply_value(op, buf,
 			  xattr_list(NODE_DIR, zkl_limit_parse(value, have),
 				     zkl_setting_parse(&zkl_setting_linger, value, have) >= 0,
 				     op->node->ino == FUSE_ROOT_ID, buf));

@@ -104,6 +104,11 @@ static void opendir_finish(struct zop *op)
 
 	qsort(dl->e, dl->n, sizeof(*dl->e), dirent_cmp);
 	op->fi.fh = (uint64_t)(uintptr_t)dl;
+	if (!zop_claim(op)) {		/* interrupted, or too late */
+		dirlist_free(dl);
+		zop_free(op);
+		return;
+	}
 	dirlist_link(op->fs, dl);	/* first: RELEASEDIR may come at once */
 	if (fuse_reply_open(op->req, &op->fi) != 0) {
 		dirlist_unlink(op->fs, dl);
@@ -156,7 +161,7 @@ static void opendir_done(int rc, const struct String_vector *sv, const struct St
 		dl->e = calloc((size_t)sv->count + 1, sizeof(*dl->e));
 	if (!dl || !dl->e) {
 		free(dl);
-		fuse_reply_err(op->req, ENOMEM);
+		zop_reply_err(op, ENOMEM);
 		zop_free(op);
 		return;
 	}

@@ -31,7 +31,7 @@ static void delete_done(int rc, const void *data)
 	zkl_mutex_lock(&op->fs->lock);
 	node_unhash_path_locked(op->fs, op->path);
 	zkl_mutex_unlock(&op->fs->lock);
-	fuse_reply_err(op->req, 0);
+	zop_reply_err(op, 0);
 	zop_free(op);
 }
 
@@ -56,7 +56,7 @@ static bool may_remove(struct zop *op, enum node_type type, const struct Stat *z
 		return true;
 	zkl_log(LOG_NOTICE, "%s refused: uid %u owns neither it nor the mount",
 		type == NODE_DIR ? "rmdir" : "unlink", (unsigned)op->uid);
-	fuse_reply_err(op->req, EPERM);
+	zop_reply_err(op, EPERM);
 	zop_free(op);
 	return false;
 }
@@ -110,13 +110,13 @@ void zklfs_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
  * or waits. */
 static void unlink_lockfile_done(int rc, const void *data)
 {
-	const struct zop *op = data;
+	struct zop *op = (struct zop *)data;
 
 	zklfs_ns_changed(op->fs, op->path);
 	if (rc == ZNOTEMPTY) {
 		zkl_log(LOG_NOTICE, "unlink of a lock file refused: it is held or waited for");
-		fuse_reply_err(op->req, EBUSY);
-		zop_free((struct zop *)op);
+		zop_reply_err(op, EBUSY);
+		zop_free(op);
 		return;
 	}
 	if (rc == ZOK || rc == ZNONODE)

@@ -24,7 +24,7 @@ static void revoke_done(int rc, const struct Stat *zs, const void *data)
 		zop_fail(op, rc);
 		return;
 	}
-	fuse_reply_err(op->req, 0);
+	zop_reply_err(op, 0);
 	zop_free(op);
 }
 
@@ -50,7 +50,7 @@ static void revoke_got(int rc, const struct Stat *zs, const void *data)
 		zkl_log(LOG_NOTICE, "%s refused: uid %u owns neither the "
 			"entry nor the mount", op->attr ? "break" : "revocation",
 			(unsigned)op->uid);
-		fuse_reply_err(op->req, EPERM);
+		zop_reply_err(op, EPERM);
 		zop_free(op);
 		return;
 	}

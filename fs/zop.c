@@ -17,7 +17,7 @@ struct zklfs *fs_of(fuse_req_t req)
 
 pid_t zop_pid(const struct zop *op)
 {
-	return fuse_req_ctx(op->req)->pid;
+	return op->pid;
 }
 
 struct zop *zop_new(fuse_req_t req, struct node *node, char *path)
@@ -36,13 +36,54 @@ struct zop *zop_new(fuse_req_t req, struct node *node, char *path)
 	op->node = node;
 	op->path = path;
 	op->uid = fuse_req_ctx(req)->uid;
+	op->pid = fuse_req_ctx(req)->pid;	/* op->req may be answered first */
+	zpend_start(op->fs, &op->pend, req);
 	return op;
 }
 
 void zop_free(struct zop *op)
 {
+	if (zop_claim(op)) {		/* a path that forgot to answer */
+		zkl_log(LOG_ERR, "%s: a request left unanswered: EIO", op->path);
+		fuse_reply_err(op->req, EIO);
+	}
 	free(op->path);
 	free(op);
+}
+
+bool zop_claim(struct zop *op)
+{
+	return zpend_claim(op->fs, &op->pend);
+}
+
+void zop_reply_err(struct zop *op, int err)
+{
+	if (zop_claim(op))
+		fuse_reply_err(op->req, err);
+}
+
+void zop_reply_buf(struct zop *op, const char *buf, size_t len)
+{
+	if (zop_claim(op))
+		fuse_reply_buf(op->req, buf, len);
+}
+
+void zop_reply_xattr(struct zop *op, size_t len)
+{
+	if (zop_claim(op))
+		fuse_reply_xattr(op->req, len);
+}
+
+void zop_reply_value(struct zop *op, const char *val, size_t len)
+{
+	if (!zop_claim(op))
+		return;
+	if (op->size == 0)
+		fuse_reply_xattr(op->req, len);
+	else if (op->size < len)
+		fuse_reply_err(op->req, ERANGE);
+	else
+		fuse_reply_buf(op->req, val, len);
 }
 
 void zop_reply_entry(struct zop *op, const struct Stat *zs, enum node_type type)
@@ -50,6 +91,10 @@ void zop_reply_entry(struct zop *op, const struct Stat *zs, enum node_type type)
 	struct fuse_entry_param e;
 	struct node *n;
 
+	if (!zop_claim(op)) {		/* no node is looked up for nobody */
+		zop_free(op);
+		return;
+	}
 	zkl_mutex_lock(&op->fs->lock);
 	n = node_lookup_locked(op->fs, op->path, type);
 	zkl_mutex_unlock(&op->fs->lock);
@@ -119,9 +164,10 @@ void zop_fail(struct zop *op, int rc)
 		return;
 	if (rc == ZNONODE)
 		zklfs_dir_gone(op->fs, op->path);
-	if (rc != ZNONODE && rc != ZNODEEXISTS && rc != ZNOTEMPTY)
+	if (rc != ZNONODE && rc != ZNODEEXISTS && rc != ZNOTEMPTY &&
+	    !zpend_answered(op->fs, &op->pend))	/* else said by the sweep */
 		zkl_log(LOG_WARNING, "%s: %s", op->path, zerror(rc));
-	fuse_reply_err(op->req, -zk_errno(rc));
+	zop_reply_err(op, -zk_errno(rc));
 	zop_free(op);
 }
 
@@ -144,6 +190,10 @@ void zop_send(struct zop *op, struct zks *zks, int (*send)(struct zop *op))
 {
 	op->zks = zks;
 	op->send = send;
+	if (zpend_answered(op->fs, &op->pend)) {	/* nobody waits for the next step */
+		zop_free(op);
+		return;
+	}
 	zop_started(op, send(op));
 }
 
@@ -156,18 +206,18 @@ static void zop_resend(void *arg, bool go)
 		zop_fail(op, ZCLOSING);
 		return;
 	}
+	if (zpend_answered(op->fs, &op->pend)) {	/* interrupted, or too late */
+		zop_free(op);
+		return;
+	}
 	zop_started(op, op->send(op));
 }
 
-/* Whether @op will be sent again rather than failed with @rc. */
+/* Whether @op will be sent again rather than failed with @rc: until its
+ * request is answered, by a signal or by its deadline (fs/pending.h). */
 static bool zop_again(struct zop *op, int rc)
 {
-	uint64_t now;
-
 	if (!op->send || !zk_rc_transient(rc))
 		return false;
-	now = zklfs_now_ms();
-	if (!op->deadline_ms)
-		op->deadline_ms = now + (uint64_t)zks_timeout_ms(op->zks);
-	return now < op->deadline_ms && zks_later(op->zks, zop_resend, op) == 0;
+	return zklfs_now_ms() < op->pend.due_ms && zks_later(op->zks, zop_resend, op) == 0;
 }

@@ -8,12 +8,19 @@
  * (zop_send()); writes never are: their outcome may be unknown.  A zop is
  * owned by whoever holds it, one thread at a time: no lock.
  *
- * Depends on: fs/node.h, fs/pool.h.
+ * Its request is a pending one (fs/pending.h): a signal or the session
+ * timeout may answer it before the completion does.  So every answer goes
+ * through zop_claim() (the zop_reply_*() below do), and the completion
+ * that finds it answered only frees the zop; a read is not sent again
+ * then, nor a next step started.
+ *
+ * Depends on: fs/node.h, fs/pool.h, fs/pending.h.
  */
 #ifndef FS_ZOP_H
 #define FS_ZOP_H
 
 #include "fs/node.h"
+#include "fs/pending.h"
 #include "fs/pool.h"
 
 struct dirlist;
@@ -27,6 +34,7 @@ struct zop {
 	struct node *node;		/* the inode asked about, or the parent */
 	char *path;			/* the znode */
 	uid_t uid;			/* who asked */
+	pid_t pid;			/* its thread (zop_pid()) */
 	size_t size;
 	off_t off;
 	int attr;			/* xattr asked for (enum xattr) */
@@ -37,23 +45,38 @@ struct zop {
 	/* a read, sent again while the session is away (zop_send()) */
 	int (*send)(struct zop *op);	/* (re)sends it on zks */
 	struct zks *zks;
-	uint64_t deadline_ms;		/* give up then: a session timeout */
+	struct zpend pend;		/* the request, answered once */
 };
 
 /* fs_of() - the mount a request is for. */
 struct zklfs *fs_of(fuse_req_t req);
 
 /* zop_pid() - the thread @op's request is for (0: outside our pid
- * namespace).  Until @op is answered. */
+ * namespace). */
 pid_t zop_pid(const struct zop *op);
 
 /*
  * zop_new() - a zop for @req about @node (the inode, or the parent) and the
- * znode @path, which it takes (and frees).  Return: NULL on ENOMEM, @path
- * freed.
+ * znode @path, which it takes (and frees); its request pending from now.
+ * Return: NULL on ENOMEM, @path freed (@req then unanswered).
+ * zop_free() - let @op go; its request must have been claimed.
  */
 struct zop *zop_new(fuse_req_t req, struct node *node, char *path);
 void zop_free(struct zop *op);
+
+/*
+ * zop_claim() - is @op's answer still to give (zpend_claim())?  True once;
+ * false after a signal or the session timeout answered it.
+ * zop_reply_err(), zop_reply_buf(), zop_reply_xattr() - fuse_reply_*() of
+ * the same name, if zop_claim().  zop_reply_value() - an xattr's value
+ * @val (@len bytes) for a buffer of op->size: its size (0), ERANGE, or it.
+ * None frees @op.  Any thread.
+ */
+bool zop_claim(struct zop *op);
+void zop_reply_err(struct zop *op, int err);
+void zop_reply_buf(struct zop *op, const char *buf, size_t len);
+void zop_reply_xattr(struct zop *op, size_t len);
+void zop_reply_value(struct zop *op, const char *val, size_t len);
 
 /*
  * zop_reply_entry() - answer @op (a LOOKUP, or the MKDIR or MKNOD that made

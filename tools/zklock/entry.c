@@ -6,6 +6,7 @@
 #include "tools/zklock/entry.h"
 
 #include <dirent.h>
+#include <err.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdbool.h>
@@ -56,16 +57,10 @@ static int zkl_entry_try(struct zkl_run *r, const char *path)
 /* See entry.h. */
 int zkl_entry_take(struct zkl_run *r, const char *path)
 {
-	const struct zkl_opts *o = r->o;
-	bool timed = !o->nonblock && o->timeout > 0;
 	int remakes = ZKL_ENTRY_REMAKES;
+	bool said = false;
 	int err = 0;
 
-	if (timed) {
-		err = zkl_sig_arm_timer(o->timeout);
-		if (err)
-			return err;
-	}
 	for (;;) {
 		if (zkl_sig_caught()) {
 			err = -EINTR;
@@ -87,13 +82,17 @@ int zkl_entry_take(struct zkl_run *r, const char *path)
 				break;
 			continue;
 		}
-		if (err != -EINTR)
+		if (err == -ETIMEDOUT && !said && r->o->verbose) {
+			warnx("%s: ZooKeeper does not answer the mount: waiting", r->dir);
+			said = true;
+		}
+		/* a stop signal (^Z) also ends the wait: queue again; and the
+		 * mount's ETIMEDOUT (ZooKeeper away for its session timeout)
+		 * does not end it: a lock is waited for through an outage */
+		if (err != -EINTR && err != -ETIMEDOUT)
 			break;
-		/* a stop signal (^Z) also ends the wait: queue again */
 		err = 0;
 	}
-	if (timed || zkl_sig_caught())
-		zkl_sig_disarm_timer();
 	return err;
 }
 

@@ -37,15 +37,17 @@ int zkl_entry_per_host(const char *lockdir);
 /*
  * zkl_entry_take() - open() the lock at @path (r->dir/r->name), or with
  * r->lockfile flock(2) r->lockfd, waiting as long as r->o allows: -n adds
- * O_NONBLOCK (LOCK_NB); -w arms the timer of signals.h,
- * whose SIGALRM interrupts the open() with EINTR, which removes the entry.
+ * O_NONBLOCK (LOCK_NB); the timer of signals.h (armed by main() for -n and
+ * -w, zkl_sig_alarmed()) interrupts the open() with EINTR, which removes
+ * the entry.  The mount's ETIMEDOUT (ZooKeeper silent for its session
+ * timeout) is tried again: a lock is waited for through an outage.
  * A SIGINT/SIGTERM/SIGHUP ends the wait the same way; a stop signal (^Z)
  * does too, and the entry is queued again. An open() that fails with
  * ENOENT found r->dir gone (zklockfs -o containers: the server deletes an
  * emptied directory, maybe between our mkdir and our open): it is made
  * again (zkl_lockdir_remake()) and opened again, up to ZKL_ENTRY_REMAKES
  * times. zkl_sig_install() must have run.
- * Return: 0 with r->lockfd; -EAGAIN (busy, -n); -ETIMEDOUT (-w expired);
+ * Return: 0 with r->lockfd; -EAGAIN (busy, -n); -ETIMEDOUT (the timer ran out);
  * -EINTR (a signal, see zkl_sig_caught()); -ENOENT (r->dir went each
  * time); -ENOTZKLOCKFS (r->dir is no longer on zklockfs); another negative
  * errno.

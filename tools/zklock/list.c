@@ -345,3 +345,50 @@ int zkl_list(const char *dir)
 	free(rows);
 	return status;
 }
+
+/* @row as "NAME (host H, pid P, for AGE)" into @buf. */
+static void zkl_describe(const struct zkl_row *row, char *buf, size_t size)
+{
+	snprintf(buf, size, "%s (host %s, pid %s, for %s)", row->entry, row->host,
+		 row->pid, row->age);
+}
+
+/* See list.h. */
+int zkl_list_holder(const char *lock, bool lockfile, char *buf, size_t size)
+{
+	struct zkl_row row, *rows = NULL;
+	time_t now = time(NULL);
+	char *names = NULL, *nl;
+	ssize_t n;
+	int err = -ENOENT;
+
+	if (lockfile) {
+		n = zkl_queue_rows(lock, now, &rows);
+		if (n < 0)
+			return (int)n;
+		for (ssize_t i = 0; i < n; i++) {
+			if (err && strcmp(rows[i].state, "held") == 0) {
+				zkl_describe(&rows[i], buf, size);
+				err = 0;
+			}
+			zkl_row_free(&rows[i]);
+		}
+		free(rows);
+		return err;
+	}
+	n = zkl_lockdir_xattr(-1, lock, XATTR_HOLDERS, &names);
+	if (n < 0)
+		return (int)n;
+	nl = strchr(names, '\n');
+	if (nl)
+		*nl = '\0';
+	if (*names) {
+		err = zkl_row_fill(lock, names, now, &row);
+		if (!err) {
+			zkl_describe(&row, buf, size);
+			zkl_row_free(&row);
+		}
+	}
+	free(names);
+	return err;
+}

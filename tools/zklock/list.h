@@ -9,6 +9,9 @@
 #ifndef TOOLS_ZKLOCK_LIST_H
 #define TOOLS_ZKLOCK_LIST_H
 
+#include <stdbool.h>
+#include <stddef.h>
+
 /*
  * zkl_list() - print the queue of @dir on stdout in readdir (= queue)
  * order, under the header "POS STATE KIND ENTRY HOST PID AGE", columns
@@ -20,5 +23,13 @@
  * table is still printed when an entry does).
  */
 int zkl_list(const char *dir);
+
+/*
+ * zkl_list_holder() - who holds @lock (a lock directory, or with @lockfile
+ * a lock file) now: its first holder as "NAME (host H, pid P, for AGE)",
+ * printable, into @buf.  Return: 0; -ENOENT if nobody holds it; another
+ * negative errno (-EINTR: a signal, zklock's timer, ended the reads).
+ */
+int zkl_list_holder(const char *lock, bool lockfile, char *buf, size_t size);
 
 #endif

@@ -20,10 +20,17 @@
  *   O_WRONLY (exclusive) or O_RDONLY (shared)). The descriptor is close-on-
  *   exec: the command never inherits it, so the lock lives exactly as long as
  *   zklock holds it, and zklock alone watches it for loss.
- * - -n adds O_NONBLOCK (EAGAIN: conflict); -w arms ITIMER_REAL, whose SIGALRM
- *   handler (installed without SA_RESTART) interrupts the waiting open with
- *   EINTR, which removes the entry. The timer re-fires every 50 ms after the
- *   deadline, so a SIGALRM landing just before open() blocks is not lost.
+ * - -n adds O_NONBLOCK (EAGAIN: conflict). -n and -w arm ITIMER_REAL at
+ *   the start (-n: 0.8 s, -w: SECONDS), whose SIGALRM handler (installed
+ *   without SA_RESTART) interrupts whichever call into the mount is under
+ *   way with EINTR: the waiting open, which removes the entry, or a lookup
+ *   that waits for a silent ZooKeeper. The timer re-fires every 50 ms after
+ *   the deadline, so a SIGALRM landing just before open() blocks is not
+ *   lost. Then why.c says in one line whether the lock was held or
+ *   ZooKeeper did not answer, within 1 s (-n) or SECONDS + 1 s (-w).
+ * - Without -n or -w, a call that the mount answers ETIMEDOUT (ZooKeeper
+ *   silent for its session timeout) is made again: zklock waits through
+ *   an outage, as a blocked open() does.
  * - While waiting, SIGINT, SIGTERM and SIGHUP end the wait the same way;
  *   zklock then exits 128+N without running the command.
  * - Nothing started under the lock outlives it. The command runs in
@@ -77,6 +84,7 @@
 #include "tools/zklock/opts.h"
 #include "tools/zklock/signals.h"
 #include "tools/zklock/tree.h"
+#include "tools/zklock/why.h"
 #include "tools/zklock/zklock.h"
 
 /* Whether the lock was lost by now (a last look, after the command). */
@@ -110,12 +118,47 @@ static int zkl_lockfile_open(struct zkl_run *r)
 }
 
 /*
- * Prepare r: the lock directory (created, checked, made absolute), the
- * entry NAME and the command's argv. Return: 0 or an exit status.
+ * The lock: a lock file opened (r->lockfd), or the lock directory made and
+ * checked; its limit as asked; its absolute path in r->dir.
+ * Return: 0 or a negative errno (-EEXIST: another limit, said).
+ */
+static int zkl_prepare_lock(struct zkl_run *r)
+{
+	const struct zkl_opts *o = r->o;
+	int err;
+
+	if (r->lockfd >= 0) {		/* a try before this one */
+		close(r->lockfd);
+		r->lockfd = -1;
+	}
+	err = zkl_lockdir_lockfile(o->lockdir);
+	if (err > 0) {
+		r->lockfile = true;
+		err = zkl_lockfile_open(r);
+	} else if (!err) {
+		err = zkl_lockdir_make(o->lockdir);
+	}
+	if (!err && o->limit)
+		err = zkl_lockdir_limit(o->lockdir, o->limit);
+	else if (!err)
+		err = zkl_lockdir_no_limit(o->lockdir);
+	if (!err) {
+		r->dir = realpath(o->lockdir, NULL);
+		if (!r->dir)
+			err = -errno;
+	}
+	return err;
+}
+
+/*
+ * Prepare r: the lock (zkl_prepare_lock(), again while the mount says
+ * ZooKeeper does not answer, until -n's or -w's timer runs out), the entry
+ * NAME and the command's argv.  Return: 0 or an exit status.
  */
 static int zkl_prepare(struct zkl_run *r)
 {
 	const struct zkl_opts *o = r->o;
+	bool said = false;
 	int err;
 
 	if (!o->per_host && zkl_entry_per_host(o->lockdir)) {
@@ -135,24 +178,20 @@ static int zkl_prepare(struct zkl_run *r)
 		      plen > 0 ? plen : 1, plen > 0 ? o->lockdir : ".");
 		return ZKL_EXIT_USAGE;
 	}
-	err = zkl_lockdir_lockfile(o->lockdir);
-	if (err > 0) {
-		r->lockfile = true;
-		err = zkl_lockfile_open(r);
-	} else if (!err) {
-		err = zkl_lockdir_make(o->lockdir);
+	while ((err = zkl_prepare_lock(r)) == -ETIMEDOUT && !zkl_sig_alarmed() &&
+	       !zkl_sig_caught()) {
+		if (!said && o->verbose)
+			warnx("%s: ZooKeeper does not answer the mount: waiting", o->lockdir);
+		said = true;
 	}
-	if (!err && o->limit)
-		err = zkl_lockdir_limit(o->lockdir, o->limit);
-	else if (!err)
-		err = zkl_lockdir_no_limit(o->lockdir);
+	if (err == -EINTR && zkl_sig_caught())
+		return 128 + zkl_sig_caught();
+	if ((err == -EINTR && zkl_sig_alarmed()) || err == -ETIMEDOUT)
+		return zkl_why_not(r, -ETIMEDOUT);
 	if (err == -EEXIST)
 		return ZKL_EXIT_NODIR;		/* another limit, or one unasked: said */
 	if (err)
 		return zkl_lockdir_failed(o->lockdir, err);
-	r->dir = realpath(o->lockdir, NULL);
-	if (!r->dir)
-		return zkl_lockdir_failed(o->lockdir, -errno);
 	if (o->name) {
 		r->name = strdup(o->name);
 		err = r->name ? 0 : -ENOMEM;
@@ -231,6 +270,7 @@ static int zkl_nested(struct zkl_run *r)
 		warnx("%s is held by the zklock this runs under: executing %s at once",
 		      r->dir, r->argv[0]);
 	fflush(NULL);
+	zkl_sig_disarm_timer();		/* an exec keeps it */
 	zkl_sig_restore(&r->orig_mask);
 	return zkl_tree_exec(r);
 }
@@ -261,12 +301,12 @@ static int zkl_acquire(struct zkl_run *r)
 	case -EAGAIN:
 		if (o->verbose)
 			warnx("failed to get lock");
-		err = o->conflict_code;
+		err = zkl_why_not(r, err);
 		break;
 	case -ETIMEDOUT:
 		if (o->verbose)
 			warnx("timeout while waiting to get lock");
-		err = o->conflict_code;
+		err = zkl_why_not(r, err);
 		break;
 	case -EINTR:
 		if (o->verbose)
@@ -433,6 +473,12 @@ int main(int argc, char **argv)
 		warnx("signals: %s", strerror(-status));
 		return ZKL_EXIT_OSERR;
 	}
+	/* -n and -w bound every call into the mount, not the open alone */
+	if ((o.nonblock || o.timeout > 0) &&
+	    (status = zkl_sig_arm_timer(o.nonblock ? ZKL_NONBLOCK_BUDGET : o.timeout))) {
+		warnx("setitimer: %s", strerror(-status));
+		return ZKL_EXIT_OSERR;
+	}
 	status = zkl_prepare(&r);
 	if (!status && (status = zkl_nested(&r)) < 0) {
 		status = zkl_acquire(&r);
@@ -440,6 +486,7 @@ int main(int argc, char **argv)
 		close(r.lockfd);
 		r.lockfd = -1;
 	}
+	zkl_sig_disarm_timer();
 	if (r.lockfd >= 0)		/* not "-E 0" after a conflict */
 		status = zkl_run_command(&r);
 	zkl_run_free(&r);

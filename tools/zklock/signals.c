@@ -125,6 +125,7 @@ int zkl_sig_arm_timer(double timeout)
 		it.it_value.tv_usec = 1;
 	if (setitimer(ITIMER_REAL, &it, NULL) < 0)
 		return -errno;
+	zkl_got_alarm = 0;	/* after: an old timer's SIGALRM came before */
 	return 0;
 }
 

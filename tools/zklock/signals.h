@@ -42,7 +42,8 @@ bool zkl_sig_alarmed(void);
 /*
  * zkl_sig_arm_timer() - arm the -w timer: SIGALRM in @timeout seconds (> 0),
  * then again every 50 ms, so that one landing just before open() blocks is
- * not lost. Return: 0 or a negative errno.
+ * not lost. Re-arming replaces the timer and clears zkl_sig_alarmed().
+ * Return: 0 or a negative errno.
  */
 int zkl_sig_arm_timer(double timeout);
 

@@ -1,0 +1,80 @@
+/*
+ * fs/pending.h - a request that waits on ZooKeeper, answered exactly once:
+ * by the completion that ends its work, by a signal of its caller
+ * (FUSE_INTERRUPT: EINTR) or by its deadline (ETIMEDOUT, the session
+ * timeout after it came).  So no read, mkdir, rmdir, xattr, F_GETLK or
+ * fsync blocks longer than the session timeout while ZooKeeper is away,
+ * and ^C or kill ends any of them at once (docs/SPEC.md, "When ZooKeeper
+ * is away").  A wait for a lock is not one of these: it waits as long as
+ * it takes, and its own interrupt handshake is fs/lockreq.c's.
+ *
+ * The request is embedded in its owner (a zop, F_GETLK's question, an
+ * fsync's wait).  Its owner starts it, keeps it until its own work is
+ * done, and answers through zpend_claim(): true means the answer is the
+ * owner's to give; false means an interrupt or the deadline gave it
+ * already, and the owner only lets go of its memory.  The interrupt and
+ * the sweep reach only requests not yet claimed, under the list's mutex,
+ * and copy what they answer before they let it go: so an owner may free
+ * its memory once its zpend_claim() has returned, whatever it said.
+ *
+ * Depends on: fs/mount.h, fs/reply.h (the answers and the interrupt go
+ * through fs->reply, so the simulator drives them too).  Every function
+ * may be called on any thread, holding any ranked mutex (the list's is
+ * the innermost, ZKL_RANK_PENDING), except zpend_start(), which registers
+ * the interrupt: without fs->lock.
+ */
+#ifndef FS_PENDING_H
+#define FS_PENDING_H
+
+#include <stdint.h>
+
+#include "fs/mount.h"
+
+struct zpend {
+	fuse_req_t req;
+	uint64_t due_ms;		/* answered ETIMEDOUT then (zks_now_ms()) */
+	struct zpend *prev, *next;	/* fs->pend's list while unanswered */
+	bool answered;			/* fs->pend->mu */
+	bool started;			/* by its owner's thread, before any other sees it */
+};
+
+/*
+ * zklfs_pend_init() - the mount's list, empty; @arm is called (without any
+ * lock, on the thread of a zpend_start()) when the list stops being empty
+ * and no sweep is due: it must have zklfs_pend_sweep() called within the
+ * session timeout's tenth, and again while it returns true.  NULL: no
+ * deadlines are kept (the simulator).  Return: 0 or -ENOMEM.
+ * zklfs_pend_timeout() - set the deadline's length: the session timeout
+ * in ms (from the server, once known).
+ */
+int zklfs_pend_init(struct zklfs *fs, void (*arm)(struct zklfs *fs));
+void zklfs_pend_timeout(struct zklfs *fs, int timeout_ms);
+void zklfs_pend_free(struct zklfs *fs);
+
+/*
+ * zpend_start() - @p (zeroed, or claimed before) now waits for @req: it is
+ * due a session timeout from now, and a FUSE_INTERRUPT of @req answers it
+ * EINTR (maybe inside this call: FUSE_INTERRUPT may have come already).
+ */
+void zpend_start(struct zklfs *fs, struct zpend *p, fuse_req_t req);
+
+/*
+ * zpend_claim() - is the answer to @p's request still to give?  True once:
+ * the caller answers it (or lets it go unanswered: then nobody does).
+ * A @p never started is always the caller's.
+ */
+bool zpend_claim(struct zklfs *fs, struct zpend *p);
+
+/* zpend_answered() - has @p been answered already (an interrupt, the
+ * deadline)?  Its work may stop there. */
+bool zpend_answered(struct zklfs *fs, struct zpend *p);
+
+/*
+ * zklfs_pend_sweep() - answer ETIMEDOUT every request due by @now_ms, with
+ * one log line for them all.  Return: whether any request still waits
+ * (sweep again later).  @stop: the mount is going; then nothing is armed
+ * again.
+ */
+bool zklfs_pend_sweep(struct zklfs *fs, uint64_t now_ms, bool stop);
+
+#endif

@@ -1,0 +1,39 @@
+// SPDX-License-Identifier: MIT
+/* tools/zklock/why.c - why the command did not run (see why.h). */
+#include "tools/zklock/why.h"
+
+#include <err.h>
+#include <errno.h>
+#include <string.h>
+
+#include "tools/zklock/list.h"
+#include "tools/zklock/signals.h"
+
+/* See why.h. */
+int zkl_why_not(struct zkl_run *r, int err)
+{
+	const struct zkl_opts *o = r->o;
+	const char *lock = r->dir ? r->dir : o->lockdir;
+	double budget = o->nonblock ? ZKL_NONBLOCK_BUDGET : o->timeout;
+	char who[600];
+	int h = -EINTR;		/* -n's second is spent: ask nothing more */
+
+	if (err == -EAGAIN || (!o->nonblock && zkl_sig_arm_timer(ZKL_PROBE_BUDGET) == 0))
+		h = zkl_list_holder(lock, r->lockfile, who, sizeof(who));
+	zkl_sig_disarm_timer();
+	if (h == 0)
+		warnx("%s: held by %s", lock, who);
+	else if (err == -EAGAIN && h == -ENOENT)
+		warnx("%s: held when asked (nobody holds it now)", lock);
+	else if (err == -EAGAIN)
+		warnx("%s: held (who holds it could not be read: %s)", lock, strerror(-h));
+	else if (h == -ENOENT)
+		warnx("%s: not granted within %g s (nobody holds it now)", lock, budget);
+	else if (h == -EINTR || h == -ETIMEDOUT)
+		warnx("%s: ZooKeeper did not answer within %g s: the lock was not taken, "
+		      "and whether anyone holds it is unknown", lock, budget);
+	else
+		warnx("%s: not granted within %g s (who holds it could not be read: %s)",
+		      lock, budget, strerror(-h));
+	return o->conflict_code;
+}
