@@ -27,7 +27,7 @@ SAN      = -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-re
 ENGINE_SRC = zk/waiter.c zk/release.c zk/linger.c zk/watch.c zk/create.c zk/sem.c zk/lock.c zk/mutex.c zk/metrics.c
 ZK_SRC   = zk/escape.c zk/naming.c zk/grant.c zk/limit.c zk/errno.c zk/log.c zk/creds.c zk/digest.c zk/connect.c zk/session.c \
 	   zk/calls.c zk/transport.c $(ENGINE_SRC)
-FS_SRC   = fs/opts.c fs/node.c fs/attr.c fs/pending.c fs/zop.c fs/ops.c fs/remove.c fs/readdir.c fs/read.c fs/reply.c fs/lockreq.c fs/reenter.c fs/lrquery.c fs/fdlock.c fs/confirm.c fs/lockops.c fs/wbuf.c fs/xcache.c fs/limitattr.c fs/revoke.c fs/flock.c fs/lockfile.c fs/lfns.c fs/lfqueue.c fs/fdops.c fs/slots.c fs/pool.c fs/main.c
+FS_SRC   = fs/opts.c fs/node.c fs/attr.c fs/pending.c fs/zop.c fs/ops.c fs/remove.c fs/readdir.c fs/read.c fs/reply.c fs/lockreq.c fs/reenter.c fs/lrquery.c fs/fdlock.c fs/confirm.c fs/lockops.c fs/wbuf.c fs/xcache.c fs/limitattr.c fs/revoke.c fs/flock.c fs/lockfile.c fs/lfns.c fs/lfqueue.c fs/fdops.c fs/slots.c fs/pool.c fs/watchdog.c fs/main.c
 SRC      = $(ZK_SRC) $(FS_SRC)
 HDR      = $(wildcard zk/*.h fs/*.h)
 
@@ -48,16 +48,16 @@ $(BUILD)/asan/zklockfs: $(SRC) $(HDR)
 	@mkdir -p $(@D)
 	$(CC) $(WARN) $(CPPFLAGS) -O1 -g $(SAN) -o $@ $(SRC) $(LDLIBS)
 
-# the tool speaks only to the mount: libc alone
+# the tool speaks only to the mount (and reads its heartbeat file): libc alone
 ZKLOCK_SRC = tools/zklock/main.c tools/zklock/opts.c tools/zklock/lockdir.c \
-	     tools/zklock/entry.c tools/zklock/signals.c tools/zklock/tree.c tools/zklock/list.c tools/zklock/why.c \
+	     tools/zklock/entry.c tools/zklock/signals.c tools/zklock/tree.c tools/zklock/list.c tools/zklock/why.c tools/zklock/watchdog.c \
 	     zk/escape.c
-$(BUILD)/zklock: $(ZKLOCK_SRC) $(wildcard tools/zklock/*.h) zk/escape.h | $(BUILD)
-	$(CC) $(WARN) -I. -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 $(CFLAGS) -o $@ $(ZKLOCK_SRC)
+$(BUILD)/zklock: $(ZKLOCK_SRC) $(wildcard tools/zklock/*.h) zk/escape.h zk/heartbeat.h fs/ioctl.h | $(BUILD)
+	$(CC) $(WARN) -I. -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 $(CFLAGS) -o $@ $(ZKLOCK_SRC) -pthread
 
-$(BUILD)/asan/zklock: $(ZKLOCK_SRC) $(wildcard tools/zklock/*.h) zk/escape.h
+$(BUILD)/asan/zklock: $(ZKLOCK_SRC) $(wildcard tools/zklock/*.h) zk/escape.h zk/heartbeat.h fs/ioctl.h
 	@mkdir -p $(@D)
-	$(CC) $(WARN) -I. -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 -O1 -g $(SAN) -o $@ $(ZKLOCK_SRC)
+	$(CC) $(WARN) -I. -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 -O1 -g $(SAN) -o $@ $(ZKLOCK_SRC) -pthread
 
 asan: $(BUILD)/asan/zklockfs $(BUILD)/asan/zklock
 

@@ -14,6 +14,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
 
@@ -21,6 +22,7 @@
 #include "fs/ioctl.h"
 #include "fs/lockfile.h"
 #include "fs/lockreq.h"
+#include "fs/watchdog.h"
 #include "zk/log.h"
 
 /*
@@ -210,6 +212,30 @@ void zklfs_fd_setlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 	}
 }
 
+/* ZKLFS_IOC_WATCHDOG of the descriptor holding through @ln (or NULL). */
+static void watchdog_ioctl(fuse_req_t req, struct node *ln)
+{
+	struct zklfs *fs = fuse_req_userdata(req);
+	struct zklfs_ioc_watchdog w;
+	char state[16];
+	char *dir = NULL;
+	int err = -ENOLCK;
+
+	if (ln && lockreq_own_text(fs, ln, false, state, sizeof(state)) > 0 &&
+	    (!strcmp(state, "held") || !strcmp(state, "revoking"))) {
+		zkl_mutex_lock(&fs->lock);
+		dir = ln->lr ? strdup(ln->lr->dir) : NULL;
+		zkl_mutex_unlock(&fs->lock);
+		err = !dir ? -ENOMEM : zklfs_watchdog_info(fs, zklfs_session_slot(fs,
+						zklfs_session(fs, dir)), &w);
+		free(dir);
+	}
+	if (err)
+		fuse_reply_err(req, -err);
+	else
+		fuse_reply_ioctl(req, 0, &w, sizeof(w));
+}
+
 void zklfs_fd_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd, void *arg,
 		    struct fuse_file_info *fi, unsigned flags, const void *in_buf,
 		    size_t in_bufsz, size_t out_bufsz)
@@ -221,7 +247,9 @@ void zklfs_fd_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd, void *arg,
 	int len;
 
 	(void)arg, (void)flags, (void)in_buf, (void)in_bufsz;
-	if ((cmd != ZKLFS_IOC_STATE && !token) || out_bufsz < sizeof(t)) {
+	if ((cmd != ZKLFS_IOC_STATE && !token && cmd != ZKLFS_IOC_WATCHDOG) ||
+	    out_bufsz < (cmd == ZKLFS_IOC_WATCHDOG ? sizeof(struct zklfs_ioc_watchdog)
+						   : sizeof(t))) {
 		fuse_reply_err(req, ENOTTY);
 		return;
 	}
@@ -229,6 +257,10 @@ void zklfs_fd_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd, void *arg,
 		ln = lf_holder(fs, fi, 0, true);
 	else
 		ln = fi->fh == FH_HOLDER ? n : NULL;
+	if (cmd == ZKLFS_IOC_WATCHDOG) {
+		watchdog_ioctl(req, ln);
+		return;
+	}
 	memset(&t, 0, sizeof(t));
 	len = ln ? lockreq_own_text(fs, ln, token, t.text, sizeof(t.text)) : -1;
 	if (len < 0 && !token && ln && lockreq_waiting(fs, ln))

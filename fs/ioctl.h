@@ -16,18 +16,33 @@
  * 64 bytes with a NUL-terminated text (Python:
  * fcntl.ioctl(fd, 0x80405a02, bytes(64)).rstrip(b"\0")).
  *
+ * ZKLFS_IOC_WATCHDOG (0x81005a03) gives a holder what zklock's watchdog
+ * reads without asking the daemon (zk/heartbeat.h, fs/watchdog.h): the
+ * path of the daemon's heartbeat file, the slot of the lock's session in
+ * it, and that session's generation now.  A descriptor that does not hold
+ * its lock: ENOLCK; a daemon without the file: EOPNOTSUPP.
+ *
  * No code; included by fs/fdops.c and tools/zklock.
  */
 #ifndef FS_IOCTL_H
 #define FS_IOCTL_H
 
+#include <stdint.h>
 #include <sys/ioctl.h>
 
 struct zklfs_ioc_text {
 	char text[64];
 };
 
+struct zklfs_ioc_watchdog {
+	char path[240];			/* NUL-terminated */
+	uint32_t slot;
+	uint32_t pad;
+	uint64_t gen;
+};
+
 #define ZKLFS_IOC_STATE _IOR('Z', 1, struct zklfs_ioc_text)
 #define ZKLFS_IOC_TOKEN _IOR('Z', 2, struct zklfs_ioc_text)
+#define ZKLFS_IOC_WATCHDOG _IOR('Z', 3, struct zklfs_ioc_watchdog)
 
 #endif

@@ -14,6 +14,7 @@
 #include "fs/pending.h"
 #include "fs/pool.h"
 #include "fs/reply.h"
+#include "fs/watchdog.h"
 #include "fs/xcache.h"
 
 #include <errno.h>
@@ -324,7 +325,7 @@ int main(int argc, char *argv[])
 		goto out_nodes;
 	}
 	zklfs_pend_timeout(&fs, zks_timeout_ms(zklfs_session(&fs, fs.root->path)));
-	if (zklfs_pool_start(&fs) != 0)
+	if (zklfs_pool_start(&fs, zklfs_watchdog_open(&fs, conf.sessions)) != 0)
 		goto out_nodes;
 	fs.se = fuse_session_new(&args, &zklfs_ops, sizeof(zklfs_ops), &fs);
 	if (!fs.se)
@@ -357,6 +358,7 @@ out_nodes:
 	zklfs_owners_free(&fs);
 	zklfs_xc_free(&fs);
 	zklfs_pend_free(&fs);
+	zklfs_watchdog_close(&fs);
 	zkl_mutex_destroy(&fs.lock);
 	zkl_mutex_destroy(&fs.wb_send);
 out_args:

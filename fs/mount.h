@@ -38,6 +38,7 @@ struct zklfs_pool;
 struct zks;
 struct zklfs_reply;
 struct zklfs_pending;
+struct zklfs_watchdog;
 
 #define ZKLFS_TID_BUCKETS 256
 
@@ -86,6 +87,9 @@ struct zklfs {
 
 	/* requests waiting on ZooKeeper, answered once (fs/pending.h) */
 	struct zklfs_pending *pend;
+
+	/* zklock's watchdog file (fs/watchdog.h): set at start-up, or NULL */
+	struct zklfs_watchdog *wd;
 
 	/* the holders' data (fs/wbuf.c) */
 	struct zkl_mutex wb_send;	/* held across taking data and sending it,

@@ -91,13 +91,15 @@ int zklfs_pool_open(struct zklfs *fs, zkl_lost_fn lost, zkl_lost_fn revoked)
 	return 0;
 }
 
-int zklfs_pool_start(struct zklfs *fs)
+int zklfs_pool_start(struct zklfs *fs, struct zk_heartbeat *hb)
 {
 	struct zklfs_pool *p = fs->pool;
 
 	for (int i = 0; i < p->n; i++) {
 		struct zks_events ev = zkl_engine_events(p->engines[i]);
 
+		if (hb)
+			zks_publish(&p->zks[i], &hb[i]);
 		if (zks_start(&p->zks[i], &ev) != 0) {
 			zkl_log(LOG_ERR, "cannot start the supervisor of session %d", i);
 			return -EAGAIN;

@@ -19,13 +19,14 @@
 /*
  * Start-up, main thread: zklfs_pool_open() (every session, the root,
  * every engine, whose lost and revoke callbacks are @lost and @revoked),
- * zklfs_pool_start() (the supervisors).  Shutdown: zklfs_pool_shutdown()
+ * zklfs_pool_start() (the supervisors; session i publishes to @hb[i],
+ * zk/heartbeat.h, unless @hb is NULL).  Shutdown: zklfs_pool_shutdown()
  * (every engine answers its waiters), then zklfs_pool_close() (the server
  * drops our entries), zklfs_pool_free().  Each may follow a failed or partial earlier step.
  * Return: 0 or -errno.
  */
 int zklfs_pool_open(struct zklfs *fs, zkl_lost_fn lost, zkl_lost_fn revoked);
-int zklfs_pool_start(struct zklfs *fs);
+int zklfs_pool_start(struct zklfs *fs, struct zk_heartbeat *hb);
 void zklfs_pool_shutdown(struct zklfs *fs);
 void zklfs_pool_close(struct zklfs *fs);
 void zklfs_pool_free(struct zklfs *fs);

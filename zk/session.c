@@ -46,6 +46,23 @@ static void deadline_in(struct timespec *ts, int ms)
 	}
 }
 
+static int margin_ms(const struct zks *s);
+
+/*
+ * Publish until when the server surely keeps the session (zk/heartbeat.h):
+ * the instant quiet_locked() turns true, so zklock and the daemon act at
+ * once.  s->lock held; whenever last_heard_ms or the handle changes.
+ */
+static void publish_locked(struct zks *s)
+{
+	if (!s->hb)
+		return;
+	atomic_store_explicit(&s->hb->gen, s->hb_gen, memory_order_release);
+	atomic_store_explicit(&s->hb->margin_ms, (uint64_t)margin_ms(s), memory_order_relaxed);
+	atomic_store_explicit(&s->hb->until_ms, s->last_heard_ms +
+			      (uint64_t)(s->negotiated_ms - margin_ms(s)), memory_order_release);
+}
+
 /* The client's own lines repeat per retry: only with -d.  We log events. */
 static void zks_log_cb(const char *message)
 {
@@ -80,6 +97,7 @@ static void zks_watcher(zhandle_t *zh, int type, int state, const char *path,
 			s->negotiated_ms = t;
 		}
 		s->last_heard_ms = boot_ms();
+		publish_locked(s);
 		if (s->was_disconnected)
 			s->reconnected = true;
 		s->was_disconnected = false;
@@ -112,8 +130,10 @@ static void ping_done(int rc, const struct Stat *st, const void *data)
 	(void)st;
 	if (rc == ZOK || rc == ZNONODE) {
 		pthread_mutex_lock(&s->lock);
-		if (p->sent > s->last_heard_ms)
+		if (p->sent > s->last_heard_ms) {
 			s->last_heard_ms = p->sent;
+			publish_locked(s);
+		}
 		pthread_mutex_unlock(&s->lock);
 	}
 	free(p);
@@ -208,6 +228,8 @@ static void zks_renew(struct zks *s)
 	s->state = ZOO_CONNECTING_STATE;
 	s->was_disconnected = true;	/* its CONNECTED redoes what failed */
 	s->reconnected = false;
+	s->hb_gen++;			/* what the old session held is lost */
+	publish_locked(s);
 	pthread_mutex_unlock(&s->lock);
 	for (;;) {
 		nzh = zks_init_handle(s);
@@ -225,8 +247,10 @@ static void zks_renew(struct zks *s)
 	zookeeper_close(old);	/* its completions fire now, with errors */
 	pthread_mutex_lock(&s->lock);
 	s->dead = NULL;		/* no event of it comes any more */
-	if (s->state == ZOO_CONNECTED_STATE)
+	if (s->state == ZOO_CONNECTED_STATE) {
 		s->last_heard_ms = boot_ms();	/* no ping went out while we closed */
+		publish_locked(s);
+	}
 	pthread_mutex_unlock(&s->lock);
 }
 
@@ -354,6 +378,8 @@ static void *zks_supervise(void *arg)
 			break;
 		if (s->tick_at && s->tick_at <= boot_ms())
 			s->tick_at = 0;
+		if (s->hb)
+			atomic_store_explicit(&s->hb->alive_ms, boot_ms(), memory_order_relaxed);
 		ping = s->state == ZOO_CONNECTED_STATE;
 		/*
 		 * The server expires us a session timeout (its own: it clamps
@@ -393,6 +419,14 @@ static void *zks_supervise(void *arg)
 	return NULL;
 }
 
+void zks_publish(struct zks *s, struct zk_heartbeat *hb)
+{
+	pthread_mutex_lock(&s->lock);
+	s->hb = hb;
+	publish_locked(s);
+	pthread_mutex_unlock(&s->lock);
+}
+
 int zks_start(struct zks *s, const struct zks_events *ev)
 {
 	int err;
@@ -400,6 +434,7 @@ int zks_start(struct zks *s, const struct zks_events *ev)
 	s->ev = *ev;
 	pthread_mutex_lock(&s->lock);
 	s->last_heard_ms = boot_ms();
+	publish_locked(s);
 	pthread_mutex_unlock(&s->lock);
 	err = pthread_create(&s->supervisor, NULL, zks_supervise, s);
 	if (err)

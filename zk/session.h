@@ -33,6 +33,7 @@
 #include <zookeeper/zookeeper.h>
 
 #include "zk/acl.h"
+#include "zk/heartbeat.h"
 
 struct zks_events {
 	void (*connected)(void *arg);
@@ -68,6 +69,9 @@ struct zks {
 	struct ACL_vector *acl;		/* of every znode we create */
 	struct zks_events ev;
 	struct zks_later *later;	/* lock: zks_later() calls to run */
+	struct zk_heartbeat *hb;	/* published to, or NULL: set before
+					   zks_start(), then read only */
+	uint64_t hb_gen;		/* lock: handles replaced, as published */
 	pthread_t supervisor;
 	bool started;
 	bool inited;			/* zks_open() ran: zks_close() has work */
@@ -84,6 +88,14 @@ struct zks {
  */
 int zks_open(struct zks *s, const char *connect, int timeout_ms,
 	     const char *auth_file, enum zkl_acl acl);
+
+/*
+ * zks_publish() - from now on keep @hb (zk/heartbeat.h: shared memory)
+ * up to date: until when the server surely keeps this session, the
+ * handle's generation, the supervisor's last look.  Main thread, between
+ * zks_open() and zks_start().
+ */
+void zks_publish(struct zks *s, struct zk_heartbeat *hb);
 
 /* zks_start() - start the supervisor with @ev. Return: 0 or -errno. */
 int zks_start(struct zks *s, const struct zks_events *ev);

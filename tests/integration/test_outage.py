@@ -146,3 +146,53 @@ def test_zklock_without_bounds_waits_through_an_outage(mount, zk, zklock):
     out, err = p.communicate(timeout=60)
     assert p.returncode == 0 and out == b"ran\n", (p.returncode, out, err)
     assert b"ZooKeeper does not answer the mount: waiting" in err, err
+
+
+def stamps(path):
+    """The times (seconds, CLOCK_REALTIME) a command wrote, one a line."""
+    try:
+        with open(path) as f:
+            return [float(x) for x in f.read().split()]
+    except FileNotFoundError:
+        return []
+
+
+def test_a_frozen_daemon_cannot_keep_the_command_running(mount, zklock, scratch,
+                                                         request):
+    """The daemon holding the lock is SIGSTOPped while another mount waits:
+    the command's last sign of life comes before the other host's grant,
+    by at least the margin (a tenth of the session timeout), and zklock
+    exits 75 saying why."""
+    a = mount(session_timeout=4000)
+    b = mount(session_timeout=4000)
+    beats = os.path.join(scratch, "beats")
+    grant = os.path.join(scratch, "grant")
+    d_a, d_b = lockdir(a), b.p("L")
+    holder = spawn([zklock, d_a, "sh", "-c",
+                    'while :; do date +%s.%N >>"$1"; sleep 0.02; done', "sh", beats],
+                   stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                   stderr=subprocess.PIPE)
+    wait_for(lambda: stamps(beats), 20, "the command under the lock running")
+    waiter = spawn([zklock, d_b, "sh", "-c", 'date +%s.%N >"$1"', "sh", grant],
+                   stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                   stderr=subprocess.PIPE)
+    wait_for(lambda: len(os.listdir(d_b)) == 2, 20, "the waiter queued")
+    os.kill(a.proc.pid, signal.SIGSTOP)
+    stopped = time.time()
+    try:
+        assert waiter.wait(timeout=60) == 0, waiter.stderr.read()
+        granted = stamps(grant)[0]
+        last = stamps(beats)[-1]
+        time.sleep(0.2)             # a command still running would beat again
+        assert stamps(beats)[-1] == last, "the command ran on after the grant"
+    finally:
+        os.kill(a.proc.pid, signal.SIGCONT)
+    err = holder.communicate(timeout=60)[1].decode()
+    assert holder.returncode == 75, (holder.returncode, err)
+    assert "it is stopped or frozen" in err and "SIGKILL" in err, err
+    assert last < granted, "the command's last beat %.3f s after the grant" \
+        % (last - granted)
+    fig(request, "daemon SIGSTOPped (session timeout 4 s, margin 0.4 s): the "
+        "command's last beat %.2f s after the stop, the other mount's grant "
+        "%.2f s after it: %.3f s apart" % (last - stopped, granted - stopped,
+                                           granted - last))

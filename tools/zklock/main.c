@@ -84,6 +84,7 @@
 #include "tools/zklock/opts.h"
 #include "tools/zklock/signals.h"
 #include "tools/zklock/tree.h"
+#include "tools/zklock/watchdog.h"
 #include "tools/zklock/why.h"
 #include "tools/zklock/zklock.h"
 
@@ -374,7 +375,9 @@ static int zkl_run_command(struct zkl_run *r)
 		warnx("fork: %s", strerror(-err));
 		return ZKL_EXIT_OSERR;
 	}
+	zkl_watchdog_start(r);		/* unwatched if it cannot: said */
 	err = zkl_tree_supervise(r, &status);
+	zkl_watchdog_stop();
 	if (err) {
 		warnx("waiting for %s: %s", r->argv[0], strerror(-err));
 		zkl_tree_kill(r);	/* nothing outlives the lock */

@@ -236,6 +236,35 @@ static int zkl_signal_proc(const struct zkl_proc *p, int sig)
 	return kill(p->pid, sig) < 0 && errno != ESRCH ? -errno : 0;
 }
 
+/* See tree.h.  Touches nothing of the run: any thread. */
+int zkl_tree_kill_now(pid_t child)
+{
+	int first = -1;
+
+	/* again while a round finds one: a fork may race a scan */
+	for (int round = 0; round < 8; round++) {
+		struct zkl_proc *procs = NULL;
+		ssize_t n = zkl_scan_procs(&procs);
+		int sent = 0;
+
+		if (n < 0) {		/* blind: the command alone */
+			if (child > 0 && kill(child, SIGKILL) == 0)
+				sent = 1;
+			return first < 0 ? sent : first;
+		}
+		for (ssize_t i = 0; i < n; i++)
+			if (procs[i].ours && procs[i].state != 'Z' &&
+			    zkl_signal_proc(&procs[i], SIGKILL) == 0)
+				sent++;
+		free(procs);
+		if (first < 0)
+			first = sent;
+		if (!sent)
+			break;
+	}
+	return first;
+}
+
 enum {
 	ZKL_TREE_CONT = 1,	/* follow with SIGCONT: a stopped process acts */
 };

@@ -50,6 +50,14 @@ int zkl_tree_exec(struct zkl_run *r);
 int zkl_tree_supervise(struct zkl_run *r, int *status);
 
 /*
+ * zkl_tree_kill_now() - SIGKILL every process of the tree (zklock's
+ * descendants; blind, @child alone), again until a round finds none, and
+ * reap nothing: for the watchdog's thread, which must not wait.
+ * Return: how many processes the first round signalled.
+ */
+int zkl_tree_kill_now(pid_t child);
+
+/*
  * zkl_tree_kill() - the last resort when zkl_tree_supervise() failed:
  * SIGKILL the tree and reap it, until none of it is left (blind, until the
  * command is reaped). Never fails; returns when waitpid() does.

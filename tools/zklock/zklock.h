@@ -3,7 +3,8 @@
  * tools/zklock/zklock.h - what every part of zklock shares: its exit
  * statuses, the options, the state of one run, the clock.
  *
- * zklock is one thread; nothing here is locked. What the tool promises its
+ * zklock is one thread, but for the watchdog's (watchdog.c), which shares
+ * nothing of this but what it copies at its start; nothing here is locked. What the tool promises its
  * user is at the top of tools/zklock/main.c (and in docs/zklock.1).
  */
 #ifndef TOOLS_ZKLOCK_ZKLOCK_H

@@ -1,0 +1,161 @@
+// SPDX-License-Identifier: MIT
+/* tools/zklock/watchdog.c - the command ends before its lock can (watchdog.h). */
+#include "tools/zklock/watchdog.h"
+
+#include <err.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "fs/ioctl.h"
+#include "zk/heartbeat.h"
+
+#include "tools/zklock/tree.h"
+
+/* The watch, set by zkl_watchdog_start() before the thread starts. */
+static struct {
+	const struct zk_heartbeat_file *file;
+	const struct zk_heartbeat *hb;	/* the lock's session's slot */
+	uint64_t gen;			/* its generation when the lock was held */
+	pid_t child;
+	char lock[256];			/* for the message */
+	pthread_mutex_t mu;		/* stopped; held while acting */
+	bool stopped;
+} wd = { .mu = PTHREAD_MUTEX_INITIALIZER };
+
+static uint64_t boot_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_BOOTTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* Kill the tree, say why, exit 75: unless stopped meanwhile. */
+static void act(uint64_t now, uint64_t until, bool replaced)
+{
+	uint64_t alive = atomic_load_explicit(&wd.hb->alive_ms, memory_order_relaxed);
+	uint64_t margin = atomic_load_explicit(&wd.hb->margin_ms, memory_order_relaxed);
+	char why[160];
+	int n;
+
+	pthread_mutex_lock(&wd.mu);
+	if (wd.stopped) {
+		pthread_mutex_unlock(&wd.mu);
+		return;
+	}
+	n = zkl_tree_kill_now(wd.child);
+	if (replaced)
+		snprintf(why, sizeof(why), "the mount's ZooKeeper session was replaced "
+			 "(it expired)");
+	else if (now - alive > 2 * margin + 100)	/* the supervisor looks every margin */
+		snprintf(why, sizeof(why), "the daemon (pid %u) has not run for %.1f s: "
+			 "it is stopped or frozen", (unsigned)wd.file->pid,
+			 (double)(now - alive) / 1000);
+	else
+		snprintf(why, sizeof(why), "the mount has heard nothing from ZooKeeper "
+			 "for the session timeout less %llu ms", (unsigned long long)margin);
+	/* stdio's locks may be another thread's: one write(2) */
+	dprintf(STDERR_FILENO, "%s: lock %s may be lost %llu ms from now: %s; "
+		"sent SIGKILL to %d process%s of the command\n",
+		program_invocation_short_name, wd.lock,
+		(unsigned long long)(until + margin > now ? until + margin - now : 0), why,
+		n, n == 1 ? "" : "es");
+	_exit(ZKL_EXIT_LOST);
+}
+
+static void *watch(void *arg)
+{
+	(void)arg;
+	for (;;) {
+		uint64_t until = atomic_load_explicit(&wd.hb->until_ms, memory_order_acquire);
+		uint64_t gen = atomic_load_explicit(&wd.hb->gen, memory_order_acquire);
+		uint64_t now = boot_ms(), at;
+		struct timespec ts;
+
+		if (gen != wd.gen || (until && now >= until))
+			act(now, until, gen != wd.gen);
+		pthread_mutex_lock(&wd.mu);
+		if (wd.stopped) {
+			pthread_mutex_unlock(&wd.mu);
+			return NULL;
+		}
+		pthread_mutex_unlock(&wd.mu);
+		/* until then, or a second at most: a new session shows in gen */
+		at = until && until < now + 1000 ? until : now + 1000;
+		ts.tv_sec = (time_t)(at / 1000);
+		ts.tv_nsec = (long)(at % 1000) * 1000000L;
+		while (clock_nanosleep(CLOCK_BOOTTIME, TIMER_ABSTIME, &ts, NULL) == EINTR)
+			;
+	}
+}
+
+/* See watchdog.h. */
+int zkl_watchdog_start(struct zkl_run *r)
+{
+	struct zklfs_ioc_watchdog w;
+	pthread_attr_t attr;
+	pthread_t t;
+	struct stat st;
+	void *map;
+	int fd, err;
+
+	memset(&w, 0, sizeof(w));
+	if (ioctl(r->lockfd, ZKLFS_IOC_WATCHDOG, &w) < 0) {
+		err = -errno;
+		warnx("%s: the daemon does not let zklock watch it (%s): if it stops "
+		      "answering, %s runs on", r->dir, strerror(-err), r->argv[0]);
+		return err;
+	}
+	w.path[sizeof(w.path) - 1] = '\0';
+	fd = open(w.path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) ||
+	    st.st_size < (off_t)sizeof(struct zk_heartbeat_file)) {
+		err = fd < 0 ? -errno : -EPROTO;
+		goto fail;
+	}
+	map = mmap(NULL, sizeof(struct zk_heartbeat_file), PROT_READ, MAP_SHARED, fd, 0);
+	close(fd);
+	fd = -1;
+	if (map == MAP_FAILED) {
+		err = -errno;
+		goto fail;
+	}
+	wd.file = map;
+	if (memcmp(wd.file->magic, ZK_HEARTBEAT_MAGIC, sizeof(wd.file->magic)) != 0 ||
+	    w.slot >= wd.file->slots || w.slot >= ZK_HEARTBEAT_SLOTS) {
+		err = -EPROTO;
+		goto fail;
+	}
+	wd.hb = &wd.file->slot[w.slot];
+	wd.gen = w.gen;
+	wd.child = r->child;
+	snprintf(wd.lock, sizeof(wd.lock), "%s", r->entry ? r->entry : r->dir);
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	err = -pthread_create(&t, &attr, watch, NULL);
+	pthread_attr_destroy(&attr);
+	if (!err)
+		return 0;
+fail:
+	if (fd >= 0)
+		close(fd);
+	warnx("%s: cannot watch the daemon through %s (%s): if it stops answering, "
+	      "%s runs on", r->dir, w.path, strerror(-err), r->argv[0]);
+	return err;
+}
+
+/* See watchdog.h. */
+void zkl_watchdog_stop(void)
+{
+	pthread_mutex_lock(&wd.mu);
+	wd.stopped = true;
+	pthread_mutex_unlock(&wd.mu);
+}
