@@ -247,7 +247,8 @@ void zklfs_fd_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd, void *arg,
 	int len;
 
 	(void)arg, (void)flags, (void)in_buf, (void)in_bufsz;
-	if ((cmd != ZKLFS_IOC_STATE && !token && cmd != ZKLFS_IOC_WATCHDOG) ||
+	if ((cmd != ZKLFS_IOC_STATE && !token && cmd != ZKLFS_IOC_WATCHDOG &&
+	     cmd != ZKLFS_IOC_LOSS) ||
 	    out_bufsz < (cmd == ZKLFS_IOC_WATCHDOG ? sizeof(struct zklfs_ioc_watchdog)
 						   : sizeof(t))) {
 		fuse_reply_err(req, ENOTTY);
@@ -262,6 +263,21 @@ void zklfs_fd_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd, void *arg,
 		return;
 	}
 	memset(&t, 0, sizeof(t));
+	if (cmd == ZKLFS_IOC_LOSS) {
+		static const char *const why[] = {
+			[ZKL_LOSS_DELETED] = "deleted", [ZKL_LOSS_SILENT] = "silent",
+			[ZKL_LOSS_EXPIRED] = "expired",
+		};
+		struct zkl_info own;
+
+		if (ln && lockreq_own_state(fs, ln, &own) && own.lost && own.loss < ZKL_LOSS_N) {
+			snprintf(t.text, sizeof(t.text), "%s", why[own.loss]);
+			fuse_reply_ioctl(req, 0, &t, sizeof(t));
+		} else {
+			fuse_reply_err(req, ENOLCK);
+		}
+		return;
+	}
 	len = ln ? lockreq_own_text(fs, ln, token, t.text, sizeof(t.text)) : -1;
 	if (len < 0 && !token && ln && lockreq_waiting(fs, ln))
 		len = snprintf(t.text, sizeof(t.text), "waiting");

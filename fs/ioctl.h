@@ -16,6 +16,11 @@
  * 64 bytes with a NUL-terminated text (Python:
  * fcntl.ioctl(fd, 0x80405a02, bytes(64)).rstrip(b"\0")).
  *
+ * ZKLFS_IOC_LOSS (0x80405a04) says why a lost lock was lost: "deleted"
+ * (its entry was deleted by someone else), "silent" (the mount heard
+ * nothing from ZooKeeper for the session timeout less the margin) or
+ * "expired" (ZooKeeper expired the session); ENOLCK if it is not lost.
+ *
  * ZKLFS_IOC_WATCHDOG (0x81005a03) gives a holder what zklock's watchdog
  * reads without asking the daemon (zk/heartbeat.h, fs/watchdog.h): the
  * path of the daemon's heartbeat file, the slot of the lock's session in
@@ -44,5 +49,6 @@ struct zklfs_ioc_watchdog {
 #define ZKLFS_IOC_STATE _IOR('Z', 1, struct zklfs_ioc_text)
 #define ZKLFS_IOC_TOKEN _IOR('Z', 2, struct zklfs_ioc_text)
 #define ZKLFS_IOC_WATCHDOG _IOR('Z', 3, struct zklfs_ioc_watchdog)
+#define ZKLFS_IOC_LOSS _IOR('Z', 4, struct zklfs_ioc_text)
 
 #endif

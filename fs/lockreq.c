@@ -515,6 +515,8 @@ static void holder_event(struct zkl_waiter *w, void *arg, bool lost)
 			joined[nj++] = j->ph;
 			j->ph = NULL;
 		}
+	if (lost)
+		lr->loss = zkl_loss_locked(w);	/* the engine's lock is held */
 	if (!lost)
 		lr->revoking = true;
 	else if (lr->state == LR_HELD)

@@ -116,6 +116,7 @@ struct lockreq {
 	unsigned long long tid_start;	/* and when it started, 0 if unknown:
 					   its id may be given again (fs/tid.h) */
 	int result;			/* LR_ANSWERED: the engine's answer */
+	enum zkl_loss loss;		/* why, once lost */
 	bool lost_early;		/* lost while its grant was on its way
 					   to lock_answer(): LOST once answered */
 	bool opened;			/* an OPEN took this node; only set */

@@ -133,6 +133,7 @@ bool lockreq_own_state(struct zklfs *fs, struct node *n, struct zkl_info *info)
 	}
 	info->created = info->granted = mine;
 	info->lost = lr->state == LR_LOST;
+	info->loss = lr->loss;
 	info->revoking = lr->revoking;
 	info->seq = lr->seq;
 	info->czxid = lr->czxid;

@@ -93,6 +93,7 @@ struct zkl_waiter {
 	enum wstate state;		/* the table of zk/lock.c */
 	enum stall stall;		/* what to redo when the session is back */
 	enum answer ans;		/* what the caller was told */
+	enum zkl_loss loss;		/* why, once ANS_LOST */
 	enum entry entry;		/* our entry at the server */
 	enum own own;			/* the watch on our own entry */
 	enum own dwatch;		/* the child watch on its lock, while it

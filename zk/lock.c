@@ -490,9 +490,16 @@ void zkl_info(struct zkl_waiter *w, struct zkl_info *info, char **path)
 	info->grants = w->grants;
 	info->czxid = w->czxid;
 	info->kind = w->kind;
+	info->loss = w->loss;
 	if (path)
 		*path = w->path ? strdup(w->path) : NULL;
 	zkl_mutex_unlock(&e->lock);
+}
+
+enum zkl_loss zkl_loss_locked(const struct zkl_waiter *w)
+{
+	ZKL_ASSERT_HELD(&w->e->lock);
+	return w->loss;
 }
 
 bool zkl_owner(struct zkl_engine *e, const char *dir, const char *path,

@@ -46,6 +46,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "zk/metrics.h"
 #include "zk/naming.h"
 #include "zk/session.h"
 #include "zk/transport.h"
@@ -193,6 +194,7 @@ struct zkl_info {
 	int32_t seq;
 	int64_t czxid;
 	enum zkl_kind kind;
+	enum zkl_loss loss;		/* why, if lost */
 };
 
 /*
@@ -200,5 +202,11 @@ struct zkl_info {
  * a malloc'ed copy of its path goes there (else NULL).
  */
 void zkl_info(struct zkl_waiter *w, struct zkl_info *info, char **path);
+
+/*
+ * zkl_loss_locked() - why @w's lock was lost: for the lost callback, which
+ * runs under the engine's lock (a caller outside it reads zkl_info()).
+ */
+enum zkl_loss zkl_loss_locked(const struct zkl_waiter *w);
 
 #endif

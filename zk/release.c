@@ -237,6 +237,7 @@ void zke_lose_locked(struct zkl_waiter *w, enum zkl_loss cause, const char *why)
 	if (w->ans != ANS_GRANTED || w->released)
 		return;
 	zke_set_answer_locked(w, ANS_LOST);
+	w->loss = cause;
 	zkl_metrics_lost(cause);
 	zke_set_state_locked(w, W_DONE);
 	zkl_log(LOG_WARNING, "lock %s lost: %s", w->path ? w->path : w->dir, why);

@@ -196,3 +196,26 @@ def test_a_frozen_daemon_cannot_keep_the_command_running(mount, zklock, scratch,
         "command's last beat %.2f s after the stop, the other mount's grant "
         "%.2f s after it: %.3f s apart" % (last - stopped, granted - stopped,
                                            granted - last))
+
+
+def test_zklock_ends_its_command_when_zookeeper_is_silent(mount, zk, zklock, scratch):
+    """ZooKeeper stops answering a healthy mount: at the session timeout
+    less the margin the lock may be another host's a margin later, so
+    zklock ends the command's tree then and says why."""
+    m = mount(session_timeout=2000)
+    beats = os.path.join(scratch, "beats")
+    r = spawn([zklock, lockdir(m), "sh", "-c",
+               'while :; do date +%s.%N >>"$1"; sleep 0.02; done', "sh", beats],
+              stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+              stderr=subprocess.PIPE)
+    wait_for(lambda: stamps(beats), 20, "the command under the lock running")
+    zk.suspend()
+    stopped = time.time()
+    try:
+        err = r.communicate(timeout=30)[1].decode()
+        last = stamps(beats)[-1]
+    finally:
+        zk.resume()
+    assert r.returncode == 75, (r.returncode, err)
+    assert "heard nothing from ZooKeeper" in err, err
+    assert last - stopped < 2.0, "the command ran %.2f s into the outage" % (last - stopped)

@@ -762,7 +762,7 @@ def test_lost_lock_terminates_the_command(mount, zklock):
     assert r.finish() == EX_LOST, r.err
     assert time.monotonic() - t0 <= 5 * SLOW
     assert "got-term" in r.out
-    assert "lost" in r.err
+    assert "lost" in r.err and "its entry was deleted by someone else" in r.err, r.err
     assert w.finish() == 0 and w.out == "next-ran\n"
     wait_no_entries(d)
 

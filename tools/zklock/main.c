@@ -358,7 +358,8 @@ static int zkl_run_command(struct zkl_run *r)
 		return 128 + zkl_sig_caught();
 	err = zkl_entry_find(r);
 	if (err == -ENOENT && zkl_lock_lost_now(r->lockfd)) {
-		warnx("lock in %s lost before %s started", r->dir, r->argv[0]);
+		warnx("lock in %s lost before %s started: %s", r->dir, r->argv[0],
+		      zkl_why_lost(r));
 		return ZKL_EXIT_LOST;
 	}
 	if (!err)
@@ -384,7 +385,8 @@ static int zkl_run_command(struct zkl_run *r)
 		return ZKL_EXIT_OSERR;
 	}
 	if (!r->lost && zkl_lock_lost_now(r->lockfd)) {
-		warnx("lock lost (%s) while %s ran", r->entry, r->argv[0]);
+		warnx("lock lost (%s) while %s ran: %s", r->entry, r->argv[0],
+		      zkl_why_lost(r));
 		r->lost = true;
 	}
 	return r->lost ? ZKL_EXIT_LOST : zkl_exit_of(status);

@@ -41,6 +41,7 @@
 #include <unistd.h>
 
 #include "tools/zklock/signals.h"
+#include "tools/zklock/why.h"
 
 /*
  * In the forked child: give back the signal dispositions and mask zklock
@@ -454,14 +455,14 @@ int zkl_tree_supervise(struct zkl_run *r, int *status)
 			pfd[1].fd = -1;		/* told once is enough */
 			if (phase == RUNNING) {
 				n = zkl_signal_tree(r, SIGTERM, ZKL_TREE_CONT);
-				warnx("lock lost (%s): sent SIGTERM to the %d "
-				      "process%s of %s (pid %d)", r->entry, n,
+				warnx("lock lost (%s): %s; sent SIGTERM to the %d "
+				      "process%s of %s (pid %d)", r->entry, zkl_why_lost(r), n,
 				      n == 1 ? "" : "es", r->argv[0], (int)r->child);
 				phase = TERMINATING;
 				kill_at = zkl_now() + r->o->kill_after;
 			} else {
-				warnx("lock lost (%s) while ending what %s left",
-				      r->entry, r->argv[0]);
+				warnx("lock lost (%s) while ending what %s left: %s",
+				      r->entry, r->argv[0], zkl_why_lost(r));
 			}
 		}
 		if (pfd[0].revents) {

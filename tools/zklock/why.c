@@ -5,9 +5,33 @@
 #include <err.h>
 #include <errno.h>
 #include <string.h>
+#include <sys/ioctl.h>
+
+#include "fs/ioctl.h"
 
 #include "tools/zklock/list.h"
 #include "tools/zklock/signals.h"
+
+/* See why.h. */
+const char *zkl_why_lost(struct zkl_run *r)
+{
+	struct zklfs_ioc_text t;
+
+	memset(&t, 0, sizeof(t));
+	if (ioctl(r->lockfd, ZKLFS_IOC_LOSS, &t) < 0)
+		return errno == ENOTCONN || errno == ENODEV || errno == EIO ?
+		       "the mount went away (unmounted, or its daemon ended)" :
+		       "the mount did not say why";
+	if (!strcmp(t.text, "deleted"))
+		return "its entry was deleted by someone else (an operator, another "
+		       "client, user.zklockfs.break)";
+	if (!strcmp(t.text, "silent"))
+		return "the mount heard nothing from ZooKeeper for the session timeout "
+		       "less the margin";
+	if (!strcmp(t.text, "expired"))
+		return "ZooKeeper expired the mount's session";
+	return "the mount did not say why";
+}
 
 /* See why.h. */
 int zkl_why_not(struct zkl_run *r, int err)

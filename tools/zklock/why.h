@@ -28,4 +28,13 @@
  */
 int zkl_why_not(struct zkl_run *r, int err);
 
+/*
+ * zkl_why_lost() - why the lock held through r->lockfd was lost, as the
+ * mount says (ZKLFS_IOC_LOSS), in words: its entry deleted, ZooKeeper
+ * silent, the session expired, or the mount gone (unmounted, its daemon
+ * ended).  Asked once the mount said the lock is lost (so it answers).
+ * Return: a static string.
+ */
+const char *zkl_why_lost(struct zkl_run *r);
+
 #endif
