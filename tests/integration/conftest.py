@@ -120,12 +120,22 @@ def zkc(zk):
     c.close()
 
 
+def _built(path, what, var):
+    """path, if it is an executable; else the test is skipped."""
+    if not (os.path.isfile(path) and os.access(path, os.X_OK)):
+        pytest.skip("%s not built: %s (set $%s)" % (what, path, var))
+    return path
+
+
+@pytest.fixture
+def zklock():
+    """The zklock binary: $ZKLOCK, else the one next to the daemon."""
+    return _built(harness.zklock_binary(), "zklock", "ZKLOCK")
+
+
 @pytest.fixture
 def daemon_path():
-    path = harness.daemon_binary()
-    if not (os.path.isfile(path) and os.access(path, os.X_OK)):
-        pytest.skip("zklockfs daemon not built: %s (set $ZKLOCKFS)" % path)
-    return path
+    return _built(harness.daemon_binary(), "zklockfs daemon", "ZKLOCKFS")
 
 
 @pytest.fixture

@@ -26,14 +26,6 @@ LONG_SESSION_MS = 10000
 LATE = 0.25 * SLOW
 
 
-@pytest.fixture
-def zklock():
-    path = harness.zklock_binary()
-    if not (os.path.isfile(path) and os.access(path, os.X_OK)):
-        pytest.skip("zklock not built: %s (set $ZKLOCK)" % path)
-    return path
-
-
 def fig(request, text):
     harness.record_figure(text, request.node.name)
 
@@ -219,3 +211,15 @@ def test_zklock_ends_its_command_when_zookeeper_is_silent(mount, zk, zklock, scr
     assert r.returncode == 75, (r.returncode, err)
     assert "heard nothing from ZooKeeper" in err, err
     assert last - stopped < 2.0, "the command ran %.2f s into the outage" % (last - stopped)
+
+
+def test_zklock_list_ends_at_the_session_timeout(mount, zk, zklock):
+    m = mount(session_timeout=2000)
+    d = lockdir(m)
+    zk.suspend()
+    try:
+        rc, err, took = run([zklock, "--list", os.path.join(d, "nobody-looked-yet")])
+    finally:
+        zk.resume()
+    assert rc == 69 and "ZooKeeper did not answer the mount" in err, (rc, err)
+    assert took <= 2.0 + LATE, "zklock --list took %.2f s" % took

@@ -50,14 +50,6 @@ def wait_waiting_in_open(r):
     assert r.running(), "zklock exited: %s" % r._stderr_now()
 
 
-@pytest.fixture
-def zklock():
-    path = harness.zklock_binary()
-    if not (os.path.isfile(path) and os.access(path, os.X_OK)):
-        pytest.skip("zklock not built: %s (set $ZKLOCK)" % path)
-    return path
-
-
 def no_sanitizer_report(err):
     for mk in harness.SANITIZER_MARKERS:
         assert mk not in err, "sanitizer report from zklock:\n" + err

@@ -294,8 +294,11 @@ int zkl_list(const char *dir)
 	int err, status = 0;
 	DIR *d;
 
-	if (zkl_lockdir_lockfile(dir) == 1)
+	err = zkl_lockdir_lockfile(dir);
+	if (err == 1)
 		return zkl_list_file(dir);
+	if (err == -ETIMEDOUT)		/* asking again would wait as long */
+		return zkl_lockdir_failed(dir, err);
 	err = zkl_lockdir_is_dir(dir);
 	if (!err)
 		err = zkl_lockdir_check(dir);

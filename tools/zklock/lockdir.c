@@ -241,6 +241,11 @@ int zkl_lockdir_failed(const char *dir, int err)
 {
 	struct statfs sfs;
 
+	if (err == -ETIMEDOUT) {
+		warnx("%s: ZooKeeper did not answer the mount within its session "
+		      "timeout", dir);
+		return ZKL_EXIT_UNAVAILABLE;
+	}
 	if (err == -ENOTZKLOCKFS)
 		warnx("%s: not a directory on a zklockfs mount", dir);
 	else if (err == -EACCES && statfs(dir, &sfs) < 0 && errno == EACCES)

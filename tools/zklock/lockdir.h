@@ -99,7 +99,9 @@ int zkl_lockdir_no_limit(const char *dir);
 /*
  * zkl_lockdir_failed() - say on stderr why @dir cannot be used (@err, a
  * negative errno from the functions above or from the caller's own use of
- * @dir). Return: the exit status for it, ZKL_EXIT_NODIR (66).
+ * @dir). Return: the exit status for it: ZKL_EXIT_NODIR (66), or for
+ * -ETIMEDOUT (ZooKeeper silent for the mount's session timeout)
+ * ZKL_EXIT_UNAVAILABLE (69).
  */
 int zkl_lockdir_failed(const char *dir, int err);
 

@@ -60,8 +60,12 @@
  *
  * Exit status: the command's; 128+N if it died of signal N; the conflict code
  * (-E, default 1) for -n/-w; 64 usage; 66 LOCKDIR missing, not on zklockfs or
- * not creatable; 71 other system errors; 75 lock lost; 126/127 command not
- * executable/not found.
+ * not creatable; 69 ZooKeeper did not answer (--list, --metrics); 71 other
+ * system errors; 75 lock lost, or may be lost (the watchdog); 126/127
+ * command not executable/not found.
+ * - While the command runs, the watchdog (watchdog.c) ends its tree with
+ *   SIGKILL and exits 75 at the instant the daemon's session may be gone,
+ *   even if the daemon stopped answering: it never calls into the mount.
  *
  * Errors travel as negative errno (kernel style); main() turns them into an
  * exit status and the one line on stderr that says why.

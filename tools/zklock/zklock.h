@@ -21,6 +21,8 @@ enum {
 	ZKL_EXIT_CONFLICT = 1,		/* default of -E */
 	ZKL_EXIT_USAGE = EX_USAGE,	/* 64 */
 	ZKL_EXIT_NODIR = EX_NOINPUT,	/* 66: LOCKDIR unusable */
+	ZKL_EXIT_UNAVAILABLE = EX_UNAVAILABLE,	/* 69: ZooKeeper did not answer
+						   (--list, --metrics) */
 	ZKL_EXIT_OSERR = EX_OSERR,	/* 71 */
 	ZKL_EXIT_LOST = EX_TEMPFAIL,	/* 75: the lock was lost */
 	ZKL_EXIT_NOEXEC = 126,
