@@ -19,7 +19,7 @@ NEED_FUSE   = @pkg-config --exists fuse3 || { echo "libfuse3-dev (fuse3.pc) is \
 WARN     = -std=c11 -Wpedantic -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes
 CPPFLAGS = -I. -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 -DTHREADED $(FUSE_CFLAGS)
 CFLAGS  ?= -O2 -g
-LDLIBS   = $(FUSE_LIBS) -lzookeeper_mt -lpthread
+LDLIBS   = $(FUSE_LIBS) -lzookeeper_mt -lsystemd -lpthread
 SAN      = -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined \
 	   -DZKL_LOCKCHECK
 
@@ -27,7 +27,7 @@ SAN      = -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-re
 ENGINE_SRC = zk/waiter.c zk/release.c zk/linger.c zk/watch.c zk/create.c zk/sem.c zk/lock.c zk/mutex.c zk/metrics.c
 ZK_SRC   = zk/escape.c zk/naming.c zk/grant.c zk/limit.c zk/errno.c zk/log.c zk/creds.c zk/digest.c zk/connect.c zk/session.c \
 	   zk/calls.c zk/transport.c $(ENGINE_SRC)
-FS_SRC   = fs/opts.c fs/node.c fs/attr.c fs/pending.c fs/zop.c fs/ops.c fs/remove.c fs/readdir.c fs/read.c fs/reply.c fs/lockreq.c fs/reenter.c fs/lrquery.c fs/fdlock.c fs/confirm.c fs/lockops.c fs/wbuf.c fs/xcache.c fs/limitattr.c fs/revoke.c fs/flock.c fs/lockfile.c fs/lfns.c fs/lfqueue.c fs/fdops.c fs/slots.c fs/pool.c fs/watchdog.c fs/main.c
+FS_SRC   = fs/opts.c fs/node.c fs/attr.c fs/pending.c fs/zop.c fs/ops.c fs/remove.c fs/readdir.c fs/read.c fs/reply.c fs/lockreq.c fs/reenter.c fs/lrquery.c fs/fdlock.c fs/confirm.c fs/lockops.c fs/wbuf.c fs/xcache.c fs/limitattr.c fs/revoke.c fs/flock.c fs/lockfile.c fs/lfns.c fs/lfqueue.c fs/fdops.c fs/slots.c fs/pool.c fs/watchdog.c fs/ready.c fs/main.c
 SRC      = $(ZK_SRC) $(FS_SRC)
 HDR      = $(wildcard zk/*.h fs/*.h)
 

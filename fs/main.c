@@ -13,6 +13,7 @@
 #include "fs/node.h"
 #include "fs/pending.h"
 #include "fs/pool.h"
+#include "fs/ready.h"
 #include "fs/reply.h"
 #include "fs/watchdog.h"
 #include "fs/xcache.h"
@@ -340,12 +341,15 @@ int main(int argc, char *argv[])
 	if (!opts.foreground && keep_stderr)
 		keep_stderr = stderr_keeps_log();
 	daemon_ready(keep_stderr);
+	zklfs_ready_start(&fs);			/* systemd's READY=1, once it answers */
 
 	ret = loop_status(fuse_session_loop(fs.se));
+	zklfs_ready_stopping(&fs);
 
 	zklfs_pool_shutdown(&fs);		/* answer every waiting open */
 	zklfs_pool_close(&fs);			/* the server drops our entries */
 	fuse_session_unmount(fs.se);
+	zklfs_ready_join(&fs);
 out_signals:
 	fuse_remove_signal_handlers(fs.se);
 out_session:

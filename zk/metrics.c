@@ -162,6 +162,21 @@ static void histogram(struct out *o, const char *name, const char *help,
 	    (double)GET(h->sum_us) / 1e6, name, (unsigned long long)GET(h->count));
 }
 
+char *zkl_metrics_status(char *buf, size_t cap)
+{
+	int state = atomic_load_explicit(&m.state, memory_order_relaxed);
+	uint64_t lost = 0;
+
+	for (int i = 0; i < ZKL_LOSS_N; i++)
+		lost += GET(m.losses[i]);
+	snprintf(buf, cap, "ZooKeeper %s; %lld held, %lld waiting; %llu lost so far",
+		 state == ZOO_CONNECTED_STATE ? "connected" :
+		 state == ZOO_EXPIRED_SESSION_STATE ? "session expired" : "connecting",
+		 (long long)GET(m.holders), (long long)GET(m.waiters),
+		 (unsigned long long)lost);
+	return buf;
+}
+
 size_t zkl_metrics_format(char *buf, size_t cap)
 {
 	static const char *const causes[ZKL_LOSS_N] = { "deleted", "silent", "expired" };

@@ -49,6 +49,13 @@ void zkl_metrics_expired(void);
 void zkl_metrics_session_state(int state);
 
 /*
+ * zkl_metrics_status() - one line for a service manager (systemd's
+ * STATUS=): the session's state, the locks held and waited for, the losses
+ * so far, into @buf (@cap bytes, truncated).  Return: @buf.
+ */
+char *zkl_metrics_status(char *buf, size_t cap);
+
+/*
  * zkl_metrics_format() - every figure, in the Prometheus text format, into
  * @buf (@cap bytes).  Return: the length, or the length it would need if
  * more than @cap (as snprintf()).

@@ -151,11 +151,12 @@ def mount(daemon_path, zk, request, logdir, test_root):
     request.node._zklockfs_mounts = mounts
 
     def factory(root=None, naming=None, session_timeout=4000, opts=(),
-                connect=None, server=None, wrap=(), create_root=True):
+                connect=None, server=None, wrap=(), create_root=True, env=None):
         # connect: the CONNECT part (host:port[,host:port...]) to use instead
         #          of the server's, e.g. a fault proxy's; ROOT is appended.
         # server:  another ZooKeeperServer/ZooKeeperEnsemble than `zk`.
         # wrap:    a command to run the daemon under (argv prefix).
+        # env:     more environment for the daemon (NOTIFY_SOCKET).
         root = test_root if root is None else root
         source = None
         if connect is not None:
@@ -163,6 +164,7 @@ def mount(daemon_path, zk, request, logdir, test_root):
         m = harness.Mount(server or zk, root, logdir,
                           naming=naming, session_timeout=session_timeout,
                           opts=opts, connect=source, wrap=wrap, create_root=create_root,
+                          env=env,
                           label=harness.sanitize(request.node.name, 40))
         mounts.append(m)
         m.start()

@@ -94,8 +94,10 @@ class Mount:
     """One zklockfs daemon mounted on a fresh temp directory."""
 
     def __init__(self, zk, root, logdir, naming=None, session_timeout=4000,
-                 opts=(), connect=None, label="mount", wrap=(), create_root=True):
+                 opts=(), connect=None, label="mount", wrap=(), create_root=True,
+                 env=None):
         self.zk = zk
+        self.env = env             # more environment for the daemon
         self.wrap = list(wrap)     # a command the daemon runs under
         self.root = root
         self.naming = naming
@@ -132,8 +134,9 @@ class Mount:
 
     def start(self, timeout=None):
         log = open(self.logpath, "ab")
+        env = dict(os.environ, **self.env) if self.env else None
         self.proc = subprocess.Popen(self.argv(), stdin=subprocess.DEVNULL,
-                                     stdout=log, stderr=subprocess.STDOUT,
+                                     stdout=log, stderr=subprocess.STDOUT, env=env,
                                      cwd="/", start_new_session=True,
                                      preexec_fn=signals_preexec())
         log.close()
