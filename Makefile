@@ -16,8 +16,14 @@ FUSE_LIBS   = $(shell pkg-config --libs fuse3 2>/dev/null || echo -lfuse3)
 NEED_FUSE   = @pkg-config --exists fuse3 || { echo "libfuse3-dev (fuse3.pc) is \
 	missing: run tools/install-deps (or make deps)" >&2; exit 1; }
 
+# the one version: debian/changelog's first line, "zklockfs (VERSION) ..."
+VERSION := $(shell awk -F'[()]' 'NR == 1 { print $$2 }' debian/changelog)
+
 WARN     = -std=c11 -Wpedantic -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes
-CPPFLAGS = -I. -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 -DTHREADED $(FUSE_CFLAGS)
+# a package build's own (dpkg-buildflags: _FORTIFY_SOURCE) come last
+ENV_CPPFLAGS := $(CPPFLAGS)
+CPPFLAGS = -I. -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 -DTHREADED -DZKLOCKFS_VERSION='"$(VERSION)"' \
+	   $(FUSE_CFLAGS) $(ENV_CPPFLAGS)
 CFLAGS  ?= -O2 -g
 LDLIBS   = $(FUSE_LIBS) -lzookeeper_mt -lsystemd -lpthread
 SAN      = -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined \
@@ -35,13 +41,13 @@ UNIT     = naming grant limit opts errno slots adopt log mutex tid connect diges
 UNIT_BIN = $(UNIT:%=$(BUILD)/unit/test_%)
 
 .PHONY: all asan unit check check-unit check-moves check-sim check-integration check-asan run stop deps bench clean \
-	install uninstall fuzz sim
+	install uninstall fuzz sim deb
 
 all: $(BUILD)/zklockfs $(BUILD)/zklock $(BUILD)/zkbench
 
 $(BUILD)/zklockfs: $(SRC) $(HDR) | $(BUILD)
 	$(NEED_FUSE)
-	$(CC) $(WARN) $(CPPFLAGS) $(CFLAGS) -o $@ $(SRC) $(LDLIBS)
+	$(CC) $(WARN) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $(SRC) $(LDLIBS)
 
 $(BUILD)/asan/zklockfs: $(SRC) $(HDR)
 	$(NEED_FUSE)
@@ -53,11 +59,13 @@ ZKLOCK_SRC = tools/zklock/main.c tools/zklock/opts.c tools/zklock/lockdir.c \
 	     tools/zklock/entry.c tools/zklock/signals.c tools/zklock/tree.c tools/zklock/list.c tools/zklock/why.c tools/zklock/watchdog.c \
 	     zk/escape.c
 $(BUILD)/zklock: $(ZKLOCK_SRC) $(wildcard tools/zklock/*.h) zk/escape.h zk/heartbeat.h fs/ioctl.h | $(BUILD)
-	$(CC) $(WARN) -I. -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 $(CFLAGS) -o $@ $(ZKLOCK_SRC) -pthread
+	$(CC) $(WARN) -I. -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 -DZKLOCKFS_VERSION='"$(VERSION)"' \
+		$(ENV_CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $(ZKLOCK_SRC) -pthread
 
 $(BUILD)/asan/zklock: $(ZKLOCK_SRC) $(wildcard tools/zklock/*.h) zk/escape.h zk/heartbeat.h fs/ioctl.h
 	@mkdir -p $(@D)
-	$(CC) $(WARN) -I. -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 -O1 -g $(SAN) -o $@ $(ZKLOCK_SRC) -pthread
+	$(CC) $(WARN) -I. -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 -DZKLOCKFS_VERSION='"$(VERSION)"' \
+		-O1 -g $(SAN) -o $@ $(ZKLOCK_SRC) -pthread
 
 asan: $(BUILD)/asan/zklockfs $(BUILD)/asan/zklock
 
@@ -206,20 +214,37 @@ bench: deps $(BUILD)/zklockfs $(BUILD)/zkbench
 	bench/run
 
 # DESTDIR and PREFIX as usual; mount(8) finds helpers only in /sbin (MOUNTDIR).
+COMPDIR ?= $(PREFIX)/share/bash-completion/completions
 install: all
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MOUNTDIR) $(DESTDIR)$(UNITDIR) \
-		$(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man8
+		$(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(COMPDIR)
 	install -m 755 $(BUILD)/zklockfs $(BUILD)/zklock $(DESTDIR)$(BINDIR)/
 	sed 's|@BINDIR@|$(BINDIR)|g' mount-helpers/mount.zklockfs > $(DESTDIR)$(MOUNTDIR)/mount.zklockfs
 	chmod 755 $(DESTDIR)$(MOUNTDIR)/mount.zklockfs
 	sed 's|@BINDIR@|$(BINDIR)|g' mount-helpers/zklockfs@.service > $(DESTDIR)$(UNITDIR)/zklockfs@.service
 	install -m 644 docs/zklockfs.8 $(DESTDIR)$(MANDIR)/man8/
 	install -m 644 docs/zklock.1 $(DESTDIR)$(MANDIR)/man1/
+	install -m 644 tools/completion/zklock $(DESTDIR)$(COMPDIR)/zklock
+	ln -sf zklock $(DESTDIR)$(COMPDIR)/zklockfs
+	ln -sf zklock $(DESTDIR)$(COMPDIR)/mount.zklockfs
 
 uninstall:
 	rm -f $(DESTDIR)$(BINDIR)/zklockfs $(DESTDIR)$(BINDIR)/zklock \
 		$(DESTDIR)$(MOUNTDIR)/mount.zklockfs $(DESTDIR)$(UNITDIR)/zklockfs@.service \
-		$(DESTDIR)$(MANDIR)/man8/zklockfs.8 $(DESTDIR)$(MANDIR)/man1/zklock.1
+		$(DESTDIR)$(MANDIR)/man8/zklockfs.8 $(DESTDIR)$(MANDIR)/man1/zklock.1 \
+		$(DESTDIR)$(COMPDIR)/zklock $(DESTDIR)$(COMPDIR)/zklockfs \
+		$(DESTDIR)$(COMPDIR)/mount.zklockfs
+
+# The Debian package (debian/, dpkg-buildpackage: a clean build with the
+# distribution's hardening flags): build/zklockfs_VERSION_ARCH.deb and its
+# .changes, which `lintian build/zklockfs_*.changes` checks.
+deb:
+	@command -v dpkg-buildpackage >/dev/null && command -v dh >/dev/null || { echo \
+		"make deb needs dpkg-dev and debhelper (apt-get install dpkg-dev debhelper)" >&2; exit 1; }
+	dpkg-buildpackage -b -us -uc
+	mkdir -p $(BUILD)
+	mv ../zklockfs_$(VERSION)_*.deb ../zklockfs-dbgsym_$(VERSION)_*.deb ../zklockfs_$(VERSION)_*.changes \
+		../zklockfs_$(VERSION)_*.buildinfo $(BUILD)/
 
 clean:
 	rm -rf $(BUILD)

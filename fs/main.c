@@ -31,7 +31,10 @@
 #include "zk/connect.h"
 #include "zk/log.h"
 
-#define ZKLOCKFS_VERSION "0.1"
+
+#ifndef ZKLOCKFS_VERSION
+#error "ZKLOCKFS_VERSION comes from debian/changelog (the Makefile passes it)"
+#endif
 
 static int ready_fd = -1;
 

@@ -17,8 +17,8 @@
 #include <string.h>
 #include <strings.h>
 
-#ifndef ZKLOCK_VERSION
-#define ZKLOCK_VERSION "0.1"
+#ifndef ZKLOCKFS_VERSION
+#error "ZKLOCKFS_VERSION comes from debian/changelog (the Makefile passes it)"
 #endif
 
 /* An entry name: NAME + marker + sequence number ("-2147483648" at most). */
@@ -293,7 +293,7 @@ int zkl_opts_parse(int argc, char **argv, struct zkl_opts *o)
 		case 'h':
 			zkl_usage(stdout, 0);
 		case 'V':
-			printf("zklock from zklockfs %s\n", ZKLOCK_VERSION);
+			printf("zklock from zklockfs %s\n", ZKLOCKFS_VERSION);
 			o->done = true;
 			return 0;
 		default:
