@@ -33,7 +33,7 @@ SAN      = -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-re
 ENGINE_SRC = zk/waiter.c zk/release.c zk/linger.c zk/watch.c zk/create.c zk/sem.c zk/lock.c zk/mutex.c zk/metrics.c
 ZK_SRC   = zk/escape.c zk/naming.c zk/grant.c zk/limit.c zk/errno.c zk/log.c zk/creds.c zk/digest.c zk/connect.c zk/session.c \
 	   zk/calls.c zk/transport.c $(ENGINE_SRC)
-FS_SRC   = fs/opts.c fs/node.c fs/attr.c fs/pending.c fs/zop.c fs/ops.c fs/remove.c fs/readdir.c fs/read.c fs/reply.c fs/lockreq.c fs/reenter.c fs/lrquery.c fs/fdlock.c fs/confirm.c fs/lockops.c fs/wbuf.c fs/xcache.c fs/limitattr.c fs/revoke.c fs/flock.c fs/lockfile.c fs/lfns.c fs/lfqueue.c fs/fdops.c fs/slots.c fs/pool.c fs/watchdog.c fs/ready.c fs/main.c
+FS_SRC   = fs/opts.c fs/node.c fs/attr.c fs/pending.c fs/observe.c fs/zop.c fs/ops.c fs/remove.c fs/readdir.c fs/read.c fs/reply.c fs/lockreq.c fs/reenter.c fs/lrquery.c fs/fdlock.c fs/confirm.c fs/lockops.c fs/wbuf.c fs/xcache.c fs/limitattr.c fs/revoke.c fs/flock.c fs/lockfile.c fs/lfns.c fs/lfqueue.c fs/fdops.c fs/slots.c fs/pool.c fs/watchdog.c fs/ready.c fs/main.c
 SRC      = $(ZK_SRC) $(FS_SRC)
 HDR      = $(wildcard zk/*.h fs/*.h)
 
@@ -56,7 +56,7 @@ $(BUILD)/asan/zklockfs: $(SRC) $(HDR)
 
 # the tool speaks only to the mount (and reads its heartbeat file): libc alone
 ZKLOCK_SRC = tools/zklock/main.c tools/zklock/opts.c tools/zklock/lockdir.c \
-	     tools/zklock/entry.c tools/zklock/signals.c tools/zklock/tree.c tools/zklock/list.c tools/zklock/why.c tools/zklock/watchdog.c \
+	     tools/zklock/entry.c tools/zklock/signals.c tools/zklock/tree.c tools/zklock/list.c tools/zklock/why.c tools/zklock/watchdog.c tools/zklock/watch.c \
 	     zk/escape.c
 $(BUILD)/zklock: $(ZKLOCK_SRC) $(wildcard tools/zklock/*.h) zk/escape.h zk/heartbeat.h fs/ioctl.h | $(BUILD)
 	$(CC) $(WARN) -I. -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 -DZKLOCKFS_VERSION='"$(VERSION)"' \
@@ -72,7 +72,7 @@ asan: $(BUILD)/asan/zklockfs $(BUILD)/asan/zklock
 # unit tests: the pure logic, with cmocka
 $(BUILD)/unit/test_naming: tests/unit/test_naming.c zk/naming.c
 $(BUILD)/unit/test_grant:  tests/unit/test_grant.c zk/grant.c zk/naming.c
-$(BUILD)/unit/test_limit:  tests/unit/test_limit.c zk/limit.c
+$(BUILD)/unit/test_limit:  tests/unit/test_limit.c zk/limit.c zk/escape.c
 $(BUILD)/unit/test_opts:   tests/unit/test_opts.c fs/opts.c zk/naming.c
 $(BUILD)/unit/test_errno:  tests/unit/test_errno.c zk/errno.c
 $(BUILD)/unit/test_connect: tests/unit/test_connect.c zk/connect.c
@@ -178,7 +178,7 @@ FUZZ_SAN     = -fsanitize=fuzzer,address,undefined -fno-omit-frame-pointer -fno-
 
 $(BUILD)/fuzz/fuzz_names:  tests/fuzz/fuzz_names.c zk/naming.c
 $(BUILD)/fuzz/fuzz_grant:  tests/fuzz/fuzz_grant.c zk/grant.c zk/naming.c
-$(BUILD)/fuzz/fuzz_limit:  tests/fuzz/fuzz_limit.c zk/limit.c
+$(BUILD)/fuzz/fuzz_limit:  tests/fuzz/fuzz_limit.c zk/limit.c zk/escape.c
 $(BUILD)/fuzz/fuzz_source: tests/fuzz/fuzz_source.c fs/opts.c zk/naming.c
 $(BUILD)/fuzz/fuzz_opts:   tests/fuzz/fuzz_opts.c fs/opts.c zk/naming.c
 $(FUZZ_BIN): $(HDR) $(wildcard tests/fuzz/*.h)

@@ -22,6 +22,7 @@
 #include "fs/ioctl.h"
 #include "fs/lockfile.h"
 #include "fs/lockreq.h"
+#include "fs/observe.h"
 #include "fs/watchdog.h"
 #include "zk/log.h"
 
@@ -61,12 +62,21 @@ void zklfs_fd_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
 		zklfs_mknod(req, parent, name, mode, rdev);
 }
 
+/* Is @ino a .holders node (fs/observe.h)? */
+static bool holders(fuse_req_t req, fuse_ino_t ino, struct node **n)
+{
+	*n = node_of(fuse_req_userdata(req), ino);
+	return (*n)->type == NODE_HOLDERS;
+}
+
 void zklfs_fd_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct node *n;
 
 	if (lockfile(req, ino, &n))
 		lf_open(req, n, fi);
+	else if (holders(req, ino, &n))
+		obs_open(req, n, fi);
 	else
 		zklfs_open(req, ino, fi);
 }
@@ -77,6 +87,8 @@ void zklfs_fd_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 
 	if (lockfile(req, ino, &n))
 		lf_release(req, n, fi);
+	else if (holders(req, ino, &n))
+		obs_release(req, fi);
 	else
 		zklfs_release(req, ino, fi);
 }
@@ -98,6 +110,10 @@ void zklfs_fd_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	struct fuse_file_info h;
 	struct node *n, *ln;
 
+	if (holders(req, ino, &n)) {
+		obs_read(req, size, off, fi);
+		return;
+	}
 	if (!lockfile(req, ino, &n)) {
 		zklfs_read(req, ino, size, off, fi);
 		return;
@@ -117,6 +133,10 @@ void zklfs_fd_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size
 	struct fuse_file_info h;
 	struct node *n, *ln;
 
+	if (holders(req, ino, &n)) {
+		fuse_reply_err(req, EBADF);	/* opened read-only, always */
+		return;
+	}
 	if (!lockfile(req, ino, &n)) {
 		zklfs_write(req, ino, buf, size, off, fi);
 		return;
@@ -156,6 +176,10 @@ void zklfs_fd_poll(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 	struct fuse_file_info h;
 	struct node *n, *ln = NULL;
 
+	if (holders(req, ino, &n)) {
+		obs_poll(req, fi, ph);
+		return;
+	}
 	if (lockfile(req, ino, &n))
 		ln = lf_holder(n->fs, fi, 0, false);
 	if (!ln) {

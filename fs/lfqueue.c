@@ -63,19 +63,6 @@ static void q_free(struct qbuild *q)
 	free(q);
 }
 
-/* The value of line "@key=" of @data, escaped, into @out ("-" if none or
- * empty, as zklock --list shows a lock directory's). */
-static void q_field(const char *data, int len, const char *key, char *out, size_t size)
-{
-	size_t vlen;
-	const char *v = zkl_data_value(data, len > 0 ? (size_t)len : 0, key, &vlen);
-
-	if (v && vlen)
-		zkl_escape(out, size, v, vlen);
-	else
-		snprintf(out, size, "-");
-}
-
 /* Every entry read: the text, in queue order; the answer; free @q. */
 static void q_answer(struct qbuild *q)
 {
@@ -138,8 +125,8 @@ static void q_entry_done(int rc, const char *value, int len, const struct Stat *
 	if (rc == ZOK) {		/* else gone meanwhile, or unknown: left out */
 		e->found = true;
 		e->ctime = zs->ctime;
-		q_field(value, len, "host=", e->host, sizeof(e->host));
-		q_field(value, len, "pid=", e->pid, sizeof(e->pid));
+		zkl_data_field(value, len > 0 ? (size_t)len : 0, "host=", e->host, sizeof(e->host));
+		zkl_data_field(value, len > 0 ? (size_t)len : 0, "pid=", e->pid, sizeof(e->pid));
 	}
 	q_done_one(e->q);
 }

@@ -11,6 +11,7 @@
 #include "fs/handlers.h"
 #include "fs/lockreq.h"
 #include "fs/node.h"
+#include "fs/observe.h"
 #include "fs/pending.h"
 #include "fs/pool.h"
 #include "fs/ready.h"
@@ -324,7 +325,8 @@ int main(int argc, char *argv[])
 	if (err)
 		goto out_nodes;
 	if (zklfs_nodes_init(&fs, zklfs_lock_node_end) != 0 || zklfs_owners_init(&fs) != 0 ||
-	    zklfs_xc_init(&fs) != 0 || zklfs_pend_init(&fs, pend_arm) != 0) {
+	    zklfs_xc_init(&fs) != 0 || zklfs_pend_init(&fs, pend_arm) != 0 ||
+	    zklfs_observe_init(&fs) != 0) {
 		zkl_log(LOG_ERR, "out of memory");
 		goto out_nodes;
 	}
@@ -365,6 +367,7 @@ out_nodes:
 	zklfs_owners_free(&fs);
 	zklfs_xc_free(&fs);
 	zklfs_pend_free(&fs);
+	zklfs_observe_free(&fs);
 	zklfs_watchdog_close(&fs);
 	zkl_mutex_destroy(&fs.lock);
 	zkl_mutex_destroy(&fs.wb_send);

@@ -39,6 +39,7 @@ struct zks;
 struct zklfs_reply;
 struct zklfs_pending;
 struct zklfs_watchdog;
+struct zklfs_observe;
 
 #define ZKLFS_TID_BUCKETS 256
 
@@ -90,6 +91,9 @@ struct zklfs {
 
 	/* zklock's watchdog file (fs/watchdog.h): set at start-up, or NULL */
 	struct zklfs_watchdog *wd;
+
+	/* observed locks, LOCKDIR/.holders (fs/observe.h) */
+	struct zklfs_observe *obs;
 
 	/* the holders' data (fs/wbuf.c) */
 	struct zkl_mutex wb_send;	/* held across taking data and sending it,

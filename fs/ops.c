@@ -19,6 +19,7 @@
 #include "fs/limits.h"
 #include "fs/lockfile.h"
 #include "fs/lockreq.h"
+#include "fs/observe.h"
 #include "fs/wbuf.h"
 #include "fs/xcache.h"
 #include "fs/zop.h"
@@ -164,6 +165,10 @@ static void zklfs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 		fuse_reply_err(req, ENOENT);
 		return;
 	}
+	if (zklfs_observe_name(name)) {	/* in every directory, of no znode */
+		obs_lookup(req, p);
+		return;
+	}
 	op = zop_new(req, p, zkn_join(p->path, name));
 	if (!op) {
 		fuse_reply_err(req, ENOMEM);
@@ -243,11 +248,16 @@ static void zklfs_getattr(fuse_req_t req, fuse_ino_t ino,
 {
 	struct zklfs *fs = fs_of(req);
 	struct node *n = node_of(fs, ino);
-	char *path = zklfs_node_path(fs, n);
+	char *path;
 	struct Stat zs;
 	struct zop *op;
 
 	(void)fi;
+	if (n->type == NODE_HOLDERS) {	/* no znode: ours to say */
+		obs_getattr(req, n);
+		return;
+	}
+	path = zklfs_node_path(fs, n);
 	if (!path) {			/* a lock request not yet in ZooKeeper */
 		struct stat st;
 
@@ -286,6 +296,10 @@ static void zklfs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 	struct node *n = node_of(fs, ino);
 	int refused = to_set & SET_ATTR_REFUSED;
 
+	if (n->type == NODE_HOLDERS) {
+		fuse_reply_err(req, EPERM);	/* .holders is read-only */
+		return;
+	}
 	/* touch and `exec 9>F` on a lock file succeed and change nothing */
 	if (n->type == NODE_LOCKFILE)
 		refused &= FUSE_SET_ATTR_MODE | FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID;

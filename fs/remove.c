@@ -14,6 +14,7 @@
 #include "fs/attr.h"
 #include "fs/xcache.h"
 #include "fs/zop.h"
+#include "fs/observe.h"
 #include "zk/errno.h"
 #include "zk/lock.h"
 #include "zk/log.h"
@@ -91,8 +92,13 @@ static void remove_ask(fuse_req_t req, fuse_ino_t parent, const char *name, bool
 {
 	struct zklfs *fs = fs_of(req);
 	struct node *p = node_of(fs, parent);
-	struct zop *op = zop_new(req, p, zkn_join(p->path, name));
+	struct zop *op;
 
+	if (zklfs_observe_name(name)) {	/* a handle, not a znode */
+		fuse_reply_err(req, EPERM);
+		return;
+	}
+	op = zop_new(req, p, zkn_join(p->path, name));
 	if (!op) {
 		fuse_reply_err(req, ENOMEM);
 		return;

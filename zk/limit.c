@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "zk/escape.h"
 #include "zk/grant.h"
 
 const struct zkl_setting zkl_setting_limit = { "limit=", 1, ZKL_LIMIT_MAX };
@@ -49,6 +50,18 @@ const char *zkl_data_value(const char *data, size_t len, const char *key, size_t
 		i = end + 1;
 	}
 	return NULL;
+}
+
+void zkl_data_field(const char *data, size_t len, const char *key, char *out,
+		    size_t size)
+{
+	size_t vlen;
+	const char *v = zkl_data_value(data, len, key, &vlen);
+
+	if (v && vlen)
+		zkl_escape(out, size, v, vlen);
+	else
+		snprintf(out, size, "-");
 }
 
 long zkl_setting_parse(const struct zkl_setting *s, const char *data, size_t len)

@@ -33,6 +33,14 @@ extern const struct zkl_setting zkl_setting_linger;	/* linger=0..3600000 */
 const char *zkl_data_value(const char *data, size_t len, const char *key, size_t *vlen);
 
 /*
+ * zkl_data_field() - zkl_data_value() of @key, made printable for a
+ * terminal (zkl_escape()) into @out (@size bytes); "-" if no line has the
+ * key, or an empty value.
+ */
+void zkl_data_field(const char *data, size_t len, const char *key, char *out,
+		    size_t size);
+
+/*
  * zkl_setting_parse() - the value @s has in @data (@len bytes, not
  * NUL-terminated, may hold anything another client wrote).
  * Return: N from the first line that starts with the key, if the rest is

@@ -17,6 +17,8 @@
  *   ZKL_RANK_OWNERS  fs->owners_mu   the directories made here (fs/attr.c)
  *   ZKL_RANK_POOL    pool->mu        which session a directory has (fs/pool.c)
  *   ZKL_RANK_XCACHE  fs->xc->mu      what one process just read (fs/xcache.c)
+ *   ZKL_RANK_OBSERVE fs->obs->mu     observed locks, LOCKDIR/.holders
+ *                                    (fs/observe.c)
  *   ZKL_RANK_PENDING fs->pend->mu    requests waiting on ZooKeeper, answered
  *                                    once (fs/pending.c)
  *
@@ -46,6 +48,7 @@ enum zkl_rank {
 	ZKL_RANK_OWNERS = 40,
 	ZKL_RANK_POOL = 50,
 	ZKL_RANK_XCACHE = 60,
+	ZKL_RANK_OBSERVE = 65,
 	ZKL_RANK_PENDING = 70,
 };
 

@@ -641,11 +641,11 @@ def test_terminal_ctrl_c_reaches_the_command_once(mount, zklock):
 
 def parse_list(out):
     lines = out.splitlines()
-    assert lines and lines[0].split() == ["POS", "STATE", "KIND", "ENTRY",
-                                          "HOST", "PID", "AGE"], out
-    rows = [ln.split() for ln in lines[1:]]
+    assert lines and lines[0].split() == ["POS", "STATE", "KIND", "ENTRY", "HOST",
+                                          "PID", "AGE", "SINCE", "LIMIT", "CMD"], out
+    rows = [ln.split(None, 9) for ln in lines[1:]]
     for r in rows:
-        assert len(r) == 7, out
+        assert len(r) == 10, out
     return rows
 
 

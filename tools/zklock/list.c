@@ -18,11 +18,12 @@
 #include <unistd.h>
 
 #include "tools/zklock/lockdir.h"
+#include "tools/zklock/watch.h"
 #include "tools/zklock/zklock.h"
 
 /* One row of the --list table; every field allocated. */
 struct zkl_row {
-	char *state, *kind, *entry, *host, *pid, *age;
+	char *state, *kind, *entry, *host, *pid, *age, *since, *cmd;
 };
 
 /* Read all of @fd into *@out (to free, NUL-terminated). Return: length or -errno. */
@@ -123,6 +124,8 @@ static void zkl_row_free(struct zkl_row *row)
 	free(row->host);
 	free(row->pid);
 	free(row->age);
+	free(row->since);
+	free(row->cmd);
 }
 
 /*
@@ -170,11 +173,14 @@ static int zkl_row_fill(const char *dir, const char *name, time_t now,
 	}
 	row->host = zkl_kv(data ? data : "", len > 0 ? (size_t)len : 0, "host");
 	row->pid = zkl_kv(data ? data : "", len > 0 ? (size_t)len : 0, "pid");
+	row->since = zkl_kv(data ? data : "", len > 0 ? (size_t)len : 0, "since");
+	row->cmd = zkl_kv(data ? data : "", len > 0 ? (size_t)len : 0, "cmd");
 	free(data);
 	zkl_format_age((long long)(now - st.st_ctime), age, sizeof(age));
 	row->age = strdup(age);
 	row->entry = zkl_printable(name, strlen(name));	/* any client's name */
-	if (!row->host || !row->pid || !row->age || !row->entry) {
+	if (!row->host || !row->pid || !row->age || !row->entry || !row->since ||
+	    !row->cmd) {
 		err = -ENOMEM;
 		goto out_free_row;
 	}
@@ -188,35 +194,59 @@ out_free_path:
 	return err;
 }
 
-/* Print @rows as the aligned --list table, with its header. */
-static void zkl_print_table(const struct zkl_row *rows, size_t n)
+/* Print @rows as the aligned --list table, with its header; with @json,
+ * one JSON object a row.  @limit: the lock's ("-" for a mutex). */
+static void zkl_print_table(const struct zkl_row *rows, size_t n, const char *limit,
+			    bool json)
 {
 	static const char *const head[] = {
-		"POS", "STATE", "KIND", "ENTRY", "HOST", "PID", "AGE"
+		"POS", "STATE", "KIND", "ENTRY", "HOST", "PID", "AGE", "SINCE", "LIMIT", "CMD"
 	};
-	int w[7];
+	enum { NCOL = sizeof(head) / sizeof(head[0]) };
+	int w[NCOL];
 	char pos[24];
 
-	for (int c = 0; c < 7; c++)
+	for (size_t i = 0; json && i < n; i++) {
+		const char *f[NCOL] = { NULL, rows[i].state, rows[i].kind, rows[i].entry,
+					rows[i].host, rows[i].pid, rows[i].age,
+					rows[i].since, limit, rows[i].cmd };
+
+		printf("{\"pos\":%zu", i + 1);
+		for (int c = 1; c < NCOL; c++) {
+			char key[16];
+			size_t k;
+
+			for (k = 0; head[c][k] && k < sizeof(key) - 1; k++)
+				key[k] = (char)(head[c][k] | 0x20);	/* lower case */
+			key[k] = '\0';
+			printf(",\"%s\":", key);
+			zkl_json_str(stdout, f[c]);
+		}
+		printf("}\n");
+	}
+	if (json)
+		return;
+	for (int c = 0; c < NCOL; c++)
 		w[c] = (int)strlen(head[c]);
 	for (size_t i = 0; i < n; i++) {
 		const char *f[] = { rows[i].state, rows[i].kind, rows[i].entry,
-				    rows[i].host, rows[i].pid };
+				    rows[i].host, rows[i].pid, rows[i].age, rows[i].since, limit };
 		int pl = snprintf(pos, sizeof(pos), "%zu", i + 1);
 
 		if (pl > w[0])
 			w[0] = pl;
-		for (int c = 0; c < 5; c++)
+		for (int c = 0; c < 8; c++)
 			if ((int)strlen(f[c]) > w[c + 1])
 				w[c + 1] = (int)strlen(f[c]);
 	}
-	printf("%*s  %-*s  %-*s  %-*s  %-*s  %*s  %s\n", w[0], head[0],
+	printf("%*s  %-*s  %-*s  %-*s  %-*s  %*s  %-*s  %-*s  %-*s  %s\n", w[0], head[0],
 	       w[1], head[1], w[2], head[2], w[3], head[3], w[4], head[4],
-	       w[5], head[5], head[6]);
+	       w[5], head[5], w[6], head[6], w[7], head[7], w[8], head[8], head[9]);
 	for (size_t i = 0; i < n; i++)
-		printf("%*zu  %-*s  %-*s  %-*s  %-*s  %*s  %s\n", w[0], i + 1,
+		printf("%*zu  %-*s  %-*s  %-*s  %-*s  %*s  %-*s  %-*s  %-*s  %s\n", w[0], i + 1,
 		       w[1], rows[i].state, w[2], rows[i].kind, w[3], rows[i].entry,
-		       w[4], rows[i].host, w[5], rows[i].pid, rows[i].age);
+		       w[4], rows[i].host, w[5], rows[i].pid, w[6], rows[i].age,
+		       w[7], rows[i].since, w[8], limit, rows[i].cmd);
 }
 
 /*
@@ -246,14 +276,22 @@ static ssize_t zkl_queue_rows(const char *path, time_t now, struct zkl_row **out
 			f[k++] = t;
 		if (k != 6)
 			continue;	/* not a line the mount writes */
-		zkl_format_age((long long)now - strtoll(f[3], NULL, 10) / 1000, age, sizeof(age));
+		time_t made = (time_t)(strtoll(f[3], NULL, 10) / 1000);
+		char since[32];
+		struct tm tm;
+
+		zkl_format_age((long long)(now - made), age, sizeof(age));
+		gmtime_r(&made, &tm);
+		strftime(since, sizeof(since), "%Y-%m-%dT%H:%M:%SZ", &tm);
 		rows[n] = (struct zkl_row){ .entry = zkl_printable(f[0], strlen(f[0])),
 					    .state = strdup(f[1]), .kind = strdup(f[2]),
 					    .host = strdup(f[4]), .pid = strdup(f[5]),
-					    .age = strdup(age) };
+					    .age = strdup(age), .since = strdup(since),
+					    .cmd = strdup("-") };	/* not in the queue's text */
 		n++;
 		if (!rows[n - 1].entry || !rows[n - 1].state || !rows[n - 1].kind ||
-		    !rows[n - 1].host || !rows[n - 1].pid || !rows[n - 1].age)
+		    !rows[n - 1].host || !rows[n - 1].pid || !rows[n - 1].age ||
+		    !rows[n - 1].since || !rows[n - 1].cmd)
 			break;
 	}
 	free(val);
@@ -263,9 +301,22 @@ static ssize_t zkl_queue_rows(const char *path, time_t now, struct zkl_row **out
 	return (ssize_t)n;
 }
 
-/* --list of a lock file. */
-static int zkl_list_file(const char *path)
+/* The limit of the lock @path ("-": a mutex, or unknown), into @buf. */
+static const char *zkl_limit_of(const char *path, char *buf, size_t size)
 {
+	char *v = NULL;
+
+	snprintf(buf, size, "-");
+	if (zkl_lockdir_xattr(-1, path, XATTR_LIMIT, &v) > 0)
+		snprintf(buf, size, "%s", v);
+	free(v);
+	return buf;
+}
+
+/* --list of a lock file. */
+static int zkl_list_file(const char *path, bool json)
+{
+	char limit[16];
 	struct zkl_row *rows = NULL;
 	ssize_t n;
 	int status = 0;
@@ -275,7 +326,7 @@ static int zkl_list_file(const char *path)
 		n = zkl_queue_rows(path, time(NULL), &rows);
 	if (n < 0)
 		return zkl_lockdir_failed(path, (int)n);
-	zkl_print_table(rows, (size_t)n);
+	zkl_print_table(rows, (size_t)n, zkl_limit_of(path, limit, sizeof(limit)), json);
 	if (fflush(stdout) == EOF)
 		status = ZKL_EXIT_OSERR;
 	for (ssize_t i = 0; i < n; i++)
@@ -285,8 +336,9 @@ static int zkl_list_file(const char *path)
 }
 
 /* See list.h. */
-int zkl_list(const char *dir)
+int zkl_list(const char *dir, bool json)
 {
+	char limit[16];
 	struct zkl_row *rows = NULL, *nrows;
 	size_t n = 0, cap = 0;
 	time_t now = time(NULL);
@@ -296,7 +348,7 @@ int zkl_list(const char *dir)
 
 	err = zkl_lockdir_lockfile(dir);
 	if (err == 1)
-		return zkl_list_file(dir);
+		return zkl_list_file(dir, json);
 	if (err == -ETIMEDOUT)		/* asking again would wait as long */
 		return zkl_lockdir_failed(dir, err);
 	err = zkl_lockdir_is_dir(dir);
@@ -339,7 +391,7 @@ int zkl_list(const char *dir)
 		warnx("%s: %s", dir, strerror(-err));
 		status = ZKL_EXIT_OSERR;
 	} else {
-		zkl_print_table(rows, n);
+		zkl_print_table(rows, n, zkl_limit_of(dir, limit, sizeof(limit)), json);
 		if (fflush(stdout) == EOF)
 			status = ZKL_EXIT_OSERR;
 	}

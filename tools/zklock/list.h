@@ -14,15 +14,16 @@
 
 /*
  * zkl_list() - print the queue of @dir on stdout in readdir (= queue)
- * order, under the header "POS STATE KIND ENTRY HOST PID AGE", columns
- * aligned; entries that are gone meanwhile, subdirectories and what has no
+ * order, under the header "POS STATE KIND ENTRY HOST PID AGE SINCE LIMIT
+ * CMD", columns aligned (or, with @json, one JSON object an entry, keyed
+ * by those names in lower case); entries that are gone meanwhile, subdirectories and what has no
  * sequence number are left out. @dir must be an existing zklockfs
  * directory (it is never created).
  * Return: zklock's exit status: 0; ZKL_EXIT_NODIR (66) for an unusable
  * @dir; ZKL_EXIT_OSERR (71) if an entry or stdout failed (the rest of the
  * table is still printed when an entry does).
  */
-int zkl_list(const char *dir);
+int zkl_list(const char *dir, bool json);
 
 /*
  * zkl_list_holder() - who holds @lock (a lock directory, or with @lockfile

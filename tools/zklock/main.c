@@ -88,6 +88,7 @@
 #include "tools/zklock/opts.h"
 #include "tools/zklock/signals.h"
 #include "tools/zklock/tree.h"
+#include "tools/zklock/watch.h"
 #include "tools/zklock/watchdog.h"
 #include "tools/zklock/why.h"
 #include "tools/zklock/zklock.h"
@@ -470,7 +471,9 @@ int main(int argc, char **argv)
 	if (o.done)
 		return fflush(stdout) == EOF ? ZKL_EXIT_OSERR : 0;
 	if (o.list)
-		return zkl_list(o.lockdir);
+		return zkl_list(o.lockdir, o.json);
+	if (o.watch)
+		return zkl_watch(o.lockdir, o.json);
 	if (o.metrics)
 		return zkl_metrics(o.lockdir);
 	if (o.confirm)

@@ -35,7 +35,8 @@ static void __attribute__((noreturn)) zkl_usage(FILE *f, int status)
 "Usage:\n"
 "  zklock [options] LOCKDIR COMMAND [ARG...]\n"
 "  zklock [options] LOCKDIR -c 'SHELL COMMAND'\n"
-"  zklock --list LOCKDIR\n"
+"  zklock --list [--json] LOCKDIR\n"
+"  zklock --watch [--json] LOCKDIR\n"
 "  zklock --metrics MOUNTPOINT\n"
 "  zklock --confirm\n"
 "\n"
@@ -64,6 +65,9 @@ static void __attribute__((noreturn)) zkl_usage(FILE *f, int status)
 "                             this host's own, which excludes no other host\n"
 "      --verbose              say how long getting the lock took\n"
 "      --list                 print LOCKDIR's queue\n"
+"      --watch                print who holds LOCKDIR, and again at each change\n"
+"                             (one ZooKeeper watch per lock and mount)\n"
+"      --json                 with --list or --watch: one JSON object a line\n"
 "      --metrics              print the figures of the mount at LOCKDIR (its\n"
 "                             mount point), in the Prometheus text format\n"
 "      --confirm              run by a command under zklock: exit 0 if its\n"
@@ -199,7 +203,7 @@ static int __attribute__((format(printf, 1, 2))) zkl_bad_usage(const char *fmt, 
 int zkl_opts_parse(int argc, char **argv, struct zkl_opts *o)
 {
 	enum { OPT_VERBOSE = 256, OPT_LIST, OPT_ON_REVOKE, OPT_METRICS, OPT_CONFIRM,
-	       OPT_PER_HOST };
+	       OPT_PER_HOST, OPT_WATCH, OPT_JSON };
 	static const struct option longopts[] = {
 		{ "shared",		no_argument,		NULL, 's' },
 		{ "exclusive",		no_argument,		NULL, 'x' },
@@ -216,6 +220,8 @@ int zkl_opts_parse(int argc, char **argv, struct zkl_opts *o)
 		{ "verbose",		no_argument,		NULL, OPT_VERBOSE },
 		{ "on-revoke",		required_argument,	NULL, OPT_ON_REVOKE },
 		{ "list",		no_argument,		NULL, OPT_LIST },
+		{ "watch",		no_argument,		NULL, OPT_WATCH },
+		{ "json",		no_argument,		NULL, OPT_JSON },
 		{ "confirm",		no_argument,		NULL, OPT_CONFIRM },
 		{ "metrics",		no_argument,		NULL, OPT_METRICS },
 		{ "per-host",		no_argument,		NULL, OPT_PER_HOST },
@@ -273,6 +279,12 @@ int zkl_opts_parse(int argc, char **argv, struct zkl_opts *o)
 		case OPT_LIST:
 			o->list = true;
 			break;
+		case OPT_WATCH:
+			o->watch = true;
+			break;
+		case OPT_JSON:
+			o->json = true;
+			break;
 		case OPT_METRICS:
 			o->metrics = true;
 			break;
@@ -312,10 +324,15 @@ int zkl_opts_parse(int argc, char **argv, struct zkl_opts *o)
 	if (!*o->lockdir)
 		return zkl_bad_usage("empty LOCKDIR");
 	rest = argc - optind;
-	if (o->list || o->metrics) {
-		if (rest || o->shell_cmd || (o->list && o->metrics))
-			return zkl_bad_usage("%s takes only %s", o->list ? "--list" : "--metrics",
-					     o->list ? "LOCKDIR" : "MOUNTPOINT");
+	if (o->list + o->metrics + o->watch > 1)
+		return zkl_bad_usage("one of --list, --watch and --metrics at a time");
+	if (o->json && !o->list && !o->watch)
+		return zkl_bad_usage("--json goes with --list or --watch");
+	if (o->list || o->metrics || o->watch) {
+		if (rest || o->shell_cmd)
+			return zkl_bad_usage("%s takes only %s", o->list ? "--list" :
+					     o->watch ? "--watch" : "--metrics",
+					     o->metrics ? "MOUNTPOINT" : "LOCKDIR");
 		return 0;
 	}
 	if (rest && (strcmp(argv[optind], "-c") == 0 ||

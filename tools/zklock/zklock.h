@@ -37,6 +37,8 @@ struct zkl_opts {
 	int conflict_code;	/* -E CODE */
 	bool verbose;		/* --verbose */
 	bool list;		/* --list */
+	bool watch;		/* --watch */
+	bool json;		/* --json, with --list or --watch */
 	bool metrics;		/* --metrics MOUNTPOINT */
 	bool confirm;		/* --confirm: is the lock of ZKLOCK_ENTRY held? */
 	bool done;		/* --help/--version answered: exit 0 */

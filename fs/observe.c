@@ -1,0 +1,599 @@
+/* fs/observe.c - LOCKDIR/.holders: who holds a lock, poll(2)-able (observe.h). */
+#include "fs/observe.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "fs/attr.h"
+#include "fs/pending.h"
+#include "fs/pool.h"
+#include "fs/reply.h"
+#include "zk/errno.h"
+#include "zk/grant.h"
+#include "zk/limit.h"
+#include "zk/log.h"
+
+/* A descriptor of .holders: its fh. */
+struct obs_fd {
+	struct observer *o;
+	uint64_t seen;			/* the text's gen it last read at 0 */
+	struct fuse_pollhandle *ph;	/* its poller, till woken */
+	struct obs_fd *next;
+};
+
+/* An OPEN waiting for the observer's first answer. */
+struct obs_open {
+	struct zpend pend;
+	struct fuse_file_info fi;
+	struct obs_fd *fd;
+	struct obs_open *next;
+};
+
+/* One observed lock of the mount; every field under fs->obs->mu. */
+struct observer {
+	struct zklfs *fs;
+	char *dir;			/* the lock's znode; read only */
+	struct zks *zks;		/* its session; read only */
+	struct obs_fd *fds;		/* open descriptors */
+	struct obs_open *opening;
+	bool fetching;			/* a fetch is under way */
+	bool again;			/* the watch fired meanwhile */
+	bool armed;			/* a watch may still fire (it holds @o) */
+	bool ready;			/* text is an answer */
+	int err;			/* the last fetch's errno (0: ok) */
+	uint64_t gen;			/* text changes so far */
+	char *text;
+	size_t len;
+	struct observer *next;
+};
+
+struct zklfs_observe {
+	struct zkl_mutex mu;
+	struct observer *all;
+};
+
+/* One fetch: the listing, the limit, each holder's entry. */
+struct fetch {
+	struct observer *o;
+	struct String_vector sv;
+	struct zkl_child *kids;
+	const struct zkl_child **h;
+	size_t n, nh, left;
+	unsigned limit;
+	char (*line)[1536];		/* per holder */
+};
+
+int zklfs_observe_init(struct zklfs *fs)
+{
+	fs->obs = calloc(1, sizeof(*fs->obs));
+	if (!fs->obs)
+		return -ENOMEM;
+	zkl_mutex_init(&fs->obs->mu, ZKL_RANK_OBSERVE, "fs->obs->mu");
+	return 0;
+}
+
+static void obs_free(struct observer *o)
+{
+	free(o->dir);
+	free(o->text);
+	free(o);
+}
+
+void zklfs_observe_free(struct zklfs *fs)
+{
+	if (!fs->obs)
+		return;
+	for (struct observer *o = fs->obs->all, *next; o; o = next) {
+		next = o->next;
+		obs_free(o);		/* the sessions are closed: no watch fires */
+	}
+	zkl_mutex_destroy(&fs->obs->mu);
+	free(fs->obs);
+	fs->obs = NULL;
+}
+
+/* Let @o go if nothing holds it: no descriptor, open or watch.  Under mu. */
+static bool obs_unused_locked(struct zklfs *fs, struct observer *o)
+{
+	struct observer **pp;
+
+	ZKL_ASSERT_HELD(&fs->obs->mu);
+	if (o->fds || o->opening || o->armed || o->fetching)
+		return false;
+	for (pp = &fs->obs->all; *pp && *pp != o; pp = &(*pp)->next)
+		;
+	if (*pp)
+		*pp = o->next;
+	obs_free(o);
+	return true;
+}
+
+static void fetch_start(struct observer *o);
+
+/* The lock's children changed (or the session went): fetch again, once the
+ * fetch under way is done; or let @o go, if nobody observes any more. */
+static void obs_watcher(zhandle_t *zh, int type, int state, const char *path, void *ctx)
+{
+	struct observer *o = ctx;
+	struct zklfs *fs = o->fs;
+	bool start = false;
+
+	(void)zh, (void)path;
+	if (type == ZOO_SESSION_EVENT && state != ZOO_EXPIRED_SESSION_STATE)
+		return;			/* still registered: it fires later */
+	zkl_mutex_lock(&fs->obs->mu);
+	o->armed = false;
+	if (!obs_unused_locked(fs, o)) {
+		if (o->fetching)
+			o->again = true;
+		else
+			start = o->fetching = true;
+	}
+	zkl_mutex_unlock(&fs->obs->mu);
+	if (start)
+		fetch_start(o);
+}
+
+/* Let descriptor @d go (@linked: it is among o->fds), and its observer if
+ * nothing else holds it. */
+static void obs_release_fd(struct zklfs *fs, struct obs_fd *d, bool linked)
+{
+	struct observer *o = d->o;
+	struct fuse_pollhandle *ph = d->ph;
+
+	zkl_mutex_lock(&fs->obs->mu);
+	for (struct obs_fd **pp = &o->fds; linked && *pp; pp = &(*pp)->next)
+		if (*pp == d) {
+			*pp = d->next;
+			break;
+		}
+	obs_unused_locked(fs, o);
+	zkl_mutex_unlock(&fs->obs->mu);
+	if (ph)
+		fs->reply->drop_poll(ph);
+	free(d);
+}
+
+static void fetch_free(struct fetch *f)
+{
+	free(f->kids);
+	free(f->h);
+	free(f->line);
+	deallocate_String_vector(&f->sv);
+	free(f);
+}
+
+/* The fetch ended with @text (@len bytes, taken) or @err: answer the opens,
+ * wake the pollers, and fetch again if the watch fired meanwhile. */
+static void fetch_end(struct fetch *f, char *text, size_t len, int err)
+{
+	struct observer *o = f->o;
+	struct zklfs *fs = o->fs;
+	struct obs_open *opening;
+	struct fuse_pollhandle *wake[64];
+	size_t nw = 0;
+	bool again;
+
+	fetch_free(f);
+	zkl_mutex_lock(&fs->obs->mu);
+	if (!err && (!o->ready || len != o->len || memcmp(text, o->text, len) != 0)) {
+		free(o->text);
+		o->text = text;
+		o->len = len;
+		o->gen++;
+		text = NULL;
+		for (struct obs_fd *d = o->fds; d; d = d->next)
+			if (d->ph && nw < sizeof(wake) / sizeof(wake[0])) {
+				wake[nw++] = d->ph;
+				d->ph = NULL;
+			}
+	}
+	o->ready |= !err;
+	o->err = err;
+	opening = o->opening;
+	o->opening = NULL;
+	for (struct obs_open *op = opening; op; op = op->next)
+		if (!err) {		/* a descriptor from now on */
+			op->fd->next = o->fds;
+			o->fds = op->fd;
+		}
+	again = o->again && !err;
+	o->again = false;
+	o->fetching = again;
+	zkl_mutex_unlock(&fs->obs->mu);
+	free(text);
+	for (size_t i = 0; i < nw; i++)
+		fs->reply->notify_poll(wake[i]);
+	while (opening) {
+		struct obs_open *next = opening->next;
+
+		if (zpend_claim(fs, &opening->pend)) {
+			opening->fi.fh = (uint64_t)(uintptr_t)opening->fd;
+			opening->fi.direct_io = 1;	/* the size is not known */
+			opening->fi.nonseekable = 0;
+			if (err)
+				fs->reply->err(opening->pend.req, err);
+			else if (fs->reply->open(opening->pend.req, &opening->fi) == 0)
+				opening->fd = NULL;	/* RELEASE lets it go */
+		}
+		if (opening->fd)	/* interrupted, refused, or its caller gone */
+			obs_release_fd(fs, opening->fd, !err);
+		free(opening);
+		opening = next;
+	}
+	if (again)
+		fetch_start(o);
+	else {
+		zkl_mutex_lock(&fs->obs->mu);
+		obs_unused_locked(fs, o);
+		zkl_mutex_unlock(&fs->obs->mu);
+	}
+}
+
+/* The text of the holders: a line each, as observe.h says. */
+static void fetch_text(struct fetch *f)
+{
+	char *text = NULL;
+	size_t len = 0;
+	FILE *m = open_memstream(&text, &len);
+
+	for (size_t i = 0; m && i < f->nh; i++)
+		fputs(f->line[i], m);
+	if (!m || fclose(m) != 0) {
+		free(text);
+		fetch_end(f, NULL, 0, ENOMEM);
+		return;
+	}
+	fetch_end(f, text, len, 0);
+}
+
+/* Holder @i's line, from its entry's data (@value, @n bytes; NULL: not
+ * read); the text once every holder's is in. */
+static void entry_line(struct fetch *f, size_t i, const char *value, size_t n)
+{
+	const struct zkl_child *c = f->h[i];
+	char host[160], pid[32], cmd[160], since[64], name[1024];
+	bool last;
+
+	zkl_data_field(value, n, "host=", host, sizeof(host));
+	zkl_data_field(value, n, "pid=", pid, sizeof(pid));
+	zkl_data_field(value, n, "cmd=", cmd, sizeof(cmd));
+	zkl_data_field(value, n, "since=", since, sizeof(since));
+	zkl_escape(name, sizeof(name), c->name, strlen(c->name));
+	snprintf(f->line[i], sizeof(f->line[0]), "%s\t%s\t%s\t%s\t%s\t%s\n", name,
+		 c->kind == ZKL_SHARED ? "shared" : "exclusive", host, pid, cmd, since);
+	zkl_mutex_lock(&f->o->fs->obs->mu);
+	last = --f->left == 0;
+	zkl_mutex_unlock(&f->o->fs->obs->mu);
+	if (last)
+		fetch_text(f);
+}
+
+struct entry_get {
+	struct fetch *f;
+	size_t i;
+};
+
+static void entry_done(int rc, const char *value, int len, const struct Stat *zs,
+		       const void *data)
+{
+	struct entry_get g = *(const struct entry_get *)data;
+
+	(void)zs;
+	free((void *)data);
+	/* gone meanwhile: "-" fields, and the next change fetches again */
+	entry_line(g.f, g.i, rc == ZOK ? value : NULL, rc == ZOK && len > 0 ? (size_t)len : 0);
+}
+
+/* The holders known: read each one's entry. */
+static void fetch_holders(struct fetch *f)
+{
+	struct observer *o = f->o;
+	size_t nh;
+
+	f->h = calloc(f->n + 1, sizeof(*f->h));
+	f->line = calloc(f->n + 1, sizeof(*f->line));
+	if (!f->h || !f->line) {
+		fetch_end(f, NULL, 0, ENOMEM);
+		return;
+	}
+	nh = f->limit ? zkl_holders_limit(f->kids, f->n, f->limit, f->h, f->n)
+		      : zkl_holders(f->kids, f->n, f->h, f->n);
+	if (!nh) {
+		fetch_text(f);
+		return;
+	}
+	f->nh = f->left = nh;
+	for (size_t i = 0; i < nh; i++) {
+		struct entry_get *g = malloc(sizeof(*g));
+		char *path = g ? zkn_join(o->dir, f->h[i]->name) : NULL;
+		int rc = ZSYSTEMERROR;
+
+		if (g) {
+			g->f = f;
+			g->i = i;
+		}
+		if (path)
+			rc = zklfs_zget(o->fs, o->zks, path, entry_done, g);
+		free(path);
+		if (rc != ZOK) {
+			free(g);
+			entry_line(f, i, NULL, 0);
+		}
+	}
+}
+
+static void limit_done(int rc, const char *value, int len, const struct Stat *zs,
+		       const void *data)
+{
+	struct fetch *f = (struct fetch *)data;
+
+	(void)zs;
+	if (rc == ZOK)
+		f->limit = zkl_limit_parse(value, len > 0 ? (size_t)len : 0);
+	fetch_holders(f);	/* gone meanwhile: the next change says so */
+}
+
+static void fetch_again(void *arg, bool go);
+
+/* The listing, its watch armed: the holders, after the limit if there
+ * may be one. */
+static void children_done(int rc, const struct String_vector *sv, const struct Stat *st,
+			  const void *data)
+{
+	struct fetch *f = (struct fetch *)data;
+	struct observer *o = f->o;
+
+	if (zk_rc_transient(rc) && zks_later(o->zks, fetch_again, f) == 0)
+		return;		/* the session is away: again when it is back */
+	if (rc == ZNONODE) {	/* no lock there (yet): nobody holds it */
+		fetch_text(f);
+		return;
+	}
+	if (rc != ZOK) {
+		zkl_log(LOG_NOTICE, "holders of %s: %s", o->dir, zerror(rc));
+		fetch_end(f, NULL, 0, -zk_errno(rc));
+		return;
+	}
+	zkl_mutex_lock(&o->fs->obs->mu);
+	o->armed = true;
+	zkl_mutex_unlock(&o->fs->obs->mu);
+	f->sv = *sv;		/* kept: the kids borrow its names */
+	memset((void *)sv, 0, sizeof(*sv));
+	f->kids = zkl_parse_children(f->sv.data, f->sv.count, &f->n);
+	if (!f->kids) {
+		fetch_end(f, NULL, 0, ENOMEM);
+		return;
+	}
+	if (st->dataLength > 0 &&
+	    zklfs_zget(o->fs, o->zks, o->dir, limit_done, f) == ZOK)
+		return;
+	fetch_holders(f);
+}
+
+static void fetch_send(struct fetch *f)
+{
+	struct observer *o = f->o;
+	const struct zkl_transport *t = zklfs_transport(o->fs, o->zks);
+	int rc = t->ops->wchildren(t->ctx, o->dir, obs_watcher, o, children_done, f);
+
+	if (rc != ZOK)
+		children_done(rc, NULL, NULL, f);
+}
+
+static void fetch_again(void *arg, bool go)
+{
+	struct fetch *f = arg;
+
+	if (!go) {		/* the mount is going */
+		fetch_end(f, NULL, 0, ESHUTDOWN);
+		return;
+	}
+	fetch_send(f);
+}
+
+/* Start a fetch of @o (o->fetching set by the caller). */
+static void fetch_start(struct observer *o)
+{
+	struct fetch *f = calloc(1, sizeof(*f));
+
+	if (!f) {
+		zkl_mutex_lock(&o->fs->obs->mu);
+		o->fetching = false;
+		zkl_mutex_unlock(&o->fs->obs->mu);
+		return;
+	}
+	f->o = o;
+	fetch_send(f);
+}
+
+/* The handlers ------------------------------------------------------------- */
+
+static void obs_attr(struct zklfs *fs, struct node *n, struct stat *st)
+{
+	memset(st, 0, sizeof(*st));
+	st->st_ino = n->ino;
+	st->st_mode = S_IFREG | 0444;	/* read-only, by anyone who may list */
+	st->st_nlink = 1;
+	st->st_uid = fs->uid;
+	st->st_gid = fs->gid;
+	st->st_blksize = 4096;
+	clock_gettime(CLOCK_REALTIME, &st->st_mtim);
+	st->st_atim = st->st_ctim = st->st_mtim;
+}
+
+void obs_lookup(fuse_req_t req, struct node *p)
+{
+	struct zklfs *fs = p->fs;
+	struct fuse_entry_param e;
+	char *path = zkn_join(p->path, ZKLFS_HOLDERS_NAME);
+	struct node *n = NULL;
+
+	if (path) {
+		zkl_mutex_lock(&fs->lock);
+		n = node_lookup_locked(fs, path, NODE_HOLDERS);
+		zkl_mutex_unlock(&fs->lock);
+		free(path);
+	}
+	if (!n) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	memset(&e, 0, sizeof(e));
+	e.ino = n->ino;
+	obs_attr(fs, n, &e.attr);
+	e.entry_timeout = e.attr_timeout = 1.0;
+	if (fuse_reply_entry(req, &e) != 0)
+		node_forget(fs, n, 1);
+}
+
+void obs_getattr(fuse_req_t req, struct node *n)
+{
+	struct stat st;
+
+	obs_attr(n->fs, n, &st);
+	fuse_reply_attr(req, &st, 1.0);
+}
+
+/* The observer of the lock @dir, made if none.  Under mu.  Return: NULL
+ * on ENOMEM. */
+static struct observer *obs_get_locked(struct zklfs *fs, const char *dir)
+{
+	struct observer *o;
+
+	ZKL_ASSERT_HELD(&fs->obs->mu);
+	for (o = fs->obs->all; o; o = o->next)
+		if (strcmp(o->dir, dir) == 0)
+			return o;
+	o = calloc(1, sizeof(*o));
+	if (o)
+		o->dir = strdup(dir);
+	if (!o || !o->dir) {
+		free(o);
+		return NULL;
+	}
+	o->fs = fs;
+	o->zks = zklfs_session(fs, dir);
+	o->next = fs->obs->all;
+	fs->obs->all = o;
+	return o;
+}
+
+void obs_open(fuse_req_t req, struct node *n, struct fuse_file_info *fi)
+{
+	struct zklfs *fs = n->fs;
+	struct obs_open *op = NULL;
+	struct observer *o = NULL;
+	struct obs_fd *d;
+	bool start = false, now = false;
+	char *dir;
+
+	if ((fi->flags & O_ACCMODE) != O_RDONLY) {
+		fuse_reply_err(req, EACCES);
+		return;
+	}
+	zkl_mutex_lock(&fs->lock);
+	dir = n->path ? strndup(n->path, zkn_parent_len(n->path)) : NULL;
+	zkl_mutex_unlock(&fs->lock);
+	d = dir ? calloc(1, sizeof(*d)) : NULL;
+	if (d)
+		op = calloc(1, sizeof(*op));
+	if (op) {
+		op->fi = *fi;
+		op->fd = d;
+		zpend_start(fs, &op->pend, req);	/* before anyone sees it */
+		zkl_mutex_lock(&fs->obs->mu);
+		o = obs_get_locked(fs, dir);
+		if (o && o->ready && o->armed && !o->fetching) {
+			d->o = o;	/* its watch is armed: the text is current */
+			d->next = o->fds;
+			o->fds = d;
+			now = true;
+		} else if (o) {
+			d->o = o;
+			op->next = o->opening;
+			o->opening = op;
+			start = !o->fetching;
+			o->fetching = true;
+		}
+		zkl_mutex_unlock(&fs->obs->mu);
+	}
+	free(dir);
+	if (!o) {
+		if (!op || zpend_claim(fs, &op->pend))
+			fuse_reply_err(req, ENOMEM);
+		free(op);
+		free(d);
+		return;
+	}
+	if (now) {
+		fi->fh = (uint64_t)(uintptr_t)d;
+		fi->direct_io = 1;
+		if (!zpend_claim(fs, &op->pend) || fs->reply->open(req, fi) != 0)
+			obs_release_fd(fs, d, true);
+		free(op);
+	} else if (start) {
+		fetch_start(o);
+	}
+}
+
+void obs_read(fuse_req_t req, size_t size, off_t off, struct fuse_file_info *fi)
+{
+	struct obs_fd *d = (struct obs_fd *)(uintptr_t)fi->fh;
+	struct observer *o = d->o;
+	struct zklfs *fs = o->fs;
+	char *buf = NULL;
+	size_t n = 0;
+
+	zkl_mutex_lock(&fs->obs->mu);
+	if (off >= 0 && (size_t)off < o->len) {
+		n = o->len - (size_t)off < size ? o->len - (size_t)off : size;
+		buf = malloc(n);
+		if (buf)
+			memcpy(buf, o->text + off, n);
+	}
+	if (off == 0)
+		d->seen = o->gen;
+	zkl_mutex_unlock(&fs->obs->mu);
+	if (n && !buf)
+		fuse_reply_err(req, ENOMEM);
+	else
+		fuse_reply_buf(req, buf, n);
+	free(buf);
+}
+
+void obs_poll(fuse_req_t req, struct fuse_file_info *fi, struct fuse_pollhandle *ph)
+{
+	struct obs_fd *d = (struct obs_fd *)(uintptr_t)fi->fh;
+	struct zklfs *fs = d->o->fs;
+	struct fuse_pollhandle *old = NULL;
+	bool changed;
+
+	zkl_mutex_lock(&fs->obs->mu);
+	changed = d->seen != d->o->gen;
+	if (!changed && ph) {		/* woken at the next change */
+		old = d->ph;
+		d->ph = ph;
+		ph = NULL;
+	}
+	zkl_mutex_unlock(&fs->obs->mu);
+	if (old)
+		fs->reply->drop_poll(old);
+	if (ph)
+		fs->reply->drop_poll(ph);
+	fuse_reply_poll(req, changed ? POLLIN | POLLRDNORM | POLLPRI : 0);
+}
+
+void obs_release(fuse_req_t req, struct fuse_file_info *fi)
+{
+	struct obs_fd *d = (struct obs_fd *)(uintptr_t)fi->fh;
+
+	obs_release_fd(d->o->fs, d, true);
+	fuse_reply_err(req, 0);
+}

@@ -1,0 +1,127 @@
+"""zklock --watch and LOCKDIR/.holders: who holds a lock, told at each
+change to any number of observers, from one ZooKeeper watch per lock per
+mount (the "observe" side of leader election)."""
+
+import json
+import os
+import select
+import subprocess
+
+import harness
+from harness import (GRANT_TIMEOUT, Lines, lockdir, record_figure, seen_dir, spawn,
+                     take, wait_for)
+
+
+def mntr(zk, key):
+    for line in zk.four("mntr").splitlines():
+        if line.startswith(key + "\t"):
+            return int(line.split("\t")[1])
+    raise AssertionError("mntr has no " + key)
+
+
+def watcher(zklock, d, *opts):
+    p = spawn([zklock, "--watch", *opts, d], stdin=subprocess.DEVNULL,
+              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    return p, Lines(p.stdout)
+
+
+def test_watch_prints_each_change_of_holder_from_another_mount(mount, zklock):
+    a, b = mount(), mount()
+    da = lockdir(a)
+    db = seen_dir(b)
+    p, out = watcher(zklock, db)
+    assert out.readline(GRANT_TIMEOUT).endswith(": nobody holds it")
+    h = take(da, "leader")
+    line = out.readline(GRANT_TIMEOUT)
+    assert "held by leader-lock-" in line and "exclusive" in line, line
+    h.release()
+    assert out.readline(GRANT_TIMEOUT).endswith(": nobody holds it")
+    s1, s2 = take(da, "r1", harness.SHARED), take(da, "r2", harness.SHARED)
+    wait_for(lambda: "r2-read-lock-" in (out.readline(GRANT_TIMEOUT) or ""),
+             GRANT_TIMEOUT, "both shared holders named")
+    s1.release()
+    s2.release()
+    p.kill()
+
+
+def test_watch_json_one_object_a_line(mount, zklock):
+    m = mount()
+    d = lockdir(m)
+    p, out = watcher(zklock, d, "--json")
+    first = json.loads(out.readline(GRANT_TIMEOUT))
+    assert first["lock"] == d and first["holders"] == [], first
+    h = take(d, "leader")
+    obj = json.loads(out.readline(GRANT_TIMEOUT))
+    [holder] = obj["holders"]
+    assert holder["entry"].startswith("leader-lock-") and holder["kind"] == "exclusive"
+    assert holder["pid"] == str(os.getpid()) or holder["pid"].isdigit(), holder
+    h.release()
+    p.kill()
+
+
+def test_holders_handle_polls_and_rereads(mount):
+    """The documented handle: open LOCKDIR/.holders read-only, poll() for
+    POLLPRI, pread() from 0."""
+    m = mount()
+    d = lockdir(m)
+    fd = os.open(os.path.join(d, ".holders"), os.O_RDONLY)
+    try:
+        assert os.pread(fd, 4096, 0) == b""
+        p = select.poll()
+        p.register(fd, select.POLLPRI)
+        assert p.poll(0) == [], "readable with nothing new"
+        h = take(d, "x")
+        assert p.poll(GRANT_TIMEOUT * 1000), "no POLLPRI at the grant"
+        assert os.pread(fd, 4096, 0).startswith(b"x-lock-")
+        assert p.poll(0) == [], "still readable after the text was read"
+        h.release()
+        assert p.poll(GRANT_TIMEOUT * 1000)
+        assert os.pread(fd, 4096, 0) == b""
+        for flags in (os.O_WRONLY, os.O_RDWR):
+            try:
+                os.open(os.path.join(d, ".holders"), flags)
+                raise AssertionError(".holders opened for writing")
+            except OSError as e:
+                assert e.errno in (13, 30), e     # EACCES (or EROFS)
+        assert ".holders" not in os.listdir(d)
+    finally:
+        os.close(fd)
+
+
+def test_one_watch_per_lock_and_mount_whatever_the_observers(mount, zk, zklock):
+    a, b = mount(session_timeout=30000), mount(session_timeout=30000)
+    da = lockdir(a)
+    db = seen_dir(b)
+    figures = {}
+    base = mntr(zk, "zk_watch_count")
+    procs = []
+    for n in (1, 20):
+        fresh = []
+        while len(procs) < n:
+            procs.append(watcher(zklock, db))
+            fresh.append(procs[-1])
+        for _, out in fresh:        # each says it once at its start
+            assert "nobody holds it" in out.readline(GRANT_TIMEOUT)
+        watches = mntr(zk, "zk_watch_count") - base
+        before = mntr(zk, "zk_cnt_t_read_per_namespace")
+        h = take(da, "leader")
+        for _, out in procs:        # every observer told
+            line = out.readline(GRANT_TIMEOUT)
+            while line and "held by leader-lock-" not in line:
+                line = out.readline(GRANT_TIMEOUT)
+            assert line, "an observer missed the grant"
+        reads = mntr(zk, "zk_cnt_t_read_per_namespace") - before
+        h.release()
+        for _, out in procs:
+            line = out.readline(GRANT_TIMEOUT)
+            while line and "nobody holds it" not in line:
+                line = out.readline(GRANT_TIMEOUT)
+        figures[n] = (watches, reads)
+        record_figure("zklock --watch, %d observer%s on one mount: the server "
+                      "holds %d watch%s more; one grant costs %d read requests"
+                      % (n, "s" if n > 1 else "", watches, "es" if watches != 1 else "",
+                         reads))
+    for p, _ in procs:
+        p.kill()
+    assert figures[1][0] == figures[20][0], figures
+    assert figures[20][1] <= figures[1][1] + 4, figures
