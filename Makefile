@@ -56,7 +56,7 @@ $(BUILD)/asan/zklockfs: $(SRC) $(HDR)
 
 # the tool speaks only to the mount (and reads its heartbeat file): libc alone
 ZKLOCK_SRC = tools/zklock/main.c tools/zklock/opts.c tools/zklock/lockdir.c \
-	     tools/zklock/entry.c tools/zklock/signals.c tools/zklock/tree.c tools/zklock/list.c tools/zklock/why.c tools/zklock/watchdog.c tools/zklock/watch.c \
+	     tools/zklock/entry.c tools/zklock/signals.c tools/zklock/tree.c tools/zklock/list.c tools/zklock/why.c tools/zklock/watchdog.c tools/zklock/watch.c tools/zklock/waitinfo.c \
 	     zk/escape.c
 $(BUILD)/zklock: $(ZKLOCK_SRC) $(wildcard tools/zklock/*.h) zk/escape.h zk/heartbeat.h fs/ioctl.h | $(BUILD)
 	$(CC) $(WARN) -I. -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 -DZKLOCKFS_VERSION='"$(VERSION)"' \

@@ -4,6 +4,7 @@ mount (the "observe" side of leader election)."""
 
 import json
 import os
+import re
 import select
 import subprocess
 
@@ -125,3 +126,20 @@ def test_one_watch_per_lock_and_mount_whatever_the_observers(mount, zk, zklock):
         p.kill()
     assert figures[1][0] == figures[20][0], figures
     assert figures[20][1] <= figures[1][1] + 4, figures
+
+
+def test_a_waiting_zklock_verbose_says_who_holds_it_and_its_place(mount, zklock):
+    a, b = mount(), mount()
+    da = lockdir(a)
+    db = seen_dir(b)
+    h = take(da, "holder")
+    p = spawn([zklock, "--verbose", db, "echo", "ran"], stdin=subprocess.DEVNULL,
+              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    err = Lines(p.stderr)
+    line = err.readline(GRANT_TIMEOUT)
+    assert line.startswith("zklock: waiting for %s: place 2 of 2; held by holder-lock-" % db) \
+        and re.search(r"\(host [^,]+, pid \d+, ", line), line
+    record_figure("a waiting zklock --verbose says: %s" % line)
+    h.release()
+    out, _ = p.communicate(timeout=GRANT_TIMEOUT)
+    assert p.returncode == 0 and out == b"ran\n"

@@ -88,6 +88,7 @@
 #include "tools/zklock/opts.h"
 #include "tools/zklock/signals.h"
 #include "tools/zklock/tree.h"
+#include "tools/zklock/waitinfo.h"
 #include "tools/zklock/watch.h"
 #include "tools/zklock/watchdog.h"
 #include "tools/zklock/why.h"
@@ -296,7 +297,9 @@ static int zkl_acquire(struct zkl_run *r)
 		warnx("%s", strerror(ENOMEM));
 		return ZKL_EXIT_OSERR;
 	}
+	zkl_waitinfo_start(r);		/* --verbose, or a terminal: who holds it */
 	err = zkl_entry_take(r, path);
+	zkl_waitinfo_stop();
 	took = zkl_now() - t0;
 	switch (err) {
 	case 0:
