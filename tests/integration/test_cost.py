@@ -14,12 +14,13 @@ import os
 import subprocess
 
 import harness
-from harness import lockdir, seen_dir, take, record_figure
+from harness import (lockdir, record_figure, seen_dir, start_waiter, take, wait_for,
+                     wait_no_entries)
 
 # what `getfattr -d` on an entry may cost, another mount's or our own, and
-# `zklock --list` of a lock with 5 entries
+# `zklock --list` of a lock with 5 entries (and its limit, for the column)
 ENTRY_READS_MAX = 3
-LIST_READS_MAX = 8
+LIST_READS_MAX = 9
 
 
 def reads(zk):
@@ -61,3 +62,57 @@ def test_zklock_list_reads_the_lock_once(mount, zk):
     assert n <= LIST_READS_MAX, "%d reads" % n
     for h in held:
         h.release()
+
+
+def mntr(zk, key):
+    for line in zk.four("mntr").splitlines():
+        if line.startswith(key + "\t"):
+            return int(line.split("\t")[1])
+    return 0                        # a namespace not used yet
+
+
+def counts(zk, ns):
+    """(writes, reads, watches): the server's counts for namespace @ns."""
+    return (mntr(zk, "zk_cnt_%s_write_per_namespace" % ns),
+            mntr(zk, "zk_cnt_%s_read_per_namespace" % ns),
+            mntr(zk, "zk_watch_count"))
+
+
+def delta(after, before):
+    return tuple(a - b for a, b in zip(after, before))
+
+
+def test_what_a_mount_a_grant_and_a_waiter_cost_the_ensemble(mount, zk, test_root):
+    """The figures of docs/SCALING.md: connections per mount, and the
+    writes, reads and watches of one uncontended cycle and of one waiter."""
+    ns = test_root.strip("/").split("/")[0]
+    conns = mntr(zk, "zk_num_alive_connections")
+    a, b = mount(session_timeout=30000), mount(session_timeout=30000)
+    conns = mntr(zk, "zk_num_alive_connections") - conns
+    record_figure("connections: 2 mounts (sessions=1) add %d" % conns)
+    assert conns == 2
+    da = lockdir(a)
+    db = seen_dir(b)
+    before = counts(zk, ns)
+    h = take(da, "solo")
+    h.release()
+    wait_no_entries(da)
+    w, r, _ = delta(counts(zk, ns), before)
+    record_figure("one uncontended open/close cycle: %d writes, %d reads" % (w, r))
+    assert w == 2, "a cycle is a create and a delete: %d writes" % w
+    h = take(da, "holder")
+    before = counts(zk, ns)
+    waiter = start_waiter(db, "waiter")
+    wait_for(lambda: len(os.listdir(da)) == 2, 10, "the waiter queued")
+    w, r, watches = delta(counts(zk, ns), before)
+    record_figure("one waiter, while it waits: %d writes, %d reads, %d watches"
+                  % (w, r, watches))
+    assert w == 1 and watches <= 1, (w, r, watches)
+    before = counts(zk, ns)
+    h.release()
+    waiter.wait_granted()
+    waiter.release()
+    wait_no_entries(da)
+    w, r, watches = delta(counts(zk, ns), before)
+    record_figure("the holder's release, the waiter's grant and release: %d writes, "
+                  "%d reads" % (w, r))
