@@ -240,7 +240,7 @@ uninstall:
 # .changes, which `lintian build/zklockfs_*.changes` checks.
 deb:
 	@command -v dpkg-buildpackage >/dev/null && command -v dh >/dev/null || { echo \
-		"make deb needs dpkg-dev and debhelper (apt-get install dpkg-dev debhelper)" >&2; exit 1; }
+		"make deb needs build-essential and debhelper (apt-get install build-essential debhelper)" >&2; exit 1; }
 	dpkg-buildpackage -b -us -uc
 	mkdir -p $(BUILD)
 	mv ../zklockfs_$(VERSION)_*.deb ../zklockfs-dbgsym_$(VERSION)_*.deb ../zklockfs_$(VERSION)_*.changes \
