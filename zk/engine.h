@@ -2,9 +2,10 @@
  * zk/engine.h - the lock engine's insides, shared by its files (see
  * zk/lock.h for the contract and zk/lock.c for how a waiter lives).
  *
- * Not an API: only zk/lock*.c, zk/waiter.c, zk/release.c, zk/watch.c and
- * zk/create.c include it, as the ZooKeeper C client's zk_adaptor.h is shared
- * by its own files.  Every zke_*_locked() function runs with engine->lock
+ * Not an API: only the engine's seven files (zk/lock.c, zk/waiter.c,
+ * zk/create.c, zk/watch.c, zk/release.c, zk/linger.c, zk/sem.c) and the
+ * simulator's checker (tests/sim/check.c) include it, as the ZooKeeper C
+ * client's zk_adaptor.h is shared by its own files.  Every zke_*_locked() function runs with engine->lock
  * held (asserted in the sanitizer builds); the others take it.
  */
 #ifndef ZK_ENGINE_H
@@ -86,9 +87,10 @@ struct zkl_waiter {
 	struct zkl_waiter *qprev, *qnext;
 	int refs;
 	/*
-	 * Where it is, as six small machines, each changed by its one
-	 * zke_set_*_locked() (or zke_stall_locked()), moves checked in the
-	 * sanitizer builds.
+	 * Where it is, as seven small machines: six (state, stall, ans,
+	 * entry, own, dwatch) each changed by its one zke_set_*_locked() (or
+	 * zke_stall_locked()), moves checked in the sanitizer builds; and
+	 * ahead, set by the listing that shows it (zke_learn_pred_locked()).
 	 */
 	enum wstate state;		/* the table of zk/lock.c */
 	enum stall stall;		/* what to redo when the session is back */
