@@ -143,3 +143,15 @@ def test_a_waiting_zklock_verbose_says_who_holds_it_and_its_place(mount, zklock)
     h.release()
     out, _ = p.communicate(timeout=GRANT_TIMEOUT)
     assert p.returncode == 0 and out == b"ran\n"
+
+
+def test_a_verbose_zklock_whose_command_ends_at_once_ends_too(mount, zklock):
+    """zklock's helper threads (what a waiting zklock shows, the watchdog)
+    block every signal: a SIGCHLD, or -w's SIGALRM, taken by one of them
+    would never reach the main thread's signalfd or open()."""
+    m = mount()
+    d = lockdir(m)
+    for i in range(8):
+        r = subprocess.run([zklock, "--verbose", d, "true"], stdin=subprocess.DEVNULL,
+                           capture_output=True, timeout=GRANT_TIMEOUT)
+        assert r.returncode == 0, r

@@ -8,6 +8,7 @@
 
 #include <err.h>
 #include <errno.h>
+#include <pthread.h>
 #include <stddef.h>
 #include <sys/signalfd.h>
 #include <sys/time.h>
@@ -161,4 +162,22 @@ void zkl_sig_restore(const sigset_t *mask)
 			warn("sigaction");
 	if (sigprocmask(SIG_SETMASK, mask, NULL) < 0)
 		warn("sigprocmask");
+}
+
+/* See signals.h. */
+int zkl_sig_thread(void *(*fn)(void *), void *arg)
+{
+	pthread_attr_t attr;
+	sigset_t all, old;
+	pthread_t t;
+	int err;
+
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);	/* the new thread's mask */
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	err = pthread_create(&t, &attr, fn, arg);
+	pthread_attr_destroy(&attr);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return -err;
 }

@@ -60,6 +60,15 @@ void zkl_sig_disarm_timer(void);
 int zkl_sig_open_fd(int *fd);
 
 /*
+ * zkl_sig_thread() - start @fn(@arg) on a detached thread that blocks
+ * every signal: the signals are the main thread's (SIGALRM must end its
+ * open(), SIGCHLD reach its signalfd), and a process-directed signal goes
+ * to any thread that does not block it.  zklock's helper threads
+ * (watchdog.c, waitinfo.c) start this way.  Return: 0 or a negative errno.
+ */
+int zkl_sig_thread(void *(*fn)(void *), void *arg);
+
+/*
  * zkl_sig_restore() - in the forked command: give back the dispositions
  * zklock started with, and the signal mask @mask (zkl_sig_install()'s
  * *orig_mask). Failures are reported on stderr and otherwise ignored.

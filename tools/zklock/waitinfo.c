@@ -13,6 +13,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "tools/zklock/signals.h"
+
 static struct {
 	pthread_mutex_t mu;	/* stop, said */
 	bool stop;
@@ -131,18 +133,12 @@ static void *waitinfo_main(void *arg)
 /* See waitinfo.h. */
 void zkl_waitinfo_start(struct zkl_run *r)
 {
-	pthread_attr_t attr;
-	pthread_t t;
-
 	if (r->lockfile || r->o->nonblock || !(r->o->verbose || isatty(STDERR_FILENO)))
 		return;
 	snprintf(wi.dir, sizeof(wi.dir), "%s", r->dir);
 	snprintf(wi.name, sizeof(wi.name), "%s", r->name);
 	wi.tty = isatty(STDERR_FILENO);
-	pthread_attr_init(&attr);
-	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	pthread_create(&t, &attr, waitinfo_main, NULL);
-	pthread_attr_destroy(&attr);
+	zkl_sig_thread(waitinfo_main, NULL);	/* no signal of the main thread's */
 }
 
 /* See waitinfo.h. */

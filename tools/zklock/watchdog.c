@@ -17,6 +17,7 @@
 #include "fs/ioctl.h"
 #include "zk/heartbeat.h"
 
+#include "tools/zklock/signals.h"
 #include "tools/zklock/tree.h"
 
 /* The watch, set by zkl_watchdog_start() before the thread starts. */
@@ -101,8 +102,6 @@ static void *watch(void *arg)
 int zkl_watchdog_start(struct zkl_run *r)
 {
 	struct zklfs_ioc_watchdog w;
-	pthread_attr_t attr;
-	pthread_t t;
 	struct stat st;
 	void *map;
 	int fd, err;
@@ -138,10 +137,7 @@ int zkl_watchdog_start(struct zkl_run *r)
 	wd.gen = w.gen;
 	wd.child = r->child;
 	snprintf(wd.lock, sizeof(wd.lock), "%s", r->entry ? r->entry : r->dir);
-	pthread_attr_init(&attr);
-	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	err = -pthread_create(&t, &attr, watch, NULL);
-	pthread_attr_destroy(&attr);
+	err = zkl_sig_thread(watch, NULL);	/* no signal of the main thread's */
 	if (!err)
 		return 0;
 fail:
