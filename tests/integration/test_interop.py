@@ -5,7 +5,10 @@ kazoo Lock (python3-kazoo) contend on the very znode that a zklockfs lock
 directory stands for: each excludes a zklockfs holder and is excluded by it,
 in both orders; each lists the other's entries in its own queue
 (getParticipantNodes(), contenders()); `ls` on the mount shows theirs in
-queue order. Then all three kinds of client at once, under contention.
+queue order. The two scenarios, a client waiting for a zklockfs
+holder and zklockfs waiting for a client's holder, are written once and
+run for each client through a small adapter (Client: its naming, its
+entries' names, what it shows of the queue). Then all three kinds of client at once, under contention.
 go-zookeeper's zk.Lock (Go, golang-github-samuel-go-zookeeper-dev) waits
 behind a zklockfs entry (exclusive or shared), watching it, and keeps a
 zklockfs opener waiting, in both orders.
@@ -363,74 +366,194 @@ def zklockfs_data(d, entry):
     return read_file(os.path.join(d, entry)).decode("utf-8", "replace")
 
 
-# --- Curator InterProcessMutex vs zklockfs (naming=curator) ------------------------
+# --- each client against zklockfs, both ways -----------------------------------------
 
-def test_curator_waits_for_zklockfs_holder(mount, zk, curator_cp):
-    c = Curator(curator_cp, zk.hostport, zpath_of(mount))    # JVM starts meanwhile
-    m = mount()
+class Client:
+    """What the two scenarios below ask of a foreign client: its mount's
+    naming, its entries' names, how it starts on a lock's znode, whether
+    its acquire can time out, and what it shows of the queue (each check a
+    method; the default shows nothing)."""
+    naming = None
+    times_out = True
+
+    def marker(self, flags):
+        return "-lock-" if flags == WRITE else "-read-lock-"
+
+    def queued_behind(self, c, d, h, cname, m, zk):
+        """c queued behind zklockfs holder h: what c shows of the queue."""
+
+    def after_grant(self, c):
+        """c granted, nobody behind it."""
+
+    def holding_ahead_of(self, c, d, cname, w):
+        """c holds, zklockfs waiter w behind it."""
+
+    def keeps_out_after(self, c, d, w):
+        """w holds, after c gave the lock back: c is kept out."""
+        c.acquire_must_time_out()
+
+    def after_waiter(self, c):
+        """w gave the lock back."""
+
+
+class CuratorClient(Client):
+    node = CURATOR_NODE
+
+    def __init__(self, request):
+        self.cp = request.getfixturevalue("curator_cp")
+
+    def start(self, zk, zpath):
+        return Curator(self.cp, zk.hostport, zpath)
+
+    def queued_behind(self, c, d, h, cname, m, zk):
+        assert c.participants() == [h.entry, cname]
+
+    def holding_ahead_of(self, c, d, cname, w):
+        assert c.participants() == [cname, w.entry]
+
+    def keeps_out_after(self, c, d, w):
+        c.acquire_must_time_out()
+        assert c.participants() == [w.entry]
+
+
+class KazooClient(Client):
+    naming = "kazoo"
+    node = KAZOO_NODE
+
+    def __init__(self, request):
+        request.getfixturevalue("kazoo_ok")
+
+    def marker(self, flags):
+        return "__lock__" if flags == WRITE else "__rlock__"
+
+    def start(self, zk, zpath):
+        return Kazoo(zk.hostport, zpath, "kazoo-contender")
+
+    def queued_behind(self, c, d, h, cname, m, zk):
+        # kazoo learns its node's name when the create's answer arrives
+        wait_for(lambda: c.node() == cname, GRANT_TIMEOUT,
+                 "kazoo to report its node %s" % cname)
+        cont = c.contenders()
+        assert len(cont) == 2, cont
+        assert "pid=%d" % h.pid in cont[0].splitlines(), cont
+        assert cont[0] == zklockfs_data(d, h.entry)
+        assert cont[1] == c.ident
+
+    def after_grant(self, c):
+        assert c.contenders() == [c.ident]
+
+    def holding_ahead_of(self, c, d, cname, w):
+        cont = c.contenders()
+        assert len(cont) == 2 and cont[0] == c.ident, cont
+        assert "pid=%d" % w.pid in cont[1].splitlines(), cont
+
+
+class GoClient(Client):
+    """go-zookeeper's zk.Lock: no timed acquire; it queues behind a
+    zklockfs entry of either kind, watching it."""
+    node = GO_NODE
+    times_out = False
+
+    def __init__(self, request):
+        self.exe = request.getfixturevalue("go_lock_bin")
+
+    def start(self, zk, zpath):
+        return GoLock(self.exe, zk.hostport, zpath)
+
+    def queued_behind(self, c, d, h, cname, m, zk):
+        hpath = m.zkpath("L/" + h.entry)
+        wait_for(lambda: hpath in session_watches(zk, c.session), GRANT_TIMEOUT,
+                 "zk.Lock (session 0x%x) to watch the zklockfs entry %s (wchc: %r)"
+                 % (c.session, hpath, zk.four("wchc")))
+
+    def keeps_out_after(self, c, d, w):
+        c.acquire()
+        again = new_entry(d, {w.entry}, GO_NODE)
+        assert_queue(d, [w.entry, again])
+        c.still_waiting()
+
+    def after_waiter(self, c):
+        c.expect("acquired")
+        c.release()
+
+
+CLIENTS = {"curator": CuratorClient, "kazoo": KazooClient, "go": GoClient}
+
+
+@pytest.mark.parametrize("name,flags", [("curator", WRITE), ("kazoo", WRITE),
+                                        ("go", WRITE), ("go", SHARED)],
+                         ids=["curator", "kazoo", "go-exclusive", "go-shared"])
+def test_client_waits_for_zklockfs_holder(mount, zk, request, name, flags):
+    """The client is excluded by a zklockfs holder (and cleans up when its
+    acquire times out), queues behind it (both queues show both entries, in
+    the same order), and is granted at the holder's close()."""
+    client = CLIENTS[name](request)
+    c = client.start(zk, zpath_of(mount))      # a JVM starts meanwhile
+    m = mount(naming=client.naming)
     d = lockdir(m)
-    h = take(d, "fs")
-    assert parse_entry(h.entry)[:2] == ("fs", "-lock-")
+    h = take(d, "fs", flags)
+    assert parse_entry(h.entry)[:2] == ("fs", client.marker(flags))
     c.wait_ready()
-
-    # Curator is excluded by the zklockfs holder, and cleans up on timeout
-    c.acquire_must_time_out()
-    wait_for(lambda: entries(d) == [h.entry], GRANT_TIMEOUT,
-             "Curator's timed-out entry to go (now %r)" % os.listdir(d))
-
-    # queued behind it: both queues show both entries, in the same order
+    if client.times_out:
+        c.acquire_must_time_out()
+        wait_for(lambda: entries(d) == [h.entry], GRANT_TIMEOUT,
+                 "%s's timed-out entry to go (now %r)" % (name, os.listdir(d)))
     c.acquire()
-    cname = new_entry(d, {h.entry}, CURATOR_NODE)
+    cname = new_entry(d, {h.entry}, client.node)
     assert_queue(d, [h.entry, cname])
-    assert c.participants() == [h.entry, cname]
+    client.queued_behind(c, d, h, cname, m, zk)
     assert lock_state(os.path.join(d, cname)) == "waiting"
     assert lock_state(os.path.join(d, h.entry)) == "held"
     c.still_waiting()
 
-    # the zklockfs holder's close() hands the lock to Curator
     h.release()
     c.expect("acquired")
     wait_gone(d, h.entry)
     assert getxattr_str(d, XATTR_HOLDERS).split() == [cname]
     assert lock_state(os.path.join(d, cname)) == "held"
+    client.after_grant(c)
     c.release()
     c.quit()
     wait_no_entries(d)
 
 
-def test_zklockfs_waits_for_curator_holder(mount, zk, curator_cp):
-    c = Curator(curator_cp, zk.hostport, zpath_of(mount))
-    m = mount()
+@pytest.mark.parametrize("name", ["curator", "kazoo", "go"])
+def test_zklockfs_waits_for_client_holder(mount, zk, request, name):
+    """A holder of the client keeps zklockfs openers out (O_NONBLOCK:
+    EAGAIN; else the open waits) until it gives the lock back; then
+    zklockfs keeps the client out."""
+    client = CLIENTS[name](request)
+    c = client.start(zk, zpath_of(mount))
+    m = mount(naming=client.naming)
     d = lockdir(m)
     c.wait_ready()
     c.acquire()
     c.expect("acquired")
-    cname = new_entry(d, set(), CURATOR_NODE)
+    cname = new_entry(d, set(), client.node)
     assert_queue(d, [cname])
     assert lock_state(os.path.join(d, cname)) == "held"
 
-    # zklockfs is excluded by the Curator holder
     nonblocking_open_fails(os.path.join(d, "nb"))
     wait_for(lambda: entries(d) == [cname], GRANT_TIMEOUT,
              "the O_NONBLOCK entry to go (now %r)" % os.listdir(d))
     w = start_waiter(d, "fs")
+    assert parse_entry(w.entry)[:2] == ("fs", client.marker(WRITE))
     w.assert_waiting()
     assert_queue(d, [cname, w.entry])
-    assert c.participants() == [cname, w.entry]
-    data = zklockfs_data(d, w.entry)
-    assert "pid=%d" % w.pid in data.splitlines(), data
+    assert "pid=%d" % w.pid in zklockfs_data(d, w.entry).splitlines()
+    client.holding_ahead_of(c, d, cname, w)
 
-    # Curator's release() hands the lock to the zklockfs waiter
     c.release()
     w.wait_granted()
     wait_gone(d, cname)
-    # ... and now Curator is the one kept out
-    c.acquire_must_time_out()
-    assert c.participants() == [w.entry]
+    client.keeps_out_after(c, d, w)
     w.release()
+    client.after_waiter(c)
     c.quit()
     wait_no_entries(d)
 
+
+# --- Curator InterProcessMutex vs zklockfs (naming=curator) ------------------------
 
 def test_curator_and_zklockfs_shared_lock_exclude_each_other(mount, zk,
                                                              curator_cp):
@@ -462,72 +585,6 @@ def test_curator_and_zklockfs_shared_lock_exclude_each_other(mount, zk,
 
 
 # --- kazoo Lock vs zklockfs (naming=kazoo) -----------------------------------------
-
-def test_kazoo_waits_for_zklockfs_holder(mount, zk, kazoo_ok):
-    m = mount(naming="kazoo")
-    d = lockdir(m)
-    k = Kazoo(zk.hostport, m.zkpath("L"), "kazoo-contender-1")
-    h = take(d, "fs")
-    assert parse_entry(h.entry)[:2] == ("fs", "__lock__")
-    k.wait_ready()
-
-    k.acquire_must_time_out()
-    wait_for(lambda: entries(d) == [h.entry], GRANT_TIMEOUT,
-             "kazoo's timed-out entry to go (now %r)" % os.listdir(d))
-
-    k.acquire()
-    kname = new_entry(d, {h.entry}, KAZOO_NODE)
-    # kazoo learns its node's name when the create's answer arrives
-    wait_for(lambda: k.node() == kname, GRANT_TIMEOUT,
-             "kazoo to report its node %s" % kname)
-    assert_queue(d, [h.entry, kname])
-    cont = k.contenders()
-    assert len(cont) == 2, cont
-    assert "pid=%d" % h.pid in cont[0].splitlines(), cont
-    assert cont[0] == zklockfs_data(d, h.entry)
-    assert cont[1] == k.ident
-    assert lock_state(os.path.join(d, kname)) == "waiting"
-    k.still_waiting()
-
-    h.release()
-    k.expect("acquired")
-    wait_gone(d, h.entry)
-    assert getxattr_str(d, XATTR_HOLDERS).split() == [kname]
-    assert k.contenders() == [k.ident]
-    k.release()
-    k.quit()
-    wait_no_entries(d)
-
-
-def test_zklockfs_waits_for_kazoo_holder(mount, zk, kazoo_ok):
-    m = mount(naming="kazoo")
-    d = lockdir(m)
-    k = Kazoo(zk.hostport, m.zkpath("L"), "kazoo-holder-1").wait_ready()
-    k.acquire()
-    k.expect("acquired")
-    kname = new_entry(d, set(), KAZOO_NODE)
-    assert_queue(d, [kname])
-    assert lock_state(os.path.join(d, kname)) == "held"
-
-    nonblocking_open_fails(os.path.join(d, "nb"))
-    wait_for(lambda: entries(d) == [kname], GRANT_TIMEOUT,
-             "the O_NONBLOCK entry to go (now %r)" % os.listdir(d))
-    w = start_waiter(d, "fs")
-    assert parse_entry(w.entry)[:2] == ("fs", "__lock__")
-    w.assert_waiting()
-    assert_queue(d, [kname, w.entry])
-    cont = k.contenders()
-    assert len(cont) == 2 and cont[0] == k.ident, cont
-    assert "pid=%d" % w.pid in cont[1].splitlines(), cont
-
-    k.release()
-    w.wait_granted()
-    wait_gone(d, kname)
-    k.acquire_must_time_out()
-    w.release()
-    k.quit()
-    wait_no_entries(d)
-
 
 def test_kazoo_rw_locks_and_zklockfs_shared_lock(mount, zk, kazoo_ok):
     """kazoo's ReadLock shares with a zklockfs reader (NAME__rlock__N); its
@@ -561,75 +618,6 @@ def test_kazoo_rw_locks_and_zklockfs_shared_lock(mount, zk, kazoo_ok):
     r3.release()
     kr.quit()
     kw.quit()
-    wait_no_entries(d)
-
-
-# --- go-zookeeper zk.Lock vs zklockfs (naming=curator) --------------------------------
-
-@pytest.mark.parametrize("flags", [WRITE, SHARED], ids=["exclusive", "shared"])
-def test_go_waits_for_zklockfs_holder(mount, zk, go_lock_bin, flags):
-    """zk.Lock reads a zklockfs entry, NAME-lock-N or NAME-read-lock-N, as a
-    contender: it queues behind it, watches it, and gets the lock when the
-    zklockfs holder closes."""
-    g = GoLock(go_lock_bin, zk.hostport, zpath_of(mount))
-    m = mount()
-    d = lockdir(m)
-    h = take(d, "fs", flags)
-    assert parse_entry(h.entry)[:2] == (
-        "fs", "-lock-" if flags == WRITE else "-read-lock-")
-    g.wait_ready()
-    g.acquire()
-    gname = new_entry(d, {h.entry}, GO_NODE)
-    assert_queue(d, [h.entry, gname])
-    hpath = m.zkpath("L/" + h.entry)
-    wait_for(lambda: hpath in session_watches(zk, g.session), GRANT_TIMEOUT,
-             "zk.Lock (session 0x%x) to watch the zklockfs entry %s (wchc: %r)"
-             % (g.session, hpath, zk.four("wchc")))
-    assert lock_state(os.path.join(d, gname)) == "waiting"
-    g.still_waiting()
-
-    h.release()
-    g.expect("acquired")
-    wait_gone(d, h.entry)
-    assert getxattr_str(d, XATTR_HOLDERS).split() == [gname]
-    g.release()
-    g.quit()
-    wait_no_entries(d)
-
-
-def test_zklockfs_waits_for_go_holder(mount, zk, go_lock_bin):
-    """A zk.Lock holder keeps zklockfs openers out (O_NONBLOCK: EAGAIN; else
-    the open waits) until its Unlock(); then zklockfs keeps zk.Lock out."""
-    g = GoLock(go_lock_bin, zk.hostport, zpath_of(mount))
-    m = mount()
-    d = lockdir(m)
-    g.wait_ready()
-    g.acquire()
-    g.expect("acquired")
-    gname = new_entry(d, set(), GO_NODE)
-    assert_queue(d, [gname])
-    assert lock_state(os.path.join(d, gname)) == "held"
-
-    nonblocking_open_fails(os.path.join(d, "nb"))
-    wait_for(lambda: entries(d) == [gname], GRANT_TIMEOUT,
-             "the O_NONBLOCK entry to go (now %r)" % os.listdir(d))
-    w = start_waiter(d, "fs")
-    w.assert_waiting()
-    assert_queue(d, [gname, w.entry])
-
-    # zk.Lock's Unlock() hands the lock to the zklockfs waiter
-    g.release()
-    w.wait_granted()
-    wait_gone(d, gname)
-    # ... and now zk.Lock is the one kept out
-    g.acquire()
-    g2 = new_entry(d, {w.entry}, GO_NODE)
-    assert_queue(d, [w.entry, g2])
-    g.still_waiting()
-    w.release()
-    g.expect("acquired")
-    g.release()
-    g.quit()
     wait_no_entries(d)
 
 
