@@ -241,12 +241,11 @@ static void watchdog_ioctl(fuse_req_t req, struct node *ln)
 {
 	struct zklfs *fs = fuse_req_userdata(req);
 	struct zklfs_ioc_watchdog w;
-	char state[16];
+	struct zkl_info own;
 	char *dir = NULL;
 	int err = -ENOLCK;
 
-	if (ln && lockreq_own_text(fs, ln, false, state, sizeof(state)) > 0 &&
-	    (!strcmp(state, "held") || !strcmp(state, "revoking"))) {
+	if (ln && lockreq_own_state(fs, ln, &own) && !own.lost) {	/* held */
 		zkl_mutex_lock(&fs->lock);
 		dir = ln->lr ? strdup(ln->lr->dir) : NULL;
 		zkl_mutex_unlock(&fs->lock);

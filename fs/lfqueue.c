@@ -91,15 +91,10 @@ static void q_answer(struct qbuild *q)
 			(long long)q->e[i].ctime, q->e[i].host, q->e[i].pid);
 		q->e[i].found = false;
 	}
-	if (!f || fclose(f) != 0) {
+	if (!f || fclose(f) != 0)
 		zop_reply_err(op, ENOMEM);
-	} else if (op->size == 0) {
-		zop_reply_xattr(op, len);
-	} else if (op->size < len) {
-		zop_reply_err(op, ERANGE);
-	} else {
-		zop_reply_buf(op, val, len);
-	}
+	else
+		zop_reply_value(op, val, len);
 	free(val);
 	zop_free(op);
 	q_free(q);

@@ -39,12 +39,7 @@ static void get_done(int rc, const char *value, int len, const struct Stat *zs,
 		zop_reply_err(op, ENODATA);
 	} else {
 		snprintf(val, sizeof(val), "%ld", v);
-		if (op->size == 0)
-			zop_reply_xattr(op, strlen(val));
-		else if (op->size < strlen(val))
-			zop_reply_err(op, ERANGE);
-		else
-			zop_reply_buf(op, val, strlen(val));
+		zop_reply_value(op, val, strlen(val));
 	}
 	zop_free(op);
 }

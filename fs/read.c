@@ -118,16 +118,6 @@ static const char *const xattr_names[] = {
 	[X_HOLDERS] = "user.zklockfs.holders",
 };
 
-static void reply_xattr_value(fuse_req_t req, size_t size, const char *val, size_t len)
-{
-	if (size == 0)
-		fuse_reply_xattr(req, len);
-	else if (size < len)
-		fuse_reply_err(req, ERANGE);
-	else
-		fuse_reply_buf(req, val, len);
-}
-
 /* Answer the state or holders xattr @op from the lock's listing @sv (its
  * limit in op->off), and free @op. */
 static void xattr_reply(struct zop *op, const struct String_vector *sv)
@@ -315,7 +305,7 @@ static void reply_metrics(fuse_req_t req, size_t size)
 		return;
 	}
 	n = zkl_metrics_format(buf, len);
-	reply_xattr_value(req, size, buf, n < len ? n : len - 1);
+	zklfs_reply_value(req, size, buf, n < len ? n : len - 1);
 	free(buf);
 }
 
@@ -331,7 +321,7 @@ static void confirm_answer(struct zklfs *fs, fuse_req_t req, size_t size, int er
 	if (err)
 		fuse_reply_err(req, err);
 	else
-		reply_xattr_value(req, size, "held", strlen("held"));
+		zklfs_reply_value(req, size, "held", strlen("held"));
 }
 
 /*
@@ -391,7 +381,7 @@ void zklfs_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 	}
 	if (strcmp(name, ZKLFS_LOCKFILES_XATTR) == 0) {	/* zklock asks */
 		if (fs->conf->lockfiles && n->type == NODE_DIR)
-			reply_xattr_value(req, size, "1", 1);
+			zklfs_reply_value(req, size, "1", 1);
 		else
 			fuse_reply_err(req, ENODATA);
 		return;
@@ -413,13 +403,13 @@ void zklfs_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 	/* our own lock: the engine knows, even while ZooKeeper is away */
 	if ((x == X_STATE || x == X_TOKEN) &&
 	    (len = lockreq_own_text(fs, n, x == X_TOKEN, val, sizeof(val))) >= 0) {
-		reply_xattr_value(req, size, val, (size_t)len);
+		zklfs_reply_value(req, size, val, (size_t)len);
 		return;
 	}
 	op = zop_new(req, n, zklfs_node_path(fs, n));
 	if (!op) {			/* a lock node holding no entry */
 		if (x == X_STATE && lockreq_waiting(fs, n)) {
-			reply_xattr_value(req, size, "waiting", strlen("waiting"));
+			zklfs_reply_value(req, size, "waiting", strlen("waiting"));
 			return;
 		}
 		fuse_reply_err(req, ENODATA);
@@ -526,7 +516,7 @@ void zklfs_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 	char buf[256];
 
 	if (!node_persistent(n->type)) {
-		reply_xattr_value(req, size, buf, xattr_list(n->type, false, false, false, buf));
+		zklfs_reply_value(req, size, buf, xattr_list(n->type, false, false, false, buf));
 		return;
 	}
 	op = zop_new(req, n, zklfs_node_path(fs, n));

@@ -68,22 +68,20 @@ void zop_reply_buf(struct zop *op, const char *buf, size_t len)
 		fuse_reply_buf(op->req, buf, len);
 }
 
-void zop_reply_xattr(struct zop *op, size_t len)
+void zklfs_reply_value(fuse_req_t req, size_t size, const char *val, size_t len)
 {
-	if (zop_claim(op))
-		fuse_reply_xattr(op->req, len);
+	if (size == 0)
+		fuse_reply_xattr(req, len);
+	else if (size < len)
+		fuse_reply_err(req, ERANGE);
+	else
+		fuse_reply_buf(req, val, len);
 }
 
 void zop_reply_value(struct zop *op, const char *val, size_t len)
 {
-	if (!zop_claim(op))
-		return;
-	if (op->size == 0)
-		fuse_reply_xattr(op->req, len);
-	else if (op->size < len)
-		fuse_reply_err(op->req, ERANGE);
-	else
-		fuse_reply_buf(op->req, val, len);
+	if (zop_claim(op))
+		zklfs_reply_value(op->req, op->size, val, len);
 }
 
 void zop_reply_entry(struct zop *op, const struct Stat *zs, enum node_type type)

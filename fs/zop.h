@@ -67,7 +67,7 @@ void zop_free(struct zop *op);
 /*
  * zop_claim() - is @op's answer still to give (zpend_claim())?  True once;
  * false after a signal or the session timeout answered it.
- * zop_reply_err(), zop_reply_buf(), zop_reply_xattr() - fuse_reply_*() of
+ * zop_reply_err(), zop_reply_buf() - fuse_reply_*() of
  * the same name, if zop_claim().  zop_reply_value() - an xattr's value
  * @val (@len bytes) for a buffer of op->size: its size (0), ERANGE, or it.
  * None frees @op.  Any thread.
@@ -75,8 +75,11 @@ void zop_free(struct zop *op);
 bool zop_claim(struct zop *op);
 void zop_reply_err(struct zop *op, int err);
 void zop_reply_buf(struct zop *op, const char *buf, size_t len);
-void zop_reply_xattr(struct zop *op, size_t len);
 void zop_reply_value(struct zop *op, const char *val, size_t len);
+
+/* zklfs_reply_value() - answer the getxattr @req (a buffer of @size) with
+ * @val (@len bytes): its size (@size 0), ERANGE, or it.  Any thread. */
+void zklfs_reply_value(fuse_req_t req, size_t size, const char *val, size_t len);
 
 /*
  * zop_reply_entry() - answer @op (a LOOKUP, or the MKDIR or MKNOD that made

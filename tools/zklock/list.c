@@ -26,8 +26,8 @@ struct zkl_row {
 	char *state, *kind, *entry, *host, *pid, *age, *since, *cmd;
 };
 
-/* Read all of @fd into *@out (to free, NUL-terminated). Return: length or -errno. */
-static ssize_t zkl_read_all(int fd, char **out)
+/* See list.h. */
+ssize_t zkl_read_all(int fd, char **out)
 {
 	size_t len = 0, cap = 0;
 	char *buf = NULL, *nbuf;

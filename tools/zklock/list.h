@@ -11,6 +11,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/types.h>
 
 /*
  * zkl_list() - print the queue of @dir on stdout in readdir (= queue)
@@ -32,5 +33,9 @@ int zkl_list(const char *dir, bool json);
  * negative errno (-EINTR: a signal, zklock's timer, ended the reads).
  */
 int zkl_list_holder(const char *lock, bool lockfile, char *buf, size_t size);
+
+/* zkl_read_all() - read @fd to its end into *@out (to free, NUL-terminated).
+ * Return: the length, or a negative errno. */
+ssize_t zkl_read_all(int fd, char **out);
 
 #endif

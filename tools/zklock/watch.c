@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "tools/zklock/list.h"
 #include "tools/zklock/lockdir.h"
 #include "tools/zklock/zklock.h"
 
@@ -32,34 +33,11 @@ void zkl_json_str(FILE *f, const char *s)
 	fputc('"', f);
 }
 
-/* Read all of .holders from offset 0: *@buf (to free), NUL-terminated. */
+/* Read all of .holders from offset 0 (which tells the mount this descriptor
+ * saw it): *@buf (to free), NUL-terminated. */
 static ssize_t read_holders(int fd, char **buf)
 {
-	size_t cap = 4096, len = 0;
-	char *b = malloc(cap + 1);
-	ssize_t n = 0;
-
-	while (b && (n = pread(fd, b + len, cap - len, (off_t)len)) > 0) {
-		len += (size_t)n;
-		if (len == cap) {
-			char *nb = realloc(b, 2 * cap + 1);
-
-			if (!nb)
-				break;
-			b = nb;
-			cap *= 2;
-		}
-	}
-	if (!b)
-		return -ENOMEM;
-	if (n < 0) {
-		n = -errno;
-		free(b);
-		return n;
-	}
-	b[len] = '\0';
-	*buf = b;
-	return (ssize_t)len;
+	return lseek(fd, 0, SEEK_SET) < 0 ? -errno : zkl_read_all(fd, buf);
 }
 
 /* One line of output for the holders @text of @lock. */
