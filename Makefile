@@ -35,57 +35,89 @@ ZK_SRC   = zk/escape.c zk/naming.c zk/grant.c zk/limit.c zk/errno.c zk/log.c zk/
 	   zk/calls.c zk/transport.c $(ENGINE_SRC)
 FS_SRC   = fs/opts.c fs/node.c fs/attr.c fs/pending.c fs/observe.c fs/zop.c fs/ops.c fs/remove.c fs/readdir.c fs/read.c fs/reply.c fs/lockreq.c fs/reenter.c fs/lrquery.c fs/fdlock.c fs/confirm.c fs/lockops.c fs/wbuf.c fs/xcache.c fs/limitattr.c fs/revoke.c fs/flock.c fs/lockfile.c fs/lfns.c fs/lfqueue.c fs/fdops.c fs/slots.c fs/pool.c fs/watchdog.c fs/ready.c fs/main.c
 SRC      = $(ZK_SRC) $(FS_SRC)
-HDR      = $(wildcard zk/*.h fs/*.h)
 
 UNIT     = naming grant limit opts errno slots adopt log mutex tid connect digest
 UNIT_BIN = $(UNIT:%=$(BUILD)/unit/test_%)
 
-.PHONY: all asan unit check check-unit check-moves check-sim check-integration check-asan run stop deps bench clean \
-	install uninstall fuzz sim deb
+.PHONY: all asan unit check check-unit check-docs check-sim check-integration check-asan run stop deps bench \
+	clean install uninstall fuzz sim deb
+
+# Every program links objects built one per source file, in a directory per
+# flavour, each with the list of headers it read (-MMD: $(BUILD)/.../x.d):
+# a header change rebuilds what includes it, and nothing else.
+#   $(BUILD)/obj         -O2: zklockfs, zklock, zkbench
+#   $(BUILD)/asan/obj    -O1 with ASan and UBSan: the sanitized daemon and
+#                        zklock (make check-asan), and the unit tests
+#   $(BUILD)/sim/obj     the same, with -DZKL_PREEMPT: the simulator
+#   $(BUILD)/sim-fast/obj  -O2 -DZKL_PREEMPT, no sanitizer
+#   $(BUILD)/fuzz/obj    clang with libFuzzer
+# objs(DIR, SOURCES): the objects of SOURCES in DIR
+objs = $(patsubst %.c,$(1)/%.o,$(2))
+DEPFLAGS = -MMD -MP
+# an object of fs/ or tests/ includes libfuse's headers: say what is missing
+fuse_guard = $(if $(filter fs/% tests/%,$<),$(NEED_FUSE))
+
+$(BUILD)/obj/%.o: %.c
+	$(fuse_guard)
+	@mkdir -p $(@D)
+	$(CC) $(WARN) $(CPPFLAGS) $(CFLAGS) $(DEPFLAGS) -c -o $@ $<
+
+$(BUILD)/asan/obj/%.o: %.c
+	$(fuse_guard)
+	@mkdir -p $(@D)
+	$(CC) $(WARN) $(CPPFLAGS) -O1 -g $(SAN) $(DEPFLAGS) -c -o $@ $<
+
+$(BUILD)/sim/obj/%.o: %.c
+	$(fuse_guard)
+	@mkdir -p $(@D)
+	$(CC) $(WARN) $(CPPFLAGS) -DZKL_PREEMPT -O1 -g $(SAN) $(DEPFLAGS) -c -o $@ $<
+
+$(BUILD)/sim-fast/obj/%.o: %.c
+	$(fuse_guard)
+	@mkdir -p $(@D)
+	$(CC) $(WARN) $(CPPFLAGS) -DZKL_PREEMPT -O2 -g $(DEPFLAGS) -c -o $@ $<
+
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
 
 all: $(BUILD)/zklockfs $(BUILD)/zklock $(BUILD)/zkbench
 
-$(BUILD)/zklockfs: $(SRC) $(HDR) | $(BUILD)
-	$(NEED_FUSE)
-	$(CC) $(WARN) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $(SRC) $(LDLIBS)
+$(BUILD)/zklockfs: $(call objs,$(BUILD)/obj,$(SRC))
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-$(BUILD)/asan/zklockfs: $(SRC) $(HDR)
-	$(NEED_FUSE)
-	@mkdir -p $(@D)
-	$(CC) $(WARN) $(CPPFLAGS) -O1 -g $(SAN) -o $@ $(SRC) $(LDLIBS)
+$(BUILD)/asan/zklockfs: $(call objs,$(BUILD)/asan/obj,$(SRC))
+	$(CC) -O1 -g $(SAN) -o $@ $^ $(LDLIBS)
 
 # the tool speaks only to the mount (and reads its heartbeat file): libc alone
 ZKLOCK_SRC = tools/zklock/main.c tools/zklock/opts.c tools/zklock/lockdir.c \
-	     tools/zklock/entry.c tools/zklock/signals.c tools/zklock/tree.c tools/zklock/list.c tools/zklock/why.c tools/zklock/watchdog.c tools/zklock/watch.c tools/zklock/waitinfo.c \
+	     tools/zklock/entry.c tools/zklock/signals.c tools/zklock/tree.c tools/zklock/list.c \
+	     tools/zklock/why.c tools/zklock/watchdog.c tools/zklock/watch.c tools/zklock/waitinfo.c \
 	     zk/escape.c
-$(BUILD)/zklock: $(ZKLOCK_SRC) $(wildcard tools/zklock/*.h) zk/escape.h zk/heartbeat.h fs/ioctl.h | $(BUILD)
-	$(CC) $(WARN) -I. -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 -DZKLOCKFS_VERSION='"$(VERSION)"' \
-		$(ENV_CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $(ZKLOCK_SRC) -pthread
+$(BUILD)/zklock: $(call objs,$(BUILD)/obj,$(ZKLOCK_SRC))
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -pthread
 
-$(BUILD)/asan/zklock: $(ZKLOCK_SRC) $(wildcard tools/zklock/*.h) zk/escape.h zk/heartbeat.h fs/ioctl.h
-	@mkdir -p $(@D)
-	$(CC) $(WARN) -I. -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 -DZKLOCKFS_VERSION='"$(VERSION)"' \
-		-O1 -g $(SAN) -o $@ $(ZKLOCK_SRC) -pthread
+$(BUILD)/asan/zklock: $(call objs,$(BUILD)/asan/obj,$(ZKLOCK_SRC))
+	$(CC) -O1 -g $(SAN) -o $@ $^ -pthread
 
 asan: $(BUILD)/asan/zklockfs $(BUILD)/asan/zklock
 
-# unit tests: the pure logic, with cmocka
-$(BUILD)/unit/test_naming: tests/unit/test_naming.c zk/naming.c
-$(BUILD)/unit/test_grant:  tests/unit/test_grant.c zk/grant.c zk/naming.c
-$(BUILD)/unit/test_limit:  tests/unit/test_limit.c zk/limit.c zk/escape.c
-$(BUILD)/unit/test_opts:   tests/unit/test_opts.c fs/opts.c zk/naming.c
-$(BUILD)/unit/test_errno:  tests/unit/test_errno.c zk/errno.c
-$(BUILD)/unit/test_connect: tests/unit/test_connect.c zk/connect.c
-$(BUILD)/unit/test_digest: tests/unit/test_digest.c zk/digest.c
-$(BUILD)/unit/test_slots:  tests/unit/test_slots.c fs/slots.c zk/naming.c
-$(BUILD)/unit/test_log:    tests/unit/test_log.c zk/log.c zk/escape.c
-$(BUILD)/unit/test_adopt:  tests/unit/test_adopt.c
-$(BUILD)/unit/test_mutex:  tests/unit/test_mutex.c zk/mutex.c
-$(BUILD)/unit/test_tid:    tests/unit/test_tid.c
-$(UNIT_BIN): $(HDR)
-	$(NEED_FUSE)
+# unit tests: the pure logic, with cmocka; each links the sanitized objects
+# of what it tests
+UNIT_SRC_naming  = zk/naming.c
+UNIT_SRC_grant   = zk/grant.c zk/naming.c
+UNIT_SRC_limit   = zk/limit.c zk/escape.c
+UNIT_SRC_opts    = fs/opts.c zk/naming.c
+UNIT_SRC_errno   = zk/errno.c
+UNIT_SRC_connect = zk/connect.c
+UNIT_SRC_digest  = zk/digest.c
+UNIT_SRC_slots   = fs/slots.c zk/naming.c
+UNIT_SRC_log     = zk/log.c zk/escape.c
+UNIT_SRC_adopt   =
+UNIT_SRC_mutex   = zk/mutex.c
+UNIT_SRC_tid     =
+.SECONDEXPANSION:
+$(UNIT_BIN): $(BUILD)/unit/test_%: $$(call objs,$(BUILD)/asan/obj,tests/unit/test_%.c $$(UNIT_SRC_%))
 	@mkdir -p $(@D)
-	$(CC) $(WARN) $(CPPFLAGS) -O1 -g $(SAN) -o $@ $(filter %.c,$^) -lcmocka $(LDLIBS)
+	$(CC) -O1 -g $(SAN) -o $@ $^ -lcmocka $(LDLIBS)
 
 # `make unit` builds them all; `make unit T=grant` builds and runs test_grant
 unit: $(if $(T),$(BUILD)/unit/test_$(T),$(UNIT_BIN))
@@ -102,21 +134,18 @@ endif
 SIM_SRC   = $(ENGINE_SRC) zk/grant.c zk/limit.c zk/naming.c zk/errno.c zk/escape.c \
 	    fs/node.c fs/pending.c fs/lockreq.c fs/reenter.c fs/lrquery.c fs/fdlock.c fs/lockfile.c \
 	    tests/sim/sim.c tests/sim/actions.c tests/sim/simfs.c tests/sim/simfsact.c tests/sim/check.c tests/sim/script.c tests/sim/scenarios.c tests/sim/fsscenarios.c tests/sim/simnet.c tests/sim/simsess.c tests/sim/simzk.c
-SIM_HDR   = $(wildcard tests/sim/*.h) $(HDR)
 SEEDS     ?= 10000
 SEED_FIRST ?= 1
 SIM_CHECK_SEEDS ?= 3000
 # seeds that fail on known engine bugs, skipped by check-sim (tests/sim/README.md): none
 SIM_KNOWN_BAD =
 
-$(BUILD)/sim/sim: $(SIM_SRC) $(SIM_HDR)
-	@mkdir -p $(@D)
-	$(CC) $(WARN) $(CPPFLAGS) -DZKL_PREEMPT -O1 -g $(SAN) -o $@ $(SIM_SRC) -lzookeeper_mt -lpthread
+$(BUILD)/sim/sim: $(call objs,$(BUILD)/sim/obj,$(SIM_SRC))
+	$(CC) -O1 -g $(SAN) -o $@ $^ -lzookeeper_mt -lpthread
 
 # without sanitizers, to measure the engine rather than ASan
-$(BUILD)/sim/sim-fast: $(SIM_SRC) $(SIM_HDR)
-	@mkdir -p $(@D)
-	$(CC) $(WARN) $(CPPFLAGS) -DZKL_PREEMPT -O2 -g -o $@ $(SIM_SRC) -lzookeeper_mt -lpthread
+$(BUILD)/sim/sim-fast: $(call objs,$(BUILD)/sim-fast/obj,$(SIM_SRC))
+	$(CC) -O2 -g -o $@ $^ -lzookeeper_mt -lpthread
 
 sim: $(BUILD)/sim/sim
 ifdef SEED
@@ -131,32 +160,31 @@ check-sim: $(BUILD)/sim/sim
 	$(BUILD)/sim/sim -s
 	$(BUILD)/sim/sim 1 $(SIM_CHECK_SEEDS) $(SIM_KNOWN_BAD)
 
-$(BUILD):
-	@mkdir -p $@
-
 deps:
 	@tools/install-deps
 
+# every test: unit, docs, simulator, integration (plain, then sanitized)
 check: deps
-	$(MAKE) check-unit check-sim check-integration check-asan
+	$(MAKE) check-unit check-docs check-sim check-integration check-asan
 
-# the unit tests, docs/DESIGN.md's tables of moves against their lists, and
-# every source file named where a newcomer looks for it (tools/check-layout)
-check-unit: unit check-moves
+# the cmocka unit tests, each run
+check-unit: unit
 	@set -e; for t in $(UNIT_BIN); do $$t; done
-	@tools/check-layout
 
-# docs/DESIGN.md's tables of the waiter's moves are printed from zk/moves.h,
-# the list the checker enforces: the copy between the markers must match
-$(BUILD)/moves: tools/moves.c zk/moves.h fs/lrmoves.h | $(BUILD)
-	$(CC) $(WARN) -I. $(CFLAGS) -o $@ tools/moves.c
+# what the docs must say as the code does: docs/DESIGN.md's tables of the
+# waiter's moves are printed from zk/moves.h and fs/lrmoves.h, the lists the
+# checker enforces, and the copy between its markers must match; and every
+# source file is named where a newcomer looks for it (tools/check-layout)
+$(BUILD)/moves: $(call objs,$(BUILD)/obj,tools/moves.c)
+	$(CC) $(CFLAGS) -o $@ $^
 
-check-moves: $(BUILD)/moves
+check-docs: $(BUILD)/moves
 	@awk '/^<!-- moves: end/ { p = 0 } p; /^<!-- moves: begin/ { p = 1 }' docs/DESIGN.md \
 	  > $(BUILD)/moves.doc
 	@$(BUILD)/moves | diff -u $(BUILD)/moves.doc - || { echo "docs/DESIGN.md: \
 	  the tables of moves differ from zk/moves.h: put build/moves's output between \
 	  its markers"; exit 1; }
+	@tools/check-layout
 
 check-integration: $(BUILD)/zklockfs $(BUILD)/zklock
 	ZKLOCKFS=$(CURDIR)/$(BUILD)/zklockfs /usr/bin/python3 -m pytest tests/integration
@@ -176,14 +204,19 @@ FUZZ_SECONDS ?= 60
 FUZZ_CC      ?= clang
 FUZZ_SAN     = -fsanitize=fuzzer,address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 
-$(BUILD)/fuzz/fuzz_names:  tests/fuzz/fuzz_names.c zk/naming.c
-$(BUILD)/fuzz/fuzz_grant:  tests/fuzz/fuzz_grant.c zk/grant.c zk/naming.c
-$(BUILD)/fuzz/fuzz_limit:  tests/fuzz/fuzz_limit.c zk/limit.c zk/escape.c
-$(BUILD)/fuzz/fuzz_source: tests/fuzz/fuzz_source.c fs/opts.c zk/naming.c
-$(BUILD)/fuzz/fuzz_opts:   tests/fuzz/fuzz_opts.c fs/opts.c zk/naming.c
-$(FUZZ_BIN): $(HDR) $(wildcard tests/fuzz/*.h)
+FUZZ_SRC_names  = zk/naming.c
+FUZZ_SRC_grant  = zk/grant.c zk/naming.c
+FUZZ_SRC_limit  = zk/limit.c zk/escape.c
+FUZZ_SRC_source = fs/opts.c zk/naming.c
+FUZZ_SRC_opts   = fs/opts.c zk/naming.c
+
+$(BUILD)/fuzz/obj/%.o: %.c
+	$(fuse_guard)
 	@mkdir -p $(@D)
-	$(FUZZ_CC) $(WARN) $(CPPFLAGS) -O1 -g $(FUZZ_SAN) -o $@ $(filter %.c,$^) $(FUSE_LIBS)
+	$(FUZZ_CC) $(WARN) $(CPPFLAGS) -O1 -g $(FUZZ_SAN) $(DEPFLAGS) -c -o $@ $<
+
+$(FUZZ_BIN): $(BUILD)/fuzz/fuzz_%: $$(call objs,$(BUILD)/fuzz/obj,tests/fuzz/fuzz_%.c $$(FUZZ_SRC_%))
+	$(FUZZ_CC) -O1 -g $(FUZZ_SAN) -o $@ $^ $(FUSE_LIBS)
 
 fuzz: $(FUZZ_BIN)
 	@set -e; for t in $(FUZZ); do \
@@ -198,7 +231,7 @@ fuzz: $(FUZZ_BIN)
 # With `make run` or `make bench`, deps (which may install libfuse3-dev) goes
 # before any compile; a target's prerequisites alone are not ordered (make -j).
 ifneq ($(filter run bench,$(MAKECMDGOALS)),)
-$(BUILD)/zklockfs $(BUILD)/zklock $(BUILD)/zkbench: | deps
+$(call objs,$(BUILD)/obj,$(SRC) $(ZKLOCK_SRC) $(ZKBENCH_SRC)): | deps
 endif
 
 run: deps $(BUILD)/zklockfs $(BUILD)/zklock
@@ -210,8 +243,8 @@ stop:
 # the bench's measuring half: a file per mode (bench/zkbench.h)
 ZKBENCH_SRC = bench/zkbench.c bench/util.c bench/serverstats.c bench/zkconn.c \
 	      bench/recipe.c bench/cycles.c bench/scale.c bench/ceiling.c
-$(BUILD)/zkbench: $(ZKBENCH_SRC) bench/zkbench.h | $(BUILD)
-	$(CC) $(WARN) $(CPPFLAGS) $(CFLAGS) -o $@ $(ZKBENCH_SRC) -lzookeeper_mt -lpthread
+$(BUILD)/zkbench: $(call objs,$(BUILD)/obj,$(ZKBENCH_SRC))
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -lzookeeper_mt -lpthread
 
 bench: deps $(BUILD)/zklockfs $(BUILD)/zkbench
 	bench/run

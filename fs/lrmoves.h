@@ -3,7 +3,7 @@
  * their states and every legal move, one list each, as zk/moves.h lists
  * the waiter's.  The enums and the checker of fs/lockreq.c (sanitizer
  * builds: any other move aborts, naming it) are made from them, and so
- * are docs/DESIGN.md's tables (build/moves prints them; make check-unit
+ * are docs/DESIGN.md's tables (build/moves prints them; make check-docs
  * compares).  No code of its own; any thread.
  *
  * The request's state: what its node's entry is to this descriptor.

@@ -1,7 +1,7 @@
 /*
  * tools/moves.c - print the tables of a waiter's small state machines
  * (zk/moves.h) and of a lock request's (fs/lrmoves.h), and their legal
- * moves, from that one source, as docs/DESIGN.md shows them (§9).  `make check-unit` compares its output with the
+ * moves, from that one source, as docs/DESIGN.md shows them (§9).  `make check-docs` compares its output with the
  * document, so the table a reader trusts is the one the checker enforces.
  *
  *   build/moves        the tables, in Markdown, on stdout

@@ -7,7 +7,7 @@
  * the state lists; zke_set_*_locked() (zk/waiter.c) allows, in the
  * sanitizer builds, exactly the moves listed (any other aborts, naming
  * it); and docs/DESIGN.md's tables of moves are printed from them by
- * build/moves (tools/moves.c), which `make check-unit` compares with the
+ * build/moves (tools/moves.c), which `make check-docs` compares with the
  * document.  A move is added here, with why it happens, or not at all.
  *
  * X(STATE, "what it means") for states; X(FROM, TO, "when") for moves.
