@@ -100,7 +100,7 @@ struct dirowner {
 
 int zklfs_owners_init(struct zklfs *fs)
 {
-	zkl_mutex_init(&fs->owners_mu, ZKL_RANK_OWNERS, "fs->owners_mu");
+	zkmx_init(&fs->owners_mu, ZKMX_RANK_OWNERS, "fs->owners_mu");
 	fs->owners = calloc(OWNERS_BUCKETS, sizeof(*fs->owners));
 	return fs->owners ? 0 : -ENOMEM;
 }
@@ -116,7 +116,7 @@ void zklfs_owners_free(struct zklfs *fs)
 	}
 	free(fs->owners);
 	fs->owners = NULL;
-	zkl_mutex_destroy(&fs->owners_mu);
+	zkmx_destroy(&fs->owners_mu);
 }
 
 static struct dirowner **owner_slot(struct zklfs *fs, const char *path)
@@ -133,17 +133,17 @@ static void forget_if(struct zklfs *fs, const char *path, int64_t czxid)
 {
 	struct dirowner **pp, *d;
 
-	zkl_mutex_lock(&fs->owners_mu);
+	zkmx_lock(&fs->owners_mu);
 	pp = owner_slot(fs, path);
 	d = *pp;
 	if (d && d->czxid == czxid) {
 		*pp = d->next;
 		fs->nowners--;
-		zkl_metrics_dir_owners(-1);
+		zkm_dir_owners(-1);
 	} else {
 		d = NULL;
 	}
-	zkl_mutex_unlock(&fs->owners_mu);
+	zkmx_unlock(&fs->owners_mu);
 	if (d) {
 		free(d->path);
 		free(d);
@@ -177,7 +177,7 @@ static size_t sweep_take_locked(struct zklfs *fs, struct sweep **out, size_t max
 {
 	size_t k = 0;
 
-	ZKL_ASSERT_HELD(&fs->owners_mu);
+	ZKMX_ASSERT_HELD(&fs->owners_mu);
 	for (size_t b = 0; b <= OWNERS_BUCKETS && k < max; b++) {
 		size_t i = fs->owners_sweep / OWNERS_CHAIN_MAX % OWNERS_BUCKETS;
 		size_t pos = fs->owners_sweep % OWNERS_CHAIN_MAX, at = 0;
@@ -211,7 +211,7 @@ void zklfs_dir_made(struct zklfs *fs, const char *path, int64_t czxid, uid_t uid
 	struct dirowner **pp, *d;
 	size_t nsw = 0;
 
-	zkl_mutex_lock(&fs->owners_mu);
+	zkmx_lock(&fs->owners_mu);
 	if (fs->nowners >= OWNERS_SWEEP_AT)
 		nsw = sweep_take_locked(fs, sw, OWNERS_SWEEP);
 	pp = owner_slot(fs, path);
@@ -225,12 +225,12 @@ void zklfs_dir_made(struct zklfs *fs, const char *path, int64_t czxid, uid_t uid
 		if (d->path) {
 			*pp = d;
 			fs->nowners++;
-			zkl_metrics_dir_owners(1);
+			zkm_dir_owners(1);
 		} else {
 			free(d);
 		}
 	}
-	zkl_mutex_unlock(&fs->owners_mu);
+	zkmx_unlock(&fs->owners_mu);
 	for (size_t i = 0; i < nsw; i++)
 		if (zklfs_zexists(fs, zklfs_session(fs, sw[i]->path), sw[i]->path,
 				sweep_done, sw[i]) != ZOK) {
@@ -243,15 +243,15 @@ void zklfs_dir_gone(struct zklfs *fs, const char *path)
 {
 	struct dirowner **pp, *d;
 
-	zkl_mutex_lock(&fs->owners_mu);
+	zkmx_lock(&fs->owners_mu);
 	pp = owner_slot(fs, path);
 	d = *pp;
 	if (d) {
 		*pp = d->next;
 		fs->nowners--;
-		zkl_metrics_dir_owners(-1);
+		zkm_dir_owners(-1);
 	}
-	zkl_mutex_unlock(&fs->owners_mu);
+	zkmx_unlock(&fs->owners_mu);
 	if (d) {
 		free(d->path);
 		free(d);
@@ -266,11 +266,11 @@ uid_t zklfs_owner(struct zklfs *fs, const char *path, enum node_type type,
 	if (node_persistent(type)) {
 		struct dirowner *d;
 
-		zkl_mutex_lock(&fs->owners_mu);
+		zkmx_lock(&fs->owners_mu);
 		d = *owner_slot(fs, path);
 		if (d && d->czxid == zs->czxid)
 			uid = d->uid;
-		zkl_mutex_unlock(&fs->owners_mu);
+		zkmx_unlock(&fs->owners_mu);
 	} else {
 		char *dir = strndup(path, zkn_parent_len(path));
 		uint32_t owner;

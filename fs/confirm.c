@@ -47,7 +47,7 @@ static void finish(struct confirm *c, int rc)
 	int derr = 0;
 	bool again = false, data = false, held;
 
-	zkl_mutex_lock(&fs->lock);
+	zkmx_lock(&fs->lock);
 	now = c->lc.now;
 	c->lc.now = NULL;
 	n = c->lc.n;
@@ -68,7 +68,7 @@ static void finish(struct confirm *c, int rc)
 	} else if (lr) {
 		lr->cf = NULL;		/* a loss answered the rest already */
 	}
-	zkl_mutex_unlock(&fs->lock);
+	zkmx_unlock(&fs->lock);
 	if (gone) {			/* lost, as its own watch would say */
 		zkl_entry_gone(gone);
 		lockreq_unpin(fs, n);
@@ -96,7 +96,7 @@ static void exists_done(int rc, const struct Stat *st, const void *data)
 		return;
 	}
 	if (rc != ZOK && rc != ZNONODE)
-		zkl_log(LOG_WARNING, "fsync of %s: %s", c->path, zerror(rc));
+		zklog(LOG_WARNING, "fsync of %s: %s", c->path, zerror(rc));
 	finish(c, rc);
 }
 
@@ -113,7 +113,7 @@ static void sync_done(int rc, const char *value, const void *data)
 		send_sync(c);
 		return;
 	}
-	zkl_log(LOG_WARNING, "fsync of %s: %s", c->path, zerror(rc));
+	zklog(LOG_WARNING, "fsync of %s: %s", c->path, zerror(rc));
 	finish(c, rc);
 }
 
@@ -127,9 +127,9 @@ static void send_sync(struct confirm *c)
 	bool go;
 	int rc;
 
-	zkl_mutex_lock(&fs->lock);
+	zkmx_lock(&fs->lock);
 	go = c->lc.n && c->lc.n->lr->state == LR_HELD && c->lc.now;
-	zkl_mutex_unlock(&fs->lock);
+	zkmx_unlock(&fs->lock);
 	if (!go) {
 		finish(c, ZCONNECTIONLOSS);	/* answered EIO already, or none */
 		return;
@@ -155,7 +155,7 @@ void zklfs_confirm(struct zklfs *fs, struct node *n, fuse_req_t req, bool data,
 	w->size = size;
 	w->data = data;
 	zpend_start(fs, &w->pend, req);	/* before another thread may see @w */
-	zkl_mutex_lock(&fs->lock);
+	zkmx_lock(&fs->lock);
 	lr = lockreq_entry(own);	/* a JOINED descriptor asks of its owner's */
 	n = lr->node;
 	if (lr->state == LR_LOST) {
@@ -184,7 +184,7 @@ void zklfs_confirm(struct zklfs *fs, struct node *n, fuse_req_t req, bool data,
 			lr->cf = &c->lc;
 		}
 	}
-	zkl_mutex_unlock(&fs->lock);
+	zkmx_unlock(&fs->lock);
 	if (err) {
 		if (zpend_claim(fs, &w->pend))
 			answer_fn(fs, req, size, err);

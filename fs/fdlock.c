@@ -36,11 +36,11 @@ void fdlock_end(struct zklfs *fs, struct node *gone)
  * (a conversion would take the lock from under the others), and any on a
  * lost lock EIO.  Return: the answer.  Under fs->lock.
  */
-static int shared_entry_err_locked(struct lockreq *lr, int op, enum zkl_kind want)
+static int shared_entry_err_locked(struct lockreq *lr, int op, enum zkn_kind want)
 {
 	struct lockreq *e = lockreq_entry(lr);
 
-	ZKL_ASSERT_HELD(&lr->node->fs->lock);
+	ZKMX_ASSERT_HELD(&lr->node->fs->lock);
 	if (op == LOCK_UN)
 		return 0;
 	if (e->state == LR_LOST)
@@ -61,7 +61,7 @@ static void shared_entry_answer(fuse_req_t req, struct node *n, int op, int err)
 		if (gone)
 			fdlock_end(fs, gone);
 	} else if (err == EDEADLK) {
-		zkl_log(LOG_NOTICE, "lock request on a descriptor whose entry other "
+		zklog(LOG_NOTICE, "lock request on a descriptor whose entry other "
 			"descriptors stand for: EDEADLK");
 	}
 	fs->reply->err(req, err);
@@ -70,12 +70,12 @@ static void shared_entry_answer(fuse_req_t req, struct node *n, int op, int err)
 void fdlock_op(fuse_req_t req, struct node *n, int op, bool nb)
 {
 	struct zklfs *fs = n->fs;
-	enum zkl_kind want = op == LOCK_EX ? ZKL_EXCLUSIVE : ZKL_SHARED;
+	enum zkn_kind want = op == LOCK_EX ? ZKN_EXCLUSIVE : ZKN_SHARED;
 	bool busy, has, holds, shared, lost;
 	int err = 0;
 
 	/* one look decides, whatever the ZooKeeper thread does meanwhile */
-	zkl_mutex_lock(&fs->lock);
+	zkmx_lock(&fs->lock);
 	shared = n->lr->state == LR_JOINED || n->lr->njoined;
 	if (shared)
 		err = shared_entry_err_locked(n->lr, op, want);
@@ -83,7 +83,7 @@ void fdlock_op(fuse_req_t req, struct node *n, int op, bool nb)
 	has = n->lr->w != NULL;
 	holds = has && n->lr->state == LR_HELD && n->lr->kind == want;
 	lost = has && n->lr->state == LR_LOST;
-	zkl_mutex_unlock(&fs->lock);
+	zkmx_unlock(&fs->lock);
 	if (shared) {
 		shared_entry_answer(req, n, op, err);
 		return;
@@ -99,7 +99,7 @@ void fdlock_op(fuse_req_t req, struct node *n, int op, bool nb)
 			fs->reply->err(req, 0);
 			return;
 		}
-		zkl_log(LOG_NOTICE, "lock request on a descriptor that already waits: %s",
+		zklog(LOG_NOTICE, "lock request on a descriptor that already waits: %s",
 			nb ? "EAGAIN" : "EDEADLK");
 		fs->reply->err(req, nb ? EAGAIN : EDEADLK);
 		return;

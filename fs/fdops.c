@@ -143,7 +143,7 @@ void zklfs_fd_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size
 	}
 	ln = lf_holder(n->fs, fi, fi->lock_owner, false);
 	if (!ln) {
-		zkl_log(LOG_NOTICE, "write to a lock file refused: the descriptor holds no lock");
+		zklog(LOG_NOTICE, "write to a lock file refused: the descriptor holds no lock");
 		fuse_reply_err(req, EACCES);
 		return;
 	}
@@ -229,7 +229,7 @@ void zklfs_fd_setlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 	if (!lockfile(req, ino, &n)) {
 		zklfs_setlk(req, ino, fi, lock, sleep);
 	} else if (!to_the_end(lock)) {
-		zkl_log(LOG_NOTICE, "lock refused: a record lock on part of a lock file");
+		zklog(LOG_NOTICE, "lock refused: a record lock on part of a lock file");
 		fuse_reply_err(req, EINVAL);
 	} else {
 		lf_lock(req, n, fi, fdlock_of(lock->l_type), !sleep, fuse_req_ctx(req)->uid);
@@ -246,9 +246,9 @@ static void watchdog_ioctl(fuse_req_t req, struct node *ln)
 	int err = -ENOLCK;
 
 	if (ln && lockreq_own_state(fs, ln, &own) && !own.lost) {	/* held */
-		zkl_mutex_lock(&fs->lock);
+		zkmx_lock(&fs->lock);
 		dir = ln->lr ? strdup(ln->lr->dir) : NULL;
-		zkl_mutex_unlock(&fs->lock);
+		zkmx_unlock(&fs->lock);
 		err = !dir ? -ENOMEM : zklfs_watchdog_info(fs, zklfs_session_slot(fs,
 						zklfs_session(fs, dir)), &w);
 		free(dir);
@@ -288,12 +288,12 @@ void zklfs_fd_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd, void *arg,
 	memset(&t, 0, sizeof(t));
 	if (cmd == ZKLFS_IOC_LOSS) {
 		static const char *const why[] = {
-			[ZKL_LOSS_DELETED] = "deleted", [ZKL_LOSS_SILENT] = "silent",
-			[ZKL_LOSS_EXPIRED] = "expired",
+			[ZKM_LOSS_DELETED] = "deleted", [ZKM_LOSS_SILENT] = "silent",
+			[ZKM_LOSS_EXPIRED] = "expired",
 		};
 		struct zkl_info own;
 
-		if (ln && lockreq_own_state(fs, ln, &own) && own.lost && own.loss < ZKL_LOSS_N) {
+		if (ln && lockreq_own_state(fs, ln, &own) && own.lost && own.loss < ZKM_LOSS_N) {
 			snprintf(t.text, sizeof(t.text), "%s", why[own.loss]);
 			fuse_reply_ioctl(req, 0, &t, sizeof(t));
 		} else {

@@ -72,7 +72,7 @@ static bool holder_fd(struct node *n, const struct fuse_file_info *fi)
 /* A lock asked for on a descriptor that cannot carry one. */
 static void refuse(fuse_req_t req, int err, const char *why)
 {
-	zkl_log(LOG_NOTICE, "lock refused: %s", why);
+	zklog(LOG_NOTICE, "lock refused: %s", why);
 	fuse_reply_err(req, err);
 }
 
@@ -113,7 +113,7 @@ struct getlk {
 	struct zpend pend;		/* the F_GETLK, answered once */
 	struct zks *zks;
 	char *dir;
-	enum zkl_kind kind;
+	enum zkn_kind kind;
 	bool has_own;			/* leave out the asker's own entry */
 	int32_t own;
 	unsigned limit;			/* the lock's, if a semaphore */
@@ -163,7 +163,7 @@ static bool data_line(const char *data, int len, const char *key, char *out,
 		      size_t size)
 {
 	size_t vlen;
-	const char *v = zkl_data_value(data, len > 0 ? (size_t)len : 0, key, &vlen);
+	const char *v = zklim_data_value(data, len > 0 ? (size_t)len : 0, key, &vlen);
 
 	if (v)
 		snprintf(out, size, "%.*s", (int)vlen, v);
@@ -206,8 +206,8 @@ static void getlk_children_done(int rc, const struct String_vector *sv,
 				const struct Stat *dir, const void *data)
 {
 	struct getlk *op = (struct getlk *)data;
-	const struct zkl_child *b;
-	struct zkl_child *kids;
+	const struct zkg_child *b;
+	struct zkg_child *kids;
 	uint32_t owner;
 	char *path;
 	size_t n;
@@ -217,13 +217,13 @@ static void getlk_children_done(int rc, const struct String_vector *sv,
 		getlk_reply(op, rc);
 		return;
 	}
-	kids = zkl_parse_children(sv->data, sv->count, &n);
+	kids = zkg_parse_children(sv->data, sv->count, &n);
 	if (!kids) {
 		getlk_reply(op, ZSYSTEMERROR);
 		return;
 	}
-	b = op->limit ? zkl_blocker_limit(kids, n, op->limit, op->has_own, op->own)
-		      : zkl_blocker(kids, n, op->kind, op->has_own, op->own);
+	b = op->limit ? zkg_blocker_limit(kids, n, op->limit, op->has_own, op->own)
+		      : zkg_blocker(kids, n, op->kind, op->has_own, op->own);
 	memset(&op->lk, 0, sizeof(op->lk));
 	op->lk.l_whence = SEEK_SET;
 	op->lk.l_type = F_UNLCK;
@@ -232,7 +232,7 @@ static void getlk_children_done(int rc, const struct String_vector *sv,
 		getlk_reply(op, ZOK);
 		return;
 	}
-	op->lk.l_type = b->kind == ZKL_SHARED ? F_RDLCK : F_WRLCK;
+	op->lk.l_type = b->kind == ZKN_SHARED ? F_RDLCK : F_WRLCK;
 	path = zkn_join(op->dir, b->name);
 	if (path && zkl_owner(zklfs_engine(op->fs, op->dir), op->dir, path, &owner)) {
 		/* ours: the opener the daemon saw, not what the holder wrote */
@@ -257,7 +257,7 @@ static void getlk_limit_done(int rc, const char *value, int len,
 
 	(void)zs;
 	if (rc == ZOK) {
-		op->limit = zkl_limit_parse(value, len > 0 ? (size_t)len : 0);
+		op->limit = zklim_parse(value, len > 0 ? (size_t)len : 0);
 		rc = zklfs_zchildren(op->fs, op->zks, op->dir, getlk_children_done, op);
 	}
 	if (rc != ZOK)
@@ -279,7 +279,7 @@ void zklfs_getlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 	struct zklfs *fs = fuse_req_userdata(req);
 	struct node *n = node_of(fs, ino);
 	struct getlk *op;
-	enum zkl_kind kind;
+	enum zkn_kind kind;
 	bool held;
 	char *dir;
 
@@ -291,9 +291,9 @@ void zklfs_getlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 		refuse(req, ENOLCK, "a directory holds no lock entry");
 		return;
 	}
-	kind = lock->l_type == F_WRLCK ? ZKL_EXCLUSIVE : ZKL_SHARED;
+	kind = lock->l_type == F_WRLCK ? ZKN_EXCLUSIVE : ZKN_SHARED;
 	op = calloc(1, sizeof(*op));
-	zkl_mutex_lock(&fs->lock);
+	zkmx_lock(&fs->lock);
 	dir = n->lr ? strdup(n->lr->dir) : !n->path ? NULL :
 	      n->type == NODE_LOCKFILE ? strdup(n->path) :	/* the lock itself */
 	      strndup(n->path, zkn_parent_len(n->path));
@@ -302,7 +302,7 @@ void zklfs_getlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 		op->own = n->lr ? n->lr->seq : 0;
 	}
 	held = op && op->has_own && n->lr->state == LR_HELD && n->lr->kind == kind;
-	zkl_mutex_unlock(&fs->lock);
+	zkmx_unlock(&fs->lock);
 	if (held) {			/* F_SETLK would be 0 at once */
 		free(op);
 		free(dir);

@@ -28,7 +28,7 @@
 static bool marked(const char *data, int len)
 {
 	size_t vlen, n = len > 0 ? (size_t)len : 0;
-	const char *v = zkl_data_value(data, n, LF_FOLDER_LINE, &vlen);
+	const char *v = zklim_data_value(data, n, LF_FOLDER_LINE, &vlen);
 
 	return v && vlen == 0 && (size_t)(v - data) < n;
 }
@@ -42,7 +42,7 @@ enum lf_class lf_classify(const struct Stat *zs, const char *data, int len)
 
 enum lf_class lf_children_class(const struct String_vector *sv)
 {
-	struct zkl_child c;
+	struct zkg_child c;
 
 	for (int i = 0; i < sv->count; i++)
 		if (!zkn_parse(sv->data[i], &c))
@@ -134,8 +134,8 @@ static void read_children_done(int rc, const struct String_vector *sv,
 			       const struct Stat *dir, const void *data)
 {
 	struct zop *op = (struct zop *)data;
-	const struct zkl_child *h = NULL;
-	struct zkl_child *kids;
+	const struct zkg_child *h = NULL;
+	struct zkg_child *kids;
 	size_t n;
 	char *path;
 
@@ -144,13 +144,13 @@ static void read_children_done(int rc, const struct String_vector *sv,
 		zop_fail(op, rc);
 		return;
 	}
-	kids = zkl_parse_children(sv->data, sv->count, &n);
+	kids = zkg_parse_children(sv->data, sv->count, &n);
 	if (!kids) {
 		zop_reply_err(op, ENOMEM);
 		zop_free(op);
 		return;
 	}
-	h = zkl_lowest(kids, n);
+	h = zkg_lowest(kids, n);
 	path = h ? zkn_join(op->path, h->name) : NULL;
 	free(kids);
 	if (!path) {			/* nobody holds it: no data */

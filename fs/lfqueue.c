@@ -46,12 +46,12 @@ struct qent {
 struct qbuild {
 	struct zop *op;
 	struct String_vector sv;	/* the children, kept until the answer */
-	struct zkl_child *kids;
+	struct zkg_child *kids;
 	size_t n;
 	unsigned limit;
 	struct qent *e;			/* one per kid */
 	size_t waiting;			/* q->mu */
-	struct zkl_mutex mu;
+	struct zkmx mu;
 };
 
 static void q_free(struct qbuild *q)
@@ -59,7 +59,7 @@ static void q_free(struct qbuild *q)
 	free(q->kids);
 	free(q->e);
 	deallocate_String_vector(&q->sv);
-	zkl_mutex_destroy(&q->mu);
+	zkmx_destroy(&q->mu);
 	free(q);
 }
 
@@ -73,7 +73,7 @@ static void q_answer(struct qbuild *q)
 
 	for (size_t k = 0; f && k < q->n; k++) {
 		size_t i = 0;
-		const struct zkl_child *c;
+		const struct zkg_child *c;
 
 		/* queue order: the next lowest of those left (n is small) */
 		for (size_t j = 0; j < q->n; j++)
@@ -84,10 +84,10 @@ static void q_answer(struct qbuild *q)
 			break;
 		c = &q->kids[i];
 		fprintf(f, "%s\t%s\t%s\t%lld\t%s\t%s\n", c->name,
-			(q->limit ? zkl_decide_limit(q->kids, q->n, c->seq, q->limit)
-				  : zkl_decide(q->kids, q->n, c->seq, c->kind, NULL)) ==
-			ZKL_GRANTED ? "held" : "waiting",
-			c->kind == ZKL_SHARED ? "shared" : "exclusive",
+			(q->limit ? zkg_decide_limit(q->kids, q->n, c->seq, q->limit)
+				  : zkg_decide(q->kids, q->n, c->seq, c->kind, NULL)) ==
+			ZKG_GRANTED ? "held" : "waiting",
+			c->kind == ZKN_SHARED ? "shared" : "exclusive",
 			(long long)q->e[i].ctime, q->e[i].host, q->e[i].pid);
 		q->e[i].found = false;
 	}
@@ -105,9 +105,9 @@ static void q_done_one(struct qbuild *q)
 {
 	bool last;
 
-	zkl_mutex_lock(&q->mu);
+	zkmx_lock(&q->mu);
 	last = --q->waiting == 0;
-	zkl_mutex_unlock(&q->mu);
+	zkmx_unlock(&q->mu);
 	if (last)
 		q_answer(q);
 }
@@ -120,8 +120,8 @@ static void q_entry_done(int rc, const char *value, int len, const struct Stat *
 	if (rc == ZOK) {		/* else gone meanwhile, or unknown: left out */
 		e->found = true;
 		e->ctime = zs->ctime;
-		zkl_data_field(value, len > 0 ? (size_t)len : 0, "host=", e->host, sizeof(e->host));
-		zkl_data_field(value, len > 0 ? (size_t)len : 0, "pid=", e->pid, sizeof(e->pid));
+		zklim_data_field(value, len > 0 ? (size_t)len : 0, "host=", e->host, sizeof(e->host));
+		zklim_data_field(value, len > 0 ? (size_t)len : 0, "pid=", e->pid, sizeof(e->pid));
 	}
 	q_done_one(e->q);
 }
@@ -148,10 +148,10 @@ static void q_children_done(int rc, const struct String_vector *sv,
 			break;
 		copy->count++;
 	}
-	q->kids = copy->count == sv->count ? zkl_parse_children(copy->data, copy->count, &q->n)
+	q->kids = copy->count == sv->count ? zkg_parse_children(copy->data, copy->count, &q->n)
 					   : NULL;
 	if (q->kids && q->n > LF_QUEUE_MAX) {	/* past what an xattr can hold */
-		zkl_log(LOG_NOTICE, "queue of %zu entries refused: at most %d are listed",
+		zklog(LOG_NOTICE, "queue of %zu entries refused: at most %d are listed",
 			q->n, LF_QUEUE_MAX);
 		zop_reply_err(op, E2BIG);
 		zop_free(op);
@@ -170,9 +170,9 @@ static void q_children_done(int rc, const struct String_vector *sv,
 		char *path = zkn_join(op->path, q->kids[i].name);
 
 		q->e[i].q = q;
-		zkl_mutex_lock(&q->mu);
+		zkmx_lock(&q->mu);
 		q->waiting++;
-		zkl_mutex_unlock(&q->mu);
+		zkmx_unlock(&q->mu);
 		if (!path || zklfs_zget(op->fs, op->zks, path, q_entry_done, &q->e[i]) != ZOK)
 			q_done_one(q);
 		free(path);
@@ -188,7 +188,7 @@ static void q_limit_done(int rc, const char *value, int len, const struct Stat *
 
 	(void)zs;
 	if (rc == ZOK) {
-		q->limit = zkl_limit_parse(value, len > 0 ? (size_t)len : 0);
+		q->limit = zklim_parse(value, len > 0 ? (size_t)len : 0);
 		rc = zklfs_zchildren(op->fs, op->zks, op->path, q_children_done, q);
 	}
 	if (rc != ZOK) {
@@ -212,7 +212,7 @@ void lf_queue_xattr(fuse_req_t req, struct node *n, size_t size)
 		}
 		return;
 	}
-	zkl_mutex_init(&q->mu, ZKL_RANK_DIRLIST, "lfqueue->mu");
+	zkmx_init(&q->mu, ZKMX_RANK_DIRLIST, "lfqueue->mu");
 	q->op = op;
 	op->size = size;
 	op->zks = zklfs_session(n->fs, op->path);

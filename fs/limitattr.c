@@ -34,7 +34,7 @@ static void get_done(int rc, const char *value, int len, const struct Stat *zs,
 		zop_fail(op, rc);
 		return;
 	}
-	v = zkl_setting_parse(op->setting, value, len > 0 ? (size_t)len : 0);
+	v = zklim_setting_parse(op->setting, value, len > 0 ? (size_t)len : 0);
 	if (v < 0) {
 		zop_reply_err(op, ENODATA);
 	} else {
@@ -50,7 +50,7 @@ static int get_send(struct zop *op)
 }
 
 void zklfs_limit_get(fuse_req_t req, struct node *n, size_t size,
-		     const struct zkl_setting *s)
+		     const struct zklim_setting *s)
 {
 	struct zklfs *fs = fs_of(req);
 	struct zop *op = zop_new(req, n, zklfs_node_path(fs, n));
@@ -69,7 +69,7 @@ void zklfs_limit_get(fuse_req_t req, struct node *n, size_t size,
 /* A setxattr or removexattr of a setting, between its calls. */
 struct limit_set {
 	struct zop *op;
-	const struct zkl_setting *s;
+	const struct zklim_setting *s;
 	long now;			/* -1: remove */
 	long before;			/* -1: not set */
 	int flags;			/* XATTR_CREATE, XATTR_REPLACE */
@@ -109,7 +109,7 @@ static void set_done(int rc, const struct Stat *zs, const void *data)
 		return;
 	}
 	zklfs_xc_changed(op->fs);	/* the lock's limit */
-	if (ls->s == &zkl_setting_limit)
+	if (ls->s == &zklim_setting_limit)
 		zkl_limit_changed(zklfs_engine(op->fs, op->path), op->path,
 				  ls->before > 0 ? (unsigned)ls->before : 0,
 				  ls->now > 0 ? (unsigned)ls->now : 0);
@@ -130,13 +130,13 @@ static void got_for_set(int rc, const char *value, int len, const struct Stat *z
 		return;
 	}
 	if (!zklfs_may_own(op->fs, op->uid, op->path, NODE_DIR, zs)) {
-		zkl_log(LOG_NOTICE, "setting %.*s refused: uid %u owns neither "
+		zklog(LOG_NOTICE, "setting %.*s refused: uid %u owns neither "
 			"the directory nor the mount", (int)strlen(ls->s->key) - 1, ls->s->key,
 			(unsigned)op->uid);
 		set_reply(ls, EPERM);
 		return;
 	}
-	ls->before = zkl_setting_parse(ls->s, value, have);
+	ls->before = zklim_setting_parse(ls->s, value, have);
 	if ((ls->flags & XATTR_CREATE) && ls->before >= 0) {
 		set_reply(ls, EEXIST);
 		return;
@@ -147,7 +147,7 @@ static void got_for_set(int rc, const char *value, int len, const struct Stat *z
 	}
 	free(ls->data);
 	ls->data = malloc(cap);
-	n = ls->data ? zkl_setting_edit(ls->s, value, have, ls->now, ls->data, cap) : -ENOMEM;
+	n = ls->data ? zklim_setting_edit(ls->s, value, have, ls->now, ls->data, cap) : -ENOMEM;
 	if (n < 0) {
 		set_reply(ls, n == -E2BIG ? E2BIG : ENOMEM);
 		return;
@@ -172,13 +172,13 @@ static void read_for_set(struct limit_set *ls)
 }
 
 void zklfs_limit_set(fuse_req_t req, struct node *n, const char *value,
-		     size_t len, int flags, const struct zkl_setting *s)
+		     size_t len, int flags, const struct zklim_setting *s)
 {
 	struct zklfs *fs = fs_of(req);
 	struct limit_set *ls;
 	unsigned now = 0;
 
-	if (value && zkl_setting_value(s, value, len, &now) != 0) {
+	if (value && zklim_setting_value(s, value, len, &now) != 0) {
 		fuse_reply_err(req, EINVAL);
 		return;
 	}

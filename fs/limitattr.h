@@ -34,7 +34,7 @@
 /* zklfs_limit_get() - getxattr of the setting @s of the lock directory @n:
  * "N", or ENODATA if it has none. */
 void zklfs_limit_get(fuse_req_t req, struct node *n, size_t size,
-		     const struct zkl_setting *s);
+		     const struct zklim_setting *s);
 
 /*
  * zklfs_limit_set() - setxattr of @s (@value of @len bytes, XATTR_CREATE or
@@ -44,6 +44,6 @@ void zklfs_limit_get(fuse_req_t req, struct node *n, size_t size,
  * not.
  */
 void zklfs_limit_set(fuse_req_t req, struct node *n, const char *value,
-		     size_t len, int flags, const struct zkl_setting *s);
+		     size_t len, int flags, const struct zklim_setting *s);
 
 #endif

@@ -50,8 +50,8 @@ static struct lfd *lfd_of(const struct fuse_file_info *fi)
  */
 static const char *entry_name(const struct zklfs *fs)
 {
-	if (zkn_check_entry_name(fs->host, fs->conf->naming, ZKL_SHARED) == 0 &&
-	    zkn_check_entry_name(fs->host, fs->conf->naming, ZKL_EXCLUSIVE) == 0)
+	if (zkn_check_entry_name(fs->host, fs->conf->naming, ZKN_SHARED) == 0 &&
+	    zkn_check_entry_name(fs->host, fs->conf->naming, ZKN_EXCLUSIVE) == 0)
 		return fs->host;
 	return "zklockfs";
 }
@@ -66,17 +66,17 @@ void lf_open(fuse_req_t req, struct node *n, struct fuse_file_info *fi)
 		return;
 	}
 	d->file = n;
-	zkl_mutex_lock(&fs->lock);
+	zkmx_lock(&fs->lock);
 	n->nopen++;
-	zkl_mutex_unlock(&fs->lock);
+	zkmx_unlock(&fs->lock);
 	fi->fh = (uint64_t)(uintptr_t)d;
 	fi->direct_io = 1;	/* every read asks who holds it now */
 	fi->keep_cache = 0;
 	fi->noflush = 0;	/* FLUSH gives a POSIX owner's lock back */
 	if (fs->reply->open(req, fi) == -ENOENT) {	/* the opener is gone */
-		zkl_mutex_lock(&fs->lock);
+		zkmx_lock(&fs->lock);
 		n->nopen--;
-		zkl_mutex_unlock(&fs->lock);
+		zkmx_unlock(&fs->lock);
 		free(d);
 	}
 }
@@ -86,7 +86,7 @@ static struct lfrec *rec_find_locked(struct node *n, uint64_t owner)
 {
 	struct lfrec *r;
 
-	ZKL_ASSERT_HELD(&n->fs->lock);
+	ZKMX_ASSERT_HELD(&n->fs->lock);
 	for (r = n->recs; r && r->owner != owner; r = r->next)
 		;
 	return r;
@@ -105,11 +105,11 @@ static struct node *rec_get(struct zklfs *fs, struct lfd *d,
 	struct lfrec *r;
 	char *dir;
 
-	zkl_mutex_lock(&fs->lock);
+	zkmx_lock(&fs->lock);
 	r = rec_find_locked(n, fi->lock_owner);
 	if (r && make)		/* a lock request: it locks through @d now */
 		r->fd = d;
-	zkl_mutex_unlock(&fs->lock);
+	zkmx_unlock(&fs->lock);
 	if (r || !make)
 		return r ? r->rec : NULL;
 	r = calloc(1, sizeof(*r));
@@ -120,14 +120,14 @@ static struct node *rec_get(struct zklfs *fs, struct lfd *d,
 		free(r);
 		return NULL;
 	}
-	zkl_mutex_lock(&fs->lock);
+	zkmx_lock(&fs->lock);
 	ln->lr->opened = true;		/* no OPEN of its own: locked by requests */
 	r->rec = ln;
 	r->owner = fi->lock_owner;
 	r->fd = d;
 	r->next = n->recs;
 	n->recs = r;
-	zkl_mutex_unlock(&fs->lock);
+	zkmx_unlock(&fs->lock);
 	return ln;
 }
 
@@ -143,7 +143,7 @@ static bool rec_end(struct zklfs *fs, struct node *n, struct lfrec *r)
 	struct node *gone;
 	bool busy;
 
-	zkl_mutex_lock(&fs->lock);
+	zkmx_lock(&fs->lock);
 	busy = lockreq_asking(r->rec->lr);
 	if (!busy)
 		for (pp = &n->recs; *pp; pp = &(*pp)->next)
@@ -151,7 +151,7 @@ static bool rec_end(struct zklfs *fs, struct node *n, struct lfrec *r)
 				*pp = r->next;
 				break;
 			}
-	zkl_mutex_unlock(&fs->lock);
+	zkmx_unlock(&fs->lock);
 	if (busy)
 		return false;
 	gone = lockreq_close(fs, r->rec);
@@ -168,7 +168,7 @@ static struct lfrec *rec_next_locked(struct node *n, const struct lfd *d,
 {
 	struct lfrec *r = after ? after->next : n->recs;
 
-	ZKL_ASSERT_HELD(&n->fs->lock);
+	ZKMX_ASSERT_HELD(&n->fs->lock);
 	while (r && ((d && r->fd != d) || lockreq_asking(r->rec->lr)))
 		r = r->next;
 	return r;
@@ -180,9 +180,9 @@ static void recs_end(struct zklfs *fs, struct node *n, const struct lfd *d)
 	struct lfrec *r;
 
 	for (;;) {
-		zkl_mutex_lock(&fs->lock);
+		zkmx_lock(&fs->lock);
 		r = rec_next_locked(n, d, NULL);
-		zkl_mutex_unlock(&fs->lock);
+		zkmx_unlock(&fs->lock);
 		if (!r || !rec_end(fs, n, r))
 			return;
 	}
@@ -195,13 +195,13 @@ void lf_release(fuse_req_t req, struct node *n, struct fuse_file_info *fi)
 	bool last;
 
 	recs_end(fs, n, d);
-	zkl_mutex_lock(&fs->lock);
+	zkmx_lock(&fs->lock);
 	/* a waiting request that still names it (none should) forgets it */
 	for (struct lfrec *r = n->recs; r; r = r->next)
 		if (r->fd == d)
 			r->fd = NULL;
 	last = --n->nopen == 0;
-	zkl_mutex_unlock(&fs->lock);
+	zkmx_unlock(&fs->lock);
 	if (last)
 		recs_end(fs, n, NULL);	/* no owner can reach them any more */
 	free(d);
@@ -214,9 +214,9 @@ void lf_flush(fuse_req_t req, struct node *n, struct fuse_file_info *fi)
 	struct lfrec *r;
 
 	/* close(): the closing process's POSIX lock goes, as locally */
-	zkl_mutex_lock(&fs->lock);
+	zkmx_lock(&fs->lock);
 	r = rec_find_locked(n, fi->lock_owner);
-	zkl_mutex_unlock(&fs->lock);
+	zkmx_unlock(&fs->lock);
 	if (r)
 		rec_end(fs, n, r);
 	fs->reply->err(req, 0);
@@ -255,7 +255,7 @@ struct node *lf_holder(struct zklfs *fs, const struct fuse_file_info *fi,
 	struct lfrec *r, *any = NULL;
 	struct node *ln;
 
-	zkl_mutex_lock(&fs->lock);
+	zkmx_lock(&fs->lock);
 	for (r = d->file->recs; r; r = r->next) {
 		if (r->fd != d || !(rec_holds_locked(r) ||
 				    (waiting && lockreq_asking(r->rec->lr))))
@@ -268,7 +268,7 @@ struct node *lf_holder(struct zklfs *fs, const struct fuse_file_info *fi,
 	if (!r)
 		r = any;
 	ln = r ? r->rec : NULL;
-	zkl_mutex_unlock(&fs->lock);
+	zkmx_unlock(&fs->lock);
 	return ln;
 }
 
@@ -279,7 +279,7 @@ struct node *lf_tree_holder(struct zklfs *fs, fuse_req_t req, struct node *n)
 	size_t k = 0, cap = 0;
 
 	/* the openers first, under fs->lock; their trees read outside it */
-	zkl_mutex_lock(&fs->lock);
+	zkmx_lock(&fs->lock);
 	for (struct lfrec *r = n->recs; r; r = r->next)
 		cap += rec_holds_locked(r);
 	if (cap) {
@@ -291,7 +291,7 @@ struct node *lf_tree_holder(struct zklfs *fs, fuse_req_t req, struct node *n)
 			pids[k] = r->rec->lr->pid;
 			recs[k++] = r->rec;
 		}
-	zkl_mutex_unlock(&fs->lock);
+	zkmx_unlock(&fs->lock);
 	for (size_t i = 0; i < k && !found; i++)
 		if (pids[i] && fs->reply->in_tree(req, pids[i]))
 			found = recs[i];

@@ -31,14 +31,14 @@ void zklfs_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
 
 	(void)rdev;
 	if (!S_ISREG(mode)) {
-		zkl_log(LOG_NOTICE, "mknod '%s' refused: only regular files are lock entries", name);
+		zklog(LOG_NOTICE, "mknod '%s' refused: only regular files are lock entries", name);
 		fuse_reply_err(req, EPERM);
 		return;
 	}
 	/* the longer marker decides, as OPEN has not told the kind yet */
-	err = zkn_check_entry_name(name, fs->conf->naming, ZKL_SHARED);
+	err = zkn_check_entry_name(name, fs->conf->naming, ZKN_SHARED);
 	if (err) {
-		zkl_log(LOG_NOTICE, "lock name '%.64s' refused: %s", name, strerror(-err));
+		zklog(LOG_NOTICE, "lock name '%.64s' refused: %s", name, strerror(-err));
 		fuse_reply_err(req, -err);
 		return;
 	}
@@ -65,16 +65,16 @@ void zklfs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		fuse_reply_err(req, EISDIR);
 		return;
 	}
-	zkl_mutex_lock(&fs->lock);
+	zkmx_lock(&fs->lock);
 	if (n->type == NODE_PENDING && !n->lr->opened)
 		lock = n->lr->opened = true;
-	zkl_mutex_unlock(&fs->lock);
+	zkmx_unlock(&fs->lock);
 	if (lock) {
 		lockreq_open(req, n, fi);
 		return;
 	}
 	if ((fi->flags & O_ACCMODE) != O_RDONLY) {
-		zkl_log(LOG_NOTICE, "open for writing refused: only the holder's descriptor writes its entry");
+		zklog(LOG_NOTICE, "open for writing refused: only the holder's descriptor writes its entry");
 		fuse_reply_err(req, EACCES);
 		return;
 	}
@@ -122,7 +122,7 @@ void zklfs_poll(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 
 void zklfs_lock_node_end(struct zklfs *fs, struct node *n)
 {
-	ZKL_ASSERT_HELD(&fs->lock);
+	ZKMX_ASSERT_HELD(&fs->lock);
 	zklfs_wbuf_forget_locked(fs, n);
 	lockreq_free(n->lr);
 	n->lr = NULL;

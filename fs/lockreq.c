@@ -40,13 +40,13 @@ struct node *lockreq_node(struct zklfs *fs, const char *dir, const char *name,
 	lr->name = strdup(name);
 	lr->uid = uid;
 	if (lr->dir && lr->name) {
-		zkl_mutex_lock(&fs->lock);
+		zkmx_lock(&fs->lock);
 		n = node_new_pending_locked(fs);
 		if (n) {
 			n->lr = lr;
 			lr->node = n;
 		}
-		zkl_mutex_unlock(&fs->lock);
+		zkmx_unlock(&fs->lock);
 	}
 	if (!n)
 		lockreq_free(lr);
@@ -67,19 +67,19 @@ void lockreq_free(struct lockreq *lr)
 #define LI_MOVE(f, t, why) { LI_##f, LI_##t },
 static const char *const lr_names[] = { ZKLFS_LR_STATES(NAME) };
 static const char *const li_names[] = { ZKLFS_LI_STATES(NAME) };
-static const struct zkl_move lr_moves[] = { ZKLFS_LR_MOVES(LR_MOVE) };
-static const struct zkl_move li_moves[] = { ZKLFS_LI_MOVES(LI_MOVE) };
+static const struct zke_move lr_moves[] = { ZKLFS_LR_MOVES(LR_MOVE) };
+static const struct zke_move li_moves[] = { ZKLFS_LI_MOVES(LI_MOVE) };
 #undef NAME
 #undef LR_MOVE
 #undef LI_MOVE
 
 /* A move of one of @lr's machines: listed, or (sanitizer builds) abort. */
 static void check_move(const struct lockreq *lr, const char *what,
-		       const struct zkl_move *moves, size_t n, const char *const *names,
+		       const struct zke_move *moves, size_t n, const char *const *names,
 		       int from, int to)
 {
 #ifdef ZKL_LOCKCHECK
-	if (zkl_move_listed(moves, n, from, to))
+	if (zke_move_listed(moves, n, from, to))
 		return;
 	fprintf(stderr, "zklockfs: lock request '%s' in %s: illegal move of its %s: %s -> %s\n",
 		lr->name, lr->dir, what, names[from], names[to]);
@@ -91,7 +91,7 @@ static void check_move(const struct lockreq *lr, const char *what,
 
 void lockreq_set_state_locked(struct lockreq *lr, enum lrstate to)
 {
-	ZKL_ASSERT_HELD(&lr->node->fs->lock);
+	ZKMX_ASSERT_HELD(&lr->node->fs->lock);
 	check_move(lr, "state", lr_moves, sizeof(lr_moves) / sizeof(lr_moves[0]), lr_names,
 		   lr->state, to);
 	lr->state = to;
@@ -99,7 +99,7 @@ void lockreq_set_state_locked(struct lockreq *lr, enum lrstate to)
 
 void lockreq_set_intr_locked(struct lockreq *lr, enum lrintr to)
 {
-	ZKL_ASSERT_HELD(&lr->node->fs->lock);
+	ZKMX_ASSERT_HELD(&lr->node->fs->lock);
 	check_move(lr, "interrupt", li_moves, sizeof(li_moves) / sizeof(li_moves[0]),
 		   li_names, lr->intr, to);
 	lr->intr = to;
@@ -157,7 +157,7 @@ static void lock_answer(struct zklfs *fs, struct node *n, fuse_req_t req,
 	zklfs_xc_changed(fs);		/* an entry made, or gone */
 	if (err) {
 		if (err != -EAGAIN && err != -EINTR)
-			zkl_log(LOG_WARNING, "lock '%s' in %s failed: %s", lr->name,
+			zklog(LOG_WARNING, "lock '%s' in %s failed: %s", lr->name,
 				lr->dir, strerror(-err));
 		if (err == -ENOENT)	/* the directory is gone: its maker too */
 			zklfs_dir_gone(fs, lr->dir);
@@ -166,7 +166,7 @@ static void lock_answer(struct zklfs *fs, struct node *n, fuse_req_t req,
 		return;
 	}
 	zkl_info(lr->w, &info, &path);
-	zkl_mutex_lock(&fs->lock);
+	zkmx_lock(&fs->lock);
 	lockreq_set_state_locked(lr, LR_HELD);
 	if (info.lost || lr->lost_early)	/* lost before it was answered */
 		lockreq_set_state_locked(lr, LR_LOST);
@@ -180,7 +180,7 @@ static void lock_answer(struct zklfs *fs, struct node *n, fuse_req_t req,
 	if (path)
 		node_hash_locked(fs, n);
 	holder_fi(lr, &fi);
-	zkl_mutex_unlock(&fs->lock);
+	zkmx_unlock(&fs->lock);
 	if (fdreq) {
 		fs->reply->err(req, 0);
 		return;
@@ -199,17 +199,17 @@ static void lock_done(struct zkl_waiter *w, int err, void *arg)
 	bool fdreq;
 
 	(void)w;
-	zkl_mutex_lock(&fs->lock);
+	zkmx_lock(&fs->lock);
 	if (lr->state == LR_ASKING) {	/* the handler is still setting up */
 		lockreq_set_state_locked(lr, LR_ANSWERED);
 		lr->result = err;
-		zkl_mutex_unlock(&fs->lock);
+		zkmx_unlock(&fs->lock);
 		return;
 	}
 	req = lr->req;
 	fdreq = lr->fdreq;
 	lr->req = NULL;
-	zkl_mutex_unlock(&fs->lock);
+	zkmx_unlock(&fs->lock);
 	if (req)
 		lock_answer(fs, n, req, fdreq, err);
 }
@@ -228,9 +228,9 @@ static void lock_interrupt(fuse_req_t req, void *arg)
 	struct zkl_waiter *w;
 
 	(void)req;
-	zkl_mutex_lock(&fs->lock);
+	zkmx_lock(&fs->lock);
 	w = lockreq_pin_locked(n->lr);
-	zkl_mutex_unlock(&fs->lock);
+	zkmx_unlock(&fs->lock);
 	if (!w)
 		return;
 	zkl_cancel(w);			/* answers EINTR through lock_done */
@@ -239,7 +239,7 @@ static void lock_interrupt(fuse_req_t req, void *arg)
 
 struct zkl_waiter *lockreq_pin_locked(struct lockreq *lr)
 {
-	ZKL_ASSERT_HELD(&lr->node->fs->lock);
+	ZKMX_ASSERT_HELD(&lr->node->fs->lock);
 	if (!lr->w || lr->intr != LI_NONE)
 		return NULL;
 	lockreq_set_intr_locked(lr, LI_BUSY);
@@ -251,10 +251,10 @@ void lockreq_unpin(struct zklfs *fs, struct node *n)
 	struct lockreq *lr = n->lr;
 	bool drop;
 
-	zkl_mutex_lock(&fs->lock);
+	zkmx_lock(&fs->lock);
 	drop = lr->intr == LI_DEFER;
 	lockreq_set_intr_locked(lr, LI_NONE);
-	zkl_mutex_unlock(&fs->lock);
+	zkmx_unlock(&fs->lock);
 	if (drop)
 		lockreq_drop(fs, n);
 }
@@ -265,11 +265,11 @@ void lockreq_entry_gone(struct zklfs *fs, const char *path)
 	struct node *n;
 
 	/* a held entry's node is found by its path (lock_answer()) */
-	zkl_mutex_lock(&fs->lock);
+	zkmx_lock(&fs->lock);
 	n = node_find_locked(fs, path);
 	if (n && n->lr && n->lr->state == LR_HELD)
 		w = lockreq_pin_locked(n->lr);
-	zkl_mutex_unlock(&fs->lock);
+	zkmx_unlock(&fs->lock);
 	if (!w)
 		return;
 	zkl_entry_gone(w);		/* lost: lockreq_lost() records it */
@@ -283,7 +283,7 @@ void lockreq_entry_gone(struct zklfs *fs, const char *path)
  * at once (fs/reenter.c); a thread that waits there, or would wait on
  * itself, gets EDEADLK; one that lost it, EIO.
  */
-static void lock_enqueue(fuse_req_t req, struct node *n, enum zkl_kind kind,
+static void lock_enqueue(fuse_req_t req, struct node *n, enum zkn_kind kind,
 			 int flags, bool fdreq)
 {
 	struct lockreq *lr = n->lr;
@@ -302,9 +302,9 @@ static void lock_enqueue(fuse_req_t req, struct node *n, enum zkl_kind kind,
 	case LR_JOIN: {
 		struct fuse_file_info fi;
 
-		zkl_mutex_lock(&fs->lock);
+		zkmx_lock(&fs->lock);
 		holder_fi(lr, &fi);
-		zkl_mutex_unlock(&fs->lock);
+		zkmx_unlock(&fs->lock);
 		if (fs->reply->open(req, &fi) == -ENOENT) {	/* the opener is gone */
 			struct node *gone = lockreq_close(fs, n);
 
@@ -325,7 +325,7 @@ static void lock_enqueue(fuse_req_t req, struct node *n, enum zkl_kind kind,
 	len = holder_data(fs, &c, data, sizeof(data));
 	if (len >= (int)sizeof(data))
 		len = sizeof(data) - 1;
-	zkl_mutex_lock(&fs->lock);
+	zkmx_lock(&fs->lock);
 	lr->tid = c.tid;
 	lr->pid = c.pid;
 	lr->tid_start = c.start;
@@ -334,20 +334,20 @@ static void lock_enqueue(fuse_req_t req, struct node *n, enum zkl_kind kind,
 	lr->fdreq = fdreq;
 	lr->lost_early = false;
 	lockreq_set_state_locked(lr, LR_ASKING);
-	zkl_mutex_unlock(&fs->lock);
+	zkmx_unlock(&fs->lock);
 	/* lr->uid: the opener's, whoever asks for a conversion on its fd */
 	err = zkl_enqueue(zklfs_engine(fs, lr->dir), lr->dir, lr->name, kind, flags,
 			  data, len, lr->uid, lock_done, n, &w);
 	if (err) {
-		zkl_mutex_lock(&fs->lock);
+		zkmx_lock(&fs->lock);
 		lr->req = NULL;
 		lockreq_set_state_locked(lr, LR_IDLE);
-		zkl_mutex_unlock(&fs->lock);
-		zkl_log(LOG_WARNING, "lock '%s' in %s: %s", lr->name, lr->dir, strerror(-err));
+		zkmx_unlock(&fs->lock);
+		zklog(LOG_WARNING, "lock '%s' in %s: %s", lr->name, lr->dir, strerror(-err));
 		fs->reply->err(req, -err);
 		return;
 	}
-	zkl_mutex_lock(&fs->lock);
+	zkmx_lock(&fs->lock);
 	lr->w = w;
 	n->pinned = true;		/* until lockreq_drop() */
 	head = &fs->locks[(unsigned)lr->tid % ZKLFS_TID_BUCKETS];
@@ -356,9 +356,9 @@ static void lock_enqueue(fuse_req_t req, struct node *n, enum zkl_kind kind,
 	if (*head)
 		(*head)->lprev = lr;
 	*head = lr;
-	zkl_mutex_unlock(&fs->lock);
+	zkmx_unlock(&fs->lock);
 	fs->reply->on_interrupt(req, lock_interrupt, n);	/* last: may run now */
-	zkl_mutex_lock(&fs->lock);
+	zkmx_lock(&fs->lock);
 	if (lr->state == LR_ANSWERED) {
 		late = lr->req;
 		lr->req = NULL;
@@ -366,7 +366,7 @@ static void lock_enqueue(fuse_req_t req, struct node *n, enum zkl_kind kind,
 	} else if (lr->state == LR_ASKING) {
 		lockreq_set_state_locked(lr, LR_WAITING);
 	}
-	zkl_mutex_unlock(&fs->lock);
+	zkmx_unlock(&fs->lock);
 	if (late)
 		lock_answer(fs, n, late, fdreq, result);
 }
@@ -374,15 +374,15 @@ static void lock_enqueue(fuse_req_t req, struct node *n, enum zkl_kind kind,
 void lockreq_open(fuse_req_t req, struct node *n, struct fuse_file_info *fi)
 {
 	struct lockreq *lr = n->lr;
-	enum zkl_kind kind = (fi->flags & O_ACCMODE) == O_RDONLY ? ZKL_SHARED : ZKL_EXCLUSIVE;
+	enum zkn_kind kind = (fi->flags & O_ACCMODE) == O_RDONLY ? ZKN_SHARED : ZKN_EXCLUSIVE;
 
-	zkl_mutex_lock(&n->fs->lock);
+	zkmx_lock(&n->fs->lock);
 	lr->fi = *fi;
-	zkl_mutex_unlock(&n->fs->lock);
+	zkmx_unlock(&n->fs->lock);
 	lock_enqueue(req, n, kind, (fi->flags & O_NONBLOCK) ? ZKL_NONBLOCK : 0, false);
 }
 
-void lockreq_request(fuse_req_t req, struct node *n, enum zkl_kind kind,
+void lockreq_request(fuse_req_t req, struct node *n, enum zkn_kind kind,
 		     int flags)
 {
 	lock_enqueue(req, n, kind, flags, true);
@@ -398,7 +398,7 @@ static struct lr_wait *confirm_take_locked(struct lockreq *lr, bool let_go)
 	struct lr_confirm *cf = lr->cf;
 	struct lr_wait *all, *w;
 
-	ZKL_ASSERT_HELD(&lr->node->fs->lock);
+	ZKMX_ASSERT_HELD(&lr->node->fs->lock);
 	if (!cf)
 		return NULL;
 	all = cf->now;
@@ -435,12 +435,12 @@ void lockreq_drop(struct zklfs *fs, struct node *n)
 	struct zkl_waiter *w;
 	bool gone;
 
-	zkl_mutex_lock(&fs->lock);
+	zkmx_lock(&fs->lock);
 	if (lr->intr == LI_BUSY || lr->intr == LI_DEFER) {
 		/* lock_interrupt() drops it when done */
 		if (lr->intr == LI_BUSY)
 			lockreq_set_intr_locked(lr, LI_DEFER);
-		zkl_mutex_unlock(&fs->lock);
+		zkmx_unlock(&fs->lock);
 		return;
 	}
 	w = lr->w;
@@ -461,7 +461,7 @@ void lockreq_drop(struct zklfs *fs, struct node *n)
 	gone = w && n->nlookup == 0;	/* FORGET came while it held w */
 	if (gone && n->hashed)
 		node_unhash_locked(fs, n);
-	zkl_mutex_unlock(&fs->lock);
+	zkmx_unlock(&fs->lock);
 	lockreq_answer_waits(fs, fsyncs, false, 0);
 	if (w) {
 		zkl_release(w);
@@ -478,7 +478,7 @@ void lockreq_giveback(struct zklfs *fs, struct node *n)
 	/* from then on a loss of the old entry is not this descriptor's
 	 * (lockreq_lost() checks lr->w) */
 	lockreq_drop(fs, n);
-	zkl_mutex_lock(&fs->lock);
+	zkmx_lock(&fs->lock);
 	if (n->path && n->hashed)
 		node_unhash_path_locked(fs, n->path);
 	free(n->path);
@@ -487,7 +487,7 @@ void lockreq_giveback(struct zklfs *fs, struct node *n)
 	lr->parted = false;
 	lr->seq = 0;
 	lr->czxid = 0;
-	zkl_mutex_unlock(&fs->lock);
+	zkmx_unlock(&fs->lock);
 }
 
 /* Under the engine's lock: record that @w's lock is lost (else that its
@@ -501,9 +501,9 @@ static void holder_event(struct zkl_waiter *w, void *arg, bool lost)
 	struct lr_wait *fsyncs = NULL;
 	unsigned nj = 0;
 
-	zkl_mutex_lock(&fs->lock);
+	zkmx_lock(&fs->lock);
 	if (lr->w != w) {		/* given back, or not yet taken in */
-		zkl_mutex_unlock(&fs->lock);
+		zkmx_unlock(&fs->lock);
 		return;
 	}
 	/* the pollers of the descriptors JOINED to it are woken too (if
@@ -527,7 +527,7 @@ static void holder_event(struct zkl_waiter *w, void *arg, bool lost)
 		fsyncs = confirm_take_locked(lr, false);
 	ph = lr->ph;
 	lr->ph = NULL;
-	zkl_mutex_unlock(&fs->lock);
+	zkmx_unlock(&fs->lock);
 	lockreq_answer_waits(fs, fsyncs, false, 0);
 	if (ph)
 		fs->reply->notify_poll(ph);

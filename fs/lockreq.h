@@ -110,13 +110,13 @@ struct lockreq {
 					   on the holder's descriptor, not
 					   the OPEN */
 	struct fuse_file_info fi;	/* copied from that OPEN */
-	enum zkl_kind kind;		/* of w */
+	enum zkn_kind kind;		/* of w */
 	pid_t tid;			/* the thread that asked (EDEADLK) */
 	pid_t pid;			/* and its process (F_GETLK) */
 	unsigned long long tid_start;	/* and when it started, 0 if unknown:
 					   its id may be given again (fs/tid.h) */
 	int result;			/* LR_ANSWERED: the engine's answer */
-	enum zkl_loss loss;		/* why, once lost */
+	enum zkm_loss loss;		/* why, once lost */
 	bool lost_early;		/* lost while its grant was on its way
 					   to lock_answer(): LOST once answered */
 	bool opened;			/* an OPEN took this node; only set */
@@ -197,7 +197,7 @@ void lockreq_open(fuse_req_t req, struct node *n, struct fuse_file_info *fi);
  * first): enqueue an entry of @kind (@flags: ZKL_NONBLOCK) and answer @req
  * later, 0 once it is granted or an errno.  FUSE thread, without fs->lock.
  */
-void lockreq_request(fuse_req_t req, struct node *n, enum zkl_kind kind,
+void lockreq_request(fuse_req_t req, struct node *n, enum zkn_kind kind,
 		     int flags);
 
 /*
@@ -229,7 +229,7 @@ pid_t lockreq_pid(struct zklfs *fs, const char *dir, int32_t seq);
  */
 enum lr_reentry { LR_NEW, LR_JOIN, LR_DEADLOCK, LR_LOSTLOCK };
 bool lockreq_deadlocks(fuse_req_t req, struct node *n);
-enum lr_reentry lockreq_reenter(fuse_req_t req, struct node *n, enum zkl_kind kind);
+enum lr_reentry lockreq_reenter(fuse_req_t req, struct node *n, enum zkn_kind kind);
 
 /*
  * lockreq_drop() - give back @n's place in its queue (deleting the entry)

@@ -16,7 +16,7 @@ pid_t lockreq_pid(struct zklfs *fs, const char *dir, int32_t seq)
 {
 	pid_t pid = 0;
 
-	zkl_mutex_lock(&fs->lock);
+	zkmx_lock(&fs->lock);
 	for (unsigned i = 0; i < ZKLFS_TID_BUCKETS && !pid; i++)
 		for (struct lockreq *l = fs->locks[i]; l; l = l->lnext)
 			if (l->state == LR_HELD && l->seq == seq &&
@@ -24,7 +24,7 @@ pid_t lockreq_pid(struct zklfs *fs, const char *dir, int32_t seq)
 				pid = l->pid;
 				break;
 			}
-	zkl_mutex_unlock(&fs->lock);
+	zkmx_unlock(&fs->lock);
 	return pid;
 }
 
@@ -37,7 +37,7 @@ unsigned lockreq_holder_poll(struct zklfs *fs, struct node *n,
 
 	struct lockreq *e;
 
-	zkl_mutex_lock(&fs->lock);
+	zkmx_lock(&fs->lock);
 	e = lockreq_entry(lr);		/* a JOINED one reports its owner's */
 	ev = e->state == LR_LOST ? POLLERR | POLLHUP :
 	     POLLIN | POLLRDNORM | POLLOUT | POLLWRNORM | (e->revoking ? POLLPRI : 0);
@@ -46,7 +46,7 @@ unsigned lockreq_holder_poll(struct zklfs *fs, struct node *n,
 		lr->ph = ph;
 		ph = NULL;
 	}
-	zkl_mutex_unlock(&fs->lock);
+	zkmx_unlock(&fs->lock);
 	if (old)
 		fs->reply->drop_poll(old);
 	if (ph)
@@ -62,9 +62,9 @@ bool lockreq_holder_lost(struct zklfs *fs, struct node *n,
 
 	if (!fi || fi->fh != FH_HOLDER || !lr)
 		return false;
-	zkl_mutex_lock(&fs->lock);
+	zkmx_lock(&fs->lock);
 	lost = lockreq_entry(lr)->state == LR_LOST;
-	zkl_mutex_unlock(&fs->lock);
+	zkmx_unlock(&fs->lock);
 	return lost;
 }
 
@@ -75,9 +75,9 @@ bool lockreq_waiting(struct zklfs *fs, struct node *n)
 
 	if (!lr)
 		return false;
-	zkl_mutex_lock(&fs->lock);
+	zkmx_lock(&fs->lock);
 	waiting = lockreq_asking(lr);
-	zkl_mutex_unlock(&fs->lock);
+	zkmx_unlock(&fs->lock);
 	return waiting;
 }
 
@@ -88,11 +88,11 @@ pid_t lockreq_opener(struct zklfs *fs, struct node *n)
 
 	if (!lr)
 		return 0;
-	zkl_mutex_lock(&fs->lock);
+	zkmx_lock(&fs->lock);
 	lr = lockreq_entry(lr);
 	if (lr->w && lockreq_granted(lr))
 		pid = lr->pid;
-	zkl_mutex_unlock(&fs->lock);
+	zkmx_unlock(&fs->lock);
 	return pid;
 }
 
@@ -104,10 +104,10 @@ bool lockreq_holder_idle(struct zklfs *fs, struct node *n,
 
 	if (!fi || fi->fh != FH_HOLDER || !lr)
 		return false;
-	zkl_mutex_lock(&fs->lock);
+	zkmx_lock(&fs->lock);
 	idle = lr->state == LR_JOINED ? false :
 	       !lockreq_granted(lr) || !n->path || lr->parted;
-	zkl_mutex_unlock(&fs->lock);
+	zkmx_unlock(&fs->lock);
 	return idle;
 }
 
@@ -120,14 +120,14 @@ bool lockreq_own_state(struct zklfs *fs, struct node *n, struct zkl_info *info)
 		memset(info, 0, sizeof(*info));
 		return false;
 	}
-	zkl_mutex_lock(&fs->lock);
+	zkmx_lock(&fs->lock);
 	if (lr->state != LR_JOINED && lr->parted)
 		lr = NULL;		/* its part given up: it holds nothing */
 	else
 		lr = lockreq_entry(lr);
 	mine = lr && lr->w != NULL && lockreq_granted(lr);
 	if (!mine) {
-		zkl_mutex_unlock(&fs->lock);
+		zkmx_unlock(&fs->lock);
 		memset(info, 0, sizeof(*info));
 		return false;
 	}
@@ -138,7 +138,7 @@ bool lockreq_own_state(struct zklfs *fs, struct node *n, struct zkl_info *info)
 	info->seq = lr->seq;
 	info->czxid = lr->czxid;
 	info->grants = lr->grants;
-	zkl_mutex_unlock(&fs->lock);
+	zkmx_unlock(&fs->lock);
 	return mine;
 }
 
@@ -156,9 +156,9 @@ bool lockreq_joined(struct zklfs *fs, struct node *n)
 
 	if (!n->lr)
 		return false;
-	zkl_mutex_lock(&fs->lock);
+	zkmx_lock(&fs->lock);
 	joined = n->lr->state == LR_JOINED;
-	zkl_mutex_unlock(&fs->lock);
+	zkmx_unlock(&fs->lock);
 	return joined;
 }
 

@@ -95,10 +95,10 @@ static bool stderr_keeps_log(void)
 		    (S_ISREG(st.st_mode) || S_ISCHR(st.st_mode) || S_ISSOCK(st.st_mode));
 
 	if (keep)
-		zkl_log(LOG_WARNING, "no syslog here (/dev/log): the log goes on to "
+		zklog(LOG_WARNING, "no syslog here (/dev/log): the log goes on to "
 			"standard error");
 	else
-		zkl_log(LOG_WARNING, "no syslog here (/dev/log), and standard error is "
+		zklog(LOG_WARNING, "no syslog here (/dev/log), and standard error is "
 			"a pipe: the daemon's log is lost from now on (run it with -f, "
 			"or under a syslog)");
 	return keep;
@@ -114,11 +114,11 @@ static void daemon_ready(bool keep_stderr)
 	if (ready_fd < 0)
 		return;
 	if (write(ready_fd, &status, 1) != 1)
-		zkl_log(LOG_WARNING, "cannot tell the parent we are mounted");
+		zklog(LOG_WARNING, "cannot tell the parent we are mounted");
 	close(ready_fd);
 	ready_fd = -1;
 	if (chdir("/") != 0)
-		zkl_log(LOG_WARNING, "chdir /: %s", strerror(errno));
+		zklog(LOG_WARNING, "chdir /: %s", strerror(errno));
 	null = open("/dev/null", O_RDWR);
 	if (null >= 0) {
 		dup2(null, 0);
@@ -234,7 +234,7 @@ static int loop_status(int rc)
 	if (rc == 0 || rc == -ENODEV || rc == -ECONNABORTED ||
 	    rc == SIGTERM || rc == SIGINT || rc == SIGHUP)
 		return 0;
-	zkl_log(LOG_ERR, "FUSE session ended: %s", rc < 0 ? strerror(-rc) : "signal");
+	zklog(LOG_ERR, "FUSE session ended: %s", rc < 0 ? strerror(-rc) : "signal");
 	return 1;
 }
 
@@ -307,10 +307,10 @@ int main(int argc, char *argv[])
 	fs.gid = getgid();
 	if (gethostname(fs.host, sizeof(fs.host) - 1) != 0)
 		strcpy(fs.host, "localhost");
-	zkl_mutex_init(&fs.wb_send, ZKL_RANK_WBSEND, "fs->wb_send");
-	zkl_mutex_init(&fs.lock, ZKL_RANK_FS, "fs->lock");
+	zkmx_init(&fs.wb_send, ZKMX_RANK_WBSEND, "fs->wb_send");
+	zkmx_init(&fs.lock, ZKMX_RANK_FS, "fs->lock");
 	fs.reply = &zklfs_fuse_reply;
-	zkl_log_init("zklockfs", false, opts.debug);
+	zklog_init("zklockfs", false, opts.debug);
 	if (!opts.foreground && daemon_start() != 0) {
 		fprintf(stderr, "zklockfs: cannot fork: %s\n", strerror(errno));
 		goto out_args;
@@ -327,7 +327,7 @@ int main(int argc, char *argv[])
 	if (zklfs_nodes_init(&fs, zklfs_lock_node_end) != 0 || zklfs_owners_init(&fs) != 0 ||
 	    zklfs_xc_init(&fs) != 0 || zklfs_pend_init(&fs, pend_arm) != 0 ||
 	    zklfs_observe_init(&fs) != 0) {
-		zkl_log(LOG_ERR, "out of memory");
+		zklog(LOG_ERR, "out of memory");
 		goto out_nodes;
 	}
 	zklfs_pend_timeout(&fs, zks_timeout_ms(zklfs_session(&fs, fs.root->path)));
@@ -341,8 +341,8 @@ int main(int argc, char *argv[])
 	if (fuse_session_mount(fs.se, fs.mountpoint) != 0)
 		goto out_signals;
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	zkl_log(LOG_INFO, "mounted %s at %s", conf.source, fs.mountpoint);
-	keep_stderr = opts.foreground || !zkl_log_init("zklockfs", true, opts.debug);
+	zklog(LOG_INFO, "mounted %s at %s", conf.source, fs.mountpoint);
+	keep_stderr = opts.foreground || !zklog_init("zklockfs", true, opts.debug);
 	if (!opts.foreground && keep_stderr)
 		keep_stderr = stderr_keeps_log();
 	daemon_ready(keep_stderr);
@@ -369,8 +369,8 @@ out_nodes:
 	zklfs_pend_free(&fs);
 	zklfs_observe_free(&fs);
 	zklfs_watchdog_close(&fs);
-	zkl_mutex_destroy(&fs.lock);
-	zkl_mutex_destroy(&fs.wb_send);
+	zkmx_destroy(&fs.lock);
+	zkmx_destroy(&fs.wb_send);
 out_args:
 	free(fs.mountpoint);		/* NULL before the mount point's check */
 	free(opts.mountpoint);

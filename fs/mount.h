@@ -59,7 +59,7 @@ struct zklfs {
 	char host[256];
 	uid_t uid;
 	gid_t gid;
-	struct zkl_mutex lock;		/* fs->lock: see above */
+	struct zkmx lock;		/* fs->lock: see above */
 	const struct zklfs_reply *reply;	/* the kernel's side (fs/reply.h) */
 
 	struct zklfs_pool *pool;	/* the sessions (fs/pool.c) */
@@ -77,7 +77,7 @@ struct zklfs {
 	struct lockreq *locks[ZKLFS_TID_BUCKETS];
 
 	/* the directories made through this mount (fs/attr.c) */
-	struct zkl_mutex owners_mu;	/* owners, nowners, owners_sweep */
+	struct zkmx owners_mu;	/* owners, nowners, owners_sweep */
 	struct dirowner **owners;
 	size_t nowners;
 	size_t owners_sweep;		/* the next bucket to look at */
@@ -96,7 +96,7 @@ struct zklfs {
 	struct zklfs_observe *obs;
 
 	/* the holders' data (fs/wbuf.c) */
-	struct zkl_mutex wb_send;	/* held across taking data and sending it,
+	struct zkmx wb_send;	/* held across taking data and sending it,
 					   so that sets go out in the order the
 					   data was taken: never an older one last */
 	struct node *dirty;		/* nodes with data to send; fs->lock */

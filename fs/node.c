@@ -42,7 +42,7 @@ int zklfs_nodes_init(struct zklfs *fs, zklfs_node_end_fn *end)
 
 static void link_locked(struct zklfs *fs, struct node *n)
 {
-	ZKL_ASSERT_HELD(&fs->lock);
+	ZKMX_ASSERT_HELD(&fs->lock);
 	n->anext = fs->all;
 	if (fs->all)
 		fs->all->aprev = n;
@@ -59,7 +59,7 @@ void node_free(struct node *n)
 {
 	struct zklfs *fs = n->fs;
 
-	zkl_mutex_lock(&fs->lock);
+	zkmx_lock(&fs->lock);
 	if (n->aprev)
 		n->aprev->anext = n->anext;
 	else
@@ -68,7 +68,7 @@ void node_free(struct node *n)
 		n->anext->aprev = n->aprev;
 	if (n->lr)
 		fs->node_end(fs, n);	/* frees n->lr */
-	zkl_mutex_unlock(&fs->lock);
+	zkmx_unlock(&fs->lock);
 	node_destroy(n);
 }
 
@@ -79,9 +79,9 @@ void zklfs_nodes_free(struct zklfs *fs)
 
 		fs->all = n->anext;
 		if (n->lr) {
-			zkl_mutex_lock(&fs->lock);
+			zkmx_lock(&fs->lock);
 			fs->node_end(fs, n);
-			zkl_mutex_unlock(&fs->lock);
+			zkmx_unlock(&fs->lock);
 		}
 		node_destroy(n);
 	}
@@ -106,7 +106,7 @@ void node_unhash_locked(struct zklfs *fs, struct node *n)
 {
 	struct node **pp = &fs->htab[zkn_hash(n->path) % fs->hsize];
 
-	ZKL_ASSERT_HELD(&fs->lock);
+	ZKMX_ASSERT_HELD(&fs->lock);
 	for (; *pp; pp = &(*pp)->hnext) {
 		if (*pp == n) {
 			*pp = n->hnext;
@@ -121,7 +121,7 @@ void node_hash_locked(struct zklfs *fs, struct node *n)
 {
 	struct node **b = &fs->htab[zkn_hash(n->path) % fs->hsize];
 
-	ZKL_ASSERT_HELD(&fs->lock);
+	ZKMX_ASSERT_HELD(&fs->lock);
 	node_unhash_path_locked(fs, n->path);
 	n->hnext = *b;
 	*b = n;
@@ -132,7 +132,7 @@ struct node *node_find_locked(struct zklfs *fs, const char *path)
 {
 	struct node *n = fs->htab[zkn_hash(path) % fs->hsize];
 
-	ZKL_ASSERT_HELD(&fs->lock);
+	ZKMX_ASSERT_HELD(&fs->lock);
 	while (n && strcmp(n->path, path) != 0)
 		n = n->hnext;
 	return n;
@@ -151,7 +151,7 @@ struct node *node_lookup_locked(struct zklfs *fs, const char *path,
 {
 	struct node *n;
 
-	ZKL_ASSERT_HELD(&fs->lock);
+	ZKMX_ASSERT_HELD(&fs->lock);
 	if (strcmp(path, fs->root->path) == 0) {
 		fs->root->nlookup++;
 		return fs->root;
@@ -182,7 +182,7 @@ struct node *node_new_pending_locked(struct zklfs *fs)
 {
 	struct node *n = calloc(1, sizeof(*n));
 
-	ZKL_ASSERT_HELD(&fs->lock);
+	ZKMX_ASSERT_HELD(&fs->lock);
 	if (!n)
 		return NULL;
 	n->fs = fs;
@@ -199,12 +199,12 @@ void node_forget(struct zklfs *fs, struct node *n, uint64_t nlookup)
 
 	if (n == fs->root)
 		return;
-	zkl_mutex_lock(&fs->lock);
+	zkmx_lock(&fs->lock);
 	n->nlookup = n->nlookup > nlookup ? n->nlookup - nlookup : 0;
 	gone = n->nlookup == 0 && !n->pinned;
 	if (gone && n->hashed)
 		node_unhash_locked(fs, n);
-	zkl_mutex_unlock(&fs->lock);
+	zkmx_unlock(&fs->lock);
 	if (gone)
 		node_free(n);
 }
@@ -213,9 +213,9 @@ char *zklfs_node_path(struct zklfs *fs, struct node *n)
 {
 	char *p;
 
-	zkl_mutex_lock(&fs->lock);
+	zkmx_lock(&fs->lock);
 	p = n->path ? strdup(n->path) : NULL;
-	zkl_mutex_unlock(&fs->lock);
+	zkmx_unlock(&fs->lock);
 	return p;
 }
 
@@ -243,7 +243,7 @@ static struct lsc *lsc_slot_locked(struct zklfs *fs, const char *dir, bool take)
 	struct lsc *l = &fs->lsc[zkn_hash(dir) % ZKLFS_LSC_SLOTS];
 	char *d;
 
-	ZKL_ASSERT_HELD(&fs->lock);
+	ZKMX_ASSERT_HELD(&fs->lock);
 	if (l->dir && strcmp(l->dir, dir) == 0)
 		return l;
 	if (!take || !(d = strdup(dir)))
@@ -259,11 +259,11 @@ void lsc_busy(struct zklfs *fs, const char *dir)
 {
 	struct lsc *l;
 
-	zkl_mutex_lock(&fs->lock);
+	zkmx_lock(&fs->lock);
 	l = lsc_slot_locked(fs, dir, true);
 	if (l)
 		l->busy_until_ms = zklfs_now_ms() + ZKLFS_LSC_TTL_MS;
-	zkl_mutex_unlock(&fs->lock);
+	zkmx_unlock(&fs->lock);
 }
 
 static int cmp_str(const void *a, const void *b)
@@ -277,7 +277,7 @@ enum lsc_answer lsc_lookup(struct zklfs *fs, const char *dir, const char *name)
 	uint64_t now = zklfs_now_ms();
 	struct lsc *l;
 
-	zkl_mutex_lock(&fs->lock);
+	zkmx_lock(&fs->lock);
 	l = lsc_slot_locked(fs, dir, false);
 	if (l && l->busy_until_ms > now) {
 		if (l->fresh_until_ms <= now)
@@ -287,14 +287,14 @@ enum lsc_answer lsc_lookup(struct zklfs *fs, const char *dir, const char *name)
 		else
 			a = LSC_ABSENT;
 	}
-	zkl_mutex_unlock(&fs->lock);
+	zkmx_unlock(&fs->lock);
 	return a;
 }
 
 void lsc_fill(struct zklfs *fs, const char *dir, char *const *names, int count)
 {
 	char **v = calloc((size_t)count + 1, sizeof(*v));
-	struct zkl_child c;
+	struct zkg_child c;
 	struct lsc *l;
 	size_t n = 0;
 
@@ -308,7 +308,7 @@ void lsc_fill(struct zklfs *fs, const char *dir, char *const *names, int count)
 		n++;
 	}
 	qsort(v, n, sizeof(*v), cmp_str);
-	zkl_mutex_lock(&fs->lock);
+	zkmx_lock(&fs->lock);
 	l = lsc_slot_locked(fs, dir, false);
 	if (l) {
 		lsc_drop_names(l);
@@ -318,7 +318,7 @@ void lsc_fill(struct zklfs *fs, const char *dir, char *const *names, int count)
 		v = NULL;
 		n = 0;
 	}
-	zkl_mutex_unlock(&fs->lock);
+	zkmx_unlock(&fs->lock);
 fail:
 	for (size_t i = 0; v && i < n; i++)
 		free(v[i]);
@@ -329,9 +329,9 @@ void lsc_forget(struct zklfs *fs, const char *dir)
 {
 	struct lsc *l;
 
-	zkl_mutex_lock(&fs->lock);
+	zkmx_lock(&fs->lock);
 	l = lsc_slot_locked(fs, dir, false);
 	if (l)
 		lsc_drop_names(l);
-	zkl_mutex_unlock(&fs->lock);
+	zkmx_unlock(&fs->lock);
 }

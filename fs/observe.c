@@ -54,7 +54,7 @@ struct observer {
 };
 
 struct zklfs_observe {
-	struct zkl_mutex mu;
+	struct zkmx mu;
 	struct observer *all;
 };
 
@@ -62,8 +62,8 @@ struct zklfs_observe {
 struct fetch {
 	struct observer *o;
 	struct String_vector sv;
-	struct zkl_child *kids;
-	const struct zkl_child **h;
+	struct zkg_child *kids;
+	const struct zkg_child **h;
 	size_t n, nh, left;
 	unsigned limit;
 	char (*line)[1536];		/* per holder */
@@ -74,7 +74,7 @@ int zklfs_observe_init(struct zklfs *fs)
 	fs->obs = calloc(1, sizeof(*fs->obs));
 	if (!fs->obs)
 		return -ENOMEM;
-	zkl_mutex_init(&fs->obs->mu, ZKL_RANK_OBSERVE, "fs->obs->mu");
+	zkmx_init(&fs->obs->mu, ZKMX_RANK_OBSERVE, "fs->obs->mu");
 	return 0;
 }
 
@@ -93,7 +93,7 @@ void zklfs_observe_free(struct zklfs *fs)
 		next = o->next;
 		obs_free(o);		/* the sessions are closed: no watch fires */
 	}
-	zkl_mutex_destroy(&fs->obs->mu);
+	zkmx_destroy(&fs->obs->mu);
 	free(fs->obs);
 	fs->obs = NULL;
 }
@@ -103,7 +103,7 @@ static bool obs_unused_locked(struct zklfs *fs, struct observer *o)
 {
 	struct observer **pp;
 
-	ZKL_ASSERT_HELD(&fs->obs->mu);
+	ZKMX_ASSERT_HELD(&fs->obs->mu);
 	if (o->fds || o->opening || o->armed || o->fetching)
 		return false;
 	for (pp = &fs->obs->all; *pp && *pp != o; pp = &(*pp)->next)
@@ -127,7 +127,7 @@ static void obs_watcher(zhandle_t *zh, int type, int state, const char *path, vo
 	(void)zh, (void)path;
 	if (type == ZOO_SESSION_EVENT && state != ZOO_EXPIRED_SESSION_STATE)
 		return;			/* still registered: it fires later */
-	zkl_mutex_lock(&fs->obs->mu);
+	zkmx_lock(&fs->obs->mu);
 	o->armed = false;
 	if (!obs_unused_locked(fs, o)) {
 		if (o->fetching)
@@ -135,7 +135,7 @@ static void obs_watcher(zhandle_t *zh, int type, int state, const char *path, vo
 		else
 			start = o->fetching = true;
 	}
-	zkl_mutex_unlock(&fs->obs->mu);
+	zkmx_unlock(&fs->obs->mu);
 	if (start)
 		fetch_start(o);
 }
@@ -147,14 +147,14 @@ static void obs_release_fd(struct zklfs *fs, struct obs_fd *d, bool linked)
 	struct observer *o = d->o;
 	struct fuse_pollhandle *ph = d->ph;
 
-	zkl_mutex_lock(&fs->obs->mu);
+	zkmx_lock(&fs->obs->mu);
 	for (struct obs_fd **pp = &o->fds; linked && *pp; pp = &(*pp)->next)
 		if (*pp == d) {
 			*pp = d->next;
 			break;
 		}
 	obs_unused_locked(fs, o);
-	zkl_mutex_unlock(&fs->obs->mu);
+	zkmx_unlock(&fs->obs->mu);
 	if (ph)
 		fs->reply->drop_poll(ph);
 	free(d);
@@ -181,7 +181,7 @@ static void fetch_end(struct fetch *f, char *text, size_t len, int err)
 	bool again;
 
 	fetch_free(f);
-	zkl_mutex_lock(&fs->obs->mu);
+	zkmx_lock(&fs->obs->mu);
 	if (!err && (!o->ready || len != o->len || memcmp(text, o->text, len) != 0)) {
 		free(o->text);
 		o->text = text;
@@ -206,7 +206,7 @@ static void fetch_end(struct fetch *f, char *text, size_t len, int err)
 	again = o->again && !err;
 	o->again = false;
 	o->fetching = again;
-	zkl_mutex_unlock(&fs->obs->mu);
+	zkmx_unlock(&fs->obs->mu);
 	free(text);
 	for (size_t i = 0; i < nw; i++)
 		fs->reply->notify_poll(wake[i]);
@@ -230,9 +230,9 @@ static void fetch_end(struct fetch *f, char *text, size_t len, int err)
 	if (again)
 		fetch_start(o);
 	else {
-		zkl_mutex_lock(&fs->obs->mu);
+		zkmx_lock(&fs->obs->mu);
 		obs_unused_locked(fs, o);
-		zkl_mutex_unlock(&fs->obs->mu);
+		zkmx_unlock(&fs->obs->mu);
 	}
 }
 
@@ -257,20 +257,20 @@ static void fetch_text(struct fetch *f)
  * read); the text once every holder's is in. */
 static void entry_line(struct fetch *f, size_t i, const char *value, size_t n)
 {
-	const struct zkl_child *c = f->h[i];
+	const struct zkg_child *c = f->h[i];
 	char host[160], pid[32], cmd[160], since[64], name[1024];
 	bool last;
 
-	zkl_data_field(value, n, "host=", host, sizeof(host));
-	zkl_data_field(value, n, "pid=", pid, sizeof(pid));
-	zkl_data_field(value, n, "cmd=", cmd, sizeof(cmd));
-	zkl_data_field(value, n, "since=", since, sizeof(since));
-	zkl_escape(name, sizeof(name), c->name, strlen(c->name));
+	zklim_data_field(value, n, "host=", host, sizeof(host));
+	zklim_data_field(value, n, "pid=", pid, sizeof(pid));
+	zklim_data_field(value, n, "cmd=", cmd, sizeof(cmd));
+	zklim_data_field(value, n, "since=", since, sizeof(since));
+	zkesc(name, sizeof(name), c->name, strlen(c->name));
 	snprintf(f->line[i], sizeof(f->line[0]), "%s\t%s\t%s\t%s\t%s\t%s\n", name,
-		 c->kind == ZKL_SHARED ? "shared" : "exclusive", host, pid, cmd, since);
-	zkl_mutex_lock(&f->o->fs->obs->mu);
+		 c->kind == ZKN_SHARED ? "shared" : "exclusive", host, pid, cmd, since);
+	zkmx_lock(&f->o->fs->obs->mu);
 	last = --f->left == 0;
-	zkl_mutex_unlock(&f->o->fs->obs->mu);
+	zkmx_unlock(&f->o->fs->obs->mu);
 	if (last)
 		fetch_text(f);
 }
@@ -303,8 +303,8 @@ static void fetch_holders(struct fetch *f)
 		fetch_end(f, NULL, 0, ENOMEM);
 		return;
 	}
-	nh = f->limit ? zkl_holders_limit(f->kids, f->n, f->limit, f->h, f->n)
-		      : zkl_holders(f->kids, f->n, f->h, f->n);
+	nh = f->limit ? zkg_holders_limit(f->kids, f->n, f->limit, f->h, f->n)
+		      : zkg_holders(f->kids, f->n, f->h, f->n);
 	if (!nh) {
 		fetch_text(f);
 		return;
@@ -336,7 +336,7 @@ static void limit_done(int rc, const char *value, int len, const struct Stat *zs
 
 	(void)zs;
 	if (rc == ZOK)
-		f->limit = zkl_limit_parse(value, len > 0 ? (size_t)len : 0);
+		f->limit = zklim_parse(value, len > 0 ? (size_t)len : 0);
 	fetch_holders(f);	/* gone meanwhile: the next change says so */
 }
 
@@ -357,16 +357,16 @@ static void children_done(int rc, const struct String_vector *sv, const struct S
 		return;
 	}
 	if (rc != ZOK) {
-		zkl_log(LOG_NOTICE, "holders of %s: %s", o->dir, zerror(rc));
+		zklog(LOG_NOTICE, "holders of %s: %s", o->dir, zerror(rc));
 		fetch_end(f, NULL, 0, -zk_errno(rc));
 		return;
 	}
-	zkl_mutex_lock(&o->fs->obs->mu);
+	zkmx_lock(&o->fs->obs->mu);
 	o->armed = true;
-	zkl_mutex_unlock(&o->fs->obs->mu);
+	zkmx_unlock(&o->fs->obs->mu);
 	f->sv = *sv;		/* kept: the kids borrow its names */
 	memset((void *)sv, 0, sizeof(*sv));
-	f->kids = zkl_parse_children(f->sv.data, f->sv.count, &f->n);
+	f->kids = zkg_parse_children(f->sv.data, f->sv.count, &f->n);
 	if (!f->kids) {
 		fetch_end(f, NULL, 0, ENOMEM);
 		return;
@@ -380,7 +380,7 @@ static void children_done(int rc, const struct String_vector *sv, const struct S
 static void fetch_send(struct fetch *f)
 {
 	struct observer *o = f->o;
-	const struct zkl_transport *t = zklfs_transport(o->fs, o->zks);
+	const struct zkt_transport *t = zklfs_transport(o->fs, o->zks);
 	int rc = t->ops->wchildren(t->ctx, o->dir, obs_watcher, o, children_done, f);
 
 	if (rc != ZOK)
@@ -404,9 +404,9 @@ static void fetch_start(struct observer *o)
 	struct fetch *f = calloc(1, sizeof(*f));
 
 	if (!f) {
-		zkl_mutex_lock(&o->fs->obs->mu);
+		zkmx_lock(&o->fs->obs->mu);
 		o->fetching = false;
-		zkl_mutex_unlock(&o->fs->obs->mu);
+		zkmx_unlock(&o->fs->obs->mu);
 		return;
 	}
 	f->o = o;
@@ -436,9 +436,9 @@ void obs_lookup(fuse_req_t req, struct node *p)
 	struct node *n = NULL;
 
 	if (path) {
-		zkl_mutex_lock(&fs->lock);
+		zkmx_lock(&fs->lock);
 		n = node_lookup_locked(fs, path, NODE_HOLDERS);
-		zkl_mutex_unlock(&fs->lock);
+		zkmx_unlock(&fs->lock);
 		free(path);
 	}
 	if (!n) {
@@ -467,7 +467,7 @@ static struct observer *obs_get_locked(struct zklfs *fs, const char *dir)
 {
 	struct observer *o;
 
-	ZKL_ASSERT_HELD(&fs->obs->mu);
+	ZKMX_ASSERT_HELD(&fs->obs->mu);
 	for (o = fs->obs->all; o; o = o->next)
 		if (strcmp(o->dir, dir) == 0)
 			return o;
@@ -498,9 +498,9 @@ void obs_open(fuse_req_t req, struct node *n, struct fuse_file_info *fi)
 		fuse_reply_err(req, EACCES);
 		return;
 	}
-	zkl_mutex_lock(&fs->lock);
+	zkmx_lock(&fs->lock);
 	dir = n->path ? strndup(n->path, zkn_parent_len(n->path)) : NULL;
-	zkl_mutex_unlock(&fs->lock);
+	zkmx_unlock(&fs->lock);
 	d = dir ? calloc(1, sizeof(*d)) : NULL;
 	if (d)
 		op = calloc(1, sizeof(*op));
@@ -508,7 +508,7 @@ void obs_open(fuse_req_t req, struct node *n, struct fuse_file_info *fi)
 		op->fi = *fi;
 		op->fd = d;
 		zpend_start(fs, &op->pend, req);	/* before anyone sees it */
-		zkl_mutex_lock(&fs->obs->mu);
+		zkmx_lock(&fs->obs->mu);
 		o = obs_get_locked(fs, dir);
 		if (o && o->ready && o->armed && !o->fetching) {
 			d->o = o;	/* its watch is armed: the text is current */
@@ -522,7 +522,7 @@ void obs_open(fuse_req_t req, struct node *n, struct fuse_file_info *fi)
 			start = !o->fetching;
 			o->fetching = true;
 		}
-		zkl_mutex_unlock(&fs->obs->mu);
+		zkmx_unlock(&fs->obs->mu);
 	}
 	free(dir);
 	if (!o) {
@@ -551,7 +551,7 @@ void obs_read(fuse_req_t req, size_t size, off_t off, struct fuse_file_info *fi)
 	char *buf = NULL;
 	size_t n = 0;
 
-	zkl_mutex_lock(&fs->obs->mu);
+	zkmx_lock(&fs->obs->mu);
 	if (off >= 0 && (size_t)off < o->len) {
 		n = o->len - (size_t)off < size ? o->len - (size_t)off : size;
 		buf = malloc(n);
@@ -560,7 +560,7 @@ void obs_read(fuse_req_t req, size_t size, off_t off, struct fuse_file_info *fi)
 	}
 	if (off == 0)
 		d->seen = o->gen;
-	zkl_mutex_unlock(&fs->obs->mu);
+	zkmx_unlock(&fs->obs->mu);
 	if (n && !buf)
 		fuse_reply_err(req, ENOMEM);
 	else
@@ -575,14 +575,14 @@ void obs_poll(fuse_req_t req, struct fuse_file_info *fi, struct fuse_pollhandle 
 	struct fuse_pollhandle *old = NULL;
 	bool changed;
 
-	zkl_mutex_lock(&fs->obs->mu);
+	zkmx_lock(&fs->obs->mu);
 	changed = d->seen != d->o->gen;
 	if (!changed && ph) {		/* woken at the next change */
 		old = d->ph;
 		d->ph = ph;
 		ph = NULL;
 	}
-	zkl_mutex_unlock(&fs->obs->mu);
+	zkmx_unlock(&fs->obs->mu);
 	if (old)
 		fs->reply->drop_poll(old);
 	if (ph)

@@ -27,7 +27,7 @@
  *
  * Depends on: fs/mount.h, fs/node.h, fs/pool.h, fs/pending.h.  Handlers on
  * the FUSE thread; completions and watches on the ZooKeeper threads; the
- * observers under their own mutex (ZKL_RANK_OBSERVE), never held across a
+ * observers under their own mutex (ZKMX_RANK_OBSERVE), never held across a
  * reply or a poll notification.
  */
 #ifndef FS_OBSERVE_H

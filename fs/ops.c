@@ -137,14 +137,14 @@ static void zklfs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct zklfs *fs = fs_of(req);
 	struct node *p = node_of(fs, parent);
-	struct zkl_child c;
+	struct zkg_child c;
 	struct Stat zs;
 	struct zop *op;
 	char *data;
 	int len;
 
 	if (strlen(name) > ZKN_NAME_MAX) {
-		zkl_log(LOG_NOTICE, "name of %zu bytes refused: at most %d",
+		zklog(LOG_NOTICE, "name of %zu bytes refused: at most %d",
 			strlen(name), ZKN_NAME_MAX);
 		fuse_reply_err(req, ENAMETOOLONG);
 		return;
@@ -156,7 +156,7 @@ static void zklfs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	/* the kernel looks a name up before its MKDIR or MKNOD: refused
 	 * here, no directory or entry is made past the bounds */
 	if (zklfs_path_check(fs->root->path, p->path, name)) {
-		zkl_log(LOG_NOTICE, "path refused: longer than %d bytes or deeper "
+		zklog(LOG_NOTICE, "path refused: longer than %d bytes or deeper "
 			"than %d levels below ROOT", ZKLFS_PATH_MAX, ZKLFS_DEPTH_MAX);
 		fuse_reply_err(req, ENAMETOOLONG);
 		return;
@@ -304,7 +304,7 @@ static void zklfs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 	if (n->type == NODE_LOCKFILE)
 		refused &= FUSE_SET_ATTR_MODE | FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID;
 	if (refused) {
-		zkl_log(LOG_NOTICE, "%s refused: modes, owners and times are fixed",
+		zklog(LOG_NOTICE, "%s refused: modes, owners and times are fixed",
 			refused & FUSE_SET_ATTR_MODE ? "chmod" :
 			refused & (FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID) ? "chown" : "utimes");
 		fuse_reply_err(req, EPERM);
@@ -353,7 +353,7 @@ static void zklfs_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
 
 static void zklfs_refuse(fuse_req_t req, const char *what)
 {
-	zkl_log(LOG_NOTICE, "%s refused: locks cannot be renamed or linked", what);
+	zklog(LOG_NOTICE, "%s refused: locks cannot be renamed or linked", what);
 	fuse_reply_err(req, EPERM);
 }
 

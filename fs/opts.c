@@ -175,13 +175,13 @@ int zklfs_opts_parse(struct fuse_args *args, struct zklfs_conf *conf)
 		return -EINVAL;
 	}
 	/* credentials choose the ACL; without them only the open one works */
-	conf->acl = conf->auth_file ? ZKL_ACL_CREATOR_READ : ZKL_ACL_OPEN;
-	if (conf->acl_str && zkl_acl_parse(conf->acl_str, &conf->acl)) {
+	conf->acl = conf->auth_file ? ZKACL_CREATOR_READ : ZKACL_OPEN;
+	if (conf->acl_str && zkacl_parse(conf->acl_str, &conf->acl)) {
 		fprintf(stderr, "zklockfs: unknown acl=%s (want creator-read, creator or open)\n",
 			conf->acl_str);
 		return -EINVAL;
 	}
-	if (!conf->auth_file && conf->acl != ZKL_ACL_OPEN) {
+	if (!conf->auth_file && conf->acl != ZKACL_OPEN) {
 		fprintf(stderr, "zklockfs: acl=%s needs credentials: add auth_file=PATH\n",
 			conf->acl_str);
 		return -EINVAL;

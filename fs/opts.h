@@ -19,10 +19,10 @@ struct zklfs_conf {
 	char *connect;		/* host:port[,host:port...] */
 	char *root;		/* "/" or "/a/b", no trailing slash */
 	int session_timeout_ms;
-	enum zkl_naming naming;
+	enum zkn_naming naming;
 	char *naming_str;
 	char *auth_file;
-	enum zkl_acl acl;	/* ZKL_ACL_OPEN without auth_file */
+	enum zkacl acl;	/* ZKACL_OPEN without auth_file */
 	char *acl_str;
 	int sessions;		/* ZooKeeper sessions of the mount, 1..ZKLFS_SESSIONS_MAX */
 	int containers;		/* -o containers: mkdir makes container znodes */

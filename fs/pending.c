@@ -9,7 +9,7 @@
 #include "zk/log.h"
 
 struct zklfs_pending {
-	struct zkl_mutex mu;		/* everything below */
+	struct zkmx mu;		/* everything below */
 	struct zpend head;		/* the unanswered, oldest first */
 	bool armed;			/* a sweep is due */
 	int timeout_ms;
@@ -22,7 +22,7 @@ int zklfs_pend_init(struct zklfs *fs, void (*arm)(struct zklfs *fs))
 
 	if (!pl)
 		return -ENOMEM;
-	zkl_mutex_init(&pl->mu, ZKL_RANK_PENDING, "fs->pend->mu");
+	zkmx_init(&pl->mu, ZKMX_RANK_PENDING, "fs->pend->mu");
 	pl->head.next = pl->head.prev = &pl->head;
 	pl->timeout_ms = 10000;
 	pl->arm = arm;
@@ -32,16 +32,16 @@ int zklfs_pend_init(struct zklfs *fs, void (*arm)(struct zklfs *fs))
 
 void zklfs_pend_timeout(struct zklfs *fs, int timeout_ms)
 {
-	zkl_mutex_lock(&fs->pend->mu);
+	zkmx_lock(&fs->pend->mu);
 	fs->pend->timeout_ms = timeout_ms;
-	zkl_mutex_unlock(&fs->pend->mu);
+	zkmx_unlock(&fs->pend->mu);
 }
 
 void zklfs_pend_free(struct zklfs *fs)
 {
 	if (!fs->pend)
 		return;
-	zkl_mutex_destroy(&fs->pend->mu);
+	zkmx_destroy(&fs->pend->mu);
 	free(fs->pend);
 	fs->pend = NULL;
 }
@@ -49,7 +49,7 @@ void zklfs_pend_free(struct zklfs *fs)
 /* Take @p off the list and mark it answered.  fs->pend->mu held. */
 static void unlink_locked(struct zklfs_pending *pl, struct zpend *p)
 {
-	ZKL_ASSERT_HELD(&pl->mu);
+	ZKMX_ASSERT_HELD(&pl->mu);
 	p->answered = true;
 	if (p->next) {
 		p->prev->next = p->next;
@@ -69,7 +69,7 @@ static void pend_interrupt(fuse_req_t req, void *arg)
 	struct zklfs_pending *pl = fs->pend;
 	bool mine = false;
 
-	zkl_mutex_lock(&pl->mu);
+	zkmx_lock(&pl->mu);
 	for (struct zpend *p = pl->head.next; p != &pl->head; p = p->next) {
 		if (p->req == req) {
 			unlink_locked(pl, p);
@@ -77,7 +77,7 @@ static void pend_interrupt(fuse_req_t req, void *arg)
 			break;
 		}
 	}
-	zkl_mutex_unlock(&pl->mu);
+	zkmx_unlock(&pl->mu);
 	if (mine)
 		fs->reply->err(req, EINTR);
 }
@@ -91,7 +91,7 @@ void zpend_start(struct zklfs *fs, struct zpend *p, fuse_req_t req)
 	p->req = req;
 	p->answered = false;
 	p->started = true;
-	zkl_mutex_lock(&pl->mu);
+	zkmx_lock(&pl->mu);
 	/* the sweep comes a tenth of the timeout late at most: due that early */
 	period = pl->timeout_ms / 10 > 1000 ? 1000 : pl->timeout_ms / 10;
 	p->due_ms = zklfs_now_ms() + (uint64_t)(pl->timeout_ms - period);
@@ -101,7 +101,7 @@ void zpend_start(struct zklfs *fs, struct zpend *p, fuse_req_t req)
 	pl->head.prev = p;
 	if (pl->arm && !pl->armed)
 		arm = pl->armed = true;
-	zkl_mutex_unlock(&pl->mu);
+	zkmx_unlock(&pl->mu);
 	if (arm)
 		pl->arm(fs);
 	fs->reply->on_interrupt(req, pend_interrupt, fs);	/* last: may run now */
@@ -114,10 +114,10 @@ bool zpend_claim(struct zklfs *fs, struct zpend *p)
 
 	if (!p->started)
 		return !p->answered ? (p->answered = true) : false;
-	zkl_mutex_lock(&pl->mu);
+	zkmx_lock(&pl->mu);
 	mine = !p->answered;
 	unlink_locked(pl, p);
-	zkl_mutex_unlock(&pl->mu);
+	zkmx_unlock(&pl->mu);
 	return mine;
 }
 
@@ -127,9 +127,9 @@ bool zpend_answered(struct zklfs *fs, struct zpend *p)
 
 	if (!p->started)
 		return p->answered;
-	zkl_mutex_lock(&fs->pend->mu);
+	zkmx_lock(&fs->pend->mu);
 	answered = p->answered;
-	zkl_mutex_unlock(&fs->pend->mu);
+	zkmx_unlock(&fs->pend->mu);
 	return answered;
 }
 
@@ -144,7 +144,7 @@ bool zklfs_pend_sweep(struct zklfs *fs, uint64_t now_ms, bool stop)
 
 	do {
 		n = 0;
-		zkl_mutex_lock(&pl->mu);
+		zkmx_lock(&pl->mu);
 		while (n < sizeof(due) / sizeof(due[0]) && pl->head.next != &pl->head &&
 		       pl->head.next->due_ms <= now_ms) {
 			due[n++] = pl->head.next->req;
@@ -153,13 +153,13 @@ bool zklfs_pend_sweep(struct zklfs *fs, uint64_t now_ms, bool stop)
 		more = pl->head.next != &pl->head;
 		pl->armed = more && !stop;
 		timeout = pl->timeout_ms;
-		zkl_mutex_unlock(&pl->mu);
+		zkmx_unlock(&pl->mu);
 		for (size_t i = 0; i < n; i++)
 			fs->reply->err(due[i], ETIMEDOUT);
 		total += (unsigned)n;
 	} while (n == sizeof(due) / sizeof(due[0]));
 	if (total)
-		zkl_log(LOG_WARNING, "%u request%s found no answer from ZooKeeper within "
+		zklog(LOG_WARNING, "%u request%s found no answer from ZooKeeper within "
 			"the session timeout (%d ms): answered ETIMEDOUT", total,
 			total == 1 ? "" : "s", timeout);
 	return more && !stop;

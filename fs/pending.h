@@ -20,7 +20,7 @@
  * Depends on: fs/mount.h, fs/reply.h (the answers and the interrupt go
  * through fs->reply, so the simulator drives them too).  Every function
  * may be called on any thread, holding any ranked mutex (the list's is
- * the innermost, ZKL_RANK_PENDING), except zpend_start(), which registers
+ * the innermost, ZKMX_RANK_PENDING), except zpend_start(), which registers
  * the interrupt: without fs->lock.
  */
 #ifndef FS_PENDING_H

@@ -44,9 +44,9 @@ struct zklfs_pool {
 	int n;					/* conf->sessions, once opened */
 	struct zks zks[ZKLFS_SESSIONS_MAX];
 	struct zkl_engine *engines[ZKLFS_SESSIONS_MAX];	/* engine i on zks[i] */
-	struct zkl_transport t[ZKLFS_SESSIONS_MAX];	/* how fs/ and engine i
+	struct zkt_transport t[ZKLFS_SESSIONS_MAX];	/* how fs/ and engine i
 							   reach zks[i] */
-	struct zkl_mutex mu;			/* slots */
+	struct zkmx mu;			/* slots */
 	struct zklfs_slots slots;
 	struct pool_sync sync[ZKLFS_SESSIONS_MAX];
 	uint64_t links[ZKLFS_SESSIONS_MAX];	/* zks_links() at the last look */
@@ -61,7 +61,7 @@ int zklfs_pool_open(struct zklfs *fs, zkl_lost_fn lost, zkl_lost_fn revoked)
 	p = fs->pool = calloc(1, sizeof(*fs->pool));
 	if (!p)
 		return -ENOMEM;
-	zkl_mutex_init(&p->mu, ZKL_RANK_POOL, "pool->mu");
+	zkmx_init(&p->mu, ZKMX_RANK_POOL, "pool->mu");
 	if (zklfs_slots_init(&p->slots, conf->sessions, DIRS_MAX) != 0)
 		return -ENOMEM;
 	while (p->n < conf->sessions) {
@@ -79,10 +79,10 @@ int zklfs_pool_open(struct zklfs *fs, zkl_lost_fn lost, zkl_lost_fn revoked)
 		p->links[i] = zks_links(&p->zks[i]);
 	}
 	for (int i = 0; i < p->n; i++) {
-		p->t[i] = zkl_session_transport(&p->zks[i]);
+		p->t[i] = zkt_session(&p->zks[i]);
 		p->engines[i] = zkl_engine_new(&p->t[i], conf->naming, lost);
 		if (!p->engines[i]) {
-			zkl_log(LOG_ERR, "out of memory");
+			zklog(LOG_ERR, "out of memory");
 			return -ENOMEM;
 		}
 		zkl_engine_on_revoke(p->engines[i], revoked);
@@ -101,7 +101,7 @@ int zklfs_pool_start(struct zklfs *fs, struct zk_heartbeat *hb)
 		if (hb)
 			zks_publish(&p->zks[i], &hb[i]);
 		if (zks_start(&p->zks[i], &ev) != 0) {
-			zkl_log(LOG_ERR, "cannot start the supervisor of session %d", i);
+			zklog(LOG_ERR, "cannot start the supervisor of session %d", i);
 			return -EAGAIN;
 		}
 	}
@@ -133,7 +133,7 @@ void zklfs_pool_free(struct zklfs *fs)
 		p->engines[i] = NULL;
 	}
 	zklfs_slots_free(&p->slots);
-	zkl_mutex_destroy(&p->mu);
+	zkmx_destroy(&p->mu);
 	free(p);
 	fs->pool = NULL;
 }
@@ -144,7 +144,7 @@ void zklfs_pool_free(struct zklfs *fs)
  */
 static void links_check_locked(struct zklfs_pool *p)
 {
-	ZKL_ASSERT_HELD(&p->mu);
+	ZKMX_ASSERT_HELD(&p->mu);
 	for (int i = 0; i < p->n; i++) {
 		uint64_t l = zks_links(&p->zks[i]);
 
@@ -164,9 +164,9 @@ static void sync_done(int rc, const char *value, const void *data)
 	(void)value;
 	if (rc == ZOK)
 		return;
-	zkl_mutex_lock(&p->mu);
+	zkmx_lock(&p->mu);
 	zklfs_slot_unsynced(&p->slots, ps->slot);
-	zkl_mutex_unlock(&p->mu);
+	zkmx_unlock(&p->mu);
 }
 
 /* The slot of @dir; sends the sync that slot owes first. */
@@ -186,12 +186,12 @@ static int pool_slot(struct zklfs *fs, const char *dir)
 	 * after a sync that fails fails with it (the client fails its queue in
 	 * order when the connection goes); the next one syncs again.
 	 */
-	zkl_mutex_lock(&p->mu);
+	zkmx_lock(&p->mu);
 	links_check_locked(p);
 	slot = zklfs_slot_pick(&p->slots, dir, &sync);
 	if (sync && p->t[slot].ops->sync(p->t[slot].ctx, dir, sync_done, &p->sync[slot]) != ZOK)
 		zklfs_slot_unsynced(&p->slots, slot);
-	zkl_mutex_unlock(&p->mu);
+	zkmx_unlock(&p->mu);
 	return slot;
 }
 
@@ -229,7 +229,7 @@ int zklfs_session_slot(struct zklfs *fs, const struct zks *zks)
 	return (int)(zks - fs->pool->zks);
 }
 
-const struct zkl_transport *zklfs_transport(struct zklfs *fs, const struct zks *zks)
+const struct zkt_transport *zklfs_transport(struct zklfs *fs, const struct zks *zks)
 {
 	return &fs->pool->t[zklfs_session_slot(fs, zks)];
 }
@@ -240,16 +240,16 @@ void zklfs_ns_changed(struct zklfs *fs, const char *dir)
 
 	if (p->n <= 1)
 		return;
-	zkl_mutex_lock(&p->mu);
+	zkmx_lock(&p->mu);
 	links_check_locked(p);
 	zklfs_slots_changed(&p->slots, dir);
-	zkl_mutex_unlock(&p->mu);
+	zkmx_unlock(&p->mu);
 }
 
 int zklfs_zget(struct zklfs *fs, struct zks *zs, const char *path,
 	       data_completion_t done, const void *arg)
 {
-	const struct zkl_transport *t = zklfs_transport(fs, zs);
+	const struct zkt_transport *t = zklfs_transport(fs, zs);
 
 	return t->ops->get(t->ctx, path, done, arg);
 }
@@ -257,7 +257,7 @@ int zklfs_zget(struct zklfs *fs, struct zks *zs, const char *path,
 int zklfs_zexists(struct zklfs *fs, struct zks *zs, const char *path,
 		  stat_completion_t done, const void *arg)
 {
-	const struct zkl_transport *t = zklfs_transport(fs, zs);
+	const struct zkt_transport *t = zklfs_transport(fs, zs);
 
 	return t->ops->exists(t->ctx, path, done, arg);
 }
@@ -265,7 +265,7 @@ int zklfs_zexists(struct zklfs *fs, struct zks *zs, const char *path,
 int zklfs_zsync(struct zklfs *fs, struct zks *zs, const char *path,
 		string_completion_t done, const void *arg)
 {
-	const struct zkl_transport *t = zklfs_transport(fs, zs);
+	const struct zkt_transport *t = zklfs_transport(fs, zs);
 
 	return t->ops->sync(t->ctx, path, done, arg);
 }
@@ -273,7 +273,7 @@ int zklfs_zsync(struct zklfs *fs, struct zks *zs, const char *path,
 int zklfs_zchildren(struct zklfs *fs, struct zks *zs, const char *path,
 		    strings_stat_completion_t done, const void *arg)
 {
-	const struct zkl_transport *t = zklfs_transport(fs, zs);
+	const struct zkt_transport *t = zklfs_transport(fs, zs);
 
 	return t->ops->children(t->ctx, path, done, arg);
 }
@@ -281,7 +281,7 @@ int zklfs_zchildren(struct zklfs *fs, struct zks *zs, const char *path,
 int zklfs_zset(struct zklfs *fs, struct zks *zs, const char *path, const char *data,
 	       int len, int version, stat_completion_t done, const void *arg)
 {
-	const struct zkl_transport *t = zklfs_transport(fs, zs);
+	const struct zkt_transport *t = zklfs_transport(fs, zs);
 
 	return t->ops->set(t->ctx, path, data, len, version, done, arg);
 }
@@ -290,7 +290,7 @@ int zklfs_zcreate(struct zklfs *fs, struct zks *zs, const char *path,
 		  const char *data, int len, int mode,
 		  string_stat_completion_t done, const void *arg)
 {
-	const struct zkl_transport *t = zklfs_transport(fs, zs);
+	const struct zkt_transport *t = zklfs_transport(fs, zs);
 
 	return t->ops->create(t->ctx, path, data, data ? len : -1, mode, done, arg, NULL);
 }
@@ -298,7 +298,7 @@ int zklfs_zcreate(struct zklfs *fs, struct zks *zs, const char *path,
 int zklfs_zdelete(struct zklfs *fs, struct zks *zs, const char *path,
 		  void_completion_t done, const void *arg)
 {
-	const struct zkl_transport *t = zklfs_transport(fs, zs);
+	const struct zkt_transport *t = zklfs_transport(fs, zs);
 
 	return t->ops->remove(t->ctx, path, done, arg);
 }

@@ -52,7 +52,7 @@ int zklfs_session_slot(struct zklfs *fs, const struct zks *zks);
  * sessions: the seam its lock engine goes through too (zk/transport.h),
  * so every ZooKeeper call of the mount has one door.  Any thread; no lock.
  */
-const struct zkl_transport *zklfs_transport(struct zklfs *fs, const struct zks *zks);
+const struct zkt_transport *zklfs_transport(struct zklfs *fs, const struct zks *zks);
 
 /*
  * The calls of fs/ on session @zs, through zklfs_transport(): each as the

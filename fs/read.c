@@ -122,20 +122,20 @@ static const char *const xattr_names[] = {
  * limit in op->off), and free @op. */
 static void xattr_reply(struct zop *op, const struct String_vector *sv)
 {
-	struct zkl_child *kids;
+	struct zkg_child *kids;
 	char *val = NULL;
 	size_t len = 0, n;
 
-	kids = zkl_parse_children(sv->data, sv->count, &n);
+	kids = zkg_parse_children(sv->data, sv->count, &n);
 	if (!kids) {
 		zop_reply_err(op, ENOMEM);
 		zop_free(op);
 		return;
 	}
 	if (op->attr == X_HOLDERS) {
-		const struct zkl_child **h = malloc(sizeof(*h) * (n + 1));
-		size_t nh = !h ? 0 : op->off ? zkl_holders_limit(kids, n, (unsigned)op->off, h, n)
-				     : zkl_holders(kids, n, h, n);
+		const struct zkg_child **h = malloc(sizeof(*h) * (n + 1));
+		size_t nh = !h ? 0 : op->off ? zkg_holders_limit(kids, n, (unsigned)op->off, h, n)
+				     : zkg_holders(kids, n, h, n);
 		FILE *f = h ? open_memstream(&val, &len) : NULL;
 
 		for (size_t i = 0; f && i < nh; i++)
@@ -146,15 +146,15 @@ static void xattr_reply(struct zop *op, const struct String_vector *sv)
 		}
 		free(h);
 	} else {			/* X_STATE of an entry */
-		struct zkl_child me;
+		struct zkg_child me;
 		const char *s = "gone";
 
 		if (zkn_parse(zkn_base(op->path), &me)) {
-			switch (op->off ? zkl_decide_limit(kids, n, me.seq, (unsigned)op->off)
-					: zkl_decide(kids, n, me.seq, me.kind, NULL)) {
-			case ZKL_GRANTED: s = "held"; break;
-			case ZKL_WAIT: s = "waiting"; break;
-			case ZKL_MISSING: s = "gone"; break;
+			switch (op->off ? zkg_decide_limit(kids, n, me.seq, (unsigned)op->off)
+					: zkg_decide(kids, n, me.seq, me.kind, NULL)) {
+			case ZKG_GRANTED: s = "held"; break;
+			case ZKG_WAIT: s = "waiting"; break;
+			case ZKG_MISSING: s = "gone"; break;
 			}
 		}
 		val = strdup(s);
@@ -172,7 +172,7 @@ static void xattr_reply(struct zop *op, const struct String_vector *sv)
 /* Answer user.zklockfs.token of the entry whose Stat is @zs; free @op. */
 static void token_reply(struct zop *op, const struct Stat *zs)
 {
-	struct zkl_child me;
+	struct zkg_child me;
 	char val[64];
 
 	zkn_parse(zkn_base(op->path), &me);
@@ -199,12 +199,12 @@ static int token_send(struct zop *op)
 }
 
 /* The directory setting (zk/limit.h) the xattr @name is, or NULL. */
-static const struct zkl_setting *setting_of(const char *name)
+static const struct zklim_setting *setting_of(const char *name)
 {
 	if (strcmp(name, ZKLFS_LIMIT_XATTR) == 0)
-		return &zkl_setting_limit;
+		return &zklim_setting_limit;
 	if (strcmp(name, ZKLFS_LINGER_XATTR) == 0)
-		return &zkl_setting_linger;
+		return &zklim_setting_linger;
 	return NULL;
 }
 
@@ -272,7 +272,7 @@ static void xattr_limit_done(int rc, const char *value, int len,
 		zop_fail(op, rc);
 		return;
 	}
-	op->off = (off_t)zkl_limit_parse(value, len > 0 ? (size_t)len : 0);
+	op->off = (off_t)zklim_parse(value, len > 0 ? (size_t)len : 0);
 	dir = xattr_dir(op);
 	rc = dir ? zklfs_zchildren(op->fs, op->zks, dir, xattr_children_done, op) : ZSYSTEMERROR;
 	free(dir);
@@ -297,14 +297,14 @@ static int xattr_list_send(struct zop *op)
 /* The mount's figures (zk/metrics.h), on its root directory. */
 static void reply_metrics(fuse_req_t req, size_t size)
 {
-	size_t len = zkl_metrics_format(NULL, 0) + 256, n;
+	size_t len = zkm_format(NULL, 0) + 256, n;
 	char *buf = malloc(len);	/* room for figures grown meanwhile */
 
 	if (!buf) {
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
-	n = zkl_metrics_format(buf, len);
+	n = zkm_format(buf, len);
 	zklfs_reply_value(req, size, buf, n < len ? n : len - 1);
 	free(buf);
 }
@@ -345,7 +345,7 @@ static void confirm_xattr(struct zklfs *fs, fuse_req_t req, struct node *n, size
 		return;
 	}
 	if (!fs->reply->in_tree(req, holder)) {
-		zkl_log(LOG_NOTICE, "confirmation refused: the caller is not in the "
+		zklog(LOG_NOTICE, "confirmation refused: the caller is not in the "
 			"process tree of the lock's holder (pid %d)", (int)holder);
 		fuse_reply_err(req, EPERM);
 		return;
@@ -358,7 +358,7 @@ void zklfs_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 {
 	struct zklfs *fs = fs_of(req);
 	struct node *n = node_of(fs, ino);
-	struct zkl_child me;
+	struct zkg_child me;
 	enum xattr x = X_NONE;
 	struct zop *op;
 	char val[64];
@@ -428,7 +428,7 @@ void zklfs_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 		snprintf(val, sizeof(val), "%d", me.seq);
 		break;
 	case X_KIND:
-		snprintf(val, sizeof(val), "%s", me.kind == ZKL_SHARED ? "shared" : "exclusive");
+		snprintf(val, sizeof(val), "%s", me.kind == ZKN_SHARED ? "shared" : "exclusive");
 		break;
 	case X_TOKEN:
 		if (zklfs_xc_stat(fs, zop_pid(op), op->path, &zs, NULL, NULL)) {
@@ -497,8 +497,8 @@ static void listxattr_dir_done(int rc, const char *value, int len,
 	size_t have = len > 0 ? (size_t)len : 0;
 
 	zop_reply_value(op, buf,
-			  xattr_list(NODE_DIR, zkl_limit_parse(value, have),
-				     zkl_setting_parse(&zkl_setting_linger, value, have) >= 0,
+			  xattr_list(NODE_DIR, zklim_parse(value, have),
+				     zklim_setting_parse(&zklim_setting_linger, value, have) >= 0,
 				     op->node->ino == FUSE_ROOT_ID, buf));
 	zop_free(op);
 }
@@ -540,7 +540,7 @@ static bool may_set(fuse_req_t req, struct node *n)
 
 	if (n->type != NODE_LOCKFILE || uid == 0 || uid == n->fs->uid)
 		return true;
-	zkl_log(LOG_NOTICE, "setting of a lock file refused: uid %u is not the "
+	zklog(LOG_NOTICE, "setting of a lock file refused: uid %u is not the "
 		"mount's owner", (unsigned)uid);
 	fuse_reply_err(req, EPERM);
 	return false;

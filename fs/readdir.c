@@ -26,7 +26,7 @@
 struct dirent_s {
 	char *name;
 	bool dir;
-	struct zkl_child c;
+	struct zkg_child c;
 	bool seq;
 	bool unknown;			/* lockfiles: a folder or a lock file */
 	bool hide;			/* lockfiles: an entry */
@@ -36,7 +36,7 @@ struct dirlist {
 	struct dirent_s *e;
 	size_t n;
 	size_t waiting;			/* type look-ups in flight */
-	struct zkl_mutex lock;
+	struct zkmx lock;
 	struct dirlist *next, *prev;	/* fs->dirlists once opened; fs->lock */
 };
 
@@ -46,7 +46,7 @@ static void dirlist_free(struct dirlist *dl)
 		free(dl->e[i].name);
 	if (dl) {
 		free(dl->e);
-		zkl_mutex_destroy(&dl->lock);
+		zkmx_destroy(&dl->lock);
 	}
 	free(dl);
 }
@@ -68,24 +68,24 @@ static int dirent_cmp(const void *a, const void *b)
  * the kernel goes before their RELEASEDIR arrives. */
 static void dirlist_link(struct zklfs *fs, struct dirlist *dl)
 {
-	zkl_mutex_lock(&fs->lock);
+	zkmx_lock(&fs->lock);
 	dl->next = fs->dirlists;
 	if (dl->next)
 		dl->next->prev = dl;
 	fs->dirlists = dl;
-	zkl_mutex_unlock(&fs->lock);
+	zkmx_unlock(&fs->lock);
 }
 
 static void dirlist_unlink(struct zklfs *fs, struct dirlist *dl)
 {
-	zkl_mutex_lock(&fs->lock);
+	zkmx_lock(&fs->lock);
 	if (dl->prev)
 		dl->prev->next = dl->next;
 	else
 		fs->dirlists = dl->next;
 	if (dl->next)
 		dl->next->prev = dl->prev;
-	zkl_mutex_unlock(&fs->lock);
+	zkmx_unlock(&fs->lock);
 }
 
 void zklfs_dirlists_free(struct zklfs *fs)
@@ -136,9 +136,9 @@ static void type_done(int rc, const struct Stat *zs, const void *data)
 		dl->e[tq->i].hide = !dl->e[tq->i].dir;
 	}
 	free(tq);
-	zkl_mutex_lock(&dl->lock);
+	zkmx_lock(&dl->lock);
 	last = --dl->waiting == 0;
-	zkl_mutex_unlock(&dl->lock);
+	zkmx_unlock(&dl->lock);
 	if (last)
 		opendir_finish(op);
 }
@@ -165,7 +165,7 @@ static void opendir_done(int rc, const struct String_vector *sv, const struct St
 		zop_free(op);
 		return;
 	}
-	zkl_mutex_init(&dl->lock, ZKL_RANK_DIRLIST, "dirlist->lock");
+	zkmx_init(&dl->lock, ZKMX_RANK_DIRLIST, "dirlist->lock");
 	op->dl = dl;
 	for (int i = 0; i < sv->count; i++) {
 		struct dirent_s *d = &dl->e[dl->n];
@@ -194,21 +194,21 @@ static void opendir_done(int rc, const struct String_vector *sv, const struct St
 		p = zkn_join(op->path, dl->e[i].name);
 		tq->op = op;
 		tq->i = i;
-		zkl_mutex_lock(&dl->lock);
+		zkmx_lock(&dl->lock);
 		dl->waiting++;
-		zkl_mutex_unlock(&dl->lock);
+		zkmx_unlock(&dl->lock);
 		if (!p || zklfs_zexists(op->fs, zs, p, type_done, tq) != ZOK) {
-			zkl_mutex_lock(&dl->lock);
+			zkmx_lock(&dl->lock);
 			dl->waiting--;
-			zkl_mutex_unlock(&dl->lock);
+			zkmx_unlock(&dl->lock);
 			dl->e[i].dir = true;
 			free(tq);
 		}
 		free(p);
 	}
-	zkl_mutex_lock(&dl->lock);
+	zkmx_lock(&dl->lock);
 	bool last = --dl->waiting == 0;
-	zkl_mutex_unlock(&dl->lock);
+	zkmx_unlock(&dl->lock);
 	if (last)
 		opendir_finish(op);
 }
@@ -244,7 +244,7 @@ void zklfs_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	struct zop *op;
 
 	if (flock_open(fi)) {
-		zkl_log(LOG_NOTICE, "open of a directory without O_DIRECTORY refused: "
+		zklog(LOG_NOTICE, "open of a directory without O_DIRECTORY refused: "
 			"flock(1) on a directory would lock this host only; use zklock DIR");
 		fuse_reply_err(req, EISDIR);
 		return;

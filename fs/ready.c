@@ -34,7 +34,7 @@ static void *ready_main(void *arg)
 	while ((err = statfs(fs->mountpoint, &st) < 0 ? errno : 0) == EINTR)
 		;
 	if (err) {
-		zkl_log(LOG_ERR, "the mount at %s does not answer (%s): not telling "
+		zklog(LOG_ERR, "the mount at %s does not answer (%s): not telling "
 			"systemd it is ready", fs->mountpoint, strerror(err));
 		return NULL;
 	}
@@ -42,7 +42,7 @@ static void *ready_main(void *arg)
 	while (!rd.stop) {
 		struct timespec at;
 
-		zkl_metrics_status(status, sizeof(status));
+		zkm_status(status, sizeof(status));
 		if (strcmp(status, sent) != 0) {
 			pthread_mutex_unlock(&rd.mu);
 			sd_notifyf(0, "%sSTATUS=%s", sent[0] ? "" : "READY=1\n", status);
@@ -68,7 +68,7 @@ int zklfs_ready_start(struct zklfs *fs)
 		return 0;
 	err = pthread_create(&rd.thread, NULL, ready_main, fs);
 	if (err) {
-		zkl_log(LOG_ERR, "cannot start the thread that tells systemd: %s", strerror(err));
+		zklog(LOG_ERR, "cannot start the thread that tells systemd: %s", strerror(err));
 		return -err;
 	}
 	rd.started = true;

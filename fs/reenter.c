@@ -31,7 +31,7 @@ static struct lockreq *thread_lr_locked(struct zklfs *fs, struct node *n, pid_t 
 {
 	struct lockreq *l;
 
-	ZKL_ASSERT_HELD(&fs->lock);
+	ZKMX_ASSERT_HELD(&fs->lock);
 	for (l = fs->locks[(unsigned)tid % ZKLFS_TID_BUCKETS]; l; l = l->lnext)
 		if (zklfs_same_thread(tid, start, l->tid, l->tid_start) &&
 		    l != n->lr && strcmp(l->dir, n->lr->dir) == 0)
@@ -58,9 +58,9 @@ static bool thread_there(fuse_req_t req, struct node *n, pid_t *tid,
 	*start = 0;
 	if (!*tid)
 		return false;
-	zkl_mutex_lock(&fs->lock);
+	zkmx_lock(&fs->lock);
 	any = thread_lr_locked(fs, n, *tid, 0) != NULL;
-	zkl_mutex_unlock(&fs->lock);
+	zkmx_unlock(&fs->lock);
 	/*
 	 * The id matches: is it the same thread, or one given its id since,
 	 * while a child keeps the old one's entry?  Only now is the caller's
@@ -82,11 +82,11 @@ bool lockreq_deadlocks(fuse_req_t req, struct node *n)
 
 	if (!thread_there(req, n, &tid, &start))
 		return false;
-	zkl_mutex_lock(&fs->lock);
+	zkmx_lock(&fs->lock);
 	busy = thread_lr_locked(fs, n, tid, start) != NULL;
-	zkl_mutex_unlock(&fs->lock);
+	zkmx_unlock(&fs->lock);
 	if (busy)
-		zkl_log(LOG_NOTICE, "thread %d already holds or waits for %s: EDEADLK",
+		zklog(LOG_NOTICE, "thread %d already holds or waits for %s: EDEADLK",
 			(int)tid, n->lr->dir);
 	return busy;
 }
@@ -109,7 +109,7 @@ static bool join_locked(struct lockreq *lr, struct lockreq *o)
 	return true;
 }
 
-enum lr_reentry lockreq_reenter(fuse_req_t req, struct node *n, enum zkl_kind kind)
+enum lr_reentry lockreq_reenter(fuse_req_t req, struct node *n, enum zkn_kind kind)
 {
 	struct zklfs *fs = n->fs;
 	enum lr_reentry r = LR_NEW;
@@ -120,7 +120,7 @@ enum lr_reentry lockreq_reenter(fuse_req_t req, struct node *n, enum zkl_kind ki
 
 	if (!thread_there(req, n, &tid, &start))
 		return LR_NEW;
-	zkl_mutex_lock(&fs->lock);
+	zkmx_lock(&fs->lock);
 	l = thread_lr_locked(fs, n, tid, start);
 	if (!l) {
 		r = LR_NEW;
@@ -130,7 +130,7 @@ enum lr_reentry lockreq_reenter(fuse_req_t req, struct node *n, enum zkl_kind ki
 	} else if (l->state != LR_HELD || !l->node->path) {
 		r = LR_DEADLOCK;
 		why = "already waits there: EDEADLK";
-	} else if (l->kind == ZKL_SHARED && kind == ZKL_EXCLUSIVE) {
+	} else if (l->kind == ZKN_SHARED && kind == ZKN_EXCLUSIVE) {
 		r = LR_DEADLOCK;
 		why = "holds it shared and asks for it exclusive: EDEADLK";
 	} else if (!start || !l->tid_start || l->tid_start != start) {
@@ -142,9 +142,9 @@ enum lr_reentry lockreq_reenter(fuse_req_t req, struct node *n, enum zkl_kind ki
 	} else {
 		r = LR_JOIN;
 	}
-	zkl_mutex_unlock(&fs->lock);
+	zkmx_unlock(&fs->lock);
 	if (why)
-		zkl_log(LOG_NOTICE, "thread %d %s in %s", (int)tid, why, n->lr->dir);
+		zklog(LOG_NOTICE, "thread %d %s in %s", (int)tid, why, n->lr->dir);
 	return r;
 }
 
@@ -157,7 +157,7 @@ static struct node *unjoin_locked(struct lockreq *lr)
 {
 	struct lockreq *o = lr->owner, **pp;
 
-	ZKL_ASSERT_HELD(&lr->node->fs->lock);
+	ZKMX_ASSERT_HELD(&lr->node->fs->lock);
 	for (pp = &o->joined; *pp && *pp != lr; pp = &(*pp)->jnext)
 		;
 	if (*pp)
@@ -177,7 +177,7 @@ struct node *lockreq_close(struct zklfs *fs, struct node *n)
 	struct fuse_pollhandle *ph;
 	struct node *gone;
 
-	zkl_mutex_lock(&fs->lock);
+	zkmx_lock(&fs->lock);
 	ph = lr->ph;
 	lr->ph = NULL;
 	if (lr->state == LR_JOINED) {
@@ -186,7 +186,7 @@ struct node *lockreq_close(struct zklfs *fs, struct node *n)
 		lr->closed = true;
 		gone = lr->njoined ? NULL : n;	/* else it stays for the others */
 	}
-	zkl_mutex_unlock(&fs->lock);
+	zkmx_unlock(&fs->lock);
 	if (ph)
 		fs->reply->drop_poll(ph);
 	return gone;
@@ -196,9 +196,9 @@ void lockreq_end(struct zklfs *fs, struct node *gone)
 {
 	bool closed;
 
-	zkl_mutex_lock(&fs->lock);
+	zkmx_lock(&fs->lock);
 	closed = gone->lr->closed;
-	zkl_mutex_unlock(&fs->lock);
+	zkmx_unlock(&fs->lock);
 	if (closed)
 		lockreq_drop(fs, gone);		/* may free it: FORGET came */
 	else
@@ -209,11 +209,11 @@ struct node *lockreq_part(struct zklfs *fs, struct node *n)
 {
 	struct node *gone = NULL;
 
-	zkl_mutex_lock(&fs->lock);
+	zkmx_lock(&fs->lock);
 	if (n->lr->state == LR_JOINED)
 		gone = unjoin_locked(n->lr);
 	else if (n->lr->njoined)
 		n->lr->parted = true;
-	zkl_mutex_unlock(&fs->lock);
+	zkmx_unlock(&fs->lock);
 	return gone;
 }

@@ -29,9 +29,9 @@ static void delete_done(int rc, const void *data)
 		return;
 	}
 	lsc_forget(op->fs, op->node->path);
-	zkl_mutex_lock(&op->fs->lock);
+	zkmx_lock(&op->fs->lock);
 	node_unhash_path_locked(op->fs, op->path);
-	zkl_mutex_unlock(&op->fs->lock);
+	zkmx_unlock(&op->fs->lock);
 	zop_reply_err(op, 0);
 	zop_free(op);
 }
@@ -55,7 +55,7 @@ static bool may_remove(struct zop *op, enum node_type type, const struct Stat *z
 {
 	if (zklfs_may_own(op->fs, op->uid, op->path, type, zs))
 		return true;
-	zkl_log(LOG_NOTICE, "%s refused: uid %u owns neither it nor the mount",
+	zklog(LOG_NOTICE, "%s refused: uid %u owns neither it nor the mount",
 		type == NODE_DIR ? "rmdir" : "unlink", (unsigned)op->uid);
 	zop_reply_err(op, EPERM);
 	zop_free(op);
@@ -120,7 +120,7 @@ static void unlink_lockfile_done(int rc, const void *data)
 
 	zklfs_ns_changed(op->fs, op->path);
 	if (rc == ZNOTEMPTY) {
-		zkl_log(LOG_NOTICE, "unlink of a lock file refused: it is held or waited for");
+		zklog(LOG_NOTICE, "unlink of a lock file refused: it is held or waited for");
 		zop_reply_err(op, EBUSY);
 		zop_free(op);
 		return;

@@ -47,7 +47,7 @@ static void revoke_got(int rc, const struct Stat *zs, const void *data)
 		return;
 	}
 	if (!zklfs_may_own(op->fs, op->uid, op->path, NODE_FILE, zs)) {
-		zkl_log(LOG_NOTICE, "%s refused: uid %u owns neither the "
+		zklog(LOG_NOTICE, "%s refused: uid %u owns neither the "
 			"entry nor the mount", op->attr ? "break" : "revocation",
 			(unsigned)op->uid);
 		zop_reply_err(op, EPERM);
@@ -87,7 +87,7 @@ void zklfs_revoke_in(fuse_req_t req, struct node *n, const char *value, size_t l
 		     bool brk)
 {
 	struct zklfs *fs = fs_of(req);
-	struct zkl_child c;
+	struct zkg_child c;
 	char name[ZKN_NAME_MAX + 1];
 	struct zop *op;
 	char *dir;
@@ -102,7 +102,7 @@ void zklfs_revoke_in(fuse_req_t req, struct node *n, const char *value, size_t l
 	memcpy(name, value, len);
 	name[len] = '\0';
 	if (!zkn_parse(name, &c)) {	/* only a queue entry is named */
-		zkl_log(LOG_NOTICE, "%s refused: not the name of a queue entry",
+		zklog(LOG_NOTICE, "%s refused: not the name of a queue entry",
 			brk ? "break" : "revocation");
 		fuse_reply_err(req, EINVAL);
 		return;

@@ -95,7 +95,7 @@ struct zk_heartbeat *zklfs_watchdog_open(struct zklfs *fs, int slots)
 fail_unlink:
 	unlink(wd->path);
 fail:
-	zkl_log(LOG_WARNING, "no watchdog file in %s (%s): zklock cannot end its "
+	zklog(LOG_WARNING, "no watchdog file in %s (%s): zklock cannot end its "
 		"command if this daemon stops answering", dir, strerror(errno));
 	if (fd >= 0)
 		close(fd);

@@ -60,7 +60,7 @@ static bool dirty_locked(struct zklfs *fs, struct node *n)
 {
 	struct wb_tick *t = &fs->wb_ticks[zklfs_session_slot(fs, n->lr->wb.zks)];
 
-	ZKL_ASSERT_HELD(&fs->lock);
+	ZKMX_ASSERT_HELD(&fs->lock);
 	if (!n->lr->wb.dirty) {
 		n->lr->wb.dirty = true;
 		n->lr->wb.dprev = NULL;
@@ -79,7 +79,7 @@ static bool dirty_locked(struct zklfs *fs, struct node *n)
 
 static void undirty_locked(struct zklfs *fs, struct node *n)
 {
-	ZKL_ASSERT_HELD(&fs->lock);
+	ZKMX_ASSERT_HELD(&fs->lock);
 	if (!n->lr->wb.dirty)
 		return;
 	if (n->lr->wb.dprev)
@@ -95,7 +95,7 @@ static void undirty_locked(struct zklfs *fs, struct node *n)
 /* The sends in flight about @n no longer name it. */
 static void detach_locked(struct node *n)
 {
-	ZKL_ASSERT_HELD(&n->fs->lock);
+	ZKMX_ASSERT_HELD(&n->fs->lock);
 	for (struct wflight *f = n->lr->wb.flights; f; f = f->next)
 		f->n = NULL;
 	n->lr->wb.flights = NULL;
@@ -105,7 +105,7 @@ static void unlink_flight_locked(struct wflight *f)
 {
 	struct wflight **pp;
 
-	ZKL_ASSERT_HELD(&f->fs->lock);
+	ZKMX_ASSERT_HELD(&f->fs->lock);
 	if (!f->n)
 		return;
 	for (pp = &f->n->lr->wb.flights; *pp; pp = &(*pp)->next)
@@ -119,7 +119,7 @@ static void unlink_flight_locked(struct wflight *f)
 /* Does @n hold its entry, so that its data has somewhere to go? */
 static bool holds_locked(const struct node *n)
 {
-	ZKL_ASSERT_HELD(&n->fs->lock);
+	ZKMX_ASSERT_HELD(&n->fs->lock);
 	return n->lr->state == LR_HELD && n->path;
 }
 
@@ -129,7 +129,7 @@ static bool holds_locked(const struct node *n)
  */
 static size_t data_max_locked(const struct node *n)
 {
-	ZKL_ASSERT_HELD(&n->fs->lock);
+	ZKMX_ASSERT_HELD(&n->fs->lock);
 	return n->path ? zks_data_max(n->path) : ZKS_DATA_MAX;
 }
 
@@ -141,7 +141,7 @@ static struct wflight *take_locked(struct zklfs *fs, struct node *n)
 {
 	struct wflight *f = calloc(1, sizeof(*f));
 
-	ZKL_ASSERT_HELD(&fs->lock);
+	ZKMX_ASSERT_HELD(&fs->lock);
 	if (!f)
 		return NULL;
 	f->path = strdup(n->path);
@@ -171,9 +171,9 @@ static void wb_schedule(struct zklfs *fs, struct zks *zks)
 	if (zks_later(zks, wb_tick_run, t) == 0)
 		return;
 	/* closing: the data goes at fsync or close, or with the session */
-	zkl_mutex_lock(&fs->lock);
+	zkmx_lock(&fs->lock);
 	t->queued = false;
-	zkl_mutex_unlock(&fs->lock);
+	zkmx_unlock(&fs->lock);
 }
 
 /* The errno of a failed set or exists on the holder's entry. */
@@ -199,7 +199,7 @@ static void flight_done(int rc, const struct Stat *zs, const void *data)
 	(void)zs;
 	if (rc == ZOK)
 		zklfs_xc_changed(fs);	/* the entry's data and size */
-	zkl_mutex_lock(&fs->lock);
+	zkmx_lock(&fs->lock);
 	n = f->n;
 	unlink_flight_locked(f);
 	if (n && err == EAGAIN) {
@@ -217,13 +217,13 @@ static void flight_done(int rc, const struct Stat *zs, const void *data)
 	} else if (n) {
 		n->lr->wb.retrying = false;
 	}
-	zkl_mutex_unlock(&fs->lock);
+	zkmx_unlock(&fs->lock);
 	/* a call site per cause: the log's rate limit is per call site */
 	if (rc != ZOK && log && err == EAGAIN)
-		zkl_log(LOG_WARNING, "write to %s: %s; sent again at the next tick",
+		zklog(LOG_WARNING, "write to %s: %s; sent again at the next tick",
 			f->path, zerror(rc));
 	else if (rc != ZOK && log)
-		zkl_log(LOG_WARNING, "write to %s refused: %s; the next fsync reports it",
+		zklog(LOG_WARNING, "write to %s refused: %s; the next fsync reports it",
 			f->path, zerror(rc));
 	if (sched)
 		wb_schedule(fs, zks);
@@ -257,13 +257,13 @@ static void wb_tick_run(void *arg, bool go)
 	bool again = false;
 
 	if (!go) {
-		zkl_mutex_lock(&fs->lock);
+		zkmx_lock(&fs->lock);
 		t->queued = false;
-		zkl_mutex_unlock(&fs->lock);
+		zkmx_unlock(&fs->lock);
 		return;
 	}
-	zkl_mutex_lock(&fs->wb_send);
-	zkl_mutex_lock(&fs->lock);
+	zkmx_lock(&fs->wb_send);
+	zkmx_lock(&fs->lock);
 	t->queued = false;
 	for (n = fs->dirty; n; n = next) {
 		next = n->lr->wb.dnext;
@@ -283,13 +283,13 @@ static void wb_tick_run(void *arg, bool go)
 	}
 	if (again)
 		t->queued = true;
-	zkl_mutex_unlock(&fs->lock);
+	zkmx_unlock(&fs->lock);
 	while (batch) {
 		f = batch;
 		batch = f->batch;
 		flight_send(f);
 	}
-	zkl_mutex_unlock(&fs->wb_send);
+	zkmx_unlock(&fs->wb_send);
 	if (again)
 		wb_schedule(fs, t->zks);
 }
@@ -310,7 +310,7 @@ static int write_errno(struct zklfs *fs, struct node *n, const struct fuse_file_
 	int err = lockreq_holder_errno(fs, n, fi);
 
 	if (!err && lockreq_joined(fs, n)) {
-		zkl_log(LOG_NOTICE, "write to a reentrant descriptor refused: the "
+		zklog(LOG_NOTICE, "write to a reentrant descriptor refused: the "
 			"descriptor that took the lock writes its entry");
 		err = EBADF;
 	}
@@ -338,17 +338,17 @@ void zklfs_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
 		return;
 	}
 	if (off < 0 || end > ZKS_DATA_MAX) {
-		zkl_log(LOG_NOTICE, "write of %zu bytes at %lld refused: entries hold at most %d bytes",
+		zklog(LOG_NOTICE, "write of %zu bytes at %lld refused: entries hold at most %d bytes",
 			size, (long long)off, ZKS_DATA_MAX);
 		fuse_reply_err(req, EFBIG);
 		return;
 	}
 	zks = zklfs_session(fs, n->lr->dir);	/* lr->dir never changes */
-	zkl_mutex_lock(&fs->lock);
+	zkmx_lock(&fs->lock);
 	max = data_max_locked(n);
 	if (end > max) {
-		zkl_mutex_unlock(&fs->lock);
-		zkl_log(LOG_NOTICE, "write of %zu bytes at %lld refused: an entry this deep holds at most %zu bytes",
+		zkmx_unlock(&fs->lock);
+		zklog(LOG_NOTICE, "write of %zu bytes at %lld refused: an entry this deep holds at most %zu bytes",
 			size, (long long)off, max);
 		fuse_reply_err(req, EFBIG);
 		return;
@@ -356,7 +356,7 @@ void zklfs_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
 	len = off == 0 ? 0 : n->lr->wb.len;		/* a write at the start replaces */
 	nb = realloc(n->lr->wb.buf, end > len ? end : len ? len : 1);
 	if (!nb) {
-		zkl_mutex_unlock(&fs->lock);
+		zkmx_unlock(&fs->lock);
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
@@ -367,7 +367,7 @@ void zklfs_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
 	n->lr->wb.len = end > len ? end : len;
 	n->lr->wb.zks = zks;
 	sched = dirty_locked(fs, n);
-	zkl_mutex_unlock(&fs->lock);
+	zkmx_unlock(&fs->lock);
 	if (sched)
 		wb_schedule(fs, zks);
 	fuse_reply_write(req, size);
@@ -389,7 +389,7 @@ void zklfs_wbuf_setsize(fuse_req_t req, struct node *n, off_t size,
 		return;
 	}
 	if (!fi || fi->fh != FH_HOLDER) {
-		zkl_log(LOG_NOTICE, "truncate of an entry refused: not the holder's descriptor");
+		zklog(LOG_NOTICE, "truncate of an entry refused: not the holder's descriptor");
 		fuse_reply_err(req, EACCES);
 		return;
 	}
@@ -403,18 +403,18 @@ void zklfs_wbuf_setsize(fuse_req_t req, struct node *n, off_t size,
 		return;
 	}
 	zks = zklfs_session(fs, n->lr->dir);
-	zkl_mutex_lock(&fs->lock);
+	zkmx_lock(&fs->lock);
 	max = data_max_locked(n);
 	if (len > max) {
-		zkl_mutex_unlock(&fs->lock);
-		zkl_log(LOG_NOTICE, "truncate to %zu bytes refused: the entry holds at most %zu bytes",
+		zkmx_unlock(&fs->lock);
+		zklog(LOG_NOTICE, "truncate to %zu bytes refused: the entry holds at most %zu bytes",
 			len, max);
 		fuse_reply_err(req, EFBIG);
 		return;
 	}
 	nb = realloc(n->lr->wb.buf, len ? len : 1);
 	if (!nb) {
-		zkl_mutex_unlock(&fs->lock);
+		zkmx_unlock(&fs->lock);
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
@@ -424,7 +424,7 @@ void zklfs_wbuf_setsize(fuse_req_t req, struct node *n, off_t size,
 	n->lr->wb.len = len;
 	n->lr->wb.zks = zks;
 	sched = dirty_locked(fs, n);
-	zkl_mutex_unlock(&fs->lock);
+	zkmx_unlock(&fs->lock);
 	if (sched)
 		wb_schedule(fs, zks);
 	/* ours, held: what stat would say once sent, owner the opener */
@@ -454,18 +454,18 @@ void zklfs_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
 		return;
 	}
 	/* the data first, on the session the confirmation then goes to */
-	zkl_mutex_lock(&fs->wb_send);
-	zkl_mutex_lock(&fs->lock);
+	zkmx_lock(&fs->wb_send);
+	zkmx_lock(&fs->lock);
 	if (holds_locked(n) && n->lr->wb.dirty) {
 		f = take_locked(fs, n);
 		nomem = !f;
 		if (f)
 			f->fsync = true;
 	}
-	zkl_mutex_unlock(&fs->lock);
+	zkmx_unlock(&fs->lock);
 	if (f)
 		flight_send(f);
-	zkl_mutex_unlock(&fs->wb_send);
+	zkmx_unlock(&fs->wb_send);
 	if (nomem)
 		fuse_reply_err(req, ENOMEM);
 	else
@@ -480,9 +480,9 @@ bool zklfs_wbuf_read(struct zklfs *fs, struct node *n, fuse_req_t req,
 
 	if (!n->lr)
 		return false;		/* not a lock node: no data of ours */
-	zkl_mutex_lock(&fs->lock);
+	zkmx_lock(&fs->lock);
 	if (!n->lr->wb.dirty && !n->lr->wb.flights) {
-		zkl_mutex_unlock(&fs->lock);
+		zkmx_unlock(&fs->lock);
 		return false;		/* ZooKeeper has it: ask there */
 	}
 	if (off >= 0 && (size_t)off < n->lr->wb.len) {
@@ -491,7 +491,7 @@ bool zklfs_wbuf_read(struct zklfs *fs, struct node *n, fuse_req_t req,
 		if (copy)
 			memcpy(copy, n->lr->wb.buf + off, len);
 	}
-	zkl_mutex_unlock(&fs->lock);
+	zkmx_unlock(&fs->lock);
 	if (len && !copy)
 		fuse_reply_err(req, ENOMEM);
 	else
@@ -504,12 +504,12 @@ void zklfs_wbuf_attr(struct zklfs *fs, struct node *n, struct stat *st)
 {
 	if (!n->lr)
 		return;
-	zkl_mutex_lock(&fs->lock);
+	zkmx_lock(&fs->lock);
 	if (n->lr->wb.dirty || n->lr->wb.flights) {
 		st->st_size = (off_t)n->lr->wb.len;
 		st->st_blocks = (st->st_size + 511) / 512;
 	}
-	zkl_mutex_unlock(&fs->lock);
+	zkmx_unlock(&fs->lock);
 }
 
 void zklfs_wbuf_close(struct zklfs *fs, struct node *n)
@@ -517,8 +517,8 @@ void zklfs_wbuf_close(struct zklfs *fs, struct node *n)
 	struct wflight *f = NULL;
 	bool lost = false;
 
-	zkl_mutex_lock(&fs->wb_send);
-	zkl_mutex_lock(&fs->lock);
+	zkmx_lock(&fs->wb_send);
+	zkmx_lock(&fs->lock);
 	if (n->lr->wb.dirty && holds_locked(n)) {
 		f = take_locked(fs, n);
 		lost = !f;
@@ -530,18 +530,18 @@ void zklfs_wbuf_close(struct zklfs *fs, struct node *n)
 	n->lr->wb.len = 0;			/* a new entry starts with new data */
 	n->lr->wb.err = 0;
 	n->lr->wb.retrying = false;
-	zkl_mutex_unlock(&fs->lock);
+	zkmx_unlock(&fs->lock);
 	if (f)
 		flight_send(f);
-	zkl_mutex_unlock(&fs->wb_send);
+	zkmx_unlock(&fs->wb_send);
 	if (lost)
-		zkl_log(LOG_WARNING, "the last data written to %s in %s not sent: out of memory",
+		zklog(LOG_WARNING, "the last data written to %s in %s not sent: out of memory",
 			n->lr->name, n->lr->dir);
 }
 
 void zklfs_wbuf_forget_locked(struct zklfs *fs, struct node *n)
 {
-	ZKL_ASSERT_HELD(&fs->lock);
+	ZKMX_ASSERT_HELD(&fs->lock);
 	undirty_locked(fs, n);
 	detach_locked(n);
 }

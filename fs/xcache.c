@@ -28,7 +28,7 @@ struct xc_slot {
 };
 
 struct xcache {
-	struct zkl_mutex mu;		/* everything here */
+	struct zkmx mu;		/* everything here */
 	uint64_t gen;			/* zklfs_xc_changed() calls */
 	struct xc_slot slots[XC_SLOTS];
 };
@@ -38,7 +38,7 @@ int zklfs_xc_init(struct zklfs *fs)
 	fs->xc = calloc(1, sizeof(*fs->xc));
 	if (!fs->xc)
 		return -1;
-	zkl_mutex_init(&fs->xc->mu, ZKL_RANK_XCACHE, "fs->xc->mu");
+	zkmx_init(&fs->xc->mu, ZKMX_RANK_XCACHE, "fs->xc->mu");
 	return 0;
 }
 
@@ -56,7 +56,7 @@ void zklfs_xc_free(struct zklfs *fs)
 		return;
 	for (size_t i = 0; i < XC_SLOTS; i++)
 		slot_clear(&fs->xc->slots[i]);
-	zkl_mutex_destroy(&fs->xc->mu);
+	zkmx_destroy(&fs->xc->mu);
 	free(fs->xc);
 	fs->xc = NULL;
 }
@@ -75,7 +75,7 @@ static struct xc_slot *fresh_locked(struct xcache *xc, enum xc_kind kind,
 {
 	struct xc_slot *s = slot_of(xc, kind, pid, path);
 
-	ZKL_ASSERT_HELD(&xc->mu);
+	ZKMX_ASSERT_HELD(&xc->mu);
 	if (s->kind != kind || s->pid != pid || s->gen != xc->gen ||
 	    zklfs_now_ms() - s->at_ms >= ZKLFS_XCACHE_MS || strcmp(s->path, path) != 0)
 		return NULL;
@@ -88,7 +88,7 @@ static struct xc_slot *claim_locked(struct xcache *xc, enum xc_kind kind,
 {
 	struct xc_slot *s = slot_of(xc, kind, pid, path);
 
-	ZKL_ASSERT_HELD(&xc->mu);
+	ZKMX_ASSERT_HELD(&xc->mu);
 	slot_clear(s);
 	s->path = strdup(path);
 	if (!s->path)
@@ -107,7 +107,7 @@ void zklfs_xc_put_stat(struct zklfs *fs, pid_t pid, const char *path,
 
 	if (!pid)		/* outside our pid namespace: callers are not told apart */
 		return;
-	zkl_mutex_lock(&fs->xc->mu);
+	zkmx_lock(&fs->xc->mu);
 	s = claim_locked(fs->xc, XC_STAT, pid, path);
 	if (s) {
 		s->st = *zs;
@@ -117,7 +117,7 @@ void zklfs_xc_put_stat(struct zklfs *fs, pid_t pid, const char *path,
 			s->len = len;
 		}
 	}
-	zkl_mutex_unlock(&fs->xc->mu);
+	zkmx_unlock(&fs->xc->mu);
 }
 
 bool zklfs_xc_stat(struct zklfs *fs, pid_t pid, const char *path,
@@ -128,7 +128,7 @@ bool zklfs_xc_stat(struct zklfs *fs, pid_t pid, const char *path,
 
 	if (!pid)
 		return false;
-	zkl_mutex_lock(&fs->xc->mu);
+	zkmx_lock(&fs->xc->mu);
 	s = fresh_locked(fs->xc, XC_STAT, pid, path);
 	if (s && data) {
 		*data = s->data ? malloc(s->len ? (size_t)s->len : 1) : NULL;
@@ -142,7 +142,7 @@ bool zklfs_xc_stat(struct zklfs *fs, pid_t pid, const char *path,
 	}
 	if (hit)
 		*zs = s->st;
-	zkl_mutex_unlock(&fs->xc->mu);
+	zkmx_unlock(&fs->xc->mu);
 	return hit;
 }
 
@@ -171,13 +171,13 @@ void zklfs_xc_put_list(struct zklfs *fs, pid_t pid, const char *dir,
 
 	if (!pid)
 		return;
-	zkl_mutex_lock(&fs->xc->mu);
+	zkmx_lock(&fs->xc->mu);
 	s = claim_locked(fs->xc, XC_LIST, pid, dir);
 	if (s && sv_copy(&s->sv, sv))
 		s->limit = limit;
 	else if (s)
 		slot_clear(s);
-	zkl_mutex_unlock(&fs->xc->mu);
+	zkmx_unlock(&fs->xc->mu);
 }
 
 bool zklfs_xc_list(struct zklfs *fs, pid_t pid, const char *dir,
@@ -188,18 +188,18 @@ bool zklfs_xc_list(struct zklfs *fs, pid_t pid, const char *dir,
 
 	if (!pid)
 		return false;
-	zkl_mutex_lock(&fs->xc->mu);
+	zkmx_lock(&fs->xc->mu);
 	s = fresh_locked(fs->xc, XC_LIST, pid, dir);
 	hit = s && sv_copy(sv, &s->sv);
 	if (hit)
 		*limit = s->limit;
-	zkl_mutex_unlock(&fs->xc->mu);
+	zkmx_unlock(&fs->xc->mu);
 	return hit;
 }
 
 void zklfs_xc_changed(struct zklfs *fs)
 {
-	zkl_mutex_lock(&fs->xc->mu);
+	zkmx_lock(&fs->xc->mu);
 	fs->xc->gen++;
-	zkl_mutex_unlock(&fs->xc->mu);
+	zkmx_unlock(&fs->xc->mu);
 }

@@ -44,7 +44,7 @@ struct zop *zop_new(fuse_req_t req, struct node *node, char *path)
 void zop_free(struct zop *op)
 {
 	if (zop_claim(op)) {		/* a path that forgot to answer */
-		zkl_log(LOG_ERR, "%s: a request left unanswered: EIO", op->path);
+		zklog(LOG_ERR, "%s: a request left unanswered: EIO", op->path);
 		fuse_reply_err(op->req, EIO);
 	}
 	free(op->path);
@@ -93,9 +93,9 @@ void zop_reply_entry(struct zop *op, const struct Stat *zs, enum node_type type)
 		zop_free(op);
 		return;
 	}
-	zkl_mutex_lock(&op->fs->lock);
+	zkmx_lock(&op->fs->lock);
 	n = node_lookup_locked(op->fs, op->path, type);
-	zkl_mutex_unlock(&op->fs->lock);
+	zkmx_unlock(&op->fs->lock);
 	if (!n) {
 		fuse_reply_err(op->req, ENOMEM);
 		zop_free(op);
@@ -125,7 +125,7 @@ struct zop *zop_new_child(fuse_req_t req, struct node *p, const char *name,
 	if (!err && zklfs_hidden(fs, p->path, name))
 		err = -EEXIST;
 	if (err) {
-		zkl_log(LOG_NOTICE, "%s '%.64s': %s", what, name, strerror(-err));
+		zklog(LOG_NOTICE, "%s '%.64s': %s", what, name, strerror(-err));
 		fuse_reply_err(req, -err);
 		return NULL;
 	}
@@ -164,7 +164,7 @@ void zop_fail(struct zop *op, int rc)
 		zklfs_dir_gone(op->fs, op->path);
 	if (rc != ZNONODE && rc != ZNODEEXISTS && rc != ZNOTEMPTY &&
 	    !zpend_answered(op->fs, &op->pend))	/* else said by the sweep */
-		zkl_log(LOG_WARNING, "%s: %s", op->path, zerror(rc));
+		zklog(LOG_WARNING, "%s: %s", op->path, zerror(rc));
 	zop_reply_err(op, -zk_errno(rc));
 	zop_free(op);
 }

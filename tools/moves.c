@@ -38,16 +38,16 @@ static void table(const char *field, const char *setter, const struct state *st,
 
 int main(void)
 {
-	static const struct state wstates[] = { ZKL_WSTATES(STATE) };
-	static const struct move wmoves[] = { ZKL_WSTATE_MOVES(MOVE) };
-	static const struct state stalls[] = { ZKL_STALLS(STATE) };
-	static const struct move smoves[] = { ZKL_STALL_MOVES(MOVE) };
-	static const struct state answers[] = { ZKL_ANSWERS(STATE) };
-	static const struct move amoves[] = { ZKL_ANSWER_MOVES(MOVE) };
-	static const struct state entries[] = { ZKL_ENTRIES(STATE) };
-	static const struct move emoves[] = { ZKL_ENTRY_MOVES(MOVE) };
-	static const struct state watches[] = { ZKL_WATCHES(STATE) };
-	static const struct move omoves[] = { ZKL_WATCH_MOVES(MOVE) };
+	static const struct state wstates[] = { ZKE_WSTATES(STATE) };
+	static const struct move wmoves[] = { ZKE_WSTATE_MOVES(MOVE) };
+	static const struct state stalls[] = { ZKE_STALLS(STATE) };
+	static const struct move smoves[] = { ZKE_STALL_MOVES(MOVE) };
+	static const struct state answers[] = { ZKE_ANSWERS(STATE) };
+	static const struct move amoves[] = { ZKE_ANSWER_MOVES(MOVE) };
+	static const struct state entries[] = { ZKE_ENTRIES(STATE) };
+	static const struct move emoves[] = { ZKE_ENTRY_MOVES(MOVE) };
+	static const struct state watches[] = { ZKE_WATCHES(STATE) };
+	static const struct move omoves[] = { ZKE_WATCH_MOVES(MOVE) };
 	static const struct state lrstates[] = { ZKLFS_LR_STATES(STATE) };
 	static const struct move lrmoves[] = { ZKLFS_LR_MOVES(MOVE) };
 	static const struct state listates[] = { ZKLFS_LI_STATES(STATE) };

@@ -14,21 +14,21 @@
 
 #include <string.h>
 
-enum zkl_acl {
-	ZKL_ACL_OPEN,		/* world:anyone:cdrwa */
-	ZKL_ACL_CREATOR_READ,	/* auth::cdrwa, world:anyone:r (the default) */
-	ZKL_ACL_CREATOR,	/* auth::cdrwa: nobody else may even read */
+enum zkacl {
+	ZKACL_OPEN,		/* world:anyone:cdrwa */
+	ZKACL_CREATOR_READ,	/* auth::cdrwa, world:anyone:r (the default) */
+	ZKACL_CREATOR,	/* auth::cdrwa: nobody else may even read */
 };
 
-/* zkl_acl_parse() - "open", "creator-read" or "creator". Return: 0 or -1. */
-static inline int zkl_acl_parse(const char *s, enum zkl_acl *out)
+/* zkacl_parse() - "open", "creator-read" or "creator". Return: 0 or -1. */
+static inline int zkacl_parse(const char *s, enum zkacl *out)
 {
 	if (strcmp(s, "open") == 0)
-		*out = ZKL_ACL_OPEN;
+		*out = ZKACL_OPEN;
 	else if (strcmp(s, "creator-read") == 0)
-		*out = ZKL_ACL_CREATOR_READ;
+		*out = ZKACL_CREATOR_READ;
 	else if (strcmp(s, "creator") == 0)
-		*out = ZKL_ACL_CREATOR;
+		*out = ZKACL_CREATOR;
 	else
 		return -1;
 	return 0;

@@ -32,11 +32,11 @@
  */
 static void chain_locked(struct zkl_waiter *w)
 {
-	struct zkl_queue *q = w->q;
+	struct zke_queue *q = w->q;
 	struct zkl_waiter *p = w->qprev;
 	bool chain;
 
-	ZKL_ASSERT_HELD(&w->e->lock);
+	ZKMX_ASSERT_HELD(&w->e->lock);
 	if (!q)
 		return;
 	chain = q->cv_known && w->seq == q->cv_next;
@@ -44,7 +44,7 @@ static void chain_locked(struct zkl_waiter *w)
 		q->cv_from = w->seq;
 	q->cv_next = (int32_t)((uint32_t)w->seq + 1);
 	q->cv_known = true;
-	if (!chain || !p || w->kind != ZKL_EXCLUSIVE || !q->lknown || q->limit ||
+	if (!chain || !p || w->kind != ZKN_EXCLUSIVE || !q->lknown || q->limit ||
 	    zkn_seq_cmp(p->seq, q->cv_from) < 0 || zke_stale_locked(p) ||
 	    zke_stale_locked(w) || !p->path ||
 	    (p->entry != ENTRY_LIVE && p->entry != ENTRY_DELETING))
@@ -61,16 +61,16 @@ static void chain_locked(struct zkl_waiter *w)
 static void adopt_locked(struct zkl_waiter *w, const char *path, int64_t czxid,
 			 bool prelisted, bool created)
 {
-	struct zkl_child me;
+	struct zkg_child me;
 
-	ZKL_ASSERT_HELD(&w->e->lock);
+	ZKMX_ASSERT_HELD(&w->e->lock);
 	free(w->path);
 	w->path = strdup(path);
 	if (w->path)
 		zke_set_entry_locked(w, ENTRY_LIVE);
 	w->czxid = czxid;
 	if (!w->path || !zkn_parse(zkn_base(path), &me)) {
-		zkl_log(LOG_ERR, "created %s but cannot read its sequence", path);
+		zklog(LOG_ERR, "created %s but cannot read its sequence", path);
 		zke_fail_locked(w, -EIO);
 		return;
 	}
@@ -104,7 +104,7 @@ static void create_done(int rc, const char *path, const struct Stat *stat,
 	 * be deleted.  No completion of an expired handle comes after the
 	 * waiter starts over: zookeeper_close() fires them all first.
 	 */
-	zkl_mutex_lock(&e->lock);
+	zkmx_lock(&e->lock);
 	pre = w->prelisted;
 	w->prelisted = false;		/* its reply, if any, is ignored but here */
 	if (rc == ZOK)
@@ -114,7 +114,7 @@ static void create_done(int rc, const char *path, const struct Stat *stat,
 	else if (rc_stalls(rc))
 		zke_stall_locked(w, S_CREATE);	/* never sent */
 	else {
-		zkl_log(LOG_WARNING, "cannot enqueue in %s: %s", w->dir,
+		zklog(LOG_WARNING, "cannot enqueue in %s: %s", w->dir,
 			rc == ZNONODE ? "the directory is gone" : zerror(rc));
 		zke_answer_locked(w, zk_errno(rc), false);
 	}
@@ -125,13 +125,13 @@ static void create_done(int rc, const char *path, const struct Stat *stat,
 /* Send @w's create. Return: ZOK (sent, or parked to redo), else why not. */
 int zke_send_create_locked(struct zkl_waiter *w)
 {
-	struct zkl_queue *q;
+	struct zke_queue *q;
 	int rc;
 
-	ZKL_ASSERT_HELD(&w->e->lock);
+	ZKMX_ASSERT_HELD(&w->e->lock);
 	zke_set_state_locked(w, W_CREATING);
 	w->refs++;
-	rc = T(w)->create(w->e->t.ctx, w->prefix, w->data, w->len,
+	rc = w->e->t.ops->create(w->e->t.ctx, w->prefix, w->data, w->len,
 			 ZOO_EPHEMERAL_SEQUENTIAL, create_done, w, &w->gen);
 	if (rc == ZOK) {
 		/*
@@ -142,7 +142,7 @@ int zke_send_create_locked(struct zkl_waiter *w)
 		q = zke_queue_find_dir_locked(w->e, w->dir);
 		if (!q || !q->tail || zke_answered(q->tail) || (w->flags & ZKL_NONBLOCK)) {
 			w->refs++;
-			w->prelisted = T(w)->children(w->e->t.ctx, w->dir, zke_children_done, w) == ZOK;
+			w->prelisted = w->e->t.ops->children(w->e->t.ctx, w->dir, zke_children_done, w) == ZOK;
 			if (!w->prelisted)
 				w->refs--;
 		}
@@ -153,7 +153,7 @@ int zke_send_create_locked(struct zkl_waiter *w)
 		zke_stall_locked(w, S_CREATE);
 		return ZOK;
 	}
-	zkl_log(LOG_WARNING, "cannot enqueue %s: %s", w->prefix, zerror(rc));
+	zklog(LOG_WARNING, "cannot enqueue %s: %s", w->prefix, zerror(rc));
 	return rc;
 }
 
@@ -161,7 +161,7 @@ void zke_create_locked(struct zkl_waiter *w)
 {
 	int rc;
 
-	ZKL_ASSERT_HELD(&w->e->lock);
+	ZKMX_ASSERT_HELD(&w->e->lock);
 	if (zke_answered(w) || w->released)
 		return;			/* nothing to make any more */
 	rc = zke_send_create_locked(w);
@@ -176,7 +176,7 @@ static bool taken_locked(struct zkl_waiter *w, const char *name)
 {
 	size_t dl = strlen(w->dir);
 
-	ZKL_ASSERT_HELD(&w->e->lock);
+	ZKMX_ASSERT_HELD(&w->e->lock);
 	for (struct zkl_waiter *x = w->e->all; x; x = x->next)
 		if (x != w && x->path && strncmp(x->path, w->dir, dl) == 0 &&
 		    x->path[dl] == '/' && strcmp(x->path + dl + 1, name) == 0)
@@ -191,23 +191,23 @@ static void resolve_get_done(int rc, const char *value, int len,
 	struct zkl_engine *e = w->e;
 	enum zka_verdict v = ZKA_OTHER;
 
-	zkl_mutex_lock(&e->lock);
+	zkmx_lock(&e->lock);
 	/*
 	 * Our nonce is world-readable: an entry is ours only if it is also of
 	 * the session our create went on, and no other waiter's (zk/adopt.h).
 	 */
 	if (rc == ZOK && stat)
 		v = zka_candidate(value, len, w->nonce, stat->ephemeralOwner,
-				  T(w)->session_of(w->e->t.ctx, w->gen),
+				  w->e->t.ops->session_of(w->e->t.ctx, w->gen),
 				  taken_locked(w, w->cands[w->ci]));
 	if (v == ZKA_PLANTED)
-		zkl_log(LOG_WARNING, "%s/%s carries our nonce but is not ours "
+		zklog(LOG_WARNING, "%s/%s carries our nonce but is not ours "
 			"(owner 0x%llx): left alone", w->dir, w->cands[w->ci],
 			(unsigned long long)stat->ephemeralOwner);
 	if (v == ZKA_OURS) {
 		char *path = zkn_join(w->dir, w->cands[w->ci]);
 
-		zkl_log(LOG_NOTICE, "found %s again after an unknown create", path);
+		zklog(LOG_NOTICE, "found %s again after an unknown create", path);
 		zke_free_cands(w);
 		if (path)
 			adopt_locked(w, path, stat->czxid, false, false);
@@ -231,7 +231,7 @@ static void resolve_next_locked(struct zkl_waiter *w)
 	char *path;
 	int rc;
 
-	ZKL_ASSERT_HELD(&w->e->lock);
+	ZKMX_ASSERT_HELD(&w->e->lock);
 	if (zke_stale_locked(w)) {	/* the entry went with the session */
 		zke_free_cands(w);
 		zke_fresh_locked(w, S_RESOLVE);
@@ -248,7 +248,7 @@ static void resolve_next_locked(struct zkl_waiter *w)
 		return;
 	}
 	w->refs++;
-	rc = T(w)->get(w->e->t.ctx, path, resolve_get_done, w);
+	rc = w->e->t.ops->get(w->e->t.ctx, path, resolve_get_done, w);
 	free(path);
 	if (rc == ZOK)
 		return;
@@ -264,11 +264,11 @@ static void resolve_children_done(int rc, const struct String_vector *sv,
 	struct zkl_engine *e = w->e;
 	const char *base = zkn_base(w->prefix);
 	size_t bl = strlen(base);
-	struct zkl_child c;
+	struct zkg_child c;
 
 	/* answered meanwhile or not, an entry of ours must be found */
 	(void)dir;
-	zkl_mutex_lock(&e->lock);
+	zkmx_lock(&e->lock);
 	if (rc != ZOK) {
 		zke_trouble_locked(w, rc, S_RESOLVE, "cannot list the queue of");
 	} else {
@@ -291,12 +291,12 @@ void zke_resolve_locked(struct zkl_waiter *w)
 {
 	int rc;
 
-	ZKL_ASSERT_HELD(&w->e->lock);
+	ZKMX_ASSERT_HELD(&w->e->lock);
 	zke_set_state_locked(w, W_RESOLVING);
 	if (!zke_fresh_locked(w, S_RESOLVE))
 		return;
 	w->refs++;
-	rc = T(w)->children(w->e->t.ctx, w->dir, resolve_children_done, w);
+	rc = w->e->t.ops->children(w->e->t.ctx, w->dir, resolve_children_done, w);
 	if (rc == ZOK)
 		return;
 	w->refs--;

@@ -25,21 +25,21 @@ int zks_read_auth(const char *file, char **out)
 	int fd = open(file, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 
 	if (fd < 0 || fstat(fd, &st) != 0) {
-		zkl_log(LOG_ERR, "auth_file %s: %s", file, strerror(errno));
+		zklog(LOG_ERR, "auth_file %s: %s", file, strerror(errno));
 		goto out_close;
 	}
 	if (!S_ISREG(st.st_mode)) {
-		zkl_log(LOG_ERR, "auth_file %s: not a regular file", file);
+		zklog(LOG_ERR, "auth_file %s: not a regular file", file);
 		goto out_close;
 	}
 	if (st.st_uid != geteuid()) {
-		zkl_log(LOG_ERR, "auth_file %s is owned by uid %u, not by uid %u "
+		zklog(LOG_ERR, "auth_file %s is owned by uid %u, not by uid %u "
 			"that runs the daemon: chown it", file, (unsigned)st.st_uid,
 			(unsigned)geteuid());
 		goto out_close;
 	}
 	if (st.st_mode & 077) {
-		zkl_log(LOG_ERR, "permissions %04o for auth_file %s are too open: "
+		zklog(LOG_ERR, "permissions %04o for auth_file %s are too open: "
 			"others may read it (chmod 600 %s)",
 			(unsigned)(st.st_mode & 07777), file, file);
 		goto out_close;
@@ -49,7 +49,7 @@ int zks_read_auth(const char *file, char **out)
 	buf[n > 0 ? n : 0] = '\0';
 	buf[strcspn(buf, "\r\n")] = '\0';
 	if (!strchr(buf, ':')) {
-		zkl_log(LOG_ERR, "auth_file %s: want one line user:password", file);
+		zklog(LOG_ERR, "auth_file %s: want one line user:password", file);
 		return -EINVAL;
 	}
 	*out = strdup(buf);
@@ -78,12 +78,12 @@ static struct ACL acl_open[] = {
 	{ PERM_ALL, { "world", "anyone" } },
 };
 static struct ACL_vector acl_vectors[] = {
-	[ZKL_ACL_OPEN] = { 1, acl_open },
-	[ZKL_ACL_CREATOR_READ] = { 2, acl_creator_read },
-	[ZKL_ACL_CREATOR] = { 1, acl_creator },
+	[ZKACL_OPEN] = { 1, acl_open },
+	[ZKACL_CREATOR_READ] = { 2, acl_creator_read },
+	[ZKACL_CREATOR] = { 1, acl_creator },
 };
 
-struct ACL_vector *zks_acl(enum zkl_acl acl)
+struct ACL_vector *zks_acl(enum zkacl acl)
 {
 	return &acl_vectors[acl];
 }
@@ -115,7 +115,7 @@ int zks_may_create(zhandle_t *zh, const char *path, const char *auth)
 	deallocate_ACL_vector(&acl);
 	if (may || unknown)
 		return 0;
-	zkl_log(LOG_ERR, "the credentials of auth_file (user %.*s) may not create in "
+	zklog(LOG_ERR, "the credentials of auth_file (user %.*s) may not create in "
 		"ROOT %s: its ACL grants them no create (a wrong password, or another "
 		"user's tree)", (int)strcspn(auth, ":"), auth, path);
 	return -EACCES;

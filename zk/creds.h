@@ -30,6 +30,6 @@ int zks_read_auth(const char *file, char **out);
 int zks_may_create(zhandle_t *zh, const char *path, const char *auth);
 
 /* zks_acl() - the ACL vector of @acl, static: never freed. */
-struct ACL_vector *zks_acl(enum zkl_acl acl);
+struct ACL_vector *zks_acl(enum zkacl acl);
 
 #endif

@@ -26,11 +26,11 @@
 #define ZKE_ENUM_ANS(s, why) ANS_##s,
 #define ZKE_ENUM_ENTRY(s, why) ENTRY_##s,
 #define ZKE_ENUM_OWN(s, why) OWN_##s,
-enum wstate { ZKL_WSTATES(ZKE_ENUM_W) };	/* where it is */
-enum stall { ZKL_STALLS(ZKE_ENUM_S) };	/* what to redo when the session is back */
-enum answer { ZKL_ANSWERS(ZKE_ENUM_ANS) };	/* what the caller was told */
-enum entry { ZKL_ENTRIES(ZKE_ENUM_ENTRY) };	/* our entry; its path names it but in NONE */
-enum own { ZKL_WATCHES(ZKE_ENUM_OWN) };	/* the own watch, and the child watch */
+enum wstate { ZKE_WSTATES(ZKE_ENUM_W) };	/* where it is */
+enum stall { ZKE_STALLS(ZKE_ENUM_S) };	/* what to redo when the session is back */
+enum answer { ZKE_ANSWERS(ZKE_ENUM_ANS) };	/* what the caller was told */
+enum entry { ZKE_ENTRIES(ZKE_ENUM_ENTRY) };	/* our entry; its path names it but in NONE */
+enum own { ZKE_WATCHES(ZKE_ENUM_OWN) };	/* the own watch, and the child watch */
 
 /* Whom a listing showed we must outlive: zke_learn_pred_locked(). */
 enum ahead {
@@ -44,9 +44,9 @@ enum ahead {
 #define QBUCKETS 1024
 
 /* Our entries in one lock, in sequence order. */
-struct zkl_queue {
+struct zke_queue {
 	char *dir;
-	struct zkl_queue *hnext;	/* e->qtab chain */
+	struct zke_queue *hnext;	/* e->qtab chain */
 	struct zkl_waiter *head, *tail;
 	/* the limit (0: none) and the linger the lock znode's data sets, as
 	 * read at its creation zxid and data version (zk/sem.c) */
@@ -63,14 +63,14 @@ struct zkl_queue {
 };
 
 struct zkl_engine {
-	struct zkl_transport t;		/* how we reach ZooKeeper */
-	enum zkl_naming naming;
+	struct zkt_transport t;		/* how we reach ZooKeeper */
+	enum zkn_naming naming;
 	zkl_lost_fn lost;
 	zkl_lost_fn revoked;		/* zkl_engine_on_revoke(), or NULL */
-	struct zkl_mutex lock;
+	struct zkmx lock;
 	struct zkl_waiter *all, *all_tail;	/* every live waiter, oldest first */
 	struct zkl_waiter *fire, *fire_tail;	/* answered, done not yet run */
-	struct zkl_queue *qtab[QBUCKETS];
+	struct zke_queue *qtab[QBUCKETS];
 	bool shutdown;
 	unsigned linger_ms;	/* -o linger=MS: zkl_engine_set_linger() */
 	bool silent;		/* heard nothing for the session timeout, and
@@ -83,7 +83,7 @@ struct zkl_waiter {
 	struct zkl_engine *e;
 	struct zkl_waiter *prev, *next;	/* e->all */
 	struct zkl_waiter *fnext;	/* e->fire */
-	struct zkl_queue *q;		/* once our entry exists, until it is gone */
+	struct zke_queue *q;		/* once our entry exists, until it is gone */
 	struct zkl_waiter *qprev, *qnext;
 	int refs;
 	/*
@@ -95,7 +95,7 @@ struct zkl_waiter {
 	enum wstate state;		/* the table of zk/lock.c */
 	enum stall stall;		/* what to redo when the session is back */
 	enum answer ans;		/* what the caller was told */
-	enum zkl_loss loss;		/* why, once ANS_LOST */
+	enum zkm_loss loss;		/* why, once ANS_LOST */
 	enum entry entry;		/* our entry at the server */
 	enum own own;			/* the watch on our own entry */
 	enum own dwatch;		/* the child watch on its lock, while it
@@ -117,7 +117,7 @@ struct zkl_waiter {
 	uint32_t owner;			/* the caller's tag: zkl_owner() */
 	unsigned limit;			/* the semaphore's, as its last listing
 					   was decided (0: a plain lock) */
-	uint64_t t_enq, t_grant;	/* zkl_metrics_now_us() at both */
+	uint64_t t_enq, t_grant;	/* zkm_now_us() at both */
 	uint64_t linger_until;		/* W_CACHED: until then (t.ops->now_ms()) */
 	uint32_t grants;		/* grants of its entry after the first:
 					   lingering reuses (the token's third
@@ -127,13 +127,13 @@ struct zkl_waiter {
 	uint8_t dtries;			/* the reuse's data sets met a newer
 					   version (zk/linger.c) */
 	bool lmark;			/* its data says it may only linger
-					   (ZKL_LINGER_MARK: zk/linger.c) */
+					   (ZKE_LINGER_MARK: zk/linger.c) */
 	bool tried;			/* O_NONBLOCK: it waits, once and for
-					   at most ZKL_TRY_WAIT_MS, behind an
+					   at most ZKE_TRY_WAIT_MS, behind an
 					   entry that may only linger */
 	uint64_t try_until;		/* then (t.ops->now_ms()) */
 	int result;			/* what done is told */
-	enum zkl_kind kind;
+	enum zkn_kind kind;
 	int32_t seq;
 	int32_t pred_seq;
 	uint64_t gen;			/* t.ops->generation() of its create */
@@ -171,7 +171,7 @@ static inline bool zke_ahead_lowest(const struct zkl_waiter *w)
  */
 static inline bool zke_holds_lowest(const struct zkl_waiter *w)
 {
-	return w->ans == ANS_GRANTED && w->kind == ZKL_EXCLUSIVE && !w->limit;
+	return w->ans == ANS_GRANTED && w->kind == ZKN_EXCLUSIVE && !w->limit;
 }
 
 /*
@@ -202,20 +202,17 @@ static inline bool zke_silent_locked(struct zkl_engine *e)
  * An entry that lingers (zk/linger.c) says so in its data, a line before
  * the nonce, from the first time it lingers until its lock is contended
  * while it is held again: another mount's try-lock that finds it the only
- * entry ahead waits, up to ZKL_TRY_WAIT_MS, for the lingering mount to give
+ * entry ahead waits, up to ZKE_TRY_WAIT_MS, for the lingering mount to give
  * it back (its child watch sees the try's entry join) or to take the line
  * out (held: then the try is refused at once).  Anyone who can write the
  * entry can plant the line: it delays a try by at most that bound, and
  * grants nothing.
  */
-#define ZKL_LINGER_MARK "lingers=yes\n"
-#define ZKL_TRY_WAIT_MS 1000
+#define ZKE_LINGER_MARK "lingers=yes\n"
+#define ZKE_TRY_WAIT_MS 1000
 
 /* zke_marked() - does the entry data @value (@len bytes) carry the mark? */
 bool zke_marked(const char *value, int len);
-
-/* The transport's operations, for a waiter's calls. */
-#define T(w) ((w)->e->t.ops)
 
 /* Failures after which the step can be redone when the session is back. */
 static inline bool rc_stalls(int rc)
@@ -226,7 +223,7 @@ static inline bool rc_stalls(int rc)
 }
 
 /* zk/waiter.c: references, answers, stalls, our own queues */
-struct zkl_queue *zke_queue_find_dir_locked(struct zkl_engine *e, const char *dir);
+struct zke_queue *zke_queue_find_dir_locked(struct zkl_engine *e, const char *dir);
 void zke_queue_insert_locked(struct zkl_waiter *w);
 void zke_queue_unlink_locked(struct zkl_waiter *w);
 struct zkl_waiter *zke_queue_find_locked(struct zkl_waiter *w, int32_t seq);
@@ -276,13 +273,13 @@ bool zke_grant_locked(struct zkl_waiter *w, bool advance);
 /* zk/release.c: deletes, hand-offs, waiting on entries of ours */
 void zke_delete_locked(struct zkl_waiter *w);
 void zke_fail_locked(struct zkl_waiter *w, int err);
-void zke_lose_locked(struct zkl_waiter *w, enum zkl_loss cause, const char *why);
+void zke_lose_locked(struct zkl_waiter *w, enum zkm_loss cause, const char *why);
 void zke_trouble_locked(struct zkl_waiter *w, int rc, enum stall redo,
 			const char *what);
 void zke_wait_locked(struct zkl_waiter *w);
 void zke_settle_locked(struct zkl_waiter *w);
 void zke_gone_locked(struct zkl_waiter *l, bool deleted, bool handoff);
-void zke_learn_pred_locked(struct zkl_waiter *w, const struct zkl_child *pred,
+void zke_learn_pred_locked(struct zkl_waiter *w, const struct zkg_child *pred,
 			   bool first);
 
 /* zk/watch.c: watches, listings, the decision */

@@ -64,7 +64,7 @@ static bool control(uint32_t cp)
 	return false;
 }
 
-size_t zkl_escape(char *dst, size_t size, const char *src, size_t len)
+size_t zkesc(char *dst, size_t size, const char *src, size_t len)
 {
 	static const char hex[] = "0123456789abcdef";
 	const unsigned char *s = (const unsigned char *)src;

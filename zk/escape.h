@@ -10,7 +10,7 @@
 #include <stddef.h>
 
 /*
- * zkl_escape() - @src (@len bytes, any bytes) as one line of printable
+ * zkesc() - @src (@len bytes, any bytes) as one line of printable
  * text into @dst (@size > 0 bytes, always NUL-terminated): a control
  * character (C0, DEL, or a C1 code point U+0080..U+009F), an invisible
  * one that changes what a terminal shows (the Unicode format characters,
@@ -22,6 +22,6 @@
  * before an escape or character, never inside one.  Return: the length
  * written (without the NUL).
  */
-size_t zkl_escape(char *dst, size_t size, const char *src, size_t len);
+size_t zkesc(char *dst, size_t size, const char *src, size_t len);
 
 #endif

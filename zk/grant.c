@@ -5,15 +5,15 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-enum zkl_verdict zkl_decide(const struct zkl_child *kids, size_t n,
-			    int32_t our_seq, enum zkl_kind kind,
-			    const struct zkl_child **watch)
+enum zkg_verdict zkg_decide(const struct zkg_child *kids, size_t n,
+			    int32_t our_seq, enum zkn_kind kind,
+			    const struct zkg_child **watch)
 {
-	const struct zkl_child *pred = NULL;
+	const struct zkg_child *pred = NULL;
 	bool found = false;
 
 	for (size_t i = 0; i < n; i++) {
-		const struct zkl_child *c = &kids[i];
+		const struct zkg_child *c = &kids[i];
 
 		if (c->seq == our_seq) {
 			found = true;
@@ -21,16 +21,16 @@ enum zkl_verdict zkl_decide(const struct zkl_child *kids, size_t n,
 		}
 		if (zkn_seq_cmp(c->seq, our_seq) > 0)
 			continue;
-		if (kind == ZKL_SHARED && c->kind == ZKL_SHARED)
+		if (kind == ZKN_SHARED && c->kind == ZKN_SHARED)
 			continue;
 		if (!pred || zkn_seq_cmp(c->seq, pred->seq) > 0)
 			pred = c;
 	}
 	if (!found)
-		return ZKL_MISSING;
+		return ZKG_MISSING;
 	if (watch)
 		*watch = pred;
-	return pred ? ZKL_WAIT : ZKL_GRANTED;
+	return pred ? ZKG_WAIT : ZKG_GRANTED;
 }
 
 static int u32_cmp(const void *a, const void *b)
@@ -47,9 +47,9 @@ static int u32_cmp(const void *a, const void *b)
  * first entry, or repeat a number under another name.  O(n log n); false
  * on ENOMEM (the slow answer is right for any listing).
  */
-static bool one_order(const struct zkl_child *kids, size_t n)
+static bool one_order(const struct zkg_child *kids, size_t n)
 {
-	const struct zkl_child *low = zkl_lowest(kids, n);
+	const struct zkg_child *low = zkg_lowest(kids, n);
 	uint32_t *off;
 	bool ok = true;
 
@@ -75,17 +75,17 @@ static bool one_order(const struct zkl_child *kids, size_t n)
  * decision grants: user.zklockfs.state and .holders never disagree.
  * O(n^2), for listings only a raw client can make.  @limit 0: plain.
  */
-static size_t holders_by_decision(const struct zkl_child *kids, size_t n,
-				  unsigned limit, const struct zkl_child **out,
+static size_t holders_by_decision(const struct zkg_child *kids, size_t n,
+				  unsigned limit, const struct zkg_child **out,
 				  size_t max)
 {
 	size_t count = 0;
 
 	for (size_t i = 0; i < n; i++) {
-		enum zkl_verdict v = limit ? zkl_decide_limit(kids, n, kids[i].seq, limit)
-					   : zkl_decide(kids, n, kids[i].seq, kids[i].kind, NULL);
+		enum zkg_verdict v = limit ? zkg_decide_limit(kids, n, kids[i].seq, limit)
+					   : zkg_decide(kids, n, kids[i].seq, kids[i].kind, NULL);
 
-		if (v != ZKL_GRANTED)
+		if (v != ZKG_GRANTED)
 			continue;
 		if (count < max)
 			out[count] = &kids[i];
@@ -94,20 +94,20 @@ static size_t holders_by_decision(const struct zkl_child *kids, size_t n,
 	return count;
 }
 
-size_t zkl_holders(const struct zkl_child *kids, size_t n,
-		   const struct zkl_child **out, size_t max)
+size_t zkg_holders(const struct zkg_child *kids, size_t n,
+		   const struct zkg_child **out, size_t max)
 {
-	const struct zkl_child *first_x = NULL;
+	const struct zkg_child *first_x = NULL;
 	size_t count = 0;
 
 	if (!one_order(kids, n))
 		return holders_by_decision(kids, n, 0, out, max);
 	for (size_t i = 0; i < n; i++)
-		if (kids[i].kind == ZKL_EXCLUSIVE &&
+		if (kids[i].kind == ZKN_EXCLUSIVE &&
 		    (!first_x || zkn_seq_cmp(kids[i].seq, first_x->seq) < 0))
 			first_x = &kids[i];
 	for (size_t i = 0; i < n; i++) {
-		if (kids[i].kind != ZKL_SHARED ||
+		if (kids[i].kind != ZKN_SHARED ||
 		    (first_x && zkn_seq_cmp(kids[i].seq, first_x->seq) > 0))
 			continue;
 		if (count < max)
@@ -122,16 +122,16 @@ size_t zkl_holders(const struct zkl_child *kids, size_t n,
 	return count;
 }
 
-const struct zkl_child *zkl_blocker(const struct zkl_child *kids, size_t n,
-				    enum zkl_kind kind, bool has_own,
+const struct zkg_child *zkg_blocker(const struct zkg_child *kids, size_t n,
+				    enum zkn_kind kind, bool has_own,
 				    int32_t own)
 {
-	const struct zkl_child *first = NULL;
+	const struct zkg_child *first = NULL;
 
 	for (size_t i = 0; i < n; i++) {
 		if (has_own && kids[i].seq == own)
 			continue;
-		if (kind == ZKL_SHARED && kids[i].kind == ZKL_SHARED)
+		if (kind == ZKN_SHARED && kids[i].kind == ZKN_SHARED)
 			continue;
 		if (!first || zkn_seq_cmp(kids[i].seq, first->seq) < 0)
 			first = &kids[i];
@@ -139,9 +139,9 @@ const struct zkl_child *zkl_blocker(const struct zkl_child *kids, size_t n,
 	return first;
 }
 
-const struct zkl_child *zkl_lowest(const struct zkl_child *kids, size_t n)
+const struct zkg_child *zkg_lowest(const struct zkg_child *kids, size_t n)
 {
-	const struct zkl_child *low = n ? &kids[0] : NULL;
+	const struct zkg_child *low = n ? &kids[0] : NULL;
 
 	for (size_t i = 1; i < n; i++)
 		if (zkn_seq_cmp(kids[i].seq, low->seq) < 0)
@@ -157,25 +157,25 @@ const struct zkl_child *zkl_lowest(const struct zkl_child *kids, size_t n)
  */
 static int child_cmp(const void *a, const void *b, void *base)
 {
-	uint32_t x = (uint32_t)((const struct zkl_child *)a)->seq - *(uint32_t *)base;
-	uint32_t y = (uint32_t)((const struct zkl_child *)b)->seq - *(uint32_t *)base;
+	uint32_t x = (uint32_t)((const struct zkg_child *)a)->seq - *(uint32_t *)base;
+	uint32_t y = (uint32_t)((const struct zkg_child *)b)->seq - *(uint32_t *)base;
 
 	return x < y ? -1 : x > y;
 }
 
-void zkl_sort(struct zkl_child *kids, size_t n)
+void zkg_sort(struct zkg_child *kids, size_t n)
 {
 	uint32_t base;
 
 	if (n < 2)
 		return;
-	base = (uint32_t)zkl_lowest(kids, n)->seq;
+	base = (uint32_t)zkg_lowest(kids, n)->seq;
 	qsort_r(kids, n, sizeof(*kids), child_cmp, &base);
 }
 
-struct zkl_child *zkl_parse_children(char *const *names, int count, size_t *n)
+struct zkg_child *zkg_parse_children(char *const *names, int count, size_t *n)
 {
-	struct zkl_child *kids = malloc(sizeof(*kids) * (size_t)(count > 0 ? count : 1));
+	struct zkg_child *kids = malloc(sizeof(*kids) * (size_t)(count > 0 ? count : 1));
 
 	*n = 0;
 	for (int i = 0; kids && i < count; i++)
@@ -184,39 +184,39 @@ struct zkl_child *zkl_parse_children(char *const *names, int count, size_t *n)
 	return kids;
 }
 
-void zkl_walk_init(struct zkl_walk *wk, const struct zkl_child *kids, size_t n)
+void zkg_walk_init(struct zkg_walk *wk, const struct zkg_child *kids, size_t n)
 {
-	*wk = (struct zkl_walk){ .kids = kids, .n = n };
+	*wk = (struct zkg_walk){ .kids = kids, .n = n };
 }
 
 /* Move the cursor up to @seq.  Return: whether @seq is there. */
-static bool walk_to(struct zkl_walk *wk, int32_t seq)
+static bool walk_to(struct zkg_walk *wk, int32_t seq)
 {
 	while (wk->i < wk->n && zkn_seq_cmp(wk->kids[wk->i].seq, seq) < 0) {
 		wk->prev = &wk->kids[wk->i++];
-		if (wk->prev->kind == ZKL_EXCLUSIVE)
+		if (wk->prev->kind == ZKN_EXCLUSIVE)
 			wk->lastx = wk->prev;
 	}
 	return wk->i < wk->n && wk->kids[wk->i].seq == seq;
 }
 
-enum zkl_verdict zkl_walk_decide(struct zkl_walk *wk, int32_t seq,
-				 enum zkl_kind kind,
-				 const struct zkl_child **watch)
+enum zkg_verdict zkg_walk_decide(struct zkg_walk *wk, int32_t seq,
+				 enum zkn_kind kind,
+				 const struct zkg_child **watch)
 {
-	const struct zkl_child *pred;
+	const struct zkg_child *pred;
 
 	if (!walk_to(wk, seq))
-		return ZKL_MISSING;
-	pred = kind == ZKL_SHARED ? wk->lastx : wk->prev;
+		return ZKG_MISSING;
+	pred = kind == ZKN_SHARED ? wk->lastx : wk->prev;
 	if (watch)
 		*watch = pred;
-	return pred ? ZKL_WAIT : ZKL_GRANTED;
+	return pred ? ZKG_WAIT : ZKG_GRANTED;
 }
 
 /* semaphores ------------------------------------------------------------- */
 
-enum zkl_verdict zkl_decide_limit(const struct zkl_child *kids, size_t n,
+enum zkg_verdict zkg_decide_limit(const struct zkg_child *kids, size_t n,
 				  int32_t our_seq, unsigned limit)
 {
 	size_t before = 0;
@@ -229,21 +229,21 @@ enum zkl_verdict zkl_decide_limit(const struct zkl_child *kids, size_t n,
 			before++;
 	}
 	if (!found)
-		return ZKL_MISSING;
-	return before < limit ? ZKL_GRANTED : ZKL_WAIT;
+		return ZKG_MISSING;
+	return before < limit ? ZKG_GRANTED : ZKG_WAIT;
 }
 
-size_t zkl_holders_limit(const struct zkl_child *kids, size_t n, unsigned limit,
-			 const struct zkl_child **out, size_t max)
+size_t zkg_holders_limit(const struct zkg_child *kids, size_t n, unsigned limit,
+			 const struct zkg_child **out, size_t max)
 {
-	const struct zkl_child *last = NULL;
+	const struct zkg_child *last = NULL;
 	size_t want = limit < n ? limit : n;
 
 	if (!one_order(kids, n))
 		return holders_by_decision(kids, n, limit, out, max);
 	/* the next lowest after @last, as many times as @out has room */
 	for (size_t count = 0; count < want && count < max; count++) {
-		const struct zkl_child *next = NULL;
+		const struct zkg_child *next = NULL;
 
 		for (size_t i = 0; i < n; i++)
 			if ((!last || zkn_seq_cmp(kids[i].seq, last->seq) > 0) &&
@@ -256,10 +256,10 @@ size_t zkl_holders_limit(const struct zkl_child *kids, size_t n, unsigned limit,
 	return want;
 }
 
-const struct zkl_child *zkl_blocker_limit(const struct zkl_child *kids, size_t n,
+const struct zkg_child *zkg_blocker_limit(const struct zkg_child *kids, size_t n,
 					  unsigned limit, bool has_own, int32_t own)
 {
-	const struct zkl_child *first = NULL;
+	const struct zkg_child *first = NULL;
 	size_t count = 0;
 
 	for (size_t i = 0; i < n; i++) {
@@ -272,15 +272,15 @@ const struct zkl_child *zkl_blocker_limit(const struct zkl_child *kids, size_t n
 	return count >= limit ? first : NULL;
 }
 
-enum zkl_verdict zkl_walk_decide_limit(struct zkl_walk *wk, int32_t seq,
+enum zkg_verdict zkg_walk_decide_limit(struct zkg_walk *wk, int32_t seq,
 				       unsigned limit)
 {
 	if (!walk_to(wk, seq))
-		return ZKL_MISSING;
-	return wk->i < limit ? ZKL_GRANTED : ZKL_WAIT;
+		return ZKG_MISSING;
+	return wk->i < limit ? ZKG_GRANTED : ZKG_WAIT;
 }
 
-const struct zkl_child *zkl_next_holder(const struct zkl_child *sorted, size_t n,
+const struct zkg_child *zkg_next_holder(const struct zkg_child *sorted, size_t n,
 					unsigned limit)
 {
 	return limit < n ? &sorted[limit] : NULL;

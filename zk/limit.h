@@ -3,9 +3,9 @@
  * and a lingering lock's time; and the key=value lines of any znode's data.
  *
  * `setfattr -n user.zklockfs.limit -v N DIR` stores a line "limit=N" (1 <=
- * N <= ZKL_LIMIT_MAX, zk/grant.h) in the data of DIR's znode, where every
+ * N <= ZKG_LIMIT_MAX, zk/grant.h) in the data of DIR's znode, where every
  * mount and client reads it; `user.zklockfs.linger` a line "linger=MS"
- * (0 <= MS <= ZKL_LINGER_MAX, zk/linger.c); other lines of that data are
+ * (0 <= MS <= ZKLIM_LINGER_MAX, zk/linger.c); other lines of that data are
  * kept as they are.  Pure code: no ZooKeeper, no FUSE, no locks, no
  * allocation; any thread.
  */
@@ -15,62 +15,62 @@
 #include <stddef.h>
 
 /* A setting: its line's key ("limit=") and the values it may take. */
-struct zkl_setting {
+struct zklim_setting {
 	const char *key;
 	unsigned min, max;
 };
 
-extern const struct zkl_setting zkl_setting_limit;	/* limit=1..1000 */
-extern const struct zkl_setting zkl_setting_linger;	/* linger=0..3600000 */
-#define ZKL_LINGER_MAX 3600000u
+extern const struct zklim_setting zklim_setting_limit;	/* limit=1..1000 */
+extern const struct zklim_setting zklim_setting_linger;	/* linger=0..3600000 */
+#define ZKLIM_LINGER_MAX 3600000u
 
 /*
- * zkl_data_value() - the value of @key ("host=", say) in @data (@len bytes,
+ * zklim_data_value() - the value of @key ("host=", say) in @data (@len bytes,
  * anyone's writing, not NUL-terminated, may be NULL): the rest of the first
  * line that starts with @key.  Return: its start (inside @data) and length
  * *@vlen, or NULL if no line starts so.
  */
-const char *zkl_data_value(const char *data, size_t len, const char *key, size_t *vlen);
+const char *zklim_data_value(const char *data, size_t len, const char *key, size_t *vlen);
 
 /*
- * zkl_data_field() - zkl_data_value() of @key, made printable for a
- * terminal (zkl_escape()) into @out (@size bytes); "-" if no line has the
+ * zklim_data_field() - zklim_data_value() of @key, made printable for a
+ * terminal (zkesc()) into @out (@size bytes); "-" if no line has the
  * key, or an empty value.
  */
-void zkl_data_field(const char *data, size_t len, const char *key, char *out,
+void zklim_data_field(const char *data, size_t len, const char *key, char *out,
 		    size_t size);
 
 /*
- * zkl_setting_parse() - the value @s has in @data (@len bytes, not
+ * zklim_setting_parse() - the value @s has in @data (@len bytes, not
  * NUL-terminated, may hold anything another client wrote).
  * Return: N from the first line that starts with the key, if the rest is
  * exactly N in range with no leading zero; -1 (not set) otherwise.
  */
-long zkl_setting_parse(const struct zkl_setting *s, const char *data, size_t len);
+long zklim_setting_parse(const struct zklim_setting *s, const char *data, size_t len);
 
 /*
- * zkl_setting_value() - the value a user gives setfattr: decimal digits,
+ * zklim_setting_value() - the value a user gives setfattr: decimal digits,
  * no sign, no leading zero, an optional final newline.
  * Return: 0 and *@out, or -EINVAL (not a number, or out of range: refused,
  * not clamped).
  */
-int zkl_setting_value(const struct zkl_setting *s, const char *val, size_t len,
+int zklim_setting_value(const struct zklim_setting *s, const char *val, size_t len,
 		      unsigned *out);
 
 /*
- * zkl_setting_edit() - @data with its lines of @s replaced by one line of
+ * zklim_setting_edit() - @data with its lines of @s replaced by one line of
  * @value (first, where the first one was, or appended), or removed when
  * @value is -1, into @out (@cap bytes; @out may not overlap @data).
  * Return: the new length, or -E2BIG if it does not fit.
  */
-int zkl_setting_edit(const struct zkl_setting *s, const char *data, size_t len,
+int zklim_setting_edit(const struct zklim_setting *s, const char *data, size_t len,
 		     long value, char *out, size_t cap);
 
 /* The limit: 0 when none is set (a plain lock). */
-unsigned zkl_limit_parse(const char *data, size_t len);
-int zkl_limit_value(const char *val, size_t len, unsigned *out);
+unsigned zklim_parse(const char *data, size_t len);
+int zklim_value(const char *val, size_t len, unsigned *out);
 /* @limit 0 removes it */
-int zkl_limit_edit(const char *data, size_t len, unsigned limit, char *out,
+int zklim_edit(const char *data, size_t len, unsigned limit, char *out,
 		   size_t cap);
 
 #endif

@@ -55,19 +55,19 @@ static uint64_t now_ms(struct zkl_engine *e)
  */
 static bool compose_locked(struct zkl_waiter *w, const char *data, int len, bool mark)
 {
-	int nlen = (int)strlen(w->nonce), mlen = mark ? (int)strlen(ZKL_LINGER_MARK) : 0;
+	int nlen = (int)strlen(w->nonce), mlen = mark ? (int)strlen(ZKE_LINGER_MARK) : 0;
 	char *copy;
 
-	ZKL_ASSERT_HELD(&w->e->lock);
+	ZKMX_ASSERT_HELD(&w->e->lock);
 	if (len + mlen + nlen == w->len && memcmp(data, w->data, (size_t)len) == 0 &&
-	    memcmp(w->data + len, ZKL_LINGER_MARK, (size_t)mlen) == 0 &&
+	    memcmp(w->data + len, ZKE_LINGER_MARK, (size_t)mlen) == 0 &&
 	    memcmp(w->data + len + mlen, w->nonce, (size_t)nlen) == 0)
 		return false;
 	copy = malloc((size_t)(len + mlen + nlen) + 1);
 	if (!copy)
 		return false;
 	memcpy(copy, data, (size_t)len);
-	memcpy(copy + len, ZKL_LINGER_MARK, (size_t)mlen);
+	memcpy(copy + len, ZKE_LINGER_MARK, (size_t)mlen);
 	strcpy(copy + len + mlen, w->nonce);
 	free(w->data);
 	w->data = copy;
@@ -79,7 +79,7 @@ static bool compose_locked(struct zkl_waiter *w, const char *data, int len, bool
 /* The caller's part of @w's data: what comes before the mark and the nonce. */
 static int caller_len(const struct zkl_waiter *w)
 {
-	return w->len - (int)strlen(w->nonce) - (w->lmark ? (int)strlen(ZKL_LINGER_MARK) : 0);
+	return w->len - (int)strlen(w->nonce) - (w->lmark ? (int)strlen(ZKE_LINGER_MARK) : 0);
 }
 
 static void send_data_locked(struct zkl_waiter *w, int32_t version);
@@ -97,7 +97,7 @@ static void reread_done(int rc, const char *value, int len, const struct Stat *s
 	struct zkl_waiter *w = (struct zkl_waiter *)data;
 	struct zkl_engine *e = w->e;
 
-	zkl_mutex_lock(&e->lock);
+	zkmx_lock(&e->lock);
 	if (rc == ZOK) {
 		zke_read_revoke_locked(w, value, len);
 		if (!w->revoked && w->entry == ENTRY_LIVE)
@@ -112,15 +112,15 @@ static void set_done(int rc, const struct Stat *stat, const void *data)
 	struct zkl_waiter *w = (struct zkl_waiter *)data;
 	struct zkl_engine *e = w->e;
 
-	zkl_mutex_lock(&e->lock);
+	zkmx_lock(&e->lock);
 	if (rc == ZOK) {
 		w->dver = stat->version;
 	} else if (rc == ZBADVERSION && ++w->dtries < DATA_TRIES && w->entry == ENTRY_LIVE) {
 		w->refs++;
-		if (T(w)->get(e->t.ctx, w->path, reread_done, w) != ZOK)
+		if (w->e->t.ops->get(e->t.ctx, w->path, reread_done, w) != ZOK)
 			w->refs--;
 	} else if (rc != ZNONODE && !rc_stalls(rc)) {
-		zkl_log(LOG_WARNING, "cannot write %s: %s", w->path, zerror(rc));
+		zklog(LOG_WARNING, "cannot write %s: %s", w->path, zerror(rc));
 	}
 	zke_put_locked(w);
 	zke_unlock_fire(e);
@@ -129,21 +129,21 @@ static void set_done(int rc, const struct Stat *stat, const void *data)
 /* Write w->data to @w's entry, at @version: never over a newer one. */
 static void send_data_locked(struct zkl_waiter *w, int32_t version)
 {
-	ZKL_ASSERT_HELD(&w->e->lock);
+	ZKMX_ASSERT_HELD(&w->e->lock);
 	w->refs++;
-	if (T(w)->set(w->e->t.ctx, w->path, w->data, w->len, version, set_done, w) != ZOK)
+	if (w->e->t.ops->set(w->e->t.ctx, w->path, w->data, w->len, version, set_done, w) != ZOK)
 		w->refs--;
 }
 
 /*
  * Someone else joined @w's lock while it is held again after a linger:
  * take the mark out of its data, so that a try waiting on it is refused at
- * once rather than at the end of ZKL_TRY_WAIT_MS.  (A lingering entry is
+ * once rather than at the end of ZKE_TRY_WAIT_MS.  (A lingering entry is
  * deleted instead.)
  */
 void zke_unmark_locked(struct zkl_waiter *w)
 {
-	ZKL_ASSERT_HELD(&w->e->lock);
+	ZKMX_ASSERT_HELD(&w->e->lock);
 	if (!w->lmark || w->state != W_HELD || w->released || w->entry != ENTRY_LIVE)
 		return;
 	if (compose_locked(w, w->data, caller_len(w), false)) {
@@ -186,7 +186,7 @@ static void dir_listed(int rc, const struct String_vector *sv,
 	bool others = rc != ZOK;
 
 	(void)dir;
-	zkl_mutex_lock(&e->lock);
+	zkmx_lock(&e->lock);
 	if (w->dwatch == OWN_SETTING)
 		zke_set_dwatch_locked(w, rc == ZOK ? OWN_ARMED : OWN_OFF);
 	if (rc != ZOK)
@@ -205,12 +205,12 @@ static void dir_listed(int rc, const struct String_vector *sv,
 
 static void dir_watch_locked(struct zkl_waiter *w)
 {
-	ZKL_ASSERT_HELD(&w->e->lock);
+	ZKMX_ASSERT_HELD(&w->e->lock);
 	if (w->dwatch != OWN_OFF)
 		return;
 	w->refs += 2;			/* the completion and the watch */
 	zke_set_dwatch_locked(w, OWN_SETTING);
-	if (T(w)->wchildren(w->e->t.ctx, w->dir, dir_watcher, w, dir_listed, w) != ZOK) {
+	if (w->e->t.ops->wchildren(w->e->t.ctx, w->dir, dir_watcher, w, dir_listed, w) != ZOK) {
 		w->refs -= 2;
 		zke_set_dwatch_locked(w, OWN_OFF);
 		zke_unlinger_locked(w, false);
@@ -228,17 +228,17 @@ bool zke_linger_locked(struct zkl_waiter *w)
 	unsigned ms = w->q && w->q->lknown && w->q->linger >= 0 ? (unsigned)w->q->linger
 							       : e->linger_ms;
 
-	ZKL_ASSERT_HELD(&w->e->lock);
+	ZKMX_ASSERT_HELD(&w->e->lock);
 	if (!ms || zke_silent_locked(e) || e->shutdown || w->state != W_HELD ||
 	    w->ans != ANS_GRANTED || w->entry != ENTRY_LIVE || w->stall != S_NONE ||
 	    w->revoked || w->contended || w->limit || zke_stale_locked(w) ||
 	    !w->q || w->q->head != w || w->q->tail != w)
 		return false;
 	zke_set_state_locked(w, W_CACHED);
-	zkl_metrics_lingering(1);
+	zkm_lingering(1);
 	w->refs++;			/* the linger's: zke_unlinger_locked() */
 	w->linger_until = now_ms(e) + ms;
-	T(w)->tick_by(e->t.ctx, w->linger_until);
+	w->e->t.ops->tick_by(e->t.ctx, w->linger_until);
 	/* the first time: say so in its data, before the own watch reads it */
 	if (!w->lmark && compose_locked(w, w->data, caller_len(w), true)) {
 		w->dtries = 0;
@@ -252,10 +252,10 @@ bool zke_linger_locked(struct zkl_waiter *w)
 /* The lingering entry of the lock @dir (one at most: zke_linger_locked()), or NULL. */
 struct zkl_waiter *zke_cached_locked(struct zkl_engine *e, const char *dir)
 {
-	struct zkl_queue *q = zke_queue_find_dir_locked(e, dir);
+	struct zke_queue *q = zke_queue_find_dir_locked(e, dir);
 	struct zkl_waiter *x;
 
-	ZKL_ASSERT_HELD(&e->lock);
+	ZKMX_ASSERT_HELD(&e->lock);
 	for (x = q ? q->head : NULL; x && x->state != W_CACHED; x = x->qnext)
 		;
 	return x;
@@ -289,21 +289,21 @@ struct zkl_waiter *zke_reuse_locked(struct zkl_engine *e, const char *dir,
 void zke_regrant_locked(struct zkl_waiter *w, int flags, const char *data, int len,
 			uint32_t owner, zkl_done_fn done, void *arg)
 {
-	ZKL_ASSERT_HELD(&w->e->lock);
+	ZKMX_ASSERT_HELD(&w->e->lock);
 	w->done = done;
 	w->arg = arg;
 	w->owner = owner;
 	w->flags = flags;
-	w->t_enq = zkl_metrics_now_us();
-	zkl_metrics_enqueued();
+	w->t_enq = zkm_now_us();
+	zkm_enqueued();
 	zke_set_state_locked(w, W_HELD);
-	zkl_metrics_lingering(-1);
-	zkl_metrics_local_grant(ZKL_LOCAL_LINGER);
+	zkm_lingering(-1);
+	zkm_local_grant(ZKM_LOCAL_LINGER);
 	w->released = false;
 	w->grants++;
 	w->result = 0;
 	w->t_grant = w->t_enq;
-	zkl_metrics_granted(0);
+	zkm_granted(0);
 	zke_fire_locked(w);
 	/* the mark stays while it is held: its child watch takes it out */
 	if (!compose_locked(w, data, len, w->lmark))
@@ -319,11 +319,11 @@ void zke_regrant_locked(struct zkl_waiter *w, int flags, const char *data, int l
  */
 void zke_unlinger_locked(struct zkl_waiter *w, bool gone)
 {
-	ZKL_ASSERT_HELD(&w->e->lock);
+	ZKMX_ASSERT_HELD(&w->e->lock);
 	if (w->state != W_CACHED)
 		return;
 	zke_set_state_locked(w, W_DONE);
-	zkl_metrics_lingering(-1);
+	zkm_lingering(-1);
 	if (gone) {
 		if (w->entry == ENTRY_LIVE || w->entry == ENTRY_DELETING)
 			zke_set_entry_locked(w, ENTRY_GONE);
@@ -340,11 +340,11 @@ void zke_linger_tick_locked(struct zkl_waiter *w)
 {
 	struct zkl_engine *e = w->e;
 
-	ZKL_ASSERT_HELD(&w->e->lock);
+	ZKMX_ASSERT_HELD(&w->e->lock);
 	if (w->state != W_CACHED)
 		return;
 	if (now_ms(e) >= w->linger_until)
 		zke_unlinger_locked(w, false);
 	else
-		T(w)->tick_by(e->t.ctx, w->linger_until);
+		w->e->t.ops->tick_by(e->t.ctx, w->linger_until);
 }

@@ -17,7 +17,7 @@
  * step, its expired event starts the waiter over.
  *
  * The mount's own queue.  The entries this engine made in one lock, in
- * sequence order, form a zkl_queue.  ZooKeeper never inserts an entry before
+ * sequence order, form a zke_queue.  ZooKeeper never inserts an entry before
  * one that exists (sequence numbers only grow), so what one listing says a
  * waiter must outlive stays true until that entry goes; one listing
  * therefore serves every waiter of ours it shows.  Three rules follow:
@@ -71,7 +71,7 @@
 /* Redo what @w could not do while the session was away. */
 static void resume_locked(struct zkl_waiter *w)
 {
-	ZKL_ASSERT_HELD(&w->e->lock);
+	ZKMX_ASSERT_HELD(&w->e->lock);
 	switch (zke_unstall_locked(w)) {
 	case S_NONE:
 		break;
@@ -101,7 +101,7 @@ static void for_each_waiter(struct zkl_engine *e, void (*step)(struct zkl_waiter
 	struct zkl_waiter *w, **v = NULL;
 	size_t n = 0, cap = 0;
 
-	zkl_mutex_lock(&e->lock);
+	zkmx_lock(&e->lock);
 	for (w = e->all; w; w = w->next) {
 		if (n == cap) {
 			size_t ncap = cap ? 2 * cap : 64;
@@ -126,7 +126,7 @@ static void for_each_waiter(struct zkl_engine *e, void (*step)(struct zkl_waiter
 static void on_silent_step(struct zkl_waiter *w)
 {
 	zke_unlinger_locked(w, false);	/* no grant on it now: let it go */
-	zke_lose_locked(w, ZKL_LOSS_SILENT,
+	zke_lose_locked(w, ZKM_LOSS_SILENT,
 			"nothing heard from ZooKeeper for the session timeout");
 }
 
@@ -145,7 +145,7 @@ static void on_expired_step(struct zkl_waiter *w)
 	zke_unstall_locked(w);
 	if (w->entry == ENTRY_LIVE || w->entry == ENTRY_DELETING)
 		zke_set_entry_locked(w, ENTRY_GONE);	/* with the session */
-	zke_lose_locked(w, ZKL_LOSS_EXPIRED, "the ZooKeeper session expired");
+	zke_lose_locked(w, ZKM_LOSS_EXPIRED, "the ZooKeeper session expired");
 	zke_queue_unlink_locked(w);
 	w->ahead = AHEAD_UNKNOWN;
 	w->cohort = false;
@@ -163,9 +163,9 @@ static void on_expired_step(struct zkl_waiter *w)
 /* Say whether the session is silent (zke_grant_locked() withholds grants). */
 static void set_silent(struct zkl_engine *e, bool silent)
 {
-	zkl_mutex_lock(&e->lock);
+	zkmx_lock(&e->lock);
 	e->silent = silent;
-	zkl_mutex_unlock(&e->lock);
+	zkmx_unlock(&e->lock);
 }
 
 static void on_connected(void *arg)
@@ -187,9 +187,9 @@ static void on_expired(void *arg)
 	set_silent(e, false);	/* the new session's replies are fresh */
 	for_each_waiter(e, on_expired_step);
 	/* those of the new session may have waited behind old ones */
-	zkl_mutex_lock(&e->lock);
+	zkmx_lock(&e->lock);
 	for (size_t i = 0; i < QBUCKETS; i++)
-		for (struct zkl_queue *q = e->qtab[i]; q; q = q->hnext)
+		for (struct zke_queue *q = e->qtab[i]; q; q = q->hnext)
 			for (struct zkl_waiter *w = q->head; w; w = w->qnext)
 				zke_settle_locked(w);
 	zke_unlock_fire(e);
@@ -202,7 +202,7 @@ static void tick_step(struct zkl_waiter *w)
 	resume_locked(w);
 	zke_linger_tick_locked(w);
 	if ((w->flags & ZKL_NONBLOCK) && w->tried && !zke_answered(w) &&
-	    T(w)->now_ms(w->e->t.ctx) >= w->try_until)
+	    w->e->t.ops->now_ms(w->e->t.ctx) >= w->try_until)
 		zke_fail_locked(w, -EAGAIN);
 }
 
@@ -221,7 +221,7 @@ static void on_tick(void *arg)
 	 * failure no event follows (ZSESSIONMOVED, say) is redone here.
 	 */
 	for_each_waiter(e, tick_step);
-	zkl_mutex_lock(&e->lock);
+	zkmx_lock(&e->lock);
 	for (struct zkl_waiter *w = e->all; w; w = w->next)
 		if ((w->state == W_HELD || w->state == W_WATCHING ||
 		     w->state == W_LOCALWAIT || w->state == W_SEMWAIT) &&
@@ -242,9 +242,9 @@ struct zks_events zkl_engine_events(struct zkl_engine *e)
 
 void zkl_engine_set_linger(struct zkl_engine *e, unsigned ms)
 {
-	zkl_mutex_lock(&e->lock);
+	zkmx_lock(&e->lock);
 	e->linger_ms = ms;
-	zkl_mutex_unlock(&e->lock);
+	zkmx_unlock(&e->lock);
 }
 
 const char *zkl_engine_check(struct zkl_engine *e)
@@ -252,9 +252,9 @@ const char *zkl_engine_check(struct zkl_engine *e)
 #ifdef ZKL_LOCKCHECK
 	const char *why;
 
-	zkl_mutex_lock(&e->lock);
+	zkmx_lock(&e->lock);
 	why = zke_invariants_locked(e);
-	zkl_mutex_unlock(&e->lock);
+	zkmx_unlock(&e->lock);
 	return why;
 #else
 	(void)e;
@@ -267,10 +267,10 @@ bool zkl_cached(struct zkl_engine *e, const char *dir, const char *path)
 	struct zkl_waiter *w;
 	bool cached;
 
-	zkl_mutex_lock(&e->lock);
+	zkmx_lock(&e->lock);
 	w = zke_cached_locked(e, dir);
 	cached = w && strcmp(w->path, path) == 0;
-	zkl_mutex_unlock(&e->lock);
+	zkmx_unlock(&e->lock);
 	return cached;
 }
 
@@ -278,7 +278,7 @@ void zkl_unlinger(struct zkl_engine *e, const char *dir)
 {
 	struct zkl_waiter *w;
 
-	zkl_mutex_lock(&e->lock);
+	zkmx_lock(&e->lock);
 	w = zke_cached_locked(e, dir);
 	if (w)
 		zke_unlinger_locked(w, false);
@@ -287,13 +287,13 @@ void zkl_unlinger(struct zkl_engine *e, const char *dir)
 
 void zkl_engine_on_revoke(struct zkl_engine *e, zkl_lost_fn revoked)
 {
-	zkl_mutex_lock(&e->lock);
+	zkmx_lock(&e->lock);
 	e->revoked = revoked;
-	zkl_mutex_unlock(&e->lock);
+	zkmx_unlock(&e->lock);
 }
 
-struct zkl_engine *zkl_engine_new(const struct zkl_transport *t,
-				  enum zkl_naming naming, zkl_lost_fn lost)
+struct zkl_engine *zkl_engine_new(const struct zkt_transport *t,
+				  enum zkn_naming naming, zkl_lost_fn lost)
 {
 	struct zkl_engine *e = calloc(1, sizeof(*e));
 
@@ -302,12 +302,12 @@ struct zkl_engine *zkl_engine_new(const struct zkl_transport *t,
 	e->t = *t;
 	e->naming = naming;
 	e->lost = lost;
-	zkl_mutex_init(&e->lock, ZKL_RANK_ENGINE, "engine->lock");
+	zkmx_init(&e->lock, ZKMX_RANK_ENGINE, "engine->lock");
 	return e;
 }
 
 int zkl_enqueue(struct zkl_engine *e, const char *dir, const char *name,
-		enum zkl_kind kind, int flags, const char *data, int len,
+		enum zkn_kind kind, int flags, const char *data, int len,
 		uint32_t owner, zkl_done_fn done, void *arg,
 		struct zkl_waiter **out)
 {
@@ -322,7 +322,7 @@ int zkl_enqueue(struct zkl_engine *e, const char *dir, const char *name,
 	if (!prefix)
 		return -ENOMEM;
 	/* a lingering entry of that name first: nothing else to make then */
-	zkl_mutex_lock(&e->lock);
+	zkmx_lock(&e->lock);
 	w = zke_reuse_locked(e, dir, prefix);
 	if (w) {
 		zke_regrant_locked(w, flags, data, len, owner, done, arg);
@@ -359,7 +359,7 @@ int zkl_enqueue(struct zkl_engine *e, const char *dir, const char *name,
 		zke_waiter_free(w);
 		return -ENOMEM;
 	}
-	zkl_mutex_lock(&e->lock);
+	zkmx_lock(&e->lock);
 	w->refs = 1;			/* the caller's */
 	w->prev = e->all_tail;
 	if (e->all_tail)
@@ -370,13 +370,13 @@ int zkl_enqueue(struct zkl_engine *e, const char *dir, const char *name,
 	rc = zke_send_create_locked(w);
 	if (rc != ZOK) {		/* refused at once: no done, an error */
 		zke_put_locked(w);
-		zkl_mutex_unlock(&e->lock);
+		zkmx_unlock(&e->lock);
 		return zk_errno(rc);
 	}
-	w->t_enq = zkl_metrics_now_us();
-	zkl_metrics_enqueued();
+	w->t_enq = zkm_now_us();
+	zkm_enqueued();
 	*out = w;
-	zkl_mutex_unlock(&e->lock);
+	zkmx_unlock(&e->lock);
 	return 0;
 }
 
@@ -384,7 +384,7 @@ void zkl_cancel(struct zkl_waiter *w)
 {
 	struct zkl_engine *e = w->e;
 
-	zkl_mutex_lock(&e->lock);
+	zkmx_lock(&e->lock);
 	if (!zke_answered(w))
 		zke_fail_locked(w, -EINTR);
 	zke_unlock_fire(e);
@@ -395,7 +395,7 @@ static void unwatch_done(int rc, const void *data)
 	struct zkl_waiter *w = (struct zkl_waiter *)data;
 	struct zkl_engine *e = w->e;
 
-	zkl_mutex_lock(&e->lock);
+	zkmx_lock(&e->lock);
 	if (rc == ZOK)
 		zke_put_locked(w);		/* the watch's: it will never fire now */
 	zke_put_locked(w);
@@ -408,7 +408,7 @@ static void unwatch_done(int rc, const void *data)
  */
 static bool watched_by_another_locked(struct zkl_waiter *w)
 {
-	ZKL_ASSERT_HELD(&w->e->lock);
+	ZKMX_ASSERT_HELD(&w->e->lock);
 	for (struct zkl_waiter *x = w->q ? w->qnext : NULL; x; x = x->qnext)
 		if (x->state == W_WATCHING && x->ahead != AHEAD_UNKNOWN && x->pred_seq == w->seq)
 			return true;
@@ -427,7 +427,7 @@ static bool watched_by_another_locked(struct zkl_waiter *w)
  */
 void zke_unwatch_locked(struct zkl_waiter *w)
 {
-	ZKL_ASSERT_HELD(&w->e->lock);
+	ZKMX_ASSERT_HELD(&w->e->lock);
 	/*
 	 * Removing every watch on the path would take that waiter's too, and
 	 * with it the one event that gives its reference back: let both fire.
@@ -436,7 +436,7 @@ void zke_unwatch_locked(struct zkl_waiter *w)
 		return;
 	zke_set_own_locked(w, OWN_OFF);
 	w->refs++;
-	if (T(w)->unwatch(w->e->t.ctx, w->path, zke_own_watcher, w, unwatch_done, w) != ZOK)
+	if (w->e->t.ops->unwatch(w->e->t.ctx, w->path, zke_own_watcher, w, unwatch_done, w) != ZOK)
 		w->refs--;		/* not there (it fired): nothing to undo */
 }
 
@@ -444,9 +444,9 @@ void zkl_release(struct zkl_waiter *w)
 {
 	struct zkl_engine *e = w->e;
 
-	zkl_mutex_lock(&e->lock);
+	zkmx_lock(&e->lock);
 	if (w->ans == ANS_GRANTED && !w->released)
-		zkl_metrics_released(zkl_metrics_now_us() - w->t_grant);
+		zkm_released(zkm_now_us() - w->t_grant);
 	w->released = true;
 	if (zke_linger_locked(w)) {	/* kept for the next open: zk/linger.c */
 		zke_put_locked(w);
@@ -472,8 +472,8 @@ void zkl_entry_gone(struct zkl_waiter *w)
 {
 	struct zkl_engine *e = w->e;
 
-	zkl_mutex_lock(&e->lock);
-	zke_lose_locked(w, ZKL_LOSS_DELETED, "a confirmation found its entry gone");
+	zkmx_lock(&e->lock);
+	zke_lose_locked(w, ZKM_LOSS_DELETED, "a confirmation found its entry gone");
 	zke_unlock_fire(e);
 }
 
@@ -481,7 +481,7 @@ void zkl_info(struct zkl_waiter *w, struct zkl_info *info, char **path)
 {
 	struct zkl_engine *e = w->e;
 
-	zkl_mutex_lock(&e->lock);
+	zkmx_lock(&e->lock);
 	info->created = w->path != NULL;
 	info->granted = w->ans == ANS_GRANTED || w->ans == ANS_LOST;
 	info->lost = w->ans == ANS_LOST;
@@ -493,29 +493,29 @@ void zkl_info(struct zkl_waiter *w, struct zkl_info *info, char **path)
 	info->loss = w->loss;
 	if (path)
 		*path = w->path ? strdup(w->path) : NULL;
-	zkl_mutex_unlock(&e->lock);
+	zkmx_unlock(&e->lock);
 }
 
-enum zkl_loss zkl_loss_locked(const struct zkl_waiter *w)
+enum zkm_loss zkl_loss_locked(const struct zkl_waiter *w)
 {
-	ZKL_ASSERT_HELD(&w->e->lock);
+	ZKMX_ASSERT_HELD(&w->e->lock);
 	return w->loss;
 }
 
 bool zkl_owner(struct zkl_engine *e, const char *dir, const char *path,
 	       uint32_t *owner)
 {
-	struct zkl_queue *q;
+	struct zke_queue *q;
 	struct zkl_waiter *w = NULL;
 
-	zkl_mutex_lock(&e->lock);
+	zkmx_lock(&e->lock);
 	q = zke_queue_find_dir_locked(e, dir);
 	for (w = q ? q->head : NULL; w && (!w->path || strcmp(w->path, path) != 0);
 	     w = w->qnext)
 		;
 	if (w)
 		*owner = w->owner;
-	zkl_mutex_unlock(&e->lock);
+	zkmx_unlock(&e->lock);
 	return w != NULL;
 }
 
@@ -540,12 +540,12 @@ void zkl_engine_free(struct zkl_engine *e)
 	}
 	for (size_t i = 0; i < QBUCKETS; i++)
 		while (e->qtab[i]) {
-			struct zkl_queue *q = e->qtab[i];
+			struct zke_queue *q = e->qtab[i];
 
 			e->qtab[i] = q->hnext;
 			free(q->dir);
 			free(q);
 		}
-	zkl_mutex_destroy(&e->lock);
+	zkmx_destroy(&e->lock);
 	free(e);
 }

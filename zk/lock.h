@@ -7,7 +7,7 @@
  *   zkl_enqueue()  create DIR/NAME<marker>NNNNNNNNNN (ephemeral, sequential)
  *        |         (parked, sending nothing, while an entry of ours
  *        |         before it is not yet granted)
- *        |         list DIR's children, zkl_decide()
+ *        |         list DIR's children, zkg_decide()
  *        |-- granted ------------------------------> done(0)
  *        |-- must wait: for an entry of ours, until our delete of it; for
  *        |   another client's, watch only that entry (no herd effect);
@@ -105,10 +105,10 @@ void zkl_unlinger(struct zkl_engine *e, const char *dir);
 
 /*
  * zkl_engine_new() - an engine that reaches ZooKeeper through @t (copied;
- * zkl_session_transport() for a real session).  Return: NULL on ENOMEM.
+ * zkt_session() for a real session).  Return: NULL on ENOMEM.
  */
-struct zkl_engine *zkl_engine_new(const struct zkl_transport *t,
-				  enum zkl_naming naming, zkl_lost_fn lost);
+struct zkl_engine *zkl_engine_new(const struct zkt_transport *t,
+				  enum zkn_naming naming, zkl_lost_fn lost);
 
 /*
  * zkl_engine_events() - the session events the engine must hear, for
@@ -138,7 +138,7 @@ void zkl_engine_free(struct zkl_engine *e);
  * run, on this thread, when this returns.
  */
 int zkl_enqueue(struct zkl_engine *e, const char *dir, const char *name,
-		enum zkl_kind kind, int flags, const char *data, int len,
+		enum zkn_kind kind, int flags, const char *data, int len,
 		uint32_t owner, zkl_done_fn done, void *arg,
 		struct zkl_waiter **out);
 
@@ -193,8 +193,8 @@ struct zkl_info {
 					   third field */
 	int32_t seq;
 	int64_t czxid;
-	enum zkl_kind kind;
-	enum zkl_loss loss;		/* why, if lost */
+	enum zkn_kind kind;
+	enum zkm_loss loss;		/* why, if lost */
 };
 
 /*
@@ -207,6 +207,6 @@ void zkl_info(struct zkl_waiter *w, struct zkl_info *info, char **path);
  * zkl_loss_locked() - why @w's lock was lost: for the lost callback, which
  * runs under the engine's lock (a caller outside it reads zkl_info()).
  */
-enum zkl_loss zkl_loss_locked(const struct zkl_waiter *w);
+enum zkm_loss zkl_loss_locked(const struct zkl_waiter *w);
 
 #endif

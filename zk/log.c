@@ -18,7 +18,7 @@ static const char *log_ident = "zklockfs";
 static bool log_syslog;
 static bool log_debug;
 
-bool zkl_log_init(const char *ident, bool to_syslog, bool debug)
+bool zklog_init(const char *ident, bool to_syslog, bool debug)
 {
 	struct stat st;
 
@@ -39,12 +39,12 @@ bool zkl_log_init(const char *ident, bool to_syslog, bool debug)
  * The rate limit.  A message is a call site's line as formatted: the same
  * refusal of the same name is one message, another name's another.  Each
  * message is written at most once per interval; and each call site
- * (format string) writes at most ZKL_LOG_SITE_MAX lines per interval, so
+ * (format string) writes at most ZKLOG_SITE_MAX lines per interval, so
  * that names varied on purpose cannot flood the log.  Slots: open
  * addressing; a key that finds its table full is not limited by it.
  */
 #define CAUSES 256
-#define ZKL_LOG_SITE_MAX 8
+#define ZKLOG_SITE_MAX 8
 static struct cause {
 	uint64_t key;			/* 0: free */
 	uint64_t last_ms;		/* a message: its last line; a site: its
@@ -99,14 +99,14 @@ static bool cause_admit(const char *fmt, const char *text, unsigned long *suppre
 	pthread_mutex_lock(&causes_mu);
 	m = slot(messages, hash(text, site_key * 0x9e3779b97f4a7c15ULL));
 	site = slot(sites, site_key);
-	if (site && now - site->last_ms >= ZKL_LOG_INTERVAL_MS) {
+	if (site && now - site->last_ms >= ZKLOG_INTERVAL_MS) {
 		site->last_ms = now;	/* a new interval */
 		site->count = 0;
 	}
-	if (m && m->last_ms && now - m->last_ms < ZKL_LOG_INTERVAL_MS) {
+	if (m && m->last_ms && now - m->last_ms < ZKLOG_INTERVAL_MS) {
 		m->suppressed++;
 		ok = false;
-	} else if (site && site->count >= ZKL_LOG_SITE_MAX) {
+	} else if (site && site->count >= ZKLOG_SITE_MAX) {
 		site->suppressed++;
 		ok = false;
 	}
@@ -142,7 +142,7 @@ static void put(struct line *l, const char *s, size_t n)
 	l->buf[l->len] = '\0';
 }
 
-/* The length of the escape or character at @s, in zkl_escape()'s output. */
+/* The length of the escape or character at @s, in zkesc()'s output. */
 static size_t token_len(const char *s)
 {
 	unsigned char c = (unsigned char)s[0];
@@ -154,28 +154,28 @@ static size_t token_len(const char *s)
 
 /*
  * Append @s (@n bytes, a user's perhaps) escaped; if that is longer than
- * ZKL_LOG_ARG_MAX, its start and its end with "..." between, cut between
+ * ZKLOG_ARG_MAX, its start and its end with "..." between, cut between
  * escapes and characters: the rest of the line, the reason, survives.
  */
 static void put_escaped(struct line *l, const char *s, size_t n)
 {
-	char small[ZKL_LOG_ARG_MAX + 1], *e = small;
+	char small[ZKLOG_ARG_MAX + 1], *e = small;
 	size_t len, head = 0, tail;
 
-	if (n > ZKL_LOG_ARG_MAX / 4) {
+	if (n > ZKLOG_ARG_MAX / 4) {
 		e = malloc(4 * n + 1);
 		if (!e) {		/* the start alone, then */
 			e = small;
-			n = ZKL_LOG_ARG_MAX / 4;
+			n = ZKLOG_ARG_MAX / 4;
 		}
 	}
-	len = zkl_escape(e, e == small ? sizeof(small) : 4 * n + 1, s, n);
-	if (len <= ZKL_LOG_ARG_MAX) {
+	len = zkesc(e, e == small ? sizeof(small) : 4 * n + 1, s, n);
+	if (len <= ZKLOG_ARG_MAX) {
 		put(l, e, len);
 	} else {
-		while (head + token_len(e + head) <= ZKL_LOG_ARG_MAX / 3)
+		while (head + token_len(e + head) <= ZKLOG_ARG_MAX / 3)
 			head += token_len(e + head);
-		for (tail = head; len - tail > ZKL_LOG_ARG_MAX - 3 - ZKL_LOG_ARG_MAX / 3;)
+		for (tail = head; len - tail > ZKLOG_ARG_MAX - 3 - ZKLOG_ARG_MAX / 3;)
 			tail += token_len(e + tail);
 		put(l, e, head);
 		put(l, "...", 3);
@@ -289,7 +289,7 @@ static void format(struct line *l, const char *fmt, va_list ap)
 	}
 }
 
-void zkl_log(int level, const char *fmt, ...)
+void zklog(int level, const char *fmt, ...)
 {
 	char buf[2048];
 	struct line line = { buf, sizeof(buf) - 48, 0 };

@@ -3,9 +3,9 @@
  * foreground and to syslog (the journal) once daemonised.  Any thread.
  *
  * What users write reaches the log: the names they give (a refused name is
- * logged to say why), the paths they make.  So zkl_log() itself escapes
- * every part of the line (zkl_escape()), bounds each string argument
- * (ZKL_LOG_ARG_MAX) and rate-limits it, rather than
+ * logged to say why), the paths they make.  So zklog() itself escapes
+ * every part of the line (zkesc()), bounds each string argument
+ * (ZKLOG_ARG_MAX) and rate-limits it, rather than
  * leaving that to the call sites: a helper that each site must remember to
  * apply to each user string is one forgotten %s away from a forged log
  * line, whereas here no message can reach stderr or syslog unescaped, and
@@ -14,7 +14,7 @@
  *
  * Rate limit: at most one line per message per second, a message being a
  * call site's line as formatted (the same refusal of the same name), and
- * at most ZKL_LOG_SITE_MAX (8) lines per call site per second, so that a
+ * at most ZKLOG_SITE_MAX (8) lines per call site per second, so that a
  * second, different refusal in the same second is written, while names
  * varied on purpose cannot flood the log.  The lines dropped are counted,
  * and the next line of that message or site says so: "... (12 more like
@@ -31,16 +31,16 @@
 #include "zk/escape.h"
 
 /*
- * zkl_log_init() - name the program; @to_syslog once daemonised.  Where
+ * zklog_init() - name the program; @to_syslog once daemonised.  Where
  * nothing listens on /dev/log (a container, a minimal system), the log
  * stays on standard error.  Return: whether it goes to syslog (else the
  * caller must keep standard error open, or say the log is lost).
  */
-bool zkl_log_init(const char *ident, bool to_syslog, bool debug);
+bool zklog_init(const char *ident, bool to_syslog, bool debug);
 
-/* zkl_log() - write one line at syslog @level (LOG_ERR ... LOG_DEBUG),
+/* zklog() - write one line at syslog @level (LOG_ERR ... LOG_DEBUG),
  * escaped and rate-limited as above. */
-void zkl_log(int level, const char *fmt, ...)
+void zklog(int level, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
 /*
@@ -48,9 +48,9 @@ void zkl_log(int level, const char *fmt, ...)
  * (a user's path, say) is shown as its start and its end with "..."
  * between, so that the line's fixed text, the reason, is never cut off.
  */
-#define ZKL_LOG_ARG_MAX 320
+#define ZKLOG_ARG_MAX 320
 
 /* How long the lines of one cause are dropped after one is written. */
-#define ZKL_LOG_INTERVAL_MS 1000
+#define ZKLOG_INTERVAL_MS 1000
 
 #endif

@@ -23,8 +23,8 @@ struct histogram {
 
 static struct {
 	atomic_uint_fast64_t grants, releases, eagain, eintr;
-	atomic_uint_fast64_t losses[ZKL_LOSS_N];
-	atomic_uint_fast64_t local[ZKL_LOCAL_N];
+	atomic_uint_fast64_t losses[ZKM_LOSS_N];
+	atomic_uint_fast64_t local[ZKM_LOCAL_N];
 	atomic_uint_fast64_t connection_losses, expiries;
 	atomic_int_fast64_t waiters, holders, lingering, dir_owners;
 	atomic_int state;
@@ -34,7 +34,7 @@ static struct {
 #define ADD(x, n) atomic_fetch_add_explicit(&(x), (n), memory_order_relaxed)
 #define GET(x) atomic_load_explicit(&(x), memory_order_relaxed)
 
-uint64_t zkl_metrics_now_us(void)
+uint64_t zkm_now_us(void)
 {
 	struct timespec ts;
 
@@ -54,12 +54,12 @@ static void observe(struct histogram *h, uint64_t us)
 	ADD(h->sum_us, us);
 }
 
-void zkl_metrics_enqueued(void)
+void zkm_enqueued(void)
 {
 	ADD(m.waiters, 1);
 }
 
-void zkl_metrics_granted(uint64_t waited_us)
+void zkm_granted(uint64_t waited_us)
 {
 	ADD(m.waiters, -1);
 	ADD(m.holders, 1);
@@ -67,23 +67,23 @@ void zkl_metrics_granted(uint64_t waited_us)
 	observe(&m.wait, waited_us);
 }
 
-void zkl_metrics_local_grant(enum zkl_local how)
+void zkm_local_grant(enum zkm_local how)
 {
-	if (how < ZKL_LOCAL_N)
+	if (how < ZKM_LOCAL_N)
 		ADD(m.local[how], 1);
 }
 
-void zkl_metrics_dir_owners(int delta)
+void zkm_dir_owners(int delta)
 {
 	ADD(m.dir_owners, delta);
 }
 
-void zkl_metrics_lingering(int delta)
+void zkm_lingering(int delta)
 {
 	ADD(m.lingering, delta);
 }
 
-void zkl_metrics_refused(int err)
+void zkm_refused(int err)
 {
 	ADD(m.waiters, -1);
 	if (err == -EAGAIN)
@@ -92,31 +92,31 @@ void zkl_metrics_refused(int err)
 		ADD(m.eintr, 1);
 }
 
-void zkl_metrics_released(uint64_t held_us)
+void zkm_released(uint64_t held_us)
 {
 	ADD(m.holders, -1);
 	ADD(m.releases, 1);
 	observe(&m.hold, held_us);
 }
 
-void zkl_metrics_lost(enum zkl_loss cause)
+void zkm_lost(enum zkm_loss cause)
 {
 	ADD(m.holders, -1);
-	if (cause < ZKL_LOSS_N)
+	if (cause < ZKM_LOSS_N)
 		ADD(m.losses[cause], 1);
 }
 
-void zkl_metrics_connection_lost(void)
+void zkm_connection_lost(void)
 {
 	ADD(m.connection_losses, 1);
 }
 
-void zkl_metrics_expired(void)
+void zkm_expired(void)
 {
 	ADD(m.expiries, 1);
 }
 
-void zkl_metrics_session_state(int state)
+void zkm_session_state(int state)
 {
 	atomic_store_explicit(&m.state, state, memory_order_relaxed);
 }
@@ -162,12 +162,12 @@ static void histogram(struct out *o, const char *name, const char *help,
 	    (double)GET(h->sum_us) / 1e6, name, (unsigned long long)GET(h->count));
 }
 
-char *zkl_metrics_status(char *buf, size_t cap)
+char *zkm_status(char *buf, size_t cap)
 {
 	int state = atomic_load_explicit(&m.state, memory_order_relaxed);
 	uint64_t lost = 0;
 
-	for (int i = 0; i < ZKL_LOSS_N; i++)
+	for (int i = 0; i < ZKM_LOSS_N; i++)
 		lost += GET(m.losses[i]);
 	snprintf(buf, cap, "ZooKeeper %s; %lld held, %lld waiting; %llu lost so far",
 		 state == ZOO_CONNECTED_STATE ? "connected" :
@@ -177,9 +177,9 @@ char *zkl_metrics_status(char *buf, size_t cap)
 	return buf;
 }
 
-size_t zkl_metrics_format(char *buf, size_t cap)
+size_t zkm_format(char *buf, size_t cap)
 {
-	static const char *const causes[ZKL_LOSS_N] = { "deleted", "silent", "expired" };
+	static const char *const causes[ZKM_LOSS_N] = { "deleted", "silent", "expired" };
 	const struct { const char *name; int zstate; } states[] = {	/* not constants */
 		{ "connected", ZOO_CONNECTED_STATE },
 		{ "connecting", ZOO_CONNECTING_STATE },
@@ -198,11 +198,11 @@ size_t zkl_metrics_format(char *buf, size_t cap)
 	       "Grants made without waiting for ZooKeeper: the next holder of this "
 	       "mount at a release (cohort), or on a lingering entry (linger).");
 	put(&o, "zklockfs_local_grants_total{how=\"cohort\"} %llu\n",
-	    (unsigned long long)GET(m.local[ZKL_LOCAL_COHORT]));
+	    (unsigned long long)GET(m.local[ZKM_LOCAL_COHORT]));
 	put(&o, "zklockfs_local_grants_total{how=\"linger\"} %llu\n",
-	    (unsigned long long)GET(m.local[ZKL_LOCAL_LINGER]));
+	    (unsigned long long)GET(m.local[ZKM_LOCAL_LINGER]));
 	family(&o, "losses_total", "counter", "Held locks lost, by cause.");
-	for (int i = 0; i < ZKL_LOSS_N; i++)
+	for (int i = 0; i < ZKM_LOSS_N; i++)
 		put(&o, "zklockfs_losses_total{cause=\"%s\"} %llu\n", causes[i],
 		    (unsigned long long)GET(m.losses[i]));
 	family(&o, "refusals_total", "counter",

@@ -11,7 +11,7 @@
  * Writers: the engine (zk/waiter.c, zk/release.c, zk/lock.c: answers,
  * losses, releases), the session (zk/session.c: connection losses,
  * expiries, state) and fs/attr.c (the directory owners it keeps).
- * Reader: zkl_metrics_format(), on a FUSE thread.
+ * Reader: zkm_format(), on a FUSE thread.
  */
 #ifndef ZK_METRICS_H
 #define ZK_METRICS_H
@@ -19,47 +19,47 @@
 #include <stddef.h>
 #include <stdint.h>
 
-enum zkl_loss { ZKL_LOSS_DELETED, ZKL_LOSS_SILENT, ZKL_LOSS_EXPIRED, ZKL_LOSS_N };
+enum zkm_loss { ZKM_LOSS_DELETED, ZKM_LOSS_SILENT, ZKM_LOSS_EXPIRED, ZKM_LOSS_N };
 /* Grants made without waiting for the server: docs/DESIGN.md §12, §13. */
-enum zkl_local { ZKL_LOCAL_COHORT, ZKL_LOCAL_LINGER, ZKL_LOCAL_N };
+enum zkm_local { ZKM_LOCAL_COHORT, ZKM_LOCAL_LINGER, ZKM_LOCAL_N };
 
-/* zkl_metrics_now_us() - the monotonic clock the durations are read on. */
-uint64_t zkl_metrics_now_us(void);
+/* zkm_now_us() - the monotonic clock the durations are read on. */
+uint64_t zkm_now_us(void);
 
 /* A waiter was enqueued (+1 waiting). */
-void zkl_metrics_enqueued(void);
+void zkm_enqueued(void);
 /* It was answered: granted after @waited_us (a holder from now on), or
  * refused with @err (EAGAIN and EINTR are counted). */
-void zkl_metrics_granted(uint64_t waited_us);
-void zkl_metrics_refused(int err);
+void zkm_granted(uint64_t waited_us);
+void zkm_refused(int err);
 /* A grant was a cohort hand-off, or on a lingering entry. */
-void zkl_metrics_local_grant(enum zkl_local how);
+void zkm_local_grant(enum zkm_local how);
 /* An entry began (+1) or ended (-1) to linger. */
-void zkl_metrics_lingering(int delta);
+void zkm_lingering(int delta);
 /* The table of directory owners (fs/attr.c) grew (+1) or shrank (-1). */
-void zkl_metrics_dir_owners(int delta);
+void zkm_dir_owners(int delta);
 /* A holder gave its lock back after holding it @held_us. */
-void zkl_metrics_released(uint64_t held_us);
+void zkm_released(uint64_t held_us);
 /* A holder's lock was lost. */
-void zkl_metrics_lost(enum zkl_loss cause);
+void zkm_lost(enum zkm_loss cause);
 /* The session lost its connection, expired, or changed state (a
  * ZOO_*_STATE). */
-void zkl_metrics_connection_lost(void);
-void zkl_metrics_expired(void);
-void zkl_metrics_session_state(int state);
+void zkm_connection_lost(void);
+void zkm_expired(void);
+void zkm_session_state(int state);
 
 /*
- * zkl_metrics_status() - one line for a service manager (systemd's
+ * zkm_status() - one line for a service manager (systemd's
  * STATUS=): the session's state, the locks held and waited for, the losses
  * so far, into @buf (@cap bytes, truncated).  Return: @buf.
  */
-char *zkl_metrics_status(char *buf, size_t cap);
+char *zkm_status(char *buf, size_t cap);
 
 /*
- * zkl_metrics_format() - every figure, in the Prometheus text format, into
+ * zkm_format() - every figure, in the Prometheus text format, into
  * @buf (@cap bytes).  Return: the length, or the length it would need if
  * more than @cap (as snprintf()).
  */
-size_t zkl_metrics_format(char *buf, size_t cap);
+size_t zkm_format(char *buf, size_t cap);
 
 #endif

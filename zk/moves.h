@@ -11,7 +11,7 @@
  * document.  A move is added here, with why it happens, or not at all.
  *
  * X(STATE, "what it means") for states; X(FROM, TO, "when") for moves.
- * zkl_move_listed() looks a move up in such a list (fs/lrmoves.h's too).
+ * zke_move_listed() looks a move up in such a list (fs/lrmoves.h's too).
  * Any thread.
  */
 #ifndef ZK_MOVES_H
@@ -21,12 +21,12 @@
 #include <stddef.h>
 
 /* One listed move, as the lists' X(FROM, TO, ...) give them. */
-struct zkl_move {
+struct zke_move {
 	int from, to;
 };
 
-/* zkl_move_listed() - is @from -> @to among @moves (@n of them)? */
-static inline bool zkl_move_listed(const struct zkl_move *moves, size_t n, int from,
+/* zke_move_listed() - is @from -> @to among @moves (@n of them)? */
+static inline bool zke_move_listed(const struct zke_move *moves, size_t n, int from,
 				   int to)
 {
 	for (size_t i = 0; i < n; i++)
@@ -36,7 +36,7 @@ static inline bool zkl_move_listed(const struct zkl_move *moves, size_t n, int f
 }
 
 /* Where a waiter is: enum wstate, W_<STATE>. */
-#define ZKL_WSTATES(X)							\
+#define ZKE_WSTATES(X)							\
 	X(CREATING,   "create in flight")				\
 	X(RESOLVING,  "create outcome unknown: looking for our entry")	\
 	X(CHECKING,   "listing the children")				\
@@ -50,39 +50,39 @@ static inline bool zkl_move_listed(const struct zkl_move *moves, size_t n, int f
 	X(DONE,       "answered with an error, or lost")
 
 /* Every state before an answer may start over, list, or be answered. */
-#define ZKL_STARTS_OVER(X, FROM)					\
+#define ZKE_STARTS_OVER(X, FROM)					\
 	X(FROM, CREATING, "its session expired: made afresh")		\
 	X(FROM, CHECKING, "it lists (a watch fired, a step redone, a limit changed)") \
 	X(FROM, DONE,     "answered: refused, cancelled, EAGAIN, its entry deleted")
 
-#define ZKL_WSTATE_MOVES(X)						\
-	ZKL_STARTS_OVER(X, CREATING)					\
+#define ZKE_WSTATE_MOVES(X)						\
+	ZKE_STARTS_OVER(X, CREATING)					\
 	X(CREATING,   RESOLVING,  "create outcome unknown (connection loss), redone") \
 	X(CREATING,   PARKED,     "created behind an entry of ours not yet granted") \
 	X(CREATING,   LOCALWAIT,  "created right behind an entry of ours (the chain)") \
-	ZKL_STARTS_OVER(X, RESOLVING)					\
+	ZKE_STARTS_OVER(X, RESOLVING)					\
 	X(RESOLVING,  RESOLVING,  "the search redone after a connection loss") \
 	X(RESOLVING,  PARKED,     "found again, behind an entry of ours")	\
-	ZKL_STARTS_OVER(X, CHECKING)					\
+	ZKE_STARTS_OVER(X, CHECKING)					\
 	X(CHECKING,   PARKED,     "the listing says wait (PARKED until it settles)") \
 	X(CHECKING,   HELD,       "the listing grants it")		\
-	ZKL_STARTS_OVER(X, PARKED)					\
+	ZKE_STARTS_OVER(X, PARKED)					\
 	X(PARKED,     PARKED,     "settles again behind ours")		\
 	X(PARKED,     LOCALWAIT,  "must outlive an entry of ours")	\
 	X(PARKED,     WATCHING,   "must outlive another client's entry; or a try behind one that may only linger") \
 	X(PARKED,     SEMWAIT,    "a semaphore's listing said wait")	\
 	X(PARKED,     HELD,       "a listing of another of ours, or a hand-off, grants it") \
-	ZKL_STARTS_OVER(X, LOCALWAIT)					\
+	ZKE_STARTS_OVER(X, LOCALWAIT)					\
 	X(LOCALWAIT,  PARKED,     "the entry of ours before it was answered") \
 	X(LOCALWAIT,  LOCALWAIT,  "settles again behind ours")		\
 	X(LOCALWAIT,  WATCHING,   "the entry it outlived went; another client's is next") \
 	X(LOCALWAIT,  HELD,       "hand-off, or cohort hand-off (zk/release.c)") \
-	ZKL_STARTS_OVER(X, WATCHING)					\
+	ZKE_STARTS_OVER(X, WATCHING)					\
 	X(WATCHING,   CONFIRMING, "the watched entry went, and was the lowest") \
 	X(WATCHING,   HELD,       "hand-off: the entry it watched became ours and went") \
-	ZKL_STARTS_OVER(X, CONFIRMING)					\
+	ZKE_STARTS_OVER(X, CONFIRMING)					\
 	X(CONFIRMING, HELD,       "its own entry is there")		\
-	ZKL_STARTS_OVER(X, SEMWAIT)					\
+	ZKE_STARTS_OVER(X, SEMWAIT)					\
 	X(SEMWAIT,    PARKED,     "a listing of another of ours says wait") \
 	X(SEMWAIT,    HELD,       "a listing of another of ours grants it") \
 	X(HELD,       DONE,       "lost, or given back")			\
@@ -92,7 +92,7 @@ static inline bool zkl_move_listed(const struct zkl_move *moves, size_t n, int f
 	X(DONE,       RESOLVING,  "its create is still unresolved: find the orphan to delete it")
 
 /* What to redo once the session is back: enum stall, S_<STEP>. */
-#define ZKL_STALLS(X)							\
+#define ZKE_STALLS(X)							\
 	X(NONE,     "nothing")						\
 	X(CREATE,   "the create (never sent)")				\
 	X(RESOLVE,  "the search for an entry whose create is unknown")	\
@@ -100,48 +100,48 @@ static inline bool zkl_move_listed(const struct zkl_move *moves, size_t n, int f
 	X(OWNWATCH, "the watch on its own entry")			\
 	X(DELETE,   "the delete")
 
-#define ZKL_STALL_TO(X, FROM)						\
+#define ZKE_STALL_TO(X, FROM)						\
 	X(FROM, DELETE, "the delete comes first")			\
 	X(FROM, NONE,   "redone (zke_unstall_locked())")
 
-#define ZKL_STALL_MOVES(X)						\
+#define ZKE_STALL_MOVES(X)						\
 	X(NONE,     CREATE,   "a step failed with a connection loss")	\
 	X(NONE,     RESOLVE,  "a create's outcome is unknown")		\
 	X(NONE,     CHECK,    "a step failed with a connection loss")	\
 	X(NONE,     OWNWATCH, "a step failed with a connection loss")	\
 	X(NONE,     DELETE,   "a step failed with a connection loss")	\
 	X(CREATE,   CREATE,   "failed again")				\
-	ZKL_STALL_TO(X, CREATE)						\
+	ZKE_STALL_TO(X, CREATE)						\
 	X(RESOLVE,  RESOLVE,  "failed again")				\
-	ZKL_STALL_TO(X, RESOLVE)					\
+	ZKE_STALL_TO(X, RESOLVE)					\
 	X(CHECK,    CHECK,    "failed again")				\
-	ZKL_STALL_TO(X, CHECK)						\
+	ZKE_STALL_TO(X, CHECK)						\
 	X(OWNWATCH, OWNWATCH, "failed again")				\
 	X(OWNWATCH, CHECK,    "a listing failed too: redone, it arms the watch a waiter needs") \
-	ZKL_STALL_TO(X, OWNWATCH)					\
+	ZKE_STALL_TO(X, OWNWATCH)					\
 	X(DELETE,   DELETE,   "failed again")				\
 	X(DELETE,   NONE,     "redone (zke_unstall_locked())")
 
 /* What the caller was told: enum answer, ANS_<ANSWER>. */
-#define ZKL_ANSWERS(X)							\
+#define ZKE_ANSWERS(X)							\
 	X(NONE,    "nothing yet")					\
 	X(GRANTED, "it holds the lock")					\
 	X(REFUSED, "an errno (result)")					\
 	X(LOST,    "granted, then told the lock is lost")
 
-#define ZKL_ANSWER_MOVES(X)						\
+#define ZKE_ANSWER_MOVES(X)						\
 	X(NONE,    GRANTED, "granted")					\
 	X(NONE,    REFUSED, "refused, cancelled, or its entry deleted")	\
 	X(GRANTED, LOST,    "its entry deleted, the session silent or expired")
 
 /* Our entry at the server: enum entry, ENTRY_<STATE>. */
-#define ZKL_ENTRIES(X)							\
+#define ZKE_ENTRIES(X)							\
 	X(NONE,     "not made, or not known to be")			\
 	X(LIVE,     "there, ours to delete")				\
 	X(DELETING, "our delete is out")				\
 	X(GONE,     "deleted, or gone with its session")
 
-#define ZKL_ENTRY_MOVES(X)						\
+#define ZKE_ENTRY_MOVES(X)						\
 	X(NONE,     LIVE,     "created, or found again")		\
 	X(LIVE,     DELETING, "our delete is sent")			\
 	X(LIVE,     GONE,     "its session expired, or someone deleted it") \
@@ -151,12 +151,12 @@ static inline bool zkl_move_listed(const struct zkl_move *moves, size_t n, int f
 
 /* A watch of ours (on our own entry, or the child watch on the lock of a
  * lingering entry): enum own, OWN_<STATE>. */
-#define ZKL_WATCHES(X)							\
+#define ZKE_WATCHES(X)							\
 	X(OFF,     "none")						\
 	X(SETTING, "a get (or listing) with a watch is out: its reply is due") \
 	X(ARMED,   "set: it fires once, or is removed")
 
-#define ZKL_WATCH_MOVES(X)						\
+#define ZKE_WATCH_MOVES(X)						\
 	X(OFF,     OFF,     "the session's watches are gone (an expiry)") \
 	X(OFF,     SETTING, "set it")					\
 	X(SETTING, OFF,     "the call failed, or the session's watches are gone") \

@@ -4,28 +4,28 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-void zkl_mutex_init(struct zkl_mutex *mu, enum zkl_rank rank, const char *name)
+void zkmx_init(struct zkmx *mu, enum zkmx_rank rank, const char *name)
 {
 	pthread_mutex_init(&mu->m, NULL);
 	mu->rank = rank;
 	mu->name = name;
 }
 
-void zkl_mutex_destroy(struct zkl_mutex *mu)
+void zkmx_destroy(struct zkmx *mu)
 {
 	pthread_mutex_destroy(&mu->m);
 }
 
 #ifdef ZKL_PREEMPT
-void (*zkl_mutex_preempt)(const struct zkl_mutex *mu);
+void (*zkmx_preempt)(const struct zkmx *mu);
 
 /* The ranked mutexes this thread holds, and the preempted work's. */
 static _Thread_local int depth;
 
-static void preempt(const struct zkl_mutex *mu)
+static void preempt(const struct zkmx *mu)
 {
-	if (depth++ == 0 && zkl_mutex_preempt)
-		zkl_mutex_preempt(mu);
+	if (depth++ == 0 && zkmx_preempt)
+		zkmx_preempt(mu);
 }
 
 static void unpreempt(void)
@@ -39,13 +39,13 @@ static void unpreempt(void)
 
 #ifndef ZKL_LOCKCHECK
 
-void zkl_mutex_lock(struct zkl_mutex *mu)
+void zkmx_lock(struct zkmx *mu)
 {
 	preempt(mu);
 	pthread_mutex_lock(&mu->m);
 }
 
-void zkl_mutex_unlock(struct zkl_mutex *mu)
+void zkmx_unlock(struct zkmx *mu)
 {
 	pthread_mutex_unlock(&mu->m);
 	unpreempt();
@@ -56,11 +56,11 @@ void zkl_mutex_unlock(struct zkl_mutex *mu)
 #define HELD_MAX 8
 
 /* The ranked mutexes this thread holds, in the order taken. */
-static _Thread_local const struct zkl_mutex *held[HELD_MAX];
+static _Thread_local const struct zkmx *held[HELD_MAX];
 static _Thread_local int nheld;
 
-static void die(const char *what, const struct zkl_mutex *mu,
-		const struct zkl_mutex *other, const char *where)
+static void die(const char *what, const struct zkmx *mu,
+		const struct zkmx *other, const char *where)
 {
 	fprintf(stderr, "zklockfs: lock map violated: %s %s (rank %d)%s%s%s%s\n",
 		what, mu->name, (int)mu->rank, other ? " while holding " : "",
@@ -68,7 +68,7 @@ static void die(const char *what, const struct zkl_mutex *mu,
 	abort();
 }
 
-void zkl_mutex_lock(struct zkl_mutex *mu)
+void zkmx_lock(struct zkmx *mu)
 {
 	for (int i = 0; i < nheld; i++)
 		if (held[i]->rank >= mu->rank)
@@ -80,7 +80,7 @@ void zkl_mutex_lock(struct zkl_mutex *mu)
 	held[nheld++] = mu;
 }
 
-void zkl_mutex_unlock(struct zkl_mutex *mu)
+void zkmx_unlock(struct zkmx *mu)
 {
 	int i;
 
@@ -95,7 +95,7 @@ void zkl_mutex_unlock(struct zkl_mutex *mu)
 	unpreempt();
 }
 
-void zkl_mutex_assert_held(const struct zkl_mutex *mu, const char *where)
+void zkmx_assert_held(const struct zkmx *mu, const char *where)
 {
 	for (int i = 0; i < nheld; i++)
 		if (held[i] == mu)

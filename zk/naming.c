@@ -24,7 +24,7 @@ static size_t trailing_digits(const char *s, size_t len)
 	return d;
 }
 
-bool zkn_parse(const char *name, struct zkl_child *out)
+bool zkn_parse(const char *name, struct zkg_child *out)
 {
 	size_t len = strlen(name), d = trailing_digits(name, len), sfx;
 	long long v;
@@ -44,18 +44,18 @@ bool zkn_parse(const char *name, struct zkl_child *out)
 		return false;
 	out->name = name;
 	out->seq = (int32_t)v;
-	out->kind = ZKL_EXCLUSIVE;
+	out->kind = ZKN_EXCLUSIVE;
 	for (size_t i = 0; i < sizeof(shared_markers) / sizeof(*shared_markers); i++)
 		if (ends_with(name, len - sfx, shared_markers[i]))
-			out->kind = ZKL_SHARED;
+			out->kind = ZKN_SHARED;
 	return true;
 }
 
-const char *zkn_marker(enum zkl_naming scheme, enum zkl_kind kind)
+const char *zkn_marker(enum zkn_naming scheme, enum zkn_kind kind)
 {
 	if (scheme == ZKN_KAZOO)
-		return kind == ZKL_SHARED ? "__rlock__" : "__lock__";
-	return kind == ZKL_SHARED ? "-read-lock-" : "-lock-";
+		return kind == ZKN_SHARED ? "__rlock__" : "__lock__";
+	return kind == ZKN_SHARED ? "-read-lock-" : "-lock-";
 }
 
 /*
@@ -104,7 +104,7 @@ int zkn_check_name(const char *name)
 {
 	const unsigned char *s = (const unsigned char *)name;
 	size_t len = strlen(name);
-	struct zkl_child c;
+	struct zkg_child c;
 
 	if (len == 0 || strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
 		return -EINVAL;
@@ -126,17 +126,17 @@ int zkn_check_name(const char *name)
 
 /* Does the entry @name@marker@seq parse back as @kind and @seq? */
 static bool reads_back(const char *name, const char *marker, int32_t seq,
-		       enum zkl_kind kind)
+		       enum zkn_kind kind)
 {
 	char entry[ZKN_NAME_MAX + 32];
-	struct zkl_child c;
+	struct zkg_child c;
 
 	snprintf(entry, sizeof(entry), "%s%s%010d", name, marker, (int)seq);
 	return zkn_parse(entry, &c) && c.kind == kind && c.seq == seq;
 }
 
-int zkn_check_entry_name(const char *name, enum zkl_naming scheme,
-			 enum zkl_kind kind)
+int zkn_check_entry_name(const char *name, enum zkn_naming scheme,
+			 enum zkn_kind kind)
 {
 	static const int32_t seqs[] = { 0, INT32_MIN };	/* both number forms */
 	int err = zkn_check_name(name);
@@ -147,15 +147,15 @@ int zkn_check_entry_name(const char *name, enum zkl_naming scheme,
 	if (strlen(name) + strlen(zkn_marker(scheme, kind)) + 11 > ZKN_NAME_MAX)
 		return -ENAMETOOLONG;
 	/* every client must read our entry back as what it is, of either kind */
-	for (int k = ZKL_EXCLUSIVE; k <= ZKL_SHARED; k++)
+	for (int k = ZKN_EXCLUSIVE; k <= ZKN_SHARED; k++)
 		for (size_t i = 0; i < sizeof(seqs) / sizeof(*seqs); i++)
-			if (!reads_back(name, zkn_marker(scheme, (enum zkl_kind)k),
-					seqs[i], (enum zkl_kind)k))
+			if (!reads_back(name, zkn_marker(scheme, (enum zkn_kind)k),
+					seqs[i], (enum zkn_kind)k))
 				return -EINVAL;
 	return 0;
 }
 
-int zkn_parse_scheme(const char *s, enum zkl_naming *out)
+int zkn_parse_scheme(const char *s, enum zkn_naming *out)
 {
 	if (strcmp(s, "curator") == 0)
 		*out = ZKN_CURATOR;

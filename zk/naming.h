@@ -13,16 +13,16 @@
 #include <stddef.h>
 #include <stdint.h>
 
-enum zkl_kind { ZKL_EXCLUSIVE, ZKL_SHARED };
+enum zkn_kind { ZKN_EXCLUSIVE, ZKN_SHARED };
 
 /* The format of the entries we create (mount option naming=). */
-enum zkl_naming { ZKN_CURATOR, ZKN_KAZOO };
+enum zkn_naming { ZKN_CURATOR, ZKN_KAZOO };
 
 /* One child of a lock znode, as the grant decision sees it. */
-struct zkl_child {
+struct zkg_child {
 	const char *name;	/* borrowed from the caller's children list */
 	int32_t seq;
-	enum zkl_kind kind;
+	enum zkn_kind kind;
 };
 
 /* Longest name of a znode's path component we show (NAME_MAX). */
@@ -34,7 +34,7 @@ struct zkl_child {
  * (ten digits, or a minus sign and the digits of a negative counter); false
  * for a child that takes no part in the queue.
  */
-bool zkn_parse(const char *name, struct zkl_child *out);
+bool zkn_parse(const char *name, struct zkg_child *out);
 
 /*
  * zkn_seq_cmp() - compare two sequence numbers with serial-number arithmetic
@@ -49,7 +49,7 @@ static inline int zkn_seq_cmp(int32_t a, int32_t b)
 }
 
 /* zkn_marker() - the marker our entries carry between NAME and the number. */
-const char *zkn_marker(enum zkl_naming scheme, enum zkl_kind kind);
+const char *zkn_marker(enum zkn_naming scheme, enum zkn_kind kind);
 
 /*
  * zkn_check_name() - may @name become a znode we create (mkdir, or the NAME
@@ -68,8 +68,8 @@ int zkn_check_name(const char *name);
  * exclusive "db-read" would make "db-read-lock-0000000042", which every
  * client reads as shared.
  */
-int zkn_check_entry_name(const char *name, enum zkl_naming scheme,
-			 enum zkl_kind kind);
+int zkn_check_entry_name(const char *name, enum zkn_naming scheme,
+			 enum zkn_kind kind);
 
 /* zkn_join() - "@dir/@name", malloc'ed, minding the root "/". NULL: ENOMEM. */
 char *zkn_join(const char *dir, const char *name);
@@ -85,6 +85,6 @@ size_t zkn_parent_len(const char *path);
 uint64_t zkn_hash(const char *path);
 
 /* zkn_parse_scheme() - "curator" or "kazoo". Return: 0 or -EINVAL. */
-int zkn_parse_scheme(const char *s, enum zkl_naming *out);
+int zkn_parse_scheme(const char *s, enum zkn_naming *out);
 
 #endif

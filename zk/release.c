@@ -18,7 +18,7 @@ static void deleted_locked(struct zkl_waiter *w, int rc)
 {
 	bool held;
 
-	ZKL_ASSERT_HELD(&w->e->lock);
+	ZKMX_ASSERT_HELD(&w->e->lock);
 	if (w->entry != ENTRY_DELETING)
 		return;		/* gone with its session meanwhile (on_expired()) */
 	if (rc_stalls(rc)) {
@@ -28,7 +28,7 @@ static void deleted_locked(struct zkl_waiter *w, int rc)
 	}
 	zke_set_entry_locked(w, ENTRY_GONE);
 	if (rc != ZOK && rc != ZNONODE)
-		zkl_log(LOG_WARNING, "cannot delete %s: %s", w->path, zerror(rc));
+		zklog(LOG_WARNING, "cannot delete %s: %s", w->path, zerror(rc));
 	held = rc == ZOK && zke_holds_lowest(w);
 	zke_gone_locked(w, rc == ZOK, held);
 	/* a semaphore's holder, or a waiter let in, went: let the next one in */
@@ -41,7 +41,7 @@ static void delete_done(int rc, const void *data)
 	struct zkl_waiter *w = (struct zkl_waiter *)data;
 	struct zkl_engine *e = w->e;
 
-	zkl_mutex_lock(&e->lock);
+	zkmx_lock(&e->lock);
 	deleted_locked(w, rc);
 	zke_put_locked(w);
 	zke_unlock_fire(e);
@@ -65,10 +65,10 @@ struct handoff {
 /* @x was granted by a cohort hand-off, and its check did not pass: why. */
 static void cohort_failed_locked(struct zkl_waiter *x, bool gone)
 {
-	ZKL_ASSERT_HELD(&x->e->lock);
+	ZKMX_ASSERT_HELD(&x->e->lock);
 	x->cohort = false;
 	if (gone)
-		zke_lose_locked(x, ZKL_LOSS_DELETED,
+		zke_lose_locked(x, ZKM_LOSS_DELETED,
 				"its entry was deleted by someone else before the lock came to it");
 	else
 		zke_own_watch_locked(x);	/* unchecked: its watch says soon */
@@ -81,7 +81,7 @@ static void handoff_done(int rc, const void *data)
 	struct zkl_engine *e = l->e;
 	int bad = 0;
 
-	zkl_mutex_lock(&e->lock);
+	zkmx_lock(&e->lock);
 	for (int i = 0; rc != ZOK && !rc_stalls(rc) && i <= h->n; i++)
 		if (h->res[i].err != ZOK && h->res[i].err != ZRUNTIMEINCONSISTENCY) {
 			bad = i;	/* the op that failed it */
@@ -133,7 +133,7 @@ static void handoff_done(int rc, const void *data)
  */
 static bool cohort_locked(struct zkl_waiter *l, struct zkl_waiter *x)
 {
-	ZKL_ASSERT_HELD(&l->e->lock);
+	ZKMX_ASSERT_HELD(&l->e->lock);
 	return l->released && zke_holds_lowest(l) && !zke_silent_locked(l->e) &&
 	       !zke_stale_locked(l) && !zke_answered(x) && x->entry == ENTRY_LIVE &&
 	       !x->limit && zke_rule_current(x) && !zke_stale_locked(x);
@@ -146,7 +146,7 @@ static struct handoff *handoff_new_locked(struct zkl_waiter *l)
 	bool held = zke_holds_lowest(l);
 	struct handoff *h = NULL;
 
-	ZKL_ASSERT_HELD(&l->e->lock);
+	ZKMX_ASSERT_HELD(&l->e->lock);
 	for (struct zkl_waiter *x = l->qnext; x && x->ahead != AHEAD_UNKNOWN &&
 	     x->pred_seq == l->seq; x = x->qnext) {
 		if (!x->cohort && (zke_answered(x) || !x->path ||
@@ -167,9 +167,9 @@ static void send_delete_locked(struct zkl_waiter *w)
 {
 	int rc;
 
-	ZKL_ASSERT_HELD(&w->e->lock);
+	ZKMX_ASSERT_HELD(&w->e->lock);
 	w->refs++;
-	rc = T(w)->remove(w->e->t.ctx, w->path, delete_done, w);
+	rc = w->e->t.ops->remove(w->e->t.ctx, w->path, delete_done, w);
 	if (rc != ZOK) {
 		w->refs--;
 		zke_set_entry_locked(w, ENTRY_LIVE);
@@ -182,7 +182,7 @@ void zke_delete_locked(struct zkl_waiter *w)
 	struct handoff *h;
 	int rc;
 
-	ZKL_ASSERT_HELD(&w->e->lock);
+	ZKMX_ASSERT_HELD(&w->e->lock);
 	if (w->entry != ENTRY_LIVE)
 		return;
 	zke_set_entry_locked(w, ENTRY_DELETING);
@@ -195,7 +195,7 @@ void zke_delete_locked(struct zkl_waiter *w)
 	zoo_delete_op_init(&h->ops[0], w->path, -1);
 	for (int i = 0; i < h->n; i++)
 		zoo_check_op_init(&h->ops[i + 1], h->x[i]->path, -1);
-	rc = T(w)->multi(w->e->t.ctx, h->n + 1, h->ops, h->res, handoff_done, h);
+	rc = w->e->t.ops->multi(w->e->t.ctx, h->n + 1, h->ops, h->res, handoff_done, h);
 	if (rc != ZOK) {
 		/* not sent: the session's return redoes the delete, checks and
 		 * all (the waiters not granted by it list then) */
@@ -217,30 +217,30 @@ void zke_delete_locked(struct zkl_waiter *w)
 			h->x[i]->cohort = false;	/* not granted: not checked */
 		else if (h->x[i]->cohort && !zke_answered(h->x[i]) &&
 			 zke_grant_locked(h->x[i], true))
-			zkl_metrics_local_grant(ZKL_LOCAL_COHORT);
+			zkm_local_grant(ZKM_LOCAL_COHORT);
 	if (rc != ZOK)
 		free(h);
 }
 
 void zke_fail_locked(struct zkl_waiter *w, int err)
 {
-	ZKL_ASSERT_HELD(&w->e->lock);
+	ZKMX_ASSERT_HELD(&w->e->lock);
 	zke_answer_locked(w, err, true);
 	zke_unwatch_locked(w);
 	zke_delete_locked(w);
 }
 
 /* A held lock is gone: tell the caller once, and make sure the entry goes. */
-void zke_lose_locked(struct zkl_waiter *w, enum zkl_loss cause, const char *why)
+void zke_lose_locked(struct zkl_waiter *w, enum zkm_loss cause, const char *why)
 {
-	ZKL_ASSERT_HELD(&w->e->lock);
+	ZKMX_ASSERT_HELD(&w->e->lock);
 	if (w->ans != ANS_GRANTED || w->released)
 		return;
 	zke_set_answer_locked(w, ANS_LOST);
 	w->loss = cause;
-	zkl_metrics_lost(cause);
+	zkm_lost(cause);
 	zke_set_state_locked(w, W_DONE);
-	zkl_log(LOG_WARNING, "lock %s lost: %s", w->path ? w->path : w->dir, why);
+	zklog(LOG_WARNING, "lock %s lost: %s", w->path ? w->path : w->dir, why);
 	w->e->lost(w, w->arg);
 	zke_delete_locked(w);
 }
@@ -250,12 +250,12 @@ void zke_lose_locked(struct zkl_waiter *w, enum zkl_loss cause, const char *why)
 void zke_trouble_locked(struct zkl_waiter *w, int rc, enum stall redo,
 			const char *what)
 {
-	ZKL_ASSERT_HELD(&w->e->lock);
+	ZKMX_ASSERT_HELD(&w->e->lock);
 	if (rc_stalls(rc)) {
 		zke_stall_locked(w, redo);
 		return;
 	}
-	zkl_log(LOG_WARNING, "%s %s: %s", what, w->path ? w->path : w->dir, zerror(rc));
+	zklog(LOG_WARNING, "%s %s: %s", what, w->path ? w->path : w->dir, zerror(rc));
 	zke_fail_locked(w, zk_errno(rc));
 }
 
@@ -267,7 +267,7 @@ void zke_trouble_locked(struct zkl_waiter *w, int rc, enum stall redo,
  */
 void zke_wait_locked(struct zkl_waiter *w)
 {
-	ZKL_ASSERT_HELD(&w->e->lock);
+	ZKMX_ASSERT_HELD(&w->e->lock);
 	if (zke_answered(w) || w->e->shutdown)
 		return;
 	if ((w->flags & ZKL_NONBLOCK) && w->tried && w->ahead == AHEAD_THEIRS_LOWEST &&
@@ -295,7 +295,7 @@ void zke_settle_locked(struct zkl_waiter *w)
 {
 	if (!w)
 		return;
-	ZKL_ASSERT_HELD(&w->e->lock);
+	ZKMX_ASSERT_HELD(&w->e->lock);
 	if (!zke_answered(w) && (w->state == W_PARKED || w->state == W_LOCALWAIT))
 		zke_wait_locked(w);
 }
@@ -313,7 +313,7 @@ void zke_gone_locked(struct zkl_waiter *l, bool deleted, bool handoff)
 	struct zkl_waiter *first = l->qnext, *x;
 	int32_t seq = l->seq;
 
-	ZKL_ASSERT_HELD(&l->e->lock);
+	ZKMX_ASSERT_HELD(&l->e->lock);
 	if (!l->q)
 		return;
 	zke_queue_unlink_locked(l);
@@ -339,12 +339,12 @@ void zke_gone_locked(struct zkl_waiter *l, bool deleted, bool handoff)
 }
 
 /* Remember that @w must outlive @pred (from a listing that showed @w). */
-void zke_learn_pred_locked(struct zkl_waiter *w, const struct zkl_child *pred,
+void zke_learn_pred_locked(struct zkl_waiter *w, const struct zkg_child *pred,
 			   bool first)
 {
 	char *path = zkn_join(w->dir, pred->name);
 
-	ZKL_ASSERT_HELD(&w->e->lock);
+	ZKMX_ASSERT_HELD(&w->e->lock);
 	if (!path) {
 		w->ahead = AHEAD_UNKNOWN;	/* it will list for itself */
 		return;

@@ -1,7 +1,7 @@
 /*
  * zk/sem.c - semaphores: locks whose znode's data sets a limit of N
  * holders (zk/limit.h); an entry holds when fewer than N entries, of any
- * kind, come before it (zkl_decide_limit(), zk/grant.c).
+ * kind, come before it (zkg_decide_limit(), zk/grant.c).
  *
  * Knowing the limit costs a plain lock nothing: the listing every decision
  * makes returns the lock znode's Stat (zoo_aget_children2()), and only a
@@ -45,9 +45,9 @@
  */
 bool zke_limit_current_locked(struct zkl_waiter *w, const struct Stat *dir)
 {
-	struct zkl_queue *q = w->q;
+	struct zke_queue *q = w->q;
 
-	ZKL_ASSERT_HELD(&w->e->lock);
+	ZKMX_ASSERT_HELD(&w->e->lock);
 	if (!q || !dir)
 		return true;		/* none known: decided as a plain lock */
 	if (dir->dataLength <= 0) {
@@ -69,13 +69,13 @@ static void limit_read_done(int rc, const char *value, int len,
 {
 	struct zkl_waiter *w = (struct zkl_waiter *)data;
 	struct zkl_engine *e = w->e;
-	struct zkl_queue *q;
+	struct zke_queue *q;
 
-	zkl_mutex_lock(&e->lock);
+	zkmx_lock(&e->lock);
 	q = w->q;
 	if (rc == ZOK && q) {
-		q->limit = zkl_limit_parse(value, len > 0 ? (size_t)len : 0);
-		q->linger = zkl_setting_parse(&zkl_setting_linger, value,
+		q->limit = zklim_parse(value, len > 0 ? (size_t)len : 0);
+		q->linger = zklim_setting_parse(&zklim_setting_linger, value,
 					      len > 0 ? (size_t)len : 0);
 		q->lknown = true;
 		q->lczxid = stat->czxid;
@@ -96,11 +96,11 @@ void zke_read_limit_locked(struct zkl_waiter *w)
 {
 	int rc;
 
-	ZKL_ASSERT_HELD(&w->e->lock);
+	ZKMX_ASSERT_HELD(&w->e->lock);
 	if (!zke_fresh_locked(w, S_CHECK))
 		return;
 	w->refs++;
-	rc = T(w)->get(w->e->t.ctx, w->dir, limit_read_done, w);
+	rc = w->e->t.ops->get(w->e->t.ctx, w->dir, limit_read_done, w);
 	if (rc == ZOK)
 		return;
 	w->refs--;
@@ -112,7 +112,7 @@ void zke_read_limit_locked(struct zkl_waiter *w)
 /* @w (created, not answered, nothing of ours before it waiting) waits to be poked. */
 void zke_semwait_locked(struct zkl_waiter *w)
 {
-	ZKL_ASSERT_HELD(&w->e->lock);
+	ZKMX_ASSERT_HELD(&w->e->lock);
 	zke_set_state_locked(w, W_SEMWAIT);
 	zke_own_watch_locked(w);	/* now: it is how a poke arrives */
 }
@@ -125,9 +125,9 @@ void zke_semwait_locked(struct zkl_waiter *w)
  */
 void zke_sem_tick_locked(struct zkl_engine *e)
 {
-	ZKL_ASSERT_HELD(&e->lock);
+	ZKMX_ASSERT_HELD(&e->lock);
 	for (size_t i = 0; i < QBUCKETS; i++)
-		for (struct zkl_queue *q = e->qtab[i]; q; q = q->hnext) {
+		for (struct zke_queue *q = e->qtab[i]; q; q = q->hnext) {
 			struct zkl_waiter *w = q->head;
 
 			while (w && zke_answered(w))
@@ -183,7 +183,7 @@ static void poke_set_done(int rc, const struct Stat *stat, const void *data)
 	struct zkl_engine *e = p->e;
 
 	(void)stat;
-	zkl_mutex_lock(&e->lock);
+	zkmx_lock(&e->lock);
 	if (rc == ZOK && --p->count > 0)
 		poke_next_locked(p);	/* woken; the limit grew by more */
 	else if (rc == ZOK)
@@ -194,7 +194,7 @@ static void poke_set_done(int rc, const struct Stat *stat, const void *data)
 		poke_list_locked(p);	/* it went: the window moved */
 	else
 		poke_free(p);		/* the tick lists for it */
-	zkl_mutex_unlock(&e->lock);
+	zkmx_unlock(&e->lock);
 }
 
 static void poke_get_done(int rc, const char *value, int len,
@@ -203,7 +203,7 @@ static void poke_get_done(int rc, const char *value, int len,
 	struct poke *p = (struct poke *)data;
 	struct zkl_engine *e = p->e;
 
-	zkl_mutex_lock(&e->lock);
+	zkmx_lock(&e->lock);
 	if (rc == ZNONODE) {
 		poke_list_locked(p);
 	} else if (rc != ZOK) {
@@ -219,17 +219,17 @@ static void poke_get_done(int rc, const char *value, int len,
 		} else {
 			memcpy(p->data, value, (size_t)p->len);
 			/* the same bytes: only its version and watchers see it */
-			poke_sent(p, T(p)->set(e->t.ctx, p->path, p->data, p->len, 0,
+			poke_sent(p, p->e->t.ops->set(e->t.ctx, p->path, p->data, p->len, 0,
 					       poke_set_done, p));
 		}
 	}
-	zkl_mutex_unlock(&e->lock);
+	zkmx_unlock(&e->lock);
 }
 
 /* Look at the next entry down the window. */
 static void poke_next_locked(struct poke *p)
 {
-	ZKL_ASSERT_HELD(&p->e->lock);
+	ZKMX_ASSERT_HELD(&p->e->lock);
 	if (--p->at < 0) {
 		poke_free(p);		/* every one was poked: nothing to do */
 		return;
@@ -240,7 +240,7 @@ static void poke_next_locked(struct poke *p)
 		poke_free(p);
 		return;
 	}
-	poke_sent(p, T(p)->get(p->e->t.ctx, p->path, poke_get_done, p));
+	poke_sent(p, p->e->t.ops->get(p->e->t.ctx, p->path, poke_get_done, p));
 }
 
 static void poke_listed(int rc, const struct String_vector *sv,
@@ -248,20 +248,20 @@ static void poke_listed(int rc, const struct String_vector *sv,
 {
 	struct poke *p = (struct poke *)data;
 	struct zkl_engine *e = p->e;
-	struct zkl_child *kids = NULL;
+	struct zkg_child *kids = NULL;
 	size_t n = 0, top;
 
 	(void)dir;
-	zkl_mutex_lock(&e->lock);
+	zkmx_lock(&e->lock);
 	if (rc == ZOK)
-		kids = zkl_parse_children(sv->data, sv->count, &n);
+		kids = zkg_parse_children(sv->data, sv->count, &n);
 	if (!kids || n < p->limit) {
 		free(kids);
 		poke_free(p);		/* nobody waits beyond the limit */
-		zkl_mutex_unlock(&e->lock);
+		zkmx_unlock(&e->lock);
 		return;
 	}
-	zkl_sort(kids, n);
+	zkg_sort(kids, n);
 	top = p->limit;
 	p->names = calloc(top, sizeof(*p->names));
 	for (size_t i = 0; p->names && i < top; i++)
@@ -270,17 +270,17 @@ static void poke_listed(int rc, const struct String_vector *sv,
 	free(kids);
 	if (p->n != (int)top) {
 		poke_free(p);
-		zkl_mutex_unlock(&e->lock);
+		zkmx_unlock(&e->lock);
 		return;
 	}
 	p->at = p->n;
 	poke_next_locked(p);
-	zkl_mutex_unlock(&e->lock);
+	zkmx_unlock(&e->lock);
 }
 
 static void poke_list_locked(struct poke *p)
 {
-	ZKL_ASSERT_HELD(&p->e->lock);
+	ZKMX_ASSERT_HELD(&p->e->lock);
 	for (int i = 0; i < p->n; i++)
 		free(p->names[i]);
 	free(p->names);
@@ -290,7 +290,7 @@ static void poke_list_locked(struct poke *p)
 		poke_free(p);
 		return;
 	}
-	poke_sent(p, T(p)->children(p->e->t.ctx, p->dir, poke_listed, p));
+	poke_sent(p, p->e->t.ops->children(p->e->t.ctx, p->dir, poke_listed, p));
 }
 
 /* Wake the @count waiters at the top of the first @limit entries of @dir. */
@@ -299,7 +299,7 @@ static void poke_start_locked(struct zkl_engine *e, const char *dir,
 {
 	struct poke *p;
 
-	ZKL_ASSERT_HELD(&e->lock);
+	ZKMX_ASSERT_HELD(&e->lock);
 	if (!limit || !count || e->shutdown || !(p = calloc(1, sizeof(*p))))
 		return;
 	p->e = e;
@@ -319,7 +319,7 @@ static void poke_start_locked(struct zkl_engine *e, const char *dir,
  */
 void zke_poke_locked(struct zkl_waiter *l)
 {
-	ZKL_ASSERT_HELD(&l->e->lock);
+	ZKMX_ASSERT_HELD(&l->e->lock);
 	poke_start_locked(l->e, l->dir, l->limit, 1);
 }
 
@@ -327,9 +327,9 @@ void zkl_limit_changed(struct zkl_engine *e, const char *dir, unsigned before,
 		       unsigned now)
 {
 	unsigned was = before ? before : 1;
-	struct zkl_queue *q;
+	struct zke_queue *q;
 
-	zkl_mutex_lock(&e->lock);
+	zkmx_lock(&e->lock);
 	/* this mount set it: no grant without a listing under the old rule
 	 * (a hand-off, a confirmation) until the data is read again */
 	q = zke_queue_find_dir_locked(e, dir);

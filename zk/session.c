@@ -66,7 +66,7 @@ static void publish_locked(struct zks *s)
 /* The client's own lines repeat per retry: only with -d.  We log events. */
 static void zks_log_cb(const char *message)
 {
-	zkl_log(LOG_DEBUG, "zookeeper: %s", message);
+	zklog(LOG_DEBUG, "zookeeper: %s", message);
 }
 
 /* Session events of the current handle (any of its threads). */
@@ -92,7 +92,7 @@ static void zks_watcher(zhandle_t *zh, int type, int state, const char *path,
 
 		if (t > 0 && t != s->negotiated_ms) {
 			if (t != s->timeout_ms)
-				zkl_log(LOG_NOTICE, "ZooKeeper set the session timeout to %d ms (asked: %d)",
+				zklog(LOG_NOTICE, "ZooKeeper set the session timeout to %d ms (asked: %d)",
 					t, s->timeout_ms);
 			s->negotiated_ms = t;
 		}
@@ -104,14 +104,14 @@ static void zks_watcher(zhandle_t *zh, int type, int state, const char *path,
 		s->silent = false;
 	} else if (state == ZOO_CONNECTING_STATE) {
 		if (!s->was_disconnected)
-			zkl_metrics_connection_lost();
+			zkm_connection_lost();
 		s->was_disconnected = true;
 	} else if (state == ZOO_EXPIRED_SESSION_STATE) {
 		if (!s->expired)
-			zkl_metrics_expired();
+			zkm_expired();
 		s->expired = true;
 	}
-	zkl_metrics_session_state(state);
+	zkm_session_state(state);
 	pthread_cond_broadcast(&s->cond);
 	pthread_mutex_unlock(&s->lock);
 }
@@ -169,7 +169,7 @@ static zhandle_t *zks_init_handle(struct zks *s)
 }
 
 int zks_open(struct zks *s, const char *connect, int timeout_ms,
-	     const char *auth_file, enum zkl_acl acl)
+	     const char *auth_file, enum zkacl acl)
 {
 	pthread_condattr_t ca;
 	struct timespec deadline;
@@ -187,7 +187,7 @@ int zks_open(struct zks *s, const char *connect, int timeout_ms,
 	s->connect = strdup(connect);
 	if (!s->connect)
 		return -ENOMEM;
-	s->acl = zks_acl(auth_file ? acl : ZKL_ACL_OPEN);
+	s->acl = zks_acl(auth_file ? acl : ZKACL_OPEN);
 	if (auth_file) {
 		err = zks_read_auth(auth_file, &s->auth);
 		if (err)
@@ -196,7 +196,7 @@ int zks_open(struct zks *s, const char *connect, int timeout_ms,
 	zoo_set_debug_level(ZOO_LOG_LEVEL_ERROR);
 	s->zh = zks_init_handle(s);
 	if (!s->zh) {
-		zkl_log(LOG_ERR, "cannot start a ZooKeeper client for '%s': %s",
+		zklog(LOG_ERR, "cannot start a ZooKeeper client for '%s': %s",
 			connect, strerror(errno));
 		return -EINVAL;
 	}
@@ -210,7 +210,7 @@ int zks_open(struct zks *s, const char *connect, int timeout_ms,
 	}
 	pthread_mutex_unlock(&s->lock);
 	if (err)
-		zkl_log(LOG_ERR, "cannot reach ZooKeeper at %s within %d ms", connect,
+		zklog(LOG_ERR, "cannot reach ZooKeeper at %s within %d ms", connect,
 			timeout_ms);
 	return err;
 }
@@ -220,7 +220,7 @@ static void zks_renew(struct zks *s)
 {
 	zhandle_t *old, *nzh;
 
-	zkl_log(LOG_WARNING, "ZooKeeper session expired: opening a new one");
+	zklog(LOG_WARNING, "ZooKeeper session expired: opening a new one");
 	/* before the new handle exists: its first events must not be undone */
 	pthread_mutex_lock(&s->lock);
 	s->dead = s->zh;
@@ -235,7 +235,7 @@ static void zks_renew(struct zks *s)
 		nzh = zks_init_handle(s);
 		if (nzh)
 			break;
-		zkl_log(LOG_ERR, "cannot start a ZooKeeper client: %s", strerror(errno));
+		zklog(LOG_ERR, "cannot start a ZooKeeper client: %s", strerror(errno));
 		struct timespec ts = { 0, 200 * 1000000L };
 		nanosleep(&ts, NULL);
 	}
@@ -401,7 +401,7 @@ static void *zks_supervise(void *arg)
 				s->ev.tick(s->ev.arg);
 		}
 		if (silent) {
-			zkl_log(LOG_WARNING, "nothing heard from ZooKeeper for %d ms: held locks are lost",
+			zklog(LOG_WARNING, "nothing heard from ZooKeeper for %d ms: held locks are lost",
 				timeout - period);
 			s->ev.silent(s->ev.arg);
 		}
@@ -409,7 +409,7 @@ static void *zks_supervise(void *arg)
 			zks_renew(s);
 			s->ev.expired(s->ev.arg);
 		} else if (reconnected) {
-			zkl_log(LOG_NOTICE, "reconnected to ZooKeeper");
+			zklog(LOG_NOTICE, "reconnected to ZooKeeper");
 			s->ev.connected(s->ev.arg);
 		}
 		run_later(s, true);
@@ -456,11 +456,11 @@ static int list_root(struct zks *s, const char *path)
 	if (rc == ZOK)
 		deallocate_String_vector(&sv);
 	else if (rc == ZNOAUTH)
-		zkl_log(LOG_ERR, "cannot list root znode %s: %s", path, s->auth ?
+		zklog(LOG_ERR, "cannot list root znode %s: %s", path, s->auth ?
 			"the credentials of auth_file may not read it" :
 			"it needs credentials (-o auth_file=PATH)");
 	else
-		zkl_log(LOG_ERR, "cannot list root znode %s: %s", path, zerror(rc));
+		zklog(LOG_ERR, "cannot list root znode %s: %s", path, zerror(rc));
 	return rc;
 }
 
@@ -479,7 +479,7 @@ int zks_check_root(struct zks *s, const char *path, bool create, bool write)
 		if (strcmp(p, "/") != 0) {
 			rc = zoo_exists(s->zh, p, 0, &st);
 			if (rc == ZNONODE && !create) {
-				zkl_log(LOG_ERR, "ROOT %s does not exist in ZooKeeper (%s is "
+				zklog(LOG_ERR, "ROOT %s does not exist in ZooKeeper (%s is "
 					"missing): check it for a typo, or mount with -o "
 					"create_root to make it", path, p);
 				free(p);
@@ -490,12 +490,12 @@ int zks_check_root(struct zks *s, const char *path, bool create, bool write)
 				if (rc == ZNODEEXISTS)
 					rc = ZOK;
 			} else if (rc == ZOK && st.ephemeralOwner != 0) {
-				zkl_log(LOG_ERR, "%s is an ephemeral znode, not a directory", p);
+				zklog(LOG_ERR, "%s is an ephemeral znode, not a directory", p);
 				free(p);
 				return -ENOTDIR;
 			}
 			if (rc != ZOK) {
-				zkl_log(LOG_ERR, "cannot use root znode %s: %s", p, zerror(rc));
+				zklog(LOG_ERR, "cannot use root znode %s: %s", p, zerror(rc));
 				break;
 			}
 		}

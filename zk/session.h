@@ -87,7 +87,7 @@ struct zks {
  * Return: 0, or a negative errno with one log line saying why.
  */
 int zks_open(struct zks *s, const char *connect, int timeout_ms,
-	     const char *auth_file, enum zkl_acl acl);
+	     const char *auth_file, enum zkacl acl);
 
 /*
  * zks_publish() - from now on keep @hb (zk/heartbeat.h: shared memory)

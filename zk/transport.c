@@ -103,7 +103,7 @@ static int64_t t_session_of(void *ctx, uint64_t gen)
 	return zks_session_of(ctx, gen);
 }
 
-static const struct zkl_transport_ops session_ops = {
+static const struct zkt_ops session_ops = {
 	.create = t_create,
 	.remove = t_remove,
 	.multi = t_multi,
@@ -123,7 +123,7 @@ static const struct zkl_transport_ops session_ops = {
 	.session_of = t_session_of,
 };
 
-struct zkl_transport zkl_session_transport(struct zks *s)
+struct zkt_transport zkt_session(struct zks *s)
 {
-	return (struct zkl_transport){ &session_ops, s };
+	return (struct zkt_transport){ &session_ops, s };
 }

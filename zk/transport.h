@@ -4,7 +4,7 @@
  * The engine (zk/lock.c) never calls the ZooKeeper client or zk/session.c
  * directly, only these operations, and neither does fs/ (fs/pool.h,
  * zklfs_transport()), as the C client's core talks to its
- * world through zk_adaptor.h.  zkl_session_transport() is the real one, over
+ * world through zk_adaptor.h.  zkt_session() is the real one, over
  * a struct zks; a test may give the engine a fake that records each call and
  * answers it later, in any order, from any schedule it likes.
  *
@@ -37,7 +37,7 @@
 
 struct zks;
 
-struct zkl_transport_ops {
+struct zkt_ops {
 	/* @gen, if not NULL, gets the generation of the handle used */
 	int (*create)(void *ctx, const char *path, const char *data, int len,
 		      int mode, string_stat_completion_t done, const void *arg,
@@ -92,12 +92,12 @@ struct zkl_transport_ops {
 	int64_t (*session_of)(void *ctx, uint64_t gen);
 };
 
-struct zkl_transport {
-	const struct zkl_transport_ops *ops;
+struct zkt_transport {
+	const struct zkt_ops *ops;
 	void *ctx;
 };
 
-/* zkl_session_transport() - the real transport, over the session @s. */
-struct zkl_transport zkl_session_transport(struct zks *s);
+/* zkt_session() - the real transport, over the session @s. */
+struct zkt_transport zkt_session(struct zks *s);
 
 #endif

@@ -15,17 +15,17 @@
 
 /* queues ------------------------------------------------------------------ */
 
-static struct zkl_queue **qslot(struct zkl_engine *e, const char *dir)
+static struct zke_queue **qslot(struct zkl_engine *e, const char *dir)
 {
 	return &e->qtab[zkn_hash(dir) % QBUCKETS];
 }
 
 /* Our entries in the lock @dir, or NULL if none. */
-struct zkl_queue *zke_queue_find_dir_locked(struct zkl_engine *e, const char *dir)
+struct zke_queue *zke_queue_find_dir_locked(struct zkl_engine *e, const char *dir)
 {
-	struct zkl_queue *q;
+	struct zke_queue *q;
 
-	ZKL_ASSERT_HELD(&e->lock);
+	ZKMX_ASSERT_HELD(&e->lock);
 	for (q = *qslot(e, dir); q && strcmp(q->dir, dir) != 0; q = q->hnext)
 		;
 	return q;
@@ -34,11 +34,11 @@ struct zkl_queue *zke_queue_find_dir_locked(struct zkl_engine *e, const char *di
 /* Put @w, whose entry now exists, among our entries in its lock. */
 void zke_queue_insert_locked(struct zkl_waiter *w)
 {
-	struct zkl_queue **slot = qslot(w->e, w->dir);
-	struct zkl_queue *q = zke_queue_find_dir_locked(w->e, w->dir);
+	struct zke_queue **slot = qslot(w->e, w->dir);
+	struct zke_queue *q = zke_queue_find_dir_locked(w->e, w->dir);
 	struct zkl_waiter *x;
 
-	ZKL_ASSERT_HELD(&w->e->lock);
+	ZKMX_ASSERT_HELD(&w->e->lock);
 	if (!q) {
 		q = calloc(1, sizeof(*q));
 		if (q)
@@ -68,9 +68,9 @@ void zke_queue_insert_locked(struct zkl_waiter *w)
 
 void zke_queue_unlink_locked(struct zkl_waiter *w)
 {
-	struct zkl_queue *q = w->q, **pp;
+	struct zke_queue *q = w->q, **pp;
 
-	ZKL_ASSERT_HELD(&w->e->lock);
+	ZKMX_ASSERT_HELD(&w->e->lock);
 	if (!q)
 		return;
 	if (w->qprev)
@@ -95,7 +95,7 @@ void zke_queue_unlink_locked(struct zkl_waiter *w)
 /* The entry of ours with sequence number @seq before @w, or NULL. */
 struct zkl_waiter *zke_queue_find_locked(struct zkl_waiter *w, int32_t seq)
 {
-	ZKL_ASSERT_HELD(&w->e->lock);
+	ZKMX_ASSERT_HELD(&w->e->lock);
 	for (struct zkl_waiter *x = w->qprev; x; x = x->qprev) {
 		int c = zkn_seq_cmp(x->seq, seq);
 
@@ -134,7 +134,7 @@ void zke_put_locked(struct zkl_waiter *w)
 {
 	struct zkl_engine *e = w->e;
 
-	ZKL_ASSERT_HELD(&w->e->lock);
+	ZKMX_ASSERT_HELD(&w->e->lock);
 	if (--w->refs > 0)
 		return;
 	zke_gone_locked(w, false, false);	/* normally already out of its queue */
@@ -156,16 +156,16 @@ void zke_unlock_fire(struct zkl_engine *e)
 		struct zkl_waiter *list = e->fire, *w, *next;
 
 		e->fire = e->fire_tail = NULL;
-		zkl_mutex_unlock(&e->lock);
+		zkmx_unlock(&e->lock);
 		for (w = list; w; w = w->fnext)
 			w->done(w, w->result, w->arg);
-		zkl_mutex_lock(&e->lock);
+		zkmx_lock(&e->lock);
 		for (w = list; w; w = next) {
 			next = w->fnext;
 			zke_put_locked(w);	/* the answer's reference */
 		}
 	}
-	zkl_mutex_unlock(&e->lock);
+	zkmx_unlock(&e->lock);
 }
 
 /*
@@ -178,16 +178,16 @@ void zke_unlock_fire(struct zkl_engine *e)
 #define ANS_MOVE(f, t, why) { ANS_##f, ANS_##t },
 #define ENTRY_MOVE(f, t, why) { ENTRY_##f, ENTRY_##t },
 #define OWN_MOVE(f, t, why) { OWN_##f, OWN_##t },
-static const char *const state_names[] = { ZKL_WSTATES(NAME) };
-static const char *const stall_names[] = { ZKL_STALLS(NAME) };
-static const char *const ans_names[] = { ZKL_ANSWERS(NAME) };
-static const char *const entry_names[] = { ZKL_ENTRIES(NAME) };
-static const char *const own_names[] = { ZKL_WATCHES(NAME) };
-static const struct zkl_move state_moves[] = { ZKL_WSTATE_MOVES(W_MOVE) };
-static const struct zkl_move stall_moves[] = { ZKL_STALL_MOVES(S_MOVE) };
-static const struct zkl_move ans_moves[] = { ZKL_ANSWER_MOVES(ANS_MOVE) };
-static const struct zkl_move entry_moves[] = { ZKL_ENTRY_MOVES(ENTRY_MOVE) };
-static const struct zkl_move own_moves[] = { ZKL_WATCH_MOVES(OWN_MOVE) };
+static const char *const state_names[] = { ZKE_WSTATES(NAME) };
+static const char *const stall_names[] = { ZKE_STALLS(NAME) };
+static const char *const ans_names[] = { ZKE_ANSWERS(NAME) };
+static const char *const entry_names[] = { ZKE_ENTRIES(NAME) };
+static const char *const own_names[] = { ZKE_WATCHES(NAME) };
+static const struct zke_move state_moves[] = { ZKE_WSTATE_MOVES(W_MOVE) };
+static const struct zke_move stall_moves[] = { ZKE_STALL_MOVES(S_MOVE) };
+static const struct zke_move ans_moves[] = { ZKE_ANSWER_MOVES(ANS_MOVE) };
+static const struct zke_move entry_moves[] = { ZKE_ENTRY_MOVES(ENTRY_MOVE) };
+static const struct zke_move own_moves[] = { ZKE_WATCH_MOVES(OWN_MOVE) };
 #undef NAME
 #undef W_MOVE
 #undef S_MOVE
@@ -199,11 +199,11 @@ static const struct zkl_move own_moves[] = { ZKL_WATCH_MOVES(OWN_MOVE) };
 
 /* A move of one of @w's small machines: listed, or (sanitizer builds) abort. */
 static void check_move(const struct zkl_waiter *w, const char *what,
-		       const struct zkl_move *moves, size_t n, const char *const *names,
+		       const struct zke_move *moves, size_t n, const char *const *names,
 		       int from, int to)
 {
 #ifdef ZKL_LOCKCHECK
-	if (zkl_move_listed(moves, n, from, to))
+	if (zke_move_listed(moves, n, from, to))
 		return;
 	fprintf(stderr, "zklockfs: waiter %s: illegal move of its %s: %s -> %s\n",
 		w->path ? w->path : w->prefix, what, names[from], names[to]);
@@ -257,7 +257,7 @@ const char *zke_invariants_locked(struct zkl_engine *e)
 {
 	static char why[512];
 
-	ZKL_ASSERT_HELD(&e->lock);
+	ZKMX_ASSERT_HELD(&e->lock);
 	for (struct zkl_waiter *w = e->all; w; w = w->next) {
 		const char *broken = broken_locked(w);
 
@@ -273,35 +273,35 @@ const char *zke_invariants_locked(struct zkl_engine *e)
 
 void zke_set_state_locked(struct zkl_waiter *w, enum wstate to)
 {
-	ZKL_ASSERT_HELD(&w->e->lock);
+	ZKMX_ASSERT_HELD(&w->e->lock);
 	check_move(w, "state", MOVES(state_moves), state_names, w->state, to);
 	w->state = to;
 }
 
 void zke_set_own_locked(struct zkl_waiter *w, enum own to)
 {
-	ZKL_ASSERT_HELD(&w->e->lock);
+	ZKMX_ASSERT_HELD(&w->e->lock);
 	check_move(w, "own watch", MOVES(own_moves), own_names, w->own, to);
 	w->own = to;
 }
 
 void zke_set_dwatch_locked(struct zkl_waiter *w, enum own to)
 {
-	ZKL_ASSERT_HELD(&w->e->lock);
+	ZKMX_ASSERT_HELD(&w->e->lock);
 	check_move(w, "child watch", MOVES(own_moves), own_names, w->dwatch, to);
 	w->dwatch = to;
 }
 
 void zke_set_answer_locked(struct zkl_waiter *w, enum answer to)
 {
-	ZKL_ASSERT_HELD(&w->e->lock);
+	ZKMX_ASSERT_HELD(&w->e->lock);
 	check_move(w, "answer", MOVES(ans_moves), ans_names, w->ans, to);
 	w->ans = to;
 }
 
 void zke_set_entry_locked(struct zkl_waiter *w, enum entry to)
 {
-	ZKL_ASSERT_HELD(&w->e->lock);
+	ZKMX_ASSERT_HELD(&w->e->lock);
 	check_move(w, "entry", MOVES(entry_moves), entry_names, w->entry, to);
 	w->entry = to;
 }
@@ -314,7 +314,7 @@ void zke_set_entry_locked(struct zkl_waiter *w, enum entry to)
  */
 void zke_stall_locked(struct zkl_waiter *w, enum stall what)
 {
-	ZKL_ASSERT_HELD(&w->e->lock);
+	ZKMX_ASSERT_HELD(&w->e->lock);
 	/* a listing redone arms the own watch a waiter needs (zk/sem.c):
 	 * the watch's stall gives way to the listing's, not the other way */
 	if (w->stall == S_CHECK && what == S_OWNWATCH)
@@ -331,7 +331,7 @@ enum stall zke_unstall_locked(struct zkl_waiter *w)
 {
 	enum stall what = w->stall;
 
-	ZKL_ASSERT_HELD(&w->e->lock);
+	ZKMX_ASSERT_HELD(&w->e->lock);
 	if (what != S_NONE) {
 		check_move(w, "stall", MOVES(stall_moves), stall_names, what, S_NONE);
 		w->stall = S_NONE;
@@ -347,16 +347,16 @@ enum stall zke_unstall_locked(struct zkl_waiter *w)
  */
 void zke_answer_locked(struct zkl_waiter *w, int err, bool advance)
 {
-	ZKL_ASSERT_HELD(&w->e->lock);
+	ZKMX_ASSERT_HELD(&w->e->lock);
 	if (zke_answered(w))
 		return;
 	zke_set_answer_locked(w, err ? ANS_REFUSED : ANS_GRANTED);
 	w->result = err;
 	if (err) {
-		zkl_metrics_refused(err);
+		zkm_refused(err);
 	} else {
-		w->t_grant = zkl_metrics_now_us();
-		zkl_metrics_granted(w->t_grant - w->t_enq);
+		w->t_grant = zkm_now_us();
+		zkm_granted(w->t_grant - w->t_enq);
 	}
 	zke_set_state_locked(w, err ? W_DONE : W_HELD);
 	zke_fire_locked(w);
@@ -368,7 +368,7 @@ void zke_fire_locked(struct zkl_waiter *w)
 {
 	struct zkl_engine *e = w->e;
 
-	ZKL_ASSERT_HELD(&w->e->lock);
+	ZKMX_ASSERT_HELD(&w->e->lock);
 	w->refs++;			/* held across done */
 	w->fnext = NULL;
 	if (e->fire_tail)
@@ -380,7 +380,7 @@ void zke_fire_locked(struct zkl_waiter *w)
 
 bool zke_grant_locked(struct zkl_waiter *w, bool advance)
 {
-	ZKL_ASSERT_HELD(&w->e->lock);
+	ZKMX_ASSERT_HELD(&w->e->lock);
 	if (zke_answered(w))
 		return false;		/* cancelled meanwhile */
 	if (zke_silent_locked(w->e)) {

@@ -26,8 +26,8 @@
  */
 bool zke_stale_locked(struct zkl_waiter *w)
 {
-	ZKL_ASSERT_HELD(&w->e->lock);
-	return w->gen != T(w)->generation(w->e->t.ctx);
+	ZKMX_ASSERT_HELD(&w->e->lock);
+	return w->gen != w->e->t.ops->generation(w->e->t.ctx);
 }
 
 bool zke_fresh_locked(struct zkl_waiter *w, enum stall redo)
@@ -50,22 +50,22 @@ struct zkl_waiter *zke_watcher_enter(int type, int state, void *ctx)
 
 	if (type == ZOO_SESSION_EVENT && state != ZOO_EXPIRED_SESSION_STATE)
 		return NULL;
-	zkl_mutex_lock(&w->e->lock);
+	zkmx_lock(&w->e->lock);
 	return w;
 }
 
 /* Our own entry was deleted, not by us: a holder lost it, a waiter fails. */
 static void gone_self_locked(struct zkl_waiter *w)
 {
-	ZKL_ASSERT_HELD(&w->e->lock);
+	ZKMX_ASSERT_HELD(&w->e->lock);
 	if (w->state == W_CACHED) {
 		zke_unlinger_locked(w, true);	/* its next open creates anew */
 	} else if (zke_answered(w)) {
-		zke_lose_locked(w, ZKL_LOSS_DELETED, "its entry was deleted by someone else");
+		zke_lose_locked(w, ZKM_LOSS_DELETED, "its entry was deleted by someone else");
 	} else if (w->entry == ENTRY_LIVE && zke_stale_locked(w)) {
 		zke_stall_locked(w, S_CHECK);	/* on_expired() starts it over */
 	} else if (w->entry == ENTRY_LIVE) {
-		zkl_log(LOG_WARNING, "%s was deleted while it waited", w->path);
+		zklog(LOG_WARNING, "%s was deleted while it waited", w->path);
 		zke_fail_locked(w, -EIO);
 	}
 }
@@ -77,7 +77,7 @@ static void gone_self_locked(struct zkl_waiter *w)
  */
 static bool poked_locked(struct zkl_waiter *w)
 {
-	ZKL_ASSERT_HELD(&w->e->lock);
+	ZKMX_ASSERT_HELD(&w->e->lock);
 	return !zke_answered(w) && (w->state == W_SEMWAIT || w->state == W_WATCHING ||
 				    w->state == W_LOCALWAIT);
 }
@@ -86,7 +86,7 @@ void zke_read_revoke_locked(struct zkl_waiter *w, const char *value, int len)
 {
 	struct zkl_engine *e = w->e;
 
-	ZKL_ASSERT_HELD(&e->lock);
+	ZKMX_ASSERT_HELD(&e->lock);
 	if (w->revoked || len != (int)strlen(ZKL_REVOKE_DATA) || !value ||
 	    memcmp(value, ZKL_REVOKE_DATA, (size_t)len) != 0)
 		return;
@@ -128,7 +128,7 @@ void zke_own_watch_done(int rc, const char *value, int len,
 	struct zkl_waiter *w = (struct zkl_waiter *)data;
 	struct zkl_engine *e = w->e;
 
-	zkl_mutex_lock(&e->lock);
+	zkmx_lock(&e->lock);
 	zke_set_own_locked(w, rc == ZOK ? OWN_ARMED : OWN_OFF);
 	if (rc == ZOK)
 		zke_read_revoke_locked(w, value, len);
@@ -157,7 +157,7 @@ void zke_own_watch_done(int rc, const char *value, int len,
  */
 void zke_own_watch_locked(struct zkl_waiter *w)
 {
-	ZKL_ASSERT_HELD(&w->e->lock);
+	ZKMX_ASSERT_HELD(&w->e->lock);
 	/* a stalled waiter redoes its step first; the tick sets it after */
 	if (w->own != OWN_OFF || w->entry != ENTRY_LIVE || w->stall != S_NONE)
 		return;
@@ -165,7 +165,7 @@ void zke_own_watch_locked(struct zkl_waiter *w)
 		return;
 	w->refs += 2;			/* the completion and the watch */
 	zke_set_own_locked(w, OWN_SETTING);
-	if (T(w)->wget(w->e->t.ctx, w->path, zke_own_watcher, w, zke_own_watch_done, w) != ZOK) {
+	if (w->e->t.ops->wget(w->e->t.ctx, w->path, zke_own_watcher, w, zke_own_watch_done, w) != ZOK) {
 		w->refs -= 2;
 		zke_set_own_locked(w, OWN_OFF);
 		zke_stall_locked(w, S_OWNWATCH);
@@ -178,7 +178,7 @@ static void confirm_done(int rc, const struct Stat *stat, const void *data)
 	struct zkl_engine *e = w->e;
 
 	(void)stat;
-	zkl_mutex_lock(&e->lock);
+	zkmx_lock(&e->lock);
 	if (zke_answered(w) || w->state != W_CONFIRMING)
 		;
 	else if (rc == ZOK && !zke_rule_current(w))
@@ -201,12 +201,12 @@ static void confirm_locked(struct zkl_waiter *w)
 {
 	int rc;
 
-	ZKL_ASSERT_HELD(&w->e->lock);
+	ZKMX_ASSERT_HELD(&w->e->lock);
 	zke_set_state_locked(w, W_CONFIRMING);
 	if (!zke_fresh_locked(w, S_CHECK))
 		return;
 	w->refs++;
-	rc = T(w)->exists(w->e->t.ctx, w->path, confirm_done, w);
+	rc = w->e->t.ops->exists(w->e->t.ctx, w->path, confirm_done, w);
 	if (rc == ZOK)
 		return;
 	w->refs--;
@@ -241,7 +241,7 @@ static void pred_done(int rc, const char *value, int len,
 	struct zkl_engine *e = w->e;
 
 	(void)stat;
-	zkl_mutex_lock(&e->lock);
+	zkmx_lock(&e->lock);
 	if (rc == ZOK && (w->flags & ZKL_NONBLOCK) && !zke_answered(w) &&
 	    w->state == W_WATCHING && !zke_marked(value, len))
 		zke_fail_locked(w, -EAGAIN);	/* held, not lingering: busy */
@@ -263,12 +263,12 @@ void zke_watch_locked(struct zkl_waiter *w)
 {
 	int rc;
 
-	ZKL_ASSERT_HELD(&w->e->lock);
+	ZKMX_ASSERT_HELD(&w->e->lock);
 	zke_set_state_locked(w, W_WATCHING);
 	if (!zke_fresh_locked(w, S_CHECK))
 		return;
 	w->refs += 2;			/* the completion and the watch */
-	rc = T(w)->wget(w->e->t.ctx, w->pred, pred_watcher, w, pred_done, w);
+	rc = w->e->t.ops->wget(w->e->t.ctx, w->pred, pred_watcher, w, pred_done, w);
 	if (rc == ZOK)
 		return;
 	w->refs -= 2;
@@ -277,11 +277,11 @@ void zke_watch_locked(struct zkl_waiter *w)
 
 bool zke_marked(const char *value, int len)
 {
-	size_t ml = strlen(ZKL_LINGER_MARK);
+	size_t ml = strlen(ZKE_LINGER_MARK);
 
 	for (int i = 0; value && i + (int)ml <= len; i++)
 		if ((i == 0 || value[i - 1] == '\n') &&
-		    memcmp(value + i, ZKL_LINGER_MARK, ml) == 0)
+		    memcmp(value + i, ZKE_LINGER_MARK, ml) == 0)
 			return true;
 	return false;
 }
@@ -295,30 +295,30 @@ bool zke_marked(const char *value, int len)
  */
 static void learn_locked(struct zkl_waiter *w, const struct String_vector *sv)
 {
-	struct zkl_queue *q = w->q;
+	struct zke_queue *q = w->q;
 	bool many = q && q->head != q->tail;
 	unsigned limit = q ? q->limit : 0;
-	enum zkl_verdict mine = ZKL_MISSING;
-	struct zkl_child *kids;
+	enum zkg_verdict mine = ZKG_MISSING;
+	struct zkg_child *kids;
 	struct zkl_waiter *x;
-	const struct zkl_child *low;
-	struct zkl_walk wk;
+	const struct zkg_child *low;
+	struct zkg_walk wk;
 	size_t n;
 
-	ZKL_ASSERT_HELD(&w->e->lock);
-	kids = zkl_parse_children(sv->data, sv->count, &n);
+	ZKMX_ASSERT_HELD(&w->e->lock);
+	kids = zkg_parse_children(sv->data, sv->count, &n);
 	if (!kids) {
 		zke_fail_locked(w, -ENOMEM);
 		return;
 	}
 	if (many) {
-		zkl_sort(kids, n);
-		zkl_walk_init(&wk, kids, n);
+		zkg_sort(kids, n);
+		zkg_walk_init(&wk, kids, n);
 	}
-	low = many && n ? &kids[0] : zkl_lowest(kids, n);
+	low = many && n ? &kids[0] : zkg_lowest(kids, n);
 	for (x = many ? q->head : w; x; x = many ? x->qnext : NULL) {
-		const struct zkl_child *pred = NULL;
-		enum zkl_verdict v;
+		const struct zkg_child *pred = NULL;
+		enum zkg_verdict v;
 
 		if (x != w && (zke_answered(x) ||
 			       (x->state != W_PARKED && x->state != W_SEMWAIT)))
@@ -326,39 +326,39 @@ static void learn_locked(struct zkl_waiter *w, const struct String_vector *sv)
 		x->limit = limit;
 		if (limit) {		/* a semaphore: no one entry to outlive */
 			x->ahead = AHEAD_UNKNOWN;
-			v = many ? zkl_walk_decide_limit(&wk, x->seq, limit)
-				 : zkl_decide_limit(kids, n, x->seq, limit);
+			v = many ? zkg_walk_decide_limit(&wk, x->seq, limit)
+				 : zkg_decide_limit(kids, n, x->seq, limit);
 		} else {
-			v = many ? zkl_walk_decide(&wk, x->seq, x->kind, &pred)
-				 : zkl_decide(kids, n, x->seq, x->kind, &pred);
+			v = many ? zkg_walk_decide(&wk, x->seq, x->kind, &pred)
+				 : zkg_decide(kids, n, x->seq, x->kind, &pred);
 		}
 		if (x == w)
 			mine = v;
-		if (v == ZKL_GRANTED)
+		if (v == ZKG_GRANTED)
 			x->marked = true;
-		else if (v == ZKL_WAIT && !limit)
+		else if (v == ZKG_WAIT && !limit)
 			zke_learn_pred_locked(x, pred, pred == low);
-		if (v == ZKL_WAIT && x != w && x->state == W_SEMWAIT)
+		if (v == ZKG_WAIT && x != w && x->state == W_SEMWAIT)
 			zke_set_state_locked(x, W_PARKED);	/* settled below */
 	}
 	free(kids);
 
-	if (mine == ZKL_MISSING && zke_stale_locked(w)) {
+	if (mine == ZKG_MISSING && zke_stale_locked(w)) {
 		zke_stall_locked(w, S_CHECK);	/* on_expired() starts it over */
-	} else if (mine == ZKL_MISSING) {
-		zkl_log(LOG_WARNING, "%s was deleted while it waited", w->path);
+	} else if (mine == ZKG_MISSING) {
+		zklog(LOG_WARNING, "%s was deleted while it waited", w->path);
 		zke_fail_locked(w, -EIO);
-	} else if (mine == ZKL_WAIT && (w->flags & ZKL_NONBLOCK) && !w->tried &&
+	} else if (mine == ZKG_WAIT && (w->flags & ZKL_NONBLOCK) && !w->tried &&
 		   w->ahead == AHEAD_THEIRS_LOWEST && !w->limit) {
 		/* one entry of another mount ahead: if it only lingers, the
 		 * try waits for it to go (pred_done() reads it) */
 		w->tried = true;
-		w->try_until = T(w)->now_ms(w->e->t.ctx) + ZKL_TRY_WAIT_MS;
-		T(w)->tick_by(w->e->t.ctx, w->try_until);
+		w->try_until = w->e->t.ops->now_ms(w->e->t.ctx) + ZKE_TRY_WAIT_MS;
+		w->e->t.ops->tick_by(w->e->t.ctx, w->try_until);
 		zke_set_state_locked(w, W_PARKED);	/* zke_wait_locked() watches it */
-	} else if (mine == ZKL_WAIT && (w->flags & ZKL_NONBLOCK)) {
+	} else if (mine == ZKG_WAIT && (w->flags & ZKL_NONBLOCK)) {
 		zke_fail_locked(w, -EAGAIN);
-	} else if (mine == ZKL_WAIT) {
+	} else if (mine == ZKG_WAIT) {
 		zke_set_state_locked(w, W_PARKED);	/* zke_wait_locked() below says how */
 	}
 	for (x = many ? q->head : w; x; x = many ? x->qnext : NULL)
@@ -380,7 +380,7 @@ void zke_children_done(int rc, const struct String_vector *strings,
 	struct zkl_waiter *w = (struct zkl_waiter *)data;
 	struct zkl_engine *e = w->e;
 
-	zkl_mutex_lock(&e->lock);
+	zkmx_lock(&e->lock);
 	if (zke_answered(w) || w->state != W_CHECKING)
 		;
 	else if (rc != ZOK)
@@ -397,12 +397,12 @@ void zke_check_locked(struct zkl_waiter *w)
 {
 	int rc;
 
-	ZKL_ASSERT_HELD(&w->e->lock);
+	ZKMX_ASSERT_HELD(&w->e->lock);
 	zke_set_state_locked(w, W_CHECKING);
 	if (!zke_fresh_locked(w, S_CHECK))
 		return;
 	w->refs++;
-	rc = T(w)->children(w->e->t.ctx, w->dir, zke_children_done, w);
+	rc = w->e->t.ops->children(w->e->t.ctx, w->dir, zke_children_done, w);
 	if (rc == ZOK)
 		return;
 	w->refs--;

@@ -3,13 +3,13 @@
  * written it, and the limit read from it and written into it (zk/limit.c).
  *
  * Input: the data (at most 4096 bytes).  Invariants:
- * - zkl_limit_parse() is 0 or in 1..ZKL_LIMIT_MAX, and never reads past
+ * - zklim_parse() is 0 or in 1..ZKG_LIMIT_MAX, and never reads past
  *   @len (the copy is exactly @len bytes);
- * - after zkl_limit_edit() with a limit L (0..ZKL_LIMIT_MAX), the data reads
+ * - after zklim_edit() with a limit L (0..ZKG_LIMIT_MAX), the data reads
  *   L, holds at most one "limit=" line, and keeps every other line in order;
  * - editing twice is editing once; an edit into a buffer too small fails
  *   with -E2BIG and never writes past it;
- * - zkl_limit_value() accepts exactly what zkl_limit_parse() reads after
+ * - zklim_value() accepts exactly what zklim_parse() reads after
  *   "limit=".
  */
 #include "tests/fuzz/fuzz.h"
@@ -55,20 +55,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (!in)
 		abort();
 	memcpy(in, data, size);
-	lim = zkl_limit_parse(in, size);
-	CHECK(lim <= ZKL_LIMIT_MAX);
+	lim = zklim_parse(in, size);
+	CHECK(lim <= ZKG_LIMIT_MAX);
 	if (size > 6 && memcmp(in, "limit=", 6) == 0) {
 		const char *nl = memchr(in, '\n', size);
 		size_t l = (nl ? (size_t)(nl - in) : size) - 6;
 
-		CHECK((zkl_limit_value(in + 6, l, &v) == 0) == (lim != 0));
+		CHECK((zklim_value(in + 6, l, &v) == 0) == (lim != 0));
 		CHECK(lim == 0 || v == lim);
 	}
-	want = size ? (unsigned)data[0] * 4 % (ZKL_LIMIT_MAX + 1) : 0;
-	n = zkl_limit_edit(in, size, want, a, sizeof(a));
+	want = size ? (unsigned)data[0] * 4 % (ZKG_LIMIT_MAX + 1) : 0;
+	n = zklim_edit(in, size, want, a, sizeof(a));
 	CHECK(n >= 0);
-	CHECK(zkl_limit_parse(a, (size_t)n) == want);
-	n2 = zkl_limit_edit(a, (size_t)n, want, b, sizeof(b));
+	CHECK(zklim_parse(a, (size_t)n) == want);
+	n2 = zklim_edit(a, (size_t)n, want, b, sizeof(b));
 	CHECK(n2 == n && memcmp(a, b, (size_t)n) == 0);
 	la = others(in, size, oa);
 	lb = others(a, (size_t)n, ob);
@@ -78,7 +78,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 		if (!small)
 			abort();
-		CHECK(zkl_limit_edit(in, size, want, small, (size_t)n - 1) == -E2BIG);
+		CHECK(zklim_edit(in, size, want, small, (size_t)n - 1) == -E2BIG);
 		free(small);
 	}
 	free(in);

@@ -25,13 +25,13 @@ static int is_error(int err)
 	return err == 0 || err == -EINVAL || err == -ENAMETOOLONG;
 }
 
-static void entry_reads_back(const char *name, enum zkl_naming scheme,
-			     enum zkl_kind kind, int32_t seq)
+static void entry_reads_back(const char *name, enum zkn_naming scheme,
+			     enum zkn_kind kind, int32_t seq)
 {
 	char entry[ZKN_NAME_MAX + 64];
 	const char *marker = zkn_marker(scheme, kind);
 	size_t nlen = strlen(name);
-	struct zkl_child c;
+	struct zkg_child c;
 
 	snprintf(entry, sizeof(entry), "%s%s%010d", name, marker, (int)seq);
 	CHECK(strlen(entry) <= ZKN_NAME_MAX);
@@ -70,14 +70,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	size_t nlen = strlen(name);
 	const char *dir = nlen < size ? name + nlen + 1 : "/";
 	int32_t own = 0;
-	struct zkl_child c;
+	struct zkg_child c;
 	int err;
 
 	memcpy(&own, data + size - (size < 4 ? size : 4), size < 4 ? size : 4);
 
 	if (zkn_parse(name, &c)) {
 		CHECK(c.name == name);
-		CHECK(c.kind == ZKL_EXCLUSIVE || c.kind == ZKL_SHARED);
+		CHECK(c.kind == ZKN_EXCLUSIVE || c.kind == ZKN_SHARED);
 		CHECK(nlen >= 10 && name[nlen - 1] >= '0' && name[nlen - 1] <= '9');
 	}
 
@@ -95,12 +95,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 
 	for (int s = ZKN_CURATOR; s <= ZKN_KAZOO; s++) {
-		for (int k = ZKL_EXCLUSIVE; k <= ZKL_SHARED; k++) {
+		for (int k = ZKN_EXCLUSIVE; k <= ZKN_SHARED; k++) {
 			static const int32_t seqs[] = { 0, 1, 42, 999999999, 1000000000,
 							INT32_MAX, -1, -5, -999999999,
 							-1000000000, INT32_MIN };
-			int e = zkn_check_entry_name(name, (enum zkl_naming)s,
-						     (enum zkl_kind)k);
+			int e = zkn_check_entry_name(name, (enum zkn_naming)s,
+						     (enum zkn_kind)k);
 
 			CHECK(is_error(e));
 			if (err)
@@ -108,9 +108,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			if (e)
 				continue;
 			for (size_t i = 0; i < sizeof(seqs) / sizeof(*seqs); i++)
-				entry_reads_back(name, (enum zkl_naming)s,
-						 (enum zkl_kind)k, seqs[i]);
-			entry_reads_back(name, (enum zkl_naming)s, (enum zkl_kind)k, own);
+				entry_reads_back(name, (enum zkn_naming)s,
+						 (enum zkn_kind)k, seqs[i]);
+			entry_reads_back(name, (enum zkn_naming)s, (enum zkn_kind)k, own);
 		}
 	}
 

@@ -43,7 +43,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 static void check_conf(const struct zklfs_conf *conf)
 {
 	char *c, *r;
-	enum zkl_naming naming = ZKN_CURATOR;
+	enum zkn_naming naming = ZKN_CURATOR;
 
 	CHECK(conf->source && conf->connect && conf->root);
 	check_source(conf->source, conf->connect, conf->root);

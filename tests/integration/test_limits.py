@@ -28,8 +28,8 @@ from harness import SLOW, errname, record_figure
 
 PATH_MAX = 4096             # fs/limits.h: ZKLFS_PATH_MAX
 DEPTH_MAX = 64              # fs/limits.h: ZKLFS_DEPTH_MAX
-LOG_INTERVAL = 1.0          # zk/log.h: ZKL_LOG_INTERVAL_MS
-SITE_MAX = 8                # zk/log.c: ZKL_LOG_SITE_MAX, lines a call site writes a second
+LOG_INTERVAL = 1.0          # zk/log.h: ZKLOG_INTERVAL_MS
+SITE_MAX = 8                # zk/log.c: ZKLOG_SITE_MAX, lines a call site writes a second
 
 RAW_CONTROL = re.compile(rb"[\x00-\x09\x0b-\x1f\x7f\x80-\x9f]")
 

@@ -33,7 +33,7 @@ bool act_is_answered(const struct dw *d) { return !d->released && d->ndone == 1;
 bool act_enqueue(struct world *wd)
 {
 	int live = 0, m, dir, flags;
-	enum zkl_kind kind;
+	enum zkn_kind kind;
 
 	for (int i = 0; i < wd->ndw; i++)
 		live += is_live(&wd->dws[i]);
@@ -41,7 +41,7 @@ bool act_enqueue(struct world *wd)
 		return false;
 	m = (int)sim_rng_below(&wd->rng, SIM_MOUNTS);
 	dir = (int)sim_rng_below(&wd->rng, SIM_DIRS);
-	kind = sim_rng_chance(&wd->rng, 1, 3) ? ZKL_SHARED : ZKL_EXCLUSIVE;
+	kind = sim_rng_chance(&wd->rng, 1, 3) ? ZKN_SHARED : ZKN_EXCLUSIVE;
 	flags = sim_rng_chance(&wd->rng, 1, 6) ? ZKL_NONBLOCK : 0;
 	/* where mounts linger, often the lock just given back, to find it */
 	if (wd->lingers && wd->last_released && sim_rng_chance(&wd->rng, 1, 2)) {
@@ -60,7 +60,7 @@ bool act_enqueue(struct world *wd)
 	return true;
 }
 
-int sim_new_dw(struct world *wd, int m, int dir, enum zkl_kind kind, int flags)
+int sim_new_dw(struct world *wd, int m, int dir, enum zkn_kind kind, int flags)
 {
 	int live = 0, id = wd->ndw;
 	struct dw *d;
@@ -87,7 +87,7 @@ int sim_new_dw(struct world *wd, int m, int dir, enum zkl_kind kind, int flags)
 	return id;
 }
 
-int act_enqueue_on(struct world *wd, int m, int dir, enum zkl_kind kind, int flags)
+int act_enqueue_on(struct world *wd, int m, int dir, enum zkn_kind kind, int flags)
 {
 	int id = sim_new_dw(wd, m, dir, kind, flags), rc;
 	struct dw *d;
@@ -98,7 +98,7 @@ int act_enqueue_on(struct world *wd, int m, int dir, enum zkl_kind kind, int fla
 	d = &wd->dws[id];
 	snprintf(data, sizeof(data), "sim=%d\n", id);
 	sn_trace(&wd->net, "  enqueue w%d: m%d %s %s%s", id, d->mount, wd->dirs[d->dir],
-		 d->kind == ZKL_EXCLUSIVE ? "exclusive" : "shared",
+		 d->kind == ZKN_EXCLUSIVE ? "exclusive" : "shared",
 		 d->flags & ZKL_NONBLOCK ? " nonblock" : "");
 	rc = zkl_enqueue(wd->eng[d->mount], wd->dirs[d->dir], "job", d->kind, d->flags,
 			 data, (int)strlen(data), 1000, sim_done, (void *)(intptr_t)id,

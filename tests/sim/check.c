@@ -156,7 +156,7 @@ static void check_fifo(struct world *wd, struct dw *d)
 {
 	struct szk *z = &wd->net.zk;
 	struct zkl_info info;
-	struct zkl_child c;
+	struct zkg_child c;
 	unsigned before = 0, limit = wd->rule[d->mount][d->dir];
 	bool cohort = false;
 
@@ -180,10 +180,10 @@ static void check_fifo(struct world *wd, struct dw *d)
 		if (limit && ++before >= limit)
 			sim_failf(wd, "fifo: w%d (seq %d) granted with %u entries before it, "
 				  "limit %u", d->id, info.seq, before, limit);
-		else if (!limit && (d->kind == ZKL_EXCLUSIVE || c.kind == ZKL_EXCLUSIVE))
+		else if (!limit && (d->kind == ZKN_EXCLUSIVE || c.kind == ZKN_EXCLUSIVE))
 			sim_failf(wd, "fifo: w%d (%s, seq %d) granted while %s (owner w%d) "
 				  "is before it", d->id,
-				  d->kind == ZKL_EXCLUSIVE ? "exclusive" : "shared",
+				  d->kind == ZKN_EXCLUSIVE ? "exclusive" : "shared",
 				  info.seq, p, sim_entry_owner(&z->nodes[i]));
 	}
 	if (cohort) {
@@ -321,7 +321,7 @@ void sim_watch_hook(void *ctx, struct sn_mount *m, int type, const char *path,
 	for (int i = 0; i < wd->ndw && !d; i++)
 		if (wd->dws[i].w == wctx && !wd->dws[i].released && wd->dws[i].ndone == 0)
 			d = &wd->dws[i];
-	if (!d || d->kind != ZKL_EXCLUSIVE || !entry_of(wd, d))
+	if (!d || d->kind != ZKN_EXCLUSIVE || !entry_of(wd, d))
 		return;
 	zkl_info(d->w, &info, &own);
 	if (own && strcmp(own, path) == 0) {
@@ -378,7 +378,7 @@ static bool holders_ok(struct world *wd, int k, struct held *h, int n, const cha
 			const struct dw *b = &wd->dws[h[j].id];
 
 			if (d->glimit ? (unsigned)i < d->glimit :
-			    d->kind == ZKL_SHARED && b->kind == ZKL_SHARED)
+			    d->kind == ZKN_SHARED && b->kind == ZKN_SHARED)
 				continue;
 			if (d->glimit)
 				sim_failf(wd, "%s: w%d holds %s with %d holders before it "
@@ -398,7 +398,7 @@ static bool holders_ok(struct world *wd, int k, struct held *h, int n, const cha
 static bool seq_of(const char *path, int32_t *seq)
 {
 	const char *base = strrchr(path, '/');
-	struct zkl_child c;
+	struct zkg_child c;
 
 	if (!base || !zkn_parse(base + 1, &c))
 		return false;

@@ -21,7 +21,7 @@ static int fs_waiter_behind(struct world *wd, int h)
 	int x;
 
 	settle(wd);
-	x = simfs_open(wd, 0, 0, ZKL_EXCLUSIVE, 0);
+	x = simfs_open(wd, 0, 0, ZKN_EXCLUSIVE, 0);
 	did(wd, true);
 	settle(wd);
 	expect(wd, granted(wd, h) && waits(wd, x), "w%d holds, w%d waits behind it", h, x);
@@ -41,10 +41,10 @@ void interrupt_races_the_grant(struct world *wd)
 {
 	int h, x;
 
-	h = enqueue(wd, 1, 0, ZKL_EXCLUSIVE, 0);
+	h = enqueue(wd, 1, 0, ZKN_EXCLUSIVE, 0);
 	x = fs_waiter_behind(wd, h);
 	release(wd, h);
-	wd->preempt_rank = ZKL_RANK_ENGINE;	/* zkl_cancel() takes its lock */
+	wd->preempt_rank = ZKMX_RANK_ENGINE;	/* zkl_cancel() takes its lock */
 	wd->preempt_run = zk_thread_settles;
 	simfs_interrupt(wd, &wd->dws[x], true);
 	did(wd, true);
@@ -71,13 +71,13 @@ void lost_before_its_answer(struct world *wd)
 {
 	int h, x;
 
-	h = simfs_open(wd, 0, 0, ZKL_EXCLUSIVE, 0);
+	h = simfs_open(wd, 0, 0, ZKN_EXCLUSIVE, 0);
 	x = fs_waiter_behind(wd, h);
 	unlink_entry(wd, x);
 	settle(wd);
 	/* fs->lock: the RELEASE's poller, its drop, lock_done(), then
 	 * lock_answer() records the grant */
-	wd->preempt_rank = ZKL_RANK_FS;
+	wd->preempt_rank = ZKMX_RANK_FS;
 	wd->preempt_skip = 3;
 	wd->preempt_run = zk_thread_settles;
 	simfs_release(wd, &wd->dws[h]);
@@ -100,11 +100,11 @@ void reentrant_last_close_hands_over(struct world *wd)
 {
 	int h, a, b, x, fh;
 
-	h = simfs_open(wd, 0, 0, ZKL_EXCLUSIVE, 0);
+	h = simfs_open(wd, 0, 0, ZKN_EXCLUSIVE, 0);
 	x = fs_waiter_behind(wd, h);
 	fh = wd->dws[h].fd;
-	a = simfs_open_by(wd, 0, 0, ZKL_EXCLUSIVE, 0, fh);
-	b = simfs_open_by(wd, 0, 0, ZKL_SHARED, 0, fh);
+	a = simfs_open_by(wd, 0, 0, ZKN_EXCLUSIVE, 0, fh);
+	b = simfs_open_by(wd, 0, 0, ZKN_SHARED, 0, fh);
 	did(wd, true);
 	settle(wd);
 	expect(wd, wd->dws[h].nfds == 3 && wd->dws[a].released && wd->dws[b].released,
@@ -136,13 +136,13 @@ void lockfile_close_of_a_copy(struct world *wd)
 {
 	int p, x, y, q;
 
-	p = simfs_open_lockfile(wd, 0, 0, ZKL_EXCLUSIVE, 0);
+	p = simfs_open_lockfile(wd, 0, 0, ZKN_EXCLUSIVE, 0);
 	wd->fds[wd->dws[p].fd].posix = true;
-	q = simfs_open_lockfile(wd, 0, 1, ZKL_EXCLUSIVE, 0);
+	q = simfs_open_lockfile(wd, 0, 1, ZKN_EXCLUSIVE, 0);
 	wd->fds[wd->dws[q].fd].posix = false;
 	settle(wd);
-	x = enqueue(wd, 1, 0, ZKL_EXCLUSIVE, 0);
-	y = enqueue(wd, 1, 1, ZKL_EXCLUSIVE, 0);
+	x = enqueue(wd, 1, 0, ZKN_EXCLUSIVE, 0);
+	y = enqueue(wd, 1, 1, ZKN_EXCLUSIVE, 0);
 	settle(wd);
 	expect(wd, granted(wd, p) && granted(wd, q) && waits(wd, x) && waits(wd, y),
 	       "w%d and w%d hold their lock files; w%d and w%d wait", p, q, x, y);

@@ -33,16 +33,16 @@ static void limit_removed(struct world *wd)
 	int a, l, x, t;
 
 	sim_set_limit(wd, 1, 2);
-	a = enqueue(wd, 1, 0, ZKL_EXCLUSIVE, 0);
+	a = enqueue(wd, 1, 0, ZKN_EXCLUSIVE, 0);
 	settle(wd);
-	l = enqueue(wd, 0, 0, ZKL_EXCLUSIVE, 0);
+	l = enqueue(wd, 0, 0, ZKN_EXCLUSIVE, 0);
 	settle(wd);
-	x = enqueue(wd, 0, 0, ZKL_EXCLUSIVE, 0);
+	x = enqueue(wd, 0, 0, ZKN_EXCLUSIVE, 0);
 	settle(wd);
 	expect(wd, granted(wd, a) && granted(wd, l) && waits(wd, x),
 	       "two hold a limit of 2, a third waits");
 	sim_set_limit(wd, 1, 0);
-	t = enqueue(wd, 0, 0, ZKL_EXCLUSIVE, ZKL_NONBLOCK);	/* lists: decides x too */
+	t = enqueue(wd, 0, 0, ZKN_EXCLUSIVE, ZKL_NONBLOCK);	/* lists: decides x too */
 	settle(wd);
 	expect(wd, wd->dws[t].ndone == 1 && wd->dws[t].result == -EAGAIN,
 	       "a try behind two holders is EAGAIN");
@@ -71,10 +71,10 @@ static void limit_set_here_before_a_confirmation(struct world *wd)
 	snprintf(prefix, sizeof(prefix), "%s/f-lock-", wd->dirs[0]);
 	szk_create(&wd->net.zk, wd->foreign, prefix, "foreign\n", 8,
 		   ZOO_EPHEMERAL | ZOO_SEQUENCE, &x, NULL);
-	s1 = enqueue(wd, 1, 0, ZKL_SHARED, 0);
-	s2 = enqueue(wd, 1, 0, ZKL_SHARED, 0);
+	s1 = enqueue(wd, 1, 0, ZKN_SHARED, 0);
+	s2 = enqueue(wd, 1, 0, ZKN_SHARED, 0);
 	settle(wd);
-	w = enqueue(wd, 0, 0, ZKL_SHARED, 0);
+	w = enqueue(wd, 0, 0, ZKN_SHARED, 0);
 	settle(wd);
 	expect(wd, waits(wd, s1) && waits(wd, s2) && waits(wd, w),
 	       "three shared waiters behind an exclusive entry");
@@ -102,18 +102,18 @@ static void limit_set_behind_a_plain_holder(struct world *wd)
 {
 	int l, s1, s2, x, t;
 
-	l = enqueue(wd, 0, 0, ZKL_EXCLUSIVE, 0);
+	l = enqueue(wd, 0, 0, ZKN_EXCLUSIVE, 0);
 	settle(wd);
-	s1 = enqueue(wd, 1, 0, ZKL_SHARED, 0);
+	s1 = enqueue(wd, 1, 0, ZKN_SHARED, 0);
 	settle(wd);
-	s2 = enqueue(wd, 1, 0, ZKL_SHARED, 0);
+	s2 = enqueue(wd, 1, 0, ZKN_SHARED, 0);
 	settle(wd);
-	x = enqueue(wd, 0, 0, ZKL_SHARED, 0);
+	x = enqueue(wd, 0, 0, ZKN_SHARED, 0);
 	settle(wd);
 	expect(wd, granted(wd, l) && waits(wd, s1) && waits(wd, s2) && waits(wd, x),
 	       "one holds, three shared wait");
 	sim_set_limit(wd, 2, 2);
-	t = enqueue(wd, 0, 0, ZKL_EXCLUSIVE, ZKL_NONBLOCK);	/* m0 lists the limit */
+	t = enqueue(wd, 0, 0, ZKN_EXCLUSIVE, ZKL_NONBLOCK);	/* m0 lists the limit */
 	settle(wd);
 	expect(wd, wd->dws[t].ndone == 1 && wd->dws[t].result == -EAGAIN,
 	       "a try behind the holder is EAGAIN");
@@ -134,11 +134,11 @@ static void limit_set_behind_a_plain_holder(struct world *wd)
  */
 static void three_in_d1(struct world *wd, int *l, int *x, int *y)
 {
-	*l = enqueue(wd, 0, 1, ZKL_EXCLUSIVE, 0);
+	*l = enqueue(wd, 0, 1, ZKN_EXCLUSIVE, 0);
 	settle(wd);
-	*x = enqueue(wd, 0, 1, ZKL_EXCLUSIVE, 0);
+	*x = enqueue(wd, 0, 1, ZKN_EXCLUSIVE, 0);
 	settle(wd);
-	*y = enqueue(wd, 1, 1, ZKL_EXCLUSIVE, 0);
+	*y = enqueue(wd, 1, 1, ZKN_EXCLUSIVE, 0);
 	settle(wd);
 	expect(wd, granted(wd, *l) && waits(wd, *x) && waits(wd, *y), "one holds, two wait");
 }
@@ -176,11 +176,11 @@ static void racing_pokes_wake_two(struct world *wd)
 	int a, b, c, d;
 
 	sim_set_limit(wd, 0, 2);
-	a = enqueue(wd, 0, 0, ZKL_EXCLUSIVE, 0);
-	b = enqueue(wd, 0, 0, ZKL_EXCLUSIVE, 0);
+	a = enqueue(wd, 0, 0, ZKN_EXCLUSIVE, 0);
+	b = enqueue(wd, 0, 0, ZKN_EXCLUSIVE, 0);
 	settle(wd);
-	c = enqueue(wd, 1, 0, ZKL_EXCLUSIVE, 0);
-	d = enqueue(wd, 1, 0, ZKL_EXCLUSIVE, 0);
+	c = enqueue(wd, 1, 0, ZKN_EXCLUSIVE, 0);
+	d = enqueue(wd, 1, 0, ZKN_EXCLUSIVE, 0);
 	settle(wd);
 	expect(wd, granted(wd, a) && granted(wd, b) && waits(wd, c) && waits(wd, d),
 	       "two hold a limit of 2, two wait");
@@ -200,9 +200,9 @@ static void no_grant_while_silent(struct world *wd)
 {
 	int h, w, v;
 
-	h = enqueue(wd, 1, 1, ZKL_EXCLUSIVE, 0);
+	h = enqueue(wd, 1, 1, ZKN_EXCLUSIVE, 0);
 	settle(wd);
-	w = enqueue(wd, 0, 1, ZKL_EXCLUSIVE, 0);
+	w = enqueue(wd, 0, 1, ZKN_EXCLUSIVE, 0);
 	settle(wd);
 	expect(wd, granted(wd, h) && waits(wd, w), "one holds, one waits on another mount");
 	release(wd, h);
@@ -216,7 +216,7 @@ static void no_grant_while_silent(struct world *wd)
 	deliver_all(wd, 0);
 	expect(wd, waits(wd, w), "no grant on a silent session");
 	did(wd, sn_expire(M(wd, 0)));
-	v = enqueue(wd, 1, 1, ZKL_EXCLUSIVE, 0);
+	v = enqueue(wd, 1, 1, ZKN_EXCLUSIVE, 0);
 	settle_mount(wd, 1);
 	expect(wd, granted(wd, v), "the next holder, once m0's session expired");
 	did(wd, sn_reconnect(M(wd, 0)));
@@ -241,15 +241,15 @@ static void linger_keeps_its_kind(struct world *wd)
 
 	wd->lingers = true;
 	zkl_engine_set_linger(wd->eng[0], 1000);
-	s = enqueue(wd, 0, 1, ZKL_SHARED, 0);
+	s = enqueue(wd, 0, 1, ZKN_SHARED, 0);
 	settle(wd);
 	expect(wd, granted(wd, s), "w%d holds", s);
 	release(wd, s);
 	settle(wd);
-	x = enqueue(wd, 0, 1, ZKL_EXCLUSIVE, 0);
+	x = enqueue(wd, 0, 1, ZKN_EXCLUSIVE, 0);
 	settle(wd);
 	expect(wd, granted(wd, x), "w%d holds", x);
-	y = enqueue(wd, 1, 1, ZKL_SHARED, 0);
+	y = enqueue(wd, 1, 1, ZKN_SHARED, 0);
 	settle(wd);
 	expect(wd, waits(wd, y), "a shared open waits behind an exclusive holder");
 }
@@ -268,7 +268,7 @@ static void reuse_keeps_a_revocation(struct world *wd)
 
 	wd->lingers = true;
 	zkl_engine_set_linger(wd->eng[0], 1000);
-	a = enqueue(wd, 0, 1, ZKL_EXCLUSIVE, 0);
+	a = enqueue(wd, 0, 1, ZKN_EXCLUSIVE, 0);
 	settle(wd);
 	release(wd, a);
 	settle(wd);
@@ -279,7 +279,7 @@ static void reuse_keeps_a_revocation(struct world *wd)
 	}
 	sn_trace(&wd->net, "  another client asks %s to let go", path);
 	szk_set(&wd->net.zk, path, ZKL_REVOKE_DATA, (int)strlen(ZKL_REVOKE_DATA), -1);
-	b = enqueue(wd, 0, 1, ZKL_EXCLUSIVE, 0);	/* reuses it: new data */
+	b = enqueue(wd, 0, 1, ZKN_EXCLUSIVE, 0);	/* reuses it: new data */
 	expect(wd, granted(wd, b), "w%d granted on the lingering entry", b);
 	settle(wd);
 	zkl_info(wd->dws[b].w, &info, NULL);
@@ -294,7 +294,7 @@ static void reuse_keeps_a_revocation(struct world *wd)
 /* A try (O_NONBLOCK) on mount @m in d1: its dw id. */
 static int try_lock(struct world *wd, int m)
 {
-	return enqueue(wd, m, 1, ZKL_EXCLUSIVE, ZKL_NONBLOCK);
+	return enqueue(wd, m, 1, ZKN_EXCLUSIVE, ZKL_NONBLOCK);
 }
 
 static bool refused(const struct world *wd, int id)
@@ -309,7 +309,7 @@ static int linger_one(struct world *wd)
 
 	wd->lingers = true;
 	zkl_engine_set_linger(wd->eng[0], 1000);
-	a = enqueue(wd, 0, 1, ZKL_EXCLUSIVE, 0);
+	a = enqueue(wd, 0, 1, ZKN_EXCLUSIVE, 0);
 	settle(wd);
 	release(wd, a);
 	settle(wd);
@@ -343,7 +343,7 @@ static void try_behind_a_reused_linger(struct world *wd)
 	int b, t;
 
 	linger_one(wd);
-	b = enqueue(wd, 0, 1, ZKL_EXCLUSIVE, 0);
+	b = enqueue(wd, 0, 1, ZKN_EXCLUSIVE, 0);
 	expect(wd, granted(wd, b), "w%d holds the lingering entry again", b);
 	settle(wd);
 	t = try_lock(wd, 1);
@@ -356,7 +356,7 @@ static void try_behind_a_holder(struct world *wd)
 {
 	int h, t;
 
-	h = enqueue(wd, 0, 1, ZKL_EXCLUSIVE, 0);
+	h = enqueue(wd, 0, 1, ZKN_EXCLUSIVE, 0);
 	settle(wd);
 	t = try_lock(wd, 1);
 	settle(wd);
@@ -427,15 +427,15 @@ static void linger_after_suspend(struct world *wd)
 
 	wd->lingers = true;
 	zkl_engine_set_linger(wd->eng[0], 4000000000u);	/* longer than the sleep */
-	a = enqueue(wd, 0, 1, ZKL_EXCLUSIVE, 0);
+	a = enqueue(wd, 0, 1, ZKN_EXCLUSIVE, 0);
 	settle(wd);
 	release(wd, a);
 	settle(wd);
 	suspend(wd, 0);
-	y = enqueue(wd, 1, 1, ZKL_EXCLUSIVE, 0);
+	y = enqueue(wd, 1, 1, ZKN_EXCLUSIVE, 0);
 	settle_mount(wd, 1);
 	expect(wd, granted(wd, y), "w%d holds once m0's session expired", y);
-	b = enqueue(wd, 0, 1, ZKL_EXCLUSIVE, 0);
+	b = enqueue(wd, 0, 1, ZKN_EXCLUSIVE, 0);
 	expect(wd, waits(wd, b), "no grant on a kept entry of a session that may be gone");
 	zkl_engine_set_linger(wd->eng[0], 1000);	/* the end phase's run out */
 }

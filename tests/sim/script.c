@@ -103,7 +103,7 @@ void settle_mount(struct world *wd, int m)
 		;
 }
 
-int enqueue(struct world *wd, int m, int dir, enum zkl_kind kind, int flags)
+int enqueue(struct world *wd, int m, int dir, enum zkn_kind kind, int flags)
 {
 	int id = act_enqueue_on(wd, m, dir, kind, flags);
 

@@ -32,7 +32,7 @@ void settle(struct world *wd);
 void settle_mount(struct world *wd, int m);
 /* the driver's own waiters (the engine called directly): enqueue() returns
  * the dw id; release() gives it back */
-int enqueue(struct world *wd, int m, int dir, enum zkl_kind kind, int flags);
+int enqueue(struct world *wd, int m, int dir, enum zkn_kind kind, int flags);
 void release(struct world *wd, int id);
 void tick(struct world *wd, int m);
 /* unlink_entry() - another client deletes @id's entry */

@@ -39,9 +39,9 @@
 
 /* the engine's world: log and chance ---------------------------------------- */
 
-/* zkl_log() - the engine's log goes into the replay trace (zk/log.c is not
+/* zklog() - the engine's log goes into the replay trace (zk/log.c is not
  * linked: its rate limit reads the clock). */
-void zkl_log(int level, const char *fmt, ...)
+void zklog(int level, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -55,7 +55,7 @@ void zkl_log(int level, const char *fmt, ...)
 	putchar('\n');
 }
 
-bool zkl_log_init(const char *ident, bool to_syslog, bool debug)
+bool zklog_init(const char *ident, bool to_syslog, bool debug)
 {
 	(void)ident, (void)to_syslog, (void)debug;
 	return false;
@@ -340,7 +340,7 @@ void sim_world_init(struct world *wd, uint64_t seed, bool verbose)
 		wd->fault_rate = rates[sim_rng_below(&wd->rng, 4)];
 	}
 	for (int i = 0; i < SIM_MOUNTS; i++) {
-		struct zkl_transport t = sn_transport(&wd->net.mounts[i]);
+		struct zkt_transport t = sn_transport(&wd->net.mounts[i]);
 
 		wd->naming[i] = sim_rng_chance(&wd->rng, 1, 3) ? ZKN_KAZOO : ZKN_CURATOR;
 		wd->eng[i] = zkl_engine_new(&t, wd->naming[i], sim_lost);

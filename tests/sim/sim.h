@@ -26,7 +26,7 @@
 /* A waiter of the driver's: one zkl_enqueue(). */
 struct dw {
 	int id, mount, dir;
-	enum zkl_kind kind;
+	enum zkn_kind kind;
 	int flags;
 	struct zkl_waiter *w;	/* valid until released */
 	int ndone;		/* done calls seen: must end at exactly 1 */
@@ -69,7 +69,7 @@ struct world {
 	struct sim_rng nonce_rng;	/* the engine's getrandom() */
 	struct simnet net;
 	struct zkl_engine *eng[SIM_MOUNTS];
-	enum zkl_naming naming[SIM_MOUNTS];
+	enum zkn_naming naming[SIM_MOUNTS];
 	char dirs[SIM_DIRS][32];
 	bool semaphore;			/* d0 is one, and its limit changes */
 	unsigned limit[SIM_DIRS];	/* a semaphore's (0: a plain lock) */
@@ -110,7 +110,7 @@ struct world {
 	/*
 	 * The FUSE thread runs a call into fs/ (simfs.c): where it takes a
 	 * mutex holding none, the ZooKeeper thread may run first
-	 * (zkl_mutex_preempt): one delivery, one time in four; or, set by a
+	 * (zkmx_preempt): one delivery, one time in four; or, set by a
 	 * script, @preempt_run at a mutex of rank @preempt_rank, once
 	 * @preempt_skip of them have been passed.  The next @calm points are
 	 * left alone (an action whose outcome the driver foretells).
@@ -151,10 +151,10 @@ bool act_enqueue(struct world *wd);	/* a new waiter: random mount, dir, kind,
 					   through fs/ or the engine */
 /* sim_new_dw() - a new waiter's record, not yet enqueued.  Return: its
  * id, or -1 if too many live (SIM_MAX_LIVE). */
-int sim_new_dw(struct world *wd, int m, int dir, enum zkl_kind kind, int flags);
+int sim_new_dw(struct world *wd, int m, int dir, enum zkn_kind kind, int flags);
 /* act_enqueue_on() - a new waiter of @kind and @flags on mount @m, lock
  * @dir.  Return: its dw id, or -1 if too many live (SIM_MAX_LIVE). */
-int act_enqueue_on(struct world *wd, int m, int dir, enum zkl_kind kind, int flags);
+int act_enqueue_on(struct world *wd, int m, int dir, enum zkn_kind kind, int flags);
 bool act_cancel(struct world *wd);	/* an unanswered waiter is interrupted */
 bool act_release(struct world *wd);	/* an answered waiter is given back */
 bool act_unlink(struct world *wd);	/* another client deletes an entry */

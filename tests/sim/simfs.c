@@ -73,7 +73,7 @@ void zklfs_wbuf_close(struct zklfs *fs, struct node *n)
  * else, one time in four, one completion delivered on a mount that has
  * one.  That thread is not preempted in turn (zk/mutex.h).
  */
-static void preempt(const struct zkl_mutex *mu)
+static void preempt(const struct zkmx *mu)
 {
 	struct world *wd = W();
 	struct sn_handle *h[SIM_MOUNTS];
@@ -215,9 +215,9 @@ static int joined(struct world *wd, struct fuse_req *r, struct sfd *f)
 	d->ndone = 1;			/* never enqueued */
 	d->released = true;
 	if (!d->may_deadlock || od < 0 || o->tid != r->tid || o->tid_start != r->start ||
-	    !(o->kind == ZKL_EXCLUSIVE || d->kind == ZKL_SHARED))
+	    !(o->kind == ZKN_EXCLUSIVE || d->kind == ZKN_SHARED))
 		sim_failf(wd, "reentrant: fd%d (w%d, %s) joined an entry its thread does "
-			  "not hold so", r->fd, d->id, d->kind == ZKL_EXCLUSIVE ?
+			  "not hold so", r->fd, d->id, d->kind == ZKN_EXCLUSIVE ?
 			  "exclusive" : "shared");
 	if (r->gone) {			/* never a descriptor: lockreq lets it go */
 		f->closed = true;
@@ -403,24 +403,24 @@ void simfs_init(struct world *wd)
 		s->fs.reply = &sim_reply;
 		snprintf(s->fs.host, sizeof(s->fs.host), "m%d", m);
 		s->fs.mountpoint = s->fs.host;
-		zkl_mutex_init(&s->fs.lock, ZKL_RANK_FS, "fs->lock");
+		zkmx_init(&s->fs.lock, ZKMX_RANK_FS, "fs->lock");
 		if (!s->conf.root || zklfs_nodes_init(&s->fs, node_end) != 0)
 			abort();
 		wd->fs[m] = s;
 	}
-	zkl_mutex_preempt = preempt;
+	zkmx_preempt = preempt;
 }
 
 void simfs_free(struct world *wd)
 {
-	zkl_mutex_preempt = NULL;
+	zkmx_preempt = NULL;
 	for (int m = 0; m < SIM_MOUNTS; m++) {
 		struct simfs *s = wd->fs[m];
 
 		if (!s)
 			continue;
 		zklfs_nodes_free(&s->fs);
-		zkl_mutex_destroy(&s->fs.lock);
+		zkmx_destroy(&s->fs.lock);
 		free(s->conf.root);
 		free(s);
 		wd->fs[m] = NULL;

@@ -39,20 +39,20 @@ void simfs_free(struct world *wd);
 
 /* simfs_open() - MKNOD and OPEN (@flags: ZKL_NONBLOCK is O_NONBLOCK) of a
  * lock of @kind in lock @dir on mount @m.  Return: its dw id, or -1. */
-int simfs_open(struct world *wd, int m, int dir, enum zkl_kind kind, int flags);
+int simfs_open(struct world *wd, int m, int dir, enum zkn_kind kind, int flags);
 
 /* simfs_open_by() - simfs_open(), by the thread of descriptor @by (-1: as
  * the driver chooses).  simfs_fd_of() - an open descriptor that stands for
  * waiter @id's entry: the one that made it (@first), else a JOINED one;
  * -1 if none. */
-int simfs_open_by(struct world *wd, int m, int dir, enum zkl_kind kind, int flags,
+int simfs_open_by(struct world *wd, int m, int dir, enum zkn_kind kind, int flags,
 		  int by);
 int simfs_fd_of(struct world *wd, int id, bool first);
 
 /* simfs_open_lockfile() - OPEN of lock @dir as a lock file on mount @m
  * (never waits), then flock(LOCK_SH/LOCK_EX per @kind, LOCK_NB per @flags)
  * by its one lock owner.  Return: the dw id of that request, or -1. */
-int simfs_open_lockfile(struct world *wd, int m, int dir, enum zkl_kind kind, int flags);
+int simfs_open_lockfile(struct world *wd, int m, int dir, enum zkn_kind kind, int flags);
 
 /* simfs_flush() - FLUSH of lock-file descriptor @fd (a close() of a copy,
  * the description staying open): by its POSIX owner if it is one (whose

@@ -59,14 +59,14 @@ static void open_thread(struct world *wd, struct sfd *f, int id)
 		}
 }
 
-int simfs_open(struct world *wd, int m, int dir, enum zkl_kind kind, int flags)
+int simfs_open(struct world *wd, int m, int dir, enum zkn_kind kind, int flags)
 {
 	return simfs_open_by(wd, m, dir, kind, flags, -1);
 }
 
 /* A new waiter (*@id) and a new descriptor for it on mount @m of lock
  * @dir; NULL (no waiter) past the live waiters' bound. */
-static struct sfd *new_fd(struct world *wd, int m, int dir, enum zkl_kind kind, int flags,
+static struct sfd *new_fd(struct world *wd, int m, int dir, enum zkn_kind kind, int flags,
 			  int *id)
 {
 	struct sfd *f;
@@ -88,7 +88,7 @@ static struct sfd *new_fd(struct world *wd, int m, int dir, enum zkl_kind kind, 
 	return f;
 }
 
-int simfs_open_by(struct world *wd, int m, int dir, enum zkl_kind kind, int flags,
+int simfs_open_by(struct world *wd, int m, int dir, enum zkn_kind kind, int flags,
 		  int by)
 {
 	struct simfs *s = wd->fs[m];
@@ -119,7 +119,7 @@ int simfs_open_by(struct world *wd, int m, int dir, enum zkl_kind kind, int flag
 		abort();
 	f->req = simfs_new_req(wd, fd, id, false);
 	wd->asker = f->req;
-	fi.flags = (kind == ZKL_SHARED ? O_RDONLY : O_WRONLY) | O_CREAT |
+	fi.flags = (kind == ZKN_SHARED ? O_RDONLY : O_WRONLY) | O_CREAT |
 		   (flags & ZKL_NONBLOCK ? O_NONBLOCK : 0);
 	lockreq_open(f->req, f->n, &fi);
 	simfs_fuse_thread(wd, false);
@@ -148,7 +148,7 @@ static void fd_lock(struct world *wd, struct sfd *f, struct fuse_req *r, int op,
 	simfs_fuse_thread(wd, false);
 }
 
-int simfs_open_lockfile(struct world *wd, int m, int dir, enum zkl_kind kind, int flags)
+int simfs_open_lockfile(struct world *wd, int m, int dir, enum zkn_kind kind, int flags)
 {
 	struct zklfs *fs = &wd->fs[m]->fs;
 	struct fuse_file_info fi = { .flags = O_RDWR | O_CREAT };
@@ -168,12 +168,12 @@ int simfs_open_lockfile(struct world *wd, int m, int dir, enum zkl_kind kind, in
 	d->start = f->start;
 	d->may_deadlock = thread_busy(wd, f->tid, f->start, f);
 	sn_trace(&wd->net, "  fs: OPEN fd%d of the lock file %s, then %s for w%d, by thread "
-		 "%d (%s owner)", fd, wd->dirs[dir], kind == ZKL_SHARED ? "LOCK_SH" : "LOCK_EX",
+		 "%d (%s owner)", fd, wd->dirs[dir], kind == ZKN_SHARED ? "LOCK_SH" : "LOCK_EX",
 		 id, (int)f->tid, f->posix ? "a POSIX" : "the description's");
 	simfs_fuse_thread(wd, true);
-	zkl_mutex_lock(&fs->lock);
+	zkmx_lock(&fs->lock);
 	f->file = node_lookup_locked(fs, wd->dirs[dir], NODE_LOCKFILE);
-	zkl_mutex_unlock(&fs->lock);
+	zkmx_unlock(&fs->lock);
 	if (!f->file)
 		abort();
 	f->lfi = calloc(1, sizeof(*f->lfi));
@@ -193,7 +193,7 @@ int simfs_open_lockfile(struct world *wd, int m, int dir, enum zkl_kind kind, in
 	r = simfs_new_req(wd, fd, id, true);
 	r->old = -1;
 	f->req = r;
-	fd_lock(wd, f, r, kind == ZKL_SHARED ? LOCK_SH : LOCK_EX, flags & ZKL_NONBLOCK);
+	fd_lock(wd, f, r, kind == ZKN_SHARED ? LOCK_SH : LOCK_EX, flags & ZKL_NONBLOCK);
 	simfs_after_ask(d, f);
 	return id;
 }
@@ -395,7 +395,7 @@ static bool fdlock_shared(struct world *wd, struct sfd *f, int op, bool nb)
 	struct fuse_req *r = simfs_new_req(wd, fd, -1, true);
 	const struct lockreq *e = lockreq_entry(f->n->lr);
 	bool last = false, lost = e->state == LR_LOST;
-	enum zkl_kind kind = e->kind;
+	enum zkn_kind kind = e->kind;
 	char *path = NULL;
 
 	sn_trace(&wd->net, "  fs: flock(fd%d, %s%s) on an entry shared by reentrant opens "
@@ -411,7 +411,7 @@ static bool fdlock_shared(struct world *wd, struct sfd *f, int op, bool nb)
 	    (op != LOCK_UN && lost && r->result != EIO) ||
 	    (op != LOCK_UN && !lost && r->result != 0 && r->result != EDEADLK) ||
 	    (op != LOCK_UN && !lost && r->result == 0 &&
-	     kind != (op == LOCK_EX ? ZKL_EXCLUSIVE : ZKL_SHARED)))
+	     kind != (op == LOCK_EX ? ZKN_EXCLUSIVE : ZKN_SHARED)))
 		sim_failf(wd, "flock: fd%d, whose entry others stand for: answered %d "
 			  "times, with %d", fd, r->replies, r->result);
 	if (last)
@@ -484,7 +484,7 @@ bool act_fdlock(struct world *wd)
 		return fdlock_busy(wd, f, op, nb);
 	if (op != LOCK_UN) {
 		id = sim_new_dw(wd, f->mount, f->dir,
-				op == LOCK_EX ? ZKL_EXCLUSIVE : ZKL_SHARED, nb ? ZKL_NONBLOCK : 0);
+				op == LOCK_EX ? ZKN_EXCLUSIVE : ZKN_SHARED, nb ? ZKL_NONBLOCK : 0);
 		if (id < 0)
 			return false;
 		wd->dws[id].fd = fd;

@@ -360,7 +360,7 @@ static int64_t t_session_of(void *ctx, uint64_t gen)
 	return gen == m->gen && m->cur->connected_once ? m->cur->sid : 0;
 }
 
-static const struct zkl_transport_ops sn_ops = {
+static const struct zkt_ops sn_ops = {
 	.create = t_create, .remove = t_remove, .multi = t_multi,
 	.children = t_children, .get = t_get, .wget = t_wget,
 	.exists = t_exists, .unwatch = t_unwatch, .set = t_set,
@@ -369,9 +369,9 @@ static const struct zkl_transport_ops sn_ops = {
 	.generation = t_generation, .session_of = t_session_of,
 };
 
-struct zkl_transport sn_transport(struct sn_mount *m)
+struct zkt_transport sn_transport(struct sn_mount *m)
 {
-	return (struct zkl_transport){ &sn_ops, m };
+	return (struct zkt_transport){ &sn_ops, m };
 }
 
 /* the server side ------------------------------------------------------- */

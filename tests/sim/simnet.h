@@ -130,7 +130,7 @@ void sn_init(struct simnet *net, struct sim_rng *rng, int n, bool verbose);
 void sn_free(struct simnet *net);
 
 /* sn_transport() - the transport of mount @m, for zkl_engine_new(). */
-struct zkl_transport sn_transport(struct sn_mount *m);
+struct zkt_transport sn_transport(struct sn_mount *m);
 
 /* sn_trace() - one line of the replay trace (verbose runs only). */
 void sn_trace(struct simnet *net, const char *fmt, ...)

@@ -9,118 +9,118 @@
 
 #include "zk/grant.h"
 
-#define EXCL(n)		{ .name = "x" #n, .seq = (n), .kind = ZKL_EXCLUSIVE }
-#define SHARED(n)	{ .name = "s" #n, .seq = (n), .kind = ZKL_SHARED }
+#define EXCL(n)		{ .name = "x" #n, .seq = (n), .kind = ZKN_EXCLUSIVE }
+#define SHARED(n)	{ .name = "s" #n, .seq = (n), .kind = ZKN_SHARED }
 
 static void test_lowest_exclusive_is_granted(void **state)
 {
-	struct zkl_child kids[] = { EXCL(9), EXCL(7), EXCL(8) };
-	const struct zkl_child *watch = (void *)1;
+	struct zkg_child kids[] = { EXCL(9), EXCL(7), EXCL(8) };
+	const struct zkg_child *watch = (void *)1;
 
 	(void)state;
-	assert_int_equal(zkl_decide(kids, 3, 7, ZKL_EXCLUSIVE, &watch), ZKL_GRANTED);
+	assert_int_equal(zkg_decide(kids, 3, 7, ZKN_EXCLUSIVE, &watch), ZKG_GRANTED);
 	assert_null(watch);
 }
 
 static void test_exclusive_watches_only_its_predecessor(void **state)
 {
-	struct zkl_child kids[] = { EXCL(3), EXCL(5), EXCL(4), EXCL(9), EXCL(6) };
-	const struct zkl_child *watch = NULL;
+	struct zkg_child kids[] = { EXCL(3), EXCL(5), EXCL(4), EXCL(9), EXCL(6) };
+	const struct zkg_child *watch = NULL;
 
 	(void)state;
-	assert_int_equal(zkl_decide(kids, 5, 6, ZKL_EXCLUSIVE, &watch), ZKL_WAIT);
+	assert_int_equal(zkg_decide(kids, 5, 6, ZKN_EXCLUSIVE, &watch), ZKG_WAIT);
 	assert_int_equal(watch->seq, 5);
 }
 
 static void test_shared_waits_for_earlier_exclusive(void **state)
 {
-	struct zkl_child kids[] = { EXCL(7), SHARED(8), SHARED(9) };
-	const struct zkl_child *watch;
+	struct zkg_child kids[] = { EXCL(7), SHARED(8), SHARED(9) };
+	const struct zkg_child *watch;
 
 	(void)state;
-	assert_int_equal(zkl_decide(kids, 3, 9, ZKL_SHARED, &watch), ZKL_WAIT);
+	assert_int_equal(zkg_decide(kids, 3, 9, ZKN_SHARED, &watch), ZKG_WAIT);
 	assert_int_equal(watch->seq, 7);
 }
 
 static void test_readers_share(void **state)
 {
-	struct zkl_child kids[] = { SHARED(1), SHARED(2), SHARED(3) };
+	struct zkg_child kids[] = { SHARED(1), SHARED(2), SHARED(3) };
 
 	(void)state;
-	assert_int_equal(zkl_decide(kids, 3, 3, ZKL_SHARED, NULL), ZKL_GRANTED);
-	assert_int_equal(zkl_decide(kids, 3, 1, ZKL_SHARED, NULL), ZKL_GRANTED);
+	assert_int_equal(zkg_decide(kids, 3, 3, ZKN_SHARED, NULL), ZKG_GRANTED);
+	assert_int_equal(zkg_decide(kids, 3, 1, ZKN_SHARED, NULL), ZKG_GRANTED);
 }
 
 static void test_writer_waits_for_last_reader(void **state)
 {
-	struct zkl_child kids[] = { SHARED(1), SHARED(2), EXCL(3) };
-	const struct zkl_child *watch;
+	struct zkg_child kids[] = { SHARED(1), SHARED(2), EXCL(3) };
+	const struct zkg_child *watch;
 
 	(void)state;
-	assert_int_equal(zkl_decide(kids, 3, 3, ZKL_EXCLUSIVE, &watch), ZKL_WAIT);
+	assert_int_equal(zkg_decide(kids, 3, 3, ZKN_EXCLUSIVE, &watch), ZKG_WAIT);
 	assert_int_equal(watch->seq, 2);
 }
 
 static void test_late_reader_queues_behind_waiting_writer(void **state)
 {
-	struct zkl_child kids[] = { SHARED(1), EXCL(2), SHARED(3) };
-	const struct zkl_child *watch;
+	struct zkg_child kids[] = { SHARED(1), EXCL(2), SHARED(3) };
+	const struct zkg_child *watch;
 
 	(void)state;
-	assert_int_equal(zkl_decide(kids, 3, 3, ZKL_SHARED, &watch), ZKL_WAIT);
+	assert_int_equal(zkg_decide(kids, 3, 3, ZKN_SHARED, &watch), ZKG_WAIT);
 	assert_int_equal(watch->seq, 2);
 }
 
 static void test_deleted_entry_is_missing(void **state)
 {
-	struct zkl_child kids[] = { EXCL(1), EXCL(3) };
+	struct zkg_child kids[] = { EXCL(1), EXCL(3) };
 
 	(void)state;
-	assert_int_equal(zkl_decide(kids, 2, 2, ZKL_EXCLUSIVE, NULL), ZKL_MISSING);
-	assert_int_equal(zkl_decide(NULL, 0, 2, ZKL_SHARED, NULL), ZKL_MISSING);
+	assert_int_equal(zkg_decide(kids, 2, 2, ZKN_EXCLUSIVE, NULL), ZKG_MISSING);
+	assert_int_equal(zkg_decide(NULL, 0, 2, ZKN_SHARED, NULL), ZKG_MISSING);
 }
 
 static void test_fifo_across_counter_wrap(void **state)
 {
 	/* entries made just before and just after the counter wrapped */
-	struct zkl_child kids[] = { EXCL(INT32_MIN + 1), EXCL(INT32_MAX), EXCL(INT32_MIN) };
-	const struct zkl_child *watch;
+	struct zkg_child kids[] = { EXCL(INT32_MIN + 1), EXCL(INT32_MAX), EXCL(INT32_MIN) };
+	const struct zkg_child *watch;
 
 	(void)state;
-	assert_int_equal(zkl_decide(kids, 3, INT32_MAX, ZKL_EXCLUSIVE, &watch), ZKL_GRANTED);
-	assert_int_equal(zkl_decide(kids, 3, INT32_MIN, ZKL_EXCLUSIVE, &watch), ZKL_WAIT);
+	assert_int_equal(zkg_decide(kids, 3, INT32_MAX, ZKN_EXCLUSIVE, &watch), ZKG_GRANTED);
+	assert_int_equal(zkg_decide(kids, 3, INT32_MIN, ZKN_EXCLUSIVE, &watch), ZKG_WAIT);
 	assert_int_equal(watch->seq, INT32_MAX);
-	assert_int_equal(zkl_decide(kids, 3, INT32_MIN + 1, ZKL_EXCLUSIVE, &watch), ZKL_WAIT);
+	assert_int_equal(zkg_decide(kids, 3, INT32_MIN + 1, ZKN_EXCLUSIVE, &watch), ZKG_WAIT);
 	assert_int_equal(watch->seq, INT32_MIN);
 }
 
 static void test_holders(void **state)
 {
-	struct zkl_child readers[] = { SHARED(4), SHARED(2), EXCL(5), SHARED(6) };
-	struct zkl_child writer[] = { EXCL(9), SHARED(10), EXCL(8) };
-	const struct zkl_child *h[4];
+	struct zkg_child readers[] = { SHARED(4), SHARED(2), EXCL(5), SHARED(6) };
+	struct zkg_child writer[] = { EXCL(9), SHARED(10), EXCL(8) };
+	const struct zkg_child *h[4];
 
 	(void)state;
-	assert_int_equal(zkl_holders(readers, 4, h, 4), 2);
+	assert_int_equal(zkg_holders(readers, 4, h, 4), 2);
 	assert_true((h[0]->seq == 4 && h[1]->seq == 2) || (h[0]->seq == 2 && h[1]->seq == 4));
-	assert_int_equal(zkl_holders(writer, 3, h, 4), 1);
+	assert_int_equal(zkg_holders(writer, 3, h, 4), 1);
 	assert_int_equal(h[0]->seq, 8);
-	assert_int_equal(zkl_holders(NULL, 0, h, 4), 0);
-	assert_int_equal(zkl_holders(readers, 4, h, 1), 2);	/* count beyond max */
+	assert_int_equal(zkg_holders(NULL, 0, h, 4), 0);
+	assert_int_equal(zkg_holders(readers, 4, h, 1), 2);	/* count beyond max */
 }
 
 static void test_sort_is_queue_order(void **state)
 {
-	struct zkl_child kids[] = { EXCL(9), EXCL(-7), SHARED(3) };
-	struct zkl_child wrap[] = { EXCL(INT32_MIN + 2), EXCL(INT32_MAX - 1), EXCL(INT32_MIN) };
+	struct zkg_child kids[] = { EXCL(9), EXCL(-7), SHARED(3) };
+	struct zkg_child wrap[] = { EXCL(INT32_MIN + 2), EXCL(INT32_MAX - 1), EXCL(INT32_MIN) };
 
 	(void)state;
-	zkl_sort(kids, 3);
+	zkg_sort(kids, 3);
 	assert_int_equal(kids[0].seq, -7);
 	assert_int_equal(kids[1].seq, 3);
 	assert_int_equal(kids[2].seq, 9);
 	/* a queue that spans the wrap keeps its order */
-	zkl_sort(wrap, 3);
+	zkg_sort(wrap, 3);
 	assert_int_equal(wrap[0].seq, INT32_MAX - 1);
 	assert_int_equal(wrap[1].seq, INT32_MIN);
 	assert_int_equal(wrap[2].seq, INT32_MIN + 2);
@@ -133,17 +133,17 @@ static void test_sort_is_queue_order(void **state)
  */
 static void test_sort_of_numbers_in_no_serial_order(void **state)
 {
-	struct zkl_child kids[64];
+	struct zkg_child kids[64];
 	uint32_t base, x = 2463534242u, sum = 0;
 
 	(void)state;
 	for (int i = 0; i < 64; i++) {
 		x ^= x << 13, x ^= x >> 17, x ^= x << 5;	/* xorshift */
-		kids[i] = (struct zkl_child)EXCL((int32_t)x);
+		kids[i] = (struct zkg_child)EXCL((int32_t)x);
 		sum += x;
 	}
-	base = (uint32_t)zkl_lowest(kids, 64)->seq;
-	zkl_sort(kids, 64);
+	base = (uint32_t)zkg_lowest(kids, 64)->seq;
+	zkg_sort(kids, 64);
 	for (int i = 0; i < 64; i++)
 		sum -= (uint32_t)kids[i].seq;
 	assert_int_equal(sum, 0);
@@ -154,51 +154,51 @@ static void test_sort_of_numbers_in_no_serial_order(void **state)
 static void test_parse_children_keeps_queue_entries(void **state)
 {
 	char *names[] = { "leases", "b-read-lock-0000000008", "a-lock-0000000007", "sub" };
-	struct zkl_child *kids;
+	struct zkg_child *kids;
 	size_t n;
 
 	(void)state;
-	kids = zkl_parse_children(names, 4, &n);
+	kids = zkg_parse_children(names, 4, &n);
 	assert_non_null(kids);
 	assert_int_equal(n, 2);
 	assert_ptr_equal(kids[0].name, names[1]);
-	assert_int_equal(kids[0].kind, ZKL_SHARED);
+	assert_int_equal(kids[0].kind, ZKN_SHARED);
 	assert_int_equal(kids[1].seq, 7);
 	free(kids);
-	kids = zkl_parse_children(NULL, 0, &n);
+	kids = zkg_parse_children(NULL, 0, &n);
 	assert_non_null(kids);
 	assert_int_equal(n, 0);
 	free(kids);
 }
 
-/* One pass over the sorted listing says, for every entry, what zkl_decide() says. */
+/* One pass over the sorted listing says, for every entry, what zkg_decide() says. */
 static void test_walk_agrees_with_decide(void **state)
 {
-	struct zkl_child kids[64];
+	struct zkg_child kids[64];
 	unsigned int rnd = 12345;
 
 	(void)state;
 	for (int round = 0; round < 200; round++) {
 		size_t n = 1 + round % 40;
 		int32_t seq = (int32_t)(round * 7);
-		struct zkl_walk wk;
+		struct zkg_walk wk;
 
 		for (size_t i = 0; i < n; i++) {
 			rnd = rnd * 1103515245u + 12345u;
 			seq += 1 + (int32_t)((rnd >> 16) % 3);	/* gaps, as deletes leave */
-			kids[i] = (struct zkl_child){ .name = "k", .seq = seq,
-				.kind = (rnd >> 8) % 3 ? ZKL_EXCLUSIVE : ZKL_SHARED };
+			kids[i] = (struct zkg_child){ .name = "k", .seq = seq,
+				.kind = (rnd >> 8) % 3 ? ZKN_EXCLUSIVE : ZKN_SHARED };
 		}
-		zkl_sort(kids, n);
-		zkl_walk_init(&wk, kids, n);
+		zkg_sort(kids, n);
+		zkg_walk_init(&wk, kids, n);
 		for (size_t i = 0; i < n; i++) {
-			enum zkl_kind k = kids[i].kind;
-			const struct zkl_child *w1 = NULL, *w2 = NULL;
+			enum zkn_kind k = kids[i].kind;
+			const struct zkg_child *w1 = NULL, *w2 = NULL;
 
 			if (i % 3 == 1)
 				continue;	/* entries may be skipped */
-			assert_int_equal(zkl_walk_decide(&wk, kids[i].seq, k, &w2),
-					 zkl_decide(kids, n, kids[i].seq, k, &w1));
+			assert_int_equal(zkg_walk_decide(&wk, kids[i].seq, k, &w2),
+					 zkg_decide(kids, n, kids[i].seq, k, &w1));
 			assert_ptr_equal(w1, w2);
 		}
 	}
@@ -206,96 +206,96 @@ static void test_walk_agrees_with_decide(void **state)
 
 static void test_lowest(void **state)
 {
-	struct zkl_child kids[] = { SHARED(9), EXCL(2147483647), EXCL(-2147483647 - 1),
+	struct zkg_child kids[] = { SHARED(9), EXCL(2147483647), EXCL(-2147483647 - 1),
 				    SHARED(3) };
 
 	(void)state;
-	assert_null(zkl_lowest(kids, 0));
-	assert_int_equal(zkl_lowest(kids, 1)->seq, 9);
-	assert_int_equal(zkl_lowest(kids, 4)->seq, 3);
+	assert_null(zkg_lowest(kids, 0));
+	assert_int_equal(zkg_lowest(kids, 1)->seq, 9);
+	assert_int_equal(zkg_lowest(kids, 4)->seq, 3);
 	/* across the wrap: 2147483647 comes before INT32_MIN */
-	assert_int_equal(zkl_lowest(kids + 1, 2)->seq, 2147483647);
+	assert_int_equal(zkg_lowest(kids + 1, 2)->seq, 2147483647);
 }
 
 static void test_walk_across_counter_wrap(void **state)
 {
-	struct zkl_child kids[] = { EXCL(-2147483647 - 1), SHARED(2147483646),
+	struct zkg_child kids[] = { EXCL(-2147483647 - 1), SHARED(2147483646),
 				    SHARED(2147483647), EXCL(-2147483647) };
-	const struct zkl_child *watch;
-	struct zkl_walk wk;
+	const struct zkg_child *watch;
+	struct zkg_walk wk;
 
 	(void)state;
-	zkl_sort(kids, 4);
-	zkl_walk_init(&wk, kids, 4);
-	assert_int_equal(zkl_walk_decide(&wk, 2147483646, ZKL_SHARED, &watch), ZKL_GRANTED);
-	assert_int_equal(zkl_walk_decide(&wk, 2147483647, ZKL_SHARED, &watch), ZKL_GRANTED);
-	assert_int_equal(zkl_walk_decide(&wk, -2147483647 - 1, ZKL_EXCLUSIVE, &watch), ZKL_WAIT);
+	zkg_sort(kids, 4);
+	zkg_walk_init(&wk, kids, 4);
+	assert_int_equal(zkg_walk_decide(&wk, 2147483646, ZKN_SHARED, &watch), ZKG_GRANTED);
+	assert_int_equal(zkg_walk_decide(&wk, 2147483647, ZKN_SHARED, &watch), ZKG_GRANTED);
+	assert_int_equal(zkg_walk_decide(&wk, -2147483647 - 1, ZKN_EXCLUSIVE, &watch), ZKG_WAIT);
 	assert_int_equal(watch->seq, 2147483647);
-	assert_int_equal(zkl_walk_decide(&wk, 5, ZKL_EXCLUSIVE, &watch), ZKL_MISSING);
+	assert_int_equal(zkg_walk_decide(&wk, 5, ZKN_EXCLUSIVE, &watch), ZKG_MISSING);
 }
 
 /* F_GETLK: what a new entry would wait for, the asker's own left out */
 static void test_blocker_of_a_new_exclusive_is_the_first_entry(void **state)
 {
-	struct zkl_child kids[] = { SHARED(5), EXCL(7), SHARED(4) };
+	struct zkg_child kids[] = { SHARED(5), EXCL(7), SHARED(4) };
 
 	(void)state;
-	assert_int_equal(zkl_blocker(kids, 3, ZKL_EXCLUSIVE, false, 0)->seq, 4);
-	assert_int_equal(zkl_blocker(kids, 3, ZKL_EXCLUSIVE, true, 4)->seq, 5);
-	assert_null(zkl_blocker(kids, 1, ZKL_EXCLUSIVE, true, 5));
-	assert_null(zkl_blocker(kids, 0, ZKL_EXCLUSIVE, false, 0));
+	assert_int_equal(zkg_blocker(kids, 3, ZKN_EXCLUSIVE, false, 0)->seq, 4);
+	assert_int_equal(zkg_blocker(kids, 3, ZKN_EXCLUSIVE, true, 4)->seq, 5);
+	assert_null(zkg_blocker(kids, 1, ZKN_EXCLUSIVE, true, 5));
+	assert_null(zkg_blocker(kids, 0, ZKN_EXCLUSIVE, false, 0));
 }
 
 static void test_blocker_of_a_new_shared_is_the_first_exclusive(void **state)
 {
-	struct zkl_child kids[] = { SHARED(1), EXCL(3), SHARED(2), EXCL(-2147483647 - 1),
+	struct zkg_child kids[] = { SHARED(1), EXCL(3), SHARED(2), EXCL(-2147483647 - 1),
 				    EXCL(2147483647) };
 
 	(void)state;
-	assert_null(zkl_blocker(kids, 1, ZKL_SHARED, false, 0));
-	assert_int_equal(zkl_blocker(kids, 3, ZKL_SHARED, false, 0)->seq, 3);
+	assert_null(zkg_blocker(kids, 1, ZKN_SHARED, false, 0));
+	assert_int_equal(zkg_blocker(kids, 3, ZKN_SHARED, false, 0)->seq, 3);
 	/* its own exclusive entry converting to shared blocks nothing */
-	assert_null(zkl_blocker(kids, 3, ZKL_SHARED, true, 3));
+	assert_null(zkg_blocker(kids, 3, ZKN_SHARED, true, 3));
 	/* across the wrap, 2147483647 comes before -2147483648 */
-	assert_int_equal(zkl_blocker(kids + 3, 2, ZKL_SHARED, false, 0)->seq, 2147483647);
+	assert_int_equal(zkg_blocker(kids + 3, 2, ZKN_SHARED, false, 0)->seq, 2147483647);
 }
 
 /* Semaphores: up to N hold, whatever their kind, in queue order. */
 static void test_limit_grants_the_first_n_whatever_their_kind(void **state)
 {
-	struct zkl_child kids[] = { EXCL(10), SHARED(11), EXCL(12), EXCL(13), SHARED(14) };
+	struct zkg_child kids[] = { EXCL(10), SHARED(11), EXCL(12), EXCL(13), SHARED(14) };
 
 	(void)state;
-	assert_int_equal(zkl_decide_limit(kids, 5, 10, 3), ZKL_GRANTED);
-	assert_int_equal(zkl_decide_limit(kids, 5, 11, 3), ZKL_GRANTED);
-	assert_int_equal(zkl_decide_limit(kids, 5, 12, 3), ZKL_GRANTED);
-	assert_int_equal(zkl_decide_limit(kids, 5, 13, 3), ZKL_WAIT);
-	assert_int_equal(zkl_decide_limit(kids, 5, 14, 3), ZKL_WAIT);
-	assert_int_equal(zkl_decide_limit(kids, 5, 9, 3), ZKL_MISSING);
+	assert_int_equal(zkg_decide_limit(kids, 5, 10, 3), ZKG_GRANTED);
+	assert_int_equal(zkg_decide_limit(kids, 5, 11, 3), ZKG_GRANTED);
+	assert_int_equal(zkg_decide_limit(kids, 5, 12, 3), ZKG_GRANTED);
+	assert_int_equal(zkg_decide_limit(kids, 5, 13, 3), ZKG_WAIT);
+	assert_int_equal(zkg_decide_limit(kids, 5, 14, 3), ZKG_WAIT);
+	assert_int_equal(zkg_decide_limit(kids, 5, 9, 3), ZKG_MISSING);
 	/* a limit of 1 is a mutex: a shared entry behind a shared one waits */
-	assert_int_equal(zkl_decide_limit(kids + 1, 1, 11, 1), ZKL_GRANTED);
-	assert_int_equal(zkl_decide_limit(kids + 3, 2, 14, 1), ZKL_WAIT);
+	assert_int_equal(zkg_decide_limit(kids + 1, 1, 11, 1), ZKG_GRANTED);
+	assert_int_equal(zkg_decide_limit(kids + 3, 2, 14, 1), ZKG_WAIT);
 	/* any holder going, not only the first, lets the next one in */
 	kids[1] = kids[4];		/* 11 goes: 10 12 13 14 are left */
-	assert_int_equal(zkl_decide_limit(kids, 4, 13, 3), ZKL_GRANTED);
-	assert_int_equal(zkl_decide_limit(kids, 4, 14, 3), ZKL_WAIT);
+	assert_int_equal(zkg_decide_limit(kids, 4, 13, 3), ZKG_GRANTED);
+	assert_int_equal(zkg_decide_limit(kids, 4, 14, 3), ZKG_WAIT);
 }
 
 static void test_limit_across_counter_wrap(void **state)
 {
-	struct zkl_child kids[] = { EXCL(-2147483647 - 1), EXCL(2147483646),
+	struct zkg_child kids[] = { EXCL(-2147483647 - 1), EXCL(2147483646),
 				    EXCL(2147483647), EXCL(-2147483647) };
 
 	(void)state;
 	/* order: 2147483646, 2147483647, INT32_MIN, INT32_MIN + 1 */
-	assert_int_equal(zkl_decide_limit(kids, 4, 2147483647, 2), ZKL_GRANTED);
-	assert_int_equal(zkl_decide_limit(kids, 4, -2147483647 - 1, 2), ZKL_WAIT);
-	assert_int_equal(zkl_decide_limit(kids, 4, -2147483647 - 1, 3), ZKL_GRANTED);
+	assert_int_equal(zkg_decide_limit(kids, 4, 2147483647, 2), ZKG_GRANTED);
+	assert_int_equal(zkg_decide_limit(kids, 4, -2147483647 - 1, 2), ZKG_WAIT);
+	assert_int_equal(zkg_decide_limit(kids, 4, -2147483647 - 1, 3), ZKG_GRANTED);
 }
 
 static void test_walk_limit_agrees_with_decide_limit(void **state)
 {
-	struct zkl_child kids[64];
+	struct zkg_child kids[64];
 	unsigned int rnd = 777;
 
 	(void)state;
@@ -303,56 +303,56 @@ static void test_walk_limit_agrees_with_decide_limit(void **state)
 		size_t n = 1 + round % 40;
 		unsigned limit = 1 + (unsigned)round % 7;
 		int32_t seq = (int32_t)(round * 11) - 100;
-		struct zkl_walk wk;
+		struct zkg_walk wk;
 
 		for (size_t i = 0; i < n; i++) {
 			rnd = rnd * 1103515245u + 12345u;
 			seq += 1 + (int32_t)((rnd >> 16) % 3);
-			kids[i] = (struct zkl_child){ .name = "k", .seq = seq,
-				.kind = (rnd >> 8) % 2 ? ZKL_EXCLUSIVE : ZKL_SHARED };
+			kids[i] = (struct zkg_child){ .name = "k", .seq = seq,
+				.kind = (rnd >> 8) % 2 ? ZKN_EXCLUSIVE : ZKN_SHARED };
 		}
-		zkl_sort(kids, n);
-		zkl_walk_init(&wk, kids, n);
+		zkg_sort(kids, n);
+		zkg_walk_init(&wk, kids, n);
 		for (size_t i = 0; i < n; i++) {
 			if (i % 4 == 2)
 				continue;	/* entries may be skipped */
-			assert_int_equal(zkl_walk_decide_limit(&wk, kids[i].seq, limit),
-					 zkl_decide_limit(kids, n, kids[i].seq, limit));
-			assert_int_equal(zkl_decide_limit(kids, n, kids[i].seq, limit),
-					 i < limit ? ZKL_GRANTED : ZKL_WAIT);
+			assert_int_equal(zkg_walk_decide_limit(&wk, kids[i].seq, limit),
+					 zkg_decide_limit(kids, n, kids[i].seq, limit));
+			assert_int_equal(zkg_decide_limit(kids, n, kids[i].seq, limit),
+					 i < limit ? ZKG_GRANTED : ZKG_WAIT);
 		}
 		/* the next holder is the first that waits */
 		if (n > limit)
-			assert_int_equal(zkl_next_holder(kids, n, limit)->seq, kids[limit].seq);
+			assert_int_equal(zkg_next_holder(kids, n, limit)->seq, kids[limit].seq);
 		else
-			assert_null(zkl_next_holder(kids, n, limit));
+			assert_null(zkg_next_holder(kids, n, limit));
 	}
 }
 
 static void test_holders_and_blocker_under_a_limit(void **state)
 {
-	struct zkl_child kids[] = { SHARED(7), EXCL(3), EXCL(5), SHARED(4) };
-	const struct zkl_child *h[4];
+	struct zkg_child kids[] = { SHARED(7), EXCL(3), EXCL(5), SHARED(4) };
+	const struct zkg_child *h[4];
 
 	(void)state;
-	assert_int_equal(zkl_holders_limit(kids, 4, 2, h, 4), 2);
+	assert_int_equal(zkg_holders_limit(kids, 4, 2, h, 4), 2);
 	assert_int_equal(h[0]->seq, 3);
 	assert_int_equal(h[1]->seq, 4);
-	assert_int_equal(zkl_holders_limit(kids, 4, 10, h, 4), 4);
+	assert_int_equal(zkg_holders_limit(kids, 4, 10, h, 4), 4);
 	assert_int_equal(h[3]->seq, 7);
 	/* room for one: the count is still the number that hold */
-	assert_int_equal(zkl_holders_limit(kids, 4, 3, h, 1), 3);
+	assert_int_equal(zkg_holders_limit(kids, 4, 3, h, 1), 3);
 	assert_int_equal(h[0]->seq, 3);
-	assert_int_equal(zkl_holders_limit(kids, 0, 3, h, 4), 0);
+	assert_int_equal(zkg_holders_limit(kids, 0, 3, h, 4), 0);
 	/* a new entry waits iff the limit is taken; its own is left out */
-	assert_int_equal(zkl_blocker_limit(kids, 4, 4, false, 0)->seq, 3);
-	assert_null(zkl_blocker_limit(kids, 4, 5, false, 0));
-	assert_null(zkl_blocker_limit(kids, 4, 4, true, 3));
-	assert_int_equal(zkl_blocker_limit(kids, 4, 3, true, 3)->seq, 4);
+	assert_int_equal(zkg_blocker_limit(kids, 4, 4, false, 0)->seq, 3);
+	assert_null(zkg_blocker_limit(kids, 4, 5, false, 0));
+	assert_null(zkg_blocker_limit(kids, 4, 4, true, 3));
+	assert_int_equal(zkg_blocker_limit(kids, 4, 3, true, 3)->seq, 4);
 }
 
 /* Is @c among the @nh holders @h? */
-static bool listed(const struct zkl_child *const *h, size_t nh, const struct zkl_child *c)
+static bool listed(const struct zkg_child *const *h, size_t nh, const struct zkg_child *c)
 {
 	for (size_t i = 0; i < nh; i++)
 		if (h[i] == c)
@@ -360,21 +360,21 @@ static bool listed(const struct zkl_child *const *h, size_t nh, const struct zkl
 	return false;
 }
 
-/* Every entry: user.zklockfs.state (zkl_decide*()) says held iff
- * user.zklockfs.holders (zkl_holders*()) lists it; @limit 0: a plain lock. */
-static void assert_state_agrees_with_holders(const struct zkl_child *kids, size_t n,
+/* Every entry: user.zklockfs.state (zkg_decide*()) says held iff
+ * user.zklockfs.holders (zkg_holders*()) lists it; @limit 0: a plain lock. */
+static void assert_state_agrees_with_holders(const struct zkg_child *kids, size_t n,
 					     unsigned limit)
 {
-	const struct zkl_child *h[16];
-	size_t nh = limit ? zkl_holders_limit(kids, n, limit, h, 16)
-			  : zkl_holders(kids, n, h, 16);
+	const struct zkg_child *h[16];
+	size_t nh = limit ? zkg_holders_limit(kids, n, limit, h, 16)
+			  : zkg_holders(kids, n, h, 16);
 
 	assert_true(n <= 16 && nh <= n);
 	for (size_t i = 0; i < n; i++) {
-		enum zkl_verdict v = limit ? zkl_decide_limit(kids, n, kids[i].seq, limit)
-					   : zkl_decide(kids, n, kids[i].seq, kids[i].kind, NULL);
+		enum zkg_verdict v = limit ? zkg_decide_limit(kids, n, kids[i].seq, limit)
+					   : zkg_decide(kids, n, kids[i].seq, kids[i].kind, NULL);
 
-		assert_int_equal(v == ZKL_GRANTED, listed(h, nh, &kids[i]));
+		assert_int_equal(v == ZKG_GRANTED, listed(h, nh, &kids[i]));
 	}
 }
 
@@ -387,13 +387,13 @@ static void assert_state_agrees_with_holders(const struct zkl_child *kids, size_
  */
 static void test_numbers_in_no_serial_order_hold_nobody(void **state)
 {
-	struct zkl_child kids[] = { EXCL(0), EXCL(1073741824), EXCL(-1073741824) };
-	const struct zkl_child *h[3];
+	struct zkg_child kids[] = { EXCL(0), EXCL(1073741824), EXCL(-1073741824) };
+	const struct zkg_child *h[3];
 
 	(void)state;
 	for (size_t i = 0; i < 3; i++)
-		assert_int_equal(zkl_decide(kids, 3, kids[i].seq, ZKL_EXCLUSIVE, NULL), ZKL_WAIT);
-	assert_int_equal(zkl_holders(kids, 3, h, 3), 0);
+		assert_int_equal(zkg_decide(kids, 3, kids[i].seq, ZKN_EXCLUSIVE, NULL), ZKG_WAIT);
+	assert_int_equal(zkg_holders(kids, 3, h, 3), 0);
 	assert_state_agrees_with_holders(kids, 3, 0);
 	assert_state_agrees_with_holders(kids, 3, 1);
 	assert_state_agrees_with_holders(kids, 3, 2);
@@ -411,7 +411,7 @@ static void test_state_and_holders_agree_on_any_listing(void **state)
 
 	(void)state;
 	for (int round = 0; round < 20000; round++) {
-		struct zkl_child kids[8];
+		struct zkg_child kids[8];
 		size_t n = 1 + round % 8;
 
 		for (size_t i = 0; i < n; i++) {
@@ -419,7 +419,7 @@ static void test_state_and_holders_agree_on_any_listing(void **state)
 			kids[i].name = "e";
 			kids[i].seq = round % 2 ? (int32_t)r :
 				      spots[(r >> 8) % (sizeof(spots) / sizeof(*spots))];
-			kids[i].kind = (r >> 20) % 3 ? ZKL_EXCLUSIVE : ZKL_SHARED;
+			kids[i].kind = (r >> 20) % 3 ? ZKN_EXCLUSIVE : ZKN_SHARED;
 		}
 		assert_state_agrees_with_holders(kids, n, 0);
 		assert_state_agrees_with_holders(kids, n, 1 + (unsigned)round % 3);

@@ -11,7 +11,7 @@
 
 #include "zk/limit.h"
 
-#define PARSE(s) zkl_limit_parse((s), sizeof(s) - 1)
+#define PARSE(s) zklim_parse((s), sizeof(s) - 1)
 
 static void test_parse_reads_the_first_limit_line(void **state)
 {
@@ -39,7 +39,7 @@ static void test_parse_refuses_what_is_not_a_limit(void **state)
 	assert_int_equal(PARSE("limit=\n"), 0);
 	assert_int_equal(PARSE("limit=99999999999999999999\n"), 0);
 	/* a NUL is a byte like any other, never the end */
-	assert_int_equal(zkl_limit_parse("limit=5\0", 8), 0);
+	assert_int_equal(zklim_parse("limit=5\0", 8), 0);
 }
 
 static void test_value_is_a_plain_number_in_range(void **state)
@@ -47,27 +47,27 @@ static void test_value_is_a_plain_number_in_range(void **state)
 	unsigned v = 0;
 
 	(void)state;
-	assert_int_equal(zkl_limit_value("5", 1, &v), 0);
+	assert_int_equal(zklim_value("5", 1, &v), 0);
 	assert_int_equal(v, 5);
-	assert_int_equal(zkl_limit_value("1000\n", 5, &v), 0);
+	assert_int_equal(zklim_value("1000\n", 5, &v), 0);
 	assert_int_equal(v, 1000);
-	assert_int_equal(zkl_limit_value("0", 1, &v), -EINVAL);
-	assert_int_equal(zkl_limit_value("1001", 4, &v), -EINVAL);
-	assert_int_equal(zkl_limit_value("", 0, &v), -EINVAL);
-	assert_int_equal(zkl_limit_value("\n", 1, &v), -EINVAL);
-	assert_int_equal(zkl_limit_value("5\n\n", 3, &v), -EINVAL);
-	assert_int_equal(zkl_limit_value("five", 4, &v), -EINVAL);
+	assert_int_equal(zklim_value("0", 1, &v), -EINVAL);
+	assert_int_equal(zklim_value("1001", 4, &v), -EINVAL);
+	assert_int_equal(zklim_value("", 0, &v), -EINVAL);
+	assert_int_equal(zklim_value("\n", 1, &v), -EINVAL);
+	assert_int_equal(zklim_value("5\n\n", 3, &v), -EINVAL);
+	assert_int_equal(zklim_value("five", 4, &v), -EINVAL);
 	assert_int_equal(v, 1000);	/* untouched on failure */
 }
 
 static void edit(const char *in, unsigned limit, const char *want)
 {
 	char out[128];
-	int n = zkl_limit_edit(in, strlen(in), limit, out, sizeof(out));
+	int n = zklim_edit(in, strlen(in), limit, out, sizeof(out));
 
 	assert_int_equal(n, (int)strlen(want));
 	assert_memory_equal(out, want, (size_t)n);
-	assert_int_equal(zkl_limit_parse(out, (size_t)n), limit);
+	assert_int_equal(zklim_parse(out, (size_t)n), limit);
 }
 
 static void test_edit_keeps_every_other_line(void **state)
@@ -91,12 +91,12 @@ static void test_edit_that_does_not_fit(void **state)
 	char out[8];
 
 	(void)state;
-	assert_int_equal(zkl_limit_edit("", 0, 5, out, 7), -E2BIG);
-	assert_int_equal(zkl_limit_edit("", 0, 5, out, 8), 8);
-	assert_int_equal(zkl_limit_edit("abcdefgh", 8, 0, out, 7), -E2BIG);
+	assert_int_equal(zklim_edit("", 0, 5, out, 7), -E2BIG);
+	assert_int_equal(zklim_edit("", 0, 5, out, 8), 8);
+	assert_int_equal(zklim_edit("abcdefgh", 8, 0, out, 7), -E2BIG);
 }
 
-#define LINGER(s) zkl_setting_parse(&zkl_setting_linger, (s), sizeof(s) - 1)
+#define LINGER(s) zklim_setting_parse(&zklim_setting_linger, (s), sizeof(s) - 1)
 
 static void test_linger_is_set_apart_from_the_limit(void **state)
 {
@@ -114,14 +114,14 @@ static void test_linger_is_set_apart_from_the_limit(void **state)
 	assert_int_equal(LINGER("linger=00\n"), -1);
 	assert_int_equal(LINGER("linger=99999999999\n"), -1);
 	assert_int_equal(PARSE("linger=5\n"), 0);
-	assert_int_equal(zkl_setting_value(&zkl_setting_linger, "0\n", 2, &v), 0);
+	assert_int_equal(zklim_setting_value(&zklim_setting_linger, "0\n", 2, &v), 0);
 	assert_int_equal(v, 0);
-	assert_int_equal(zkl_setting_value(&zkl_setting_linger, "-1", 2, &v), -EINVAL);
-	n = zkl_setting_edit(&zkl_setting_linger, "limit=5\nlinger=9\n", 17, 100, out,
+	assert_int_equal(zklim_setting_value(&zklim_setting_linger, "-1", 2, &v), -EINVAL);
+	n = zklim_setting_edit(&zklim_setting_linger, "limit=5\nlinger=9\n", 17, 100, out,
 			     sizeof(out));
 	assert_int_equal(n, (int)strlen("limit=5\nlinger=100\n"));
 	assert_memory_equal(out, "limit=5\nlinger=100\n", (size_t)n);
-	n = zkl_setting_edit(&zkl_setting_linger, "limit=5\nlinger=9\n", 17, -1, out,
+	n = zklim_setting_edit(&zklim_setting_linger, "limit=5\nlinger=9\n", 17, -1, out,
 			     sizeof(out));
 	assert_int_equal(n, 8);
 	assert_memory_equal(out, "limit=5\n", 8);

@@ -14,7 +14,7 @@ static const char *esc(const char *s, size_t len, size_t size)
 	static char buf[512];
 
 	assert_true(size <= sizeof(buf));
-	zkl_escape(buf, size, s, len);
+	zkesc(buf, size, s, len);
 	return buf;
 }
 
@@ -83,7 +83,7 @@ static void test_cut_never_inside_an_escape(void **state)
 	assert_string_equal(esc("x", 1, 1), "");
 }
 
-/* The lines zkl_log() writes to stderr while @fn runs. */
+/* The lines zklog() writes to stderr while @fn runs. */
 static int captured_lines(void (*fn)(void), char *out, size_t size)
 {
 	FILE *f = tmpfile();
@@ -109,8 +109,8 @@ static int captured_lines(void (*fn)(void), char *out, size_t size)
 static void refuse_1000(void)
 {
 	for (int i = 0; i < 1000; i++)
-		zkl_log(LOG_NOTICE, "mkdir '%s': refused", "x\ny");
-	zkl_log(LOG_NOTICE, "another cause %d", 1);	/* its own limit */
+		zklog(LOG_NOTICE, "mkdir '%s': refused", "x\ny");
+	zklog(LOG_NOTICE, "another cause %d", 1);	/* its own limit */
 }
 
 /* Another name refused at the same site: another message, written; names
@@ -121,13 +121,13 @@ static void refuse_many_names(void)
 
 	for (int i = 0; i < 100; i++) {
 		snprintf(name, sizeof(name), "n%d", i);
-		zkl_log(LOG_NOTICE, "rmdir '%s': refused", name);
+		zklog(LOG_NOTICE, "rmdir '%s': refused", name);
 	}
 }
 
 static void refuse_once_more(void)
 {
-	zkl_log(LOG_NOTICE, "mkdir '%s': refused", "x\ny");
+	zklog(LOG_NOTICE, "mkdir '%s': refused", "x\ny");
 }
 
 static void test_one_line_per_cause_per_second(void **state)
@@ -135,10 +135,10 @@ static void test_one_line_per_cause_per_second(void **state)
 	char out[8192];
 
 	(void)state;
-	zkl_log_init("t", false, false);
+	zklog_init("t", false, false);
 	assert_int_equal(captured_lines(refuse_1000, out, sizeof(out)), 2);
 	assert_string_equal(out, "t: mkdir 'x\\x0ay': refused\nt: another cause 1\n");
-	usleep((ZKL_LOG_INTERVAL_MS + 50) * 1000);
+	usleep((ZKLOG_INTERVAL_MS + 50) * 1000);
 	assert_int_equal(captured_lines(refuse_once_more, out, sizeof(out)), 1);
 	assert_string_equal(out, "t: mkdir 'x\\x0ay': refused (999 more like this suppressed)\n");
 	assert_int_equal(captured_lines(refuse_many_names, out, sizeof(out)), 8);
@@ -149,7 +149,7 @@ static char long_path[4097];
 
 static void refuse_long_path(void)
 {
-	zkl_log(LOG_NOTICE, "mkdir '%s' refused: the quota of %d is reached", long_path, 7);
+	zklog(LOG_NOTICE, "mkdir '%s' refused: the quota of %d is reached", long_path, 7);
 }
 
 static void test_a_long_argument_is_shortened_and_the_reason_kept(void **state)
@@ -161,7 +161,7 @@ static void test_a_long_argument_is_shortened_and_the_reason_kept(void **state)
 	for (size_t i = 1; i < sizeof(long_path) - 1; i++)
 		long_path[i] = i % 50 == 0 ? '/' : (i % 7 ? 'a' : '\n');
 	memcpy(long_path + sizeof(long_path) - 5, "Eaaa", 4);
-	zkl_log_init("t", false, false);
+	zklog_init("t", false, false);
 	assert_int_equal(captured_lines(refuse_long_path, out, sizeof(out)), 1);
 	nl = strchr(out, '\n');
 	assert_non_null(nl);
@@ -178,7 +178,7 @@ static void test_a_long_argument_is_shortened_and_the_reason_kept(void **state)
 
 static void every_conversion(void)
 {
-	zkl_log(LOG_NOTICE, "%d %u %zu %lld %llx %04o %.3s %.*s %c %% %s", -1, 2u,
+	zklog(LOG_NOTICE, "%d %u %zu %lld %llx %04o %.3s %.*s %c %% %s", -1, 2u,
 		(size_t)3, -4LL, 0xabcULL, 8, "abcdef", 2, "xyz", 'q', "e\x1b");
 }
 
@@ -187,7 +187,7 @@ static void test_conversions_as_printf(void **state)
 	char out[512];
 
 	(void)state;
-	zkl_log_init("t", false, false);
+	zklog_init("t", false, false);
 	assert_int_equal(captured_lines(every_conversion, out, sizeof(out)), 1);
 	assert_string_equal(out, "t: -1 2 3 -4 abc 0010 abc xy q % e\\x1b\n");
 }

@@ -10,21 +10,21 @@
 
 #include "zk/mutex.h"
 
-static struct zkl_mutex outer, inner;
+static struct zkmx outer, inner;
 
 static int setup(void **state)
 {
 	(void)state;
-	zkl_mutex_init(&outer, ZKL_RANK_ENGINE, "outer");
-	zkl_mutex_init(&inner, ZKL_RANK_FS, "inner");
+	zkmx_init(&outer, ZKMX_RANK_ENGINE, "outer");
+	zkmx_init(&inner, ZKMX_RANK_FS, "inner");
 	return 0;
 }
 
 static int teardown(void **state)
 {
 	(void)state;
-	zkl_mutex_destroy(&outer);
-	zkl_mutex_destroy(&inner);
+	zkmx_destroy(&outer);
+	zkmx_destroy(&inner);
 	return 0;
 }
 
@@ -47,35 +47,35 @@ static bool aborts(void (*fn)(void))
 
 static void in_order(void)
 {
-	zkl_mutex_lock(&outer);
-	zkl_mutex_lock(&inner);
-	ZKL_ASSERT_HELD(&outer);
-	ZKL_ASSERT_HELD(&inner);
-	zkl_mutex_unlock(&outer);	/* released in any order */
-	zkl_mutex_unlock(&inner);
+	zkmx_lock(&outer);
+	zkmx_lock(&inner);
+	ZKMX_ASSERT_HELD(&outer);
+	ZKMX_ASSERT_HELD(&inner);
+	zkmx_unlock(&outer);	/* released in any order */
+	zkmx_unlock(&inner);
 }
 
 static void out_of_order(void)
 {
-	zkl_mutex_lock(&inner);
-	zkl_mutex_lock(&outer);
+	zkmx_lock(&inner);
+	zkmx_lock(&outer);
 }
 
 static void twice(void)
 {
-	zkl_mutex_lock(&outer);
-	zkl_mutex_lock(&outer);
+	zkmx_lock(&outer);
+	zkmx_lock(&outer);
 }
 
 static void not_held(void)
 {
-	zkl_mutex_lock(&inner);
-	ZKL_ASSERT_HELD(&outer);
+	zkmx_lock(&inner);
+	ZKMX_ASSERT_HELD(&outer);
 }
 
 static void unlock_not_held(void)
 {
-	zkl_mutex_unlock(&inner);
+	zkmx_unlock(&inner);
 }
 
 static void test_in_order_passes(void **state)

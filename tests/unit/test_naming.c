@@ -9,9 +9,9 @@
 
 #include "zk/naming.h"
 
-static void parses(const char *name, int32_t seq, enum zkl_kind kind)
+static void parses(const char *name, int32_t seq, enum zkn_kind kind)
 {
-	struct zkl_child c;
+	struct zkg_child c;
 
 	assert_true(zkn_parse(name, &c));
 	assert_int_equal(c.seq, seq);
@@ -22,42 +22,42 @@ static void parses(const char *name, int32_t seq, enum zkl_kind kind)
 static void test_our_curator_names(void **state)
 {
 	(void)state;
-	parses("web1-lock-0000000042", 42, ZKL_EXCLUSIVE);
-	parses("web1-read-lock-0000000043", 43, ZKL_SHARED);
+	parses("web1-lock-0000000042", 42, ZKN_EXCLUSIVE);
+	parses("web1-read-lock-0000000043", 43, ZKN_SHARED);
 }
 
 static void test_our_kazoo_names(void **state)
 {
 	(void)state;
-	parses("web1__lock__0000000007", 7, ZKL_EXCLUSIVE);
-	parses("web1__rlock__0000000008", 8, ZKL_SHARED);
+	parses("web1__lock__0000000007", 7, ZKN_EXCLUSIVE);
+	parses("web1__rlock__0000000008", 8, ZKN_SHARED);
 }
 
 static void test_other_recipes(void **state)
 {
 	(void)state;
 	/* Curator InterProcessMutex, Curator read/write lock, go-zookeeper */
-	parses("_c_2b0fd7c4-5c4e-4f0b-9c6b-1c1d6c0b2d8e-lock-0000000001", 1, ZKL_EXCLUSIVE);
-	parses("_c_2b0fd7c4-5c4e-4f0b-9c6b-1c1d6c0b2d8e-__READ__0000000002", 2, ZKL_SHARED);
-	parses("_c_2b0fd7c4-5c4e-4f0b-9c6b-1c1d6c0b2d8e-__WRIT__0000000003", 3, ZKL_EXCLUSIVE);
-	parses("_c_0123456789abcdef0123456789abcdef-lock-0000000004", 4, ZKL_EXCLUSIVE);
-	parses("0f1e2d3c4b5a__lock__2147483647", INT32_MAX, ZKL_EXCLUSIVE);
+	parses("_c_2b0fd7c4-5c4e-4f0b-9c6b-1c1d6c0b2d8e-lock-0000000001", 1, ZKN_EXCLUSIVE);
+	parses("_c_2b0fd7c4-5c4e-4f0b-9c6b-1c1d6c0b2d8e-__READ__0000000002", 2, ZKN_SHARED);
+	parses("_c_2b0fd7c4-5c4e-4f0b-9c6b-1c1d6c0b2d8e-__WRIT__0000000003", 3, ZKN_EXCLUSIVE);
+	parses("_c_0123456789abcdef0123456789abcdef-lock-0000000004", 4, ZKN_EXCLUSIVE);
+	parses("0f1e2d3c4b5a__lock__2147483647", INT32_MAX, ZKN_EXCLUSIVE);
 }
 
 static void test_negative_sequence_after_wrap(void **state)
 {
 	(void)state;
-	parses("a-lock--2147483648", INT32_MIN, ZKL_EXCLUSIVE);
-	parses("a-lock--000000005", -5, ZKL_EXCLUSIVE);
-	parses("a-read-lock--1500000000", -1500000000, ZKL_SHARED);
-	parses("a__rlock__-000000001", -1, ZKL_SHARED);
+	parses("a-lock--2147483648", INT32_MIN, ZKN_EXCLUSIVE);
+	parses("a-lock--000000005", -5, ZKN_EXCLUSIVE);
+	parses("a-read-lock--1500000000", -1500000000, ZKN_SHARED);
+	parses("a__rlock__-000000001", -1, ZKN_SHARED);
 	/* one minus sign is the marker's, not the number's */
-	parses("a-lock-1500000000", 1500000000, ZKL_EXCLUSIVE);
+	parses("a-lock-1500000000", 1500000000, ZKN_EXCLUSIVE);
 }
 
 static void test_children_outside_the_queue(void **state)
 {
-	struct zkl_child c;
+	struct zkg_child c;
 
 	(void)state;
 	assert_false(zkn_parse("leases", &c));
@@ -101,35 +101,35 @@ static void test_entry_name_fits_with_marker(void **state)
 	(void)state;
 	memset(name, 'x', sizeof(name));
 	name[255 - 6 - 11] = '\0';	/* exactly fits "-lock-" + number */
-	assert_int_equal(zkn_check_entry_name(name, ZKN_CURATOR, ZKL_EXCLUSIVE), 0);
-	assert_int_equal(zkn_check_entry_name(name, ZKN_CURATOR, ZKL_SHARED), -ENAMETOOLONG);
-	assert_int_equal(zkn_check_entry_name("ok", ZKN_KAZOO, ZKL_SHARED), 0);
-	assert_int_equal(zkn_check_entry_name("..", ZKN_KAZOO, ZKL_SHARED), -EINVAL);
+	assert_int_equal(zkn_check_entry_name(name, ZKN_CURATOR, ZKN_EXCLUSIVE), 0);
+	assert_int_equal(zkn_check_entry_name(name, ZKN_CURATOR, ZKN_SHARED), -ENAMETOOLONG);
+	assert_int_equal(zkn_check_entry_name("ok", ZKN_KAZOO, ZKN_SHARED), 0);
+	assert_int_equal(zkn_check_entry_name("..", ZKN_KAZOO, ZKN_SHARED), -EINVAL);
 }
 
 /* An entry must read back as its kind: "db-read" + "-lock-" reads shared. */
 static void test_entry_name_reads_back_as_its_kind(void **state)
 {
 	(void)state;
-	assert_int_equal(zkn_check_entry_name("db-read", ZKN_CURATOR, ZKL_EXCLUSIVE), -EINVAL);
-	assert_int_equal(zkn_check_entry_name("db-read", ZKN_CURATOR, ZKL_SHARED), -EINVAL);
-	assert_int_equal(zkn_check_entry_name("db-reader", ZKN_CURATOR, ZKL_EXCLUSIVE), 0);
-	assert_int_equal(zkn_check_entry_name("read", ZKN_CURATOR, ZKL_EXCLUSIVE), 0);
+	assert_int_equal(zkn_check_entry_name("db-read", ZKN_CURATOR, ZKN_EXCLUSIVE), -EINVAL);
+	assert_int_equal(zkn_check_entry_name("db-read", ZKN_CURATOR, ZKN_SHARED), -EINVAL);
+	assert_int_equal(zkn_check_entry_name("db-reader", ZKN_CURATOR, ZKN_EXCLUSIVE), 0);
+	assert_int_equal(zkn_check_entry_name("read", ZKN_CURATOR, ZKN_EXCLUSIVE), 0);
 	/* kazoo's exclusive marker cannot end in a shared one */
-	assert_int_equal(zkn_check_entry_name("db-read", ZKN_KAZOO, ZKL_EXCLUSIVE), 0);
-	assert_int_equal(zkn_check_entry_name("x__r", ZKN_KAZOO, ZKL_EXCLUSIVE), 0);
-	assert_int_equal(zkn_check_entry_name("x__READ_", ZKN_CURATOR, ZKL_EXCLUSIVE), 0);
+	assert_int_equal(zkn_check_entry_name("db-read", ZKN_KAZOO, ZKN_EXCLUSIVE), 0);
+	assert_int_equal(zkn_check_entry_name("x__r", ZKN_KAZOO, ZKN_EXCLUSIVE), 0);
+	assert_int_equal(zkn_check_entry_name("x__READ_", ZKN_CURATOR, ZKN_EXCLUSIVE), 0);
 }
 
 static void test_markers_and_schemes(void **state)
 {
-	enum zkl_naming s;
+	enum zkn_naming s;
 
 	(void)state;
-	assert_string_equal(zkn_marker(ZKN_CURATOR, ZKL_EXCLUSIVE), "-lock-");
-	assert_string_equal(zkn_marker(ZKN_CURATOR, ZKL_SHARED), "-read-lock-");
-	assert_string_equal(zkn_marker(ZKN_KAZOO, ZKL_EXCLUSIVE), "__lock__");
-	assert_string_equal(zkn_marker(ZKN_KAZOO, ZKL_SHARED), "__rlock__");
+	assert_string_equal(zkn_marker(ZKN_CURATOR, ZKN_EXCLUSIVE), "-lock-");
+	assert_string_equal(zkn_marker(ZKN_CURATOR, ZKN_SHARED), "-read-lock-");
+	assert_string_equal(zkn_marker(ZKN_KAZOO, ZKN_EXCLUSIVE), "__lock__");
+	assert_string_equal(zkn_marker(ZKN_KAZOO, ZKN_SHARED), "__rlock__");
 	assert_int_equal(zkn_parse_scheme("kazoo", &s), 0);
 	assert_int_equal(s, ZKN_KAZOO);
 	assert_int_equal(zkn_parse_scheme("curator", &s), 0);

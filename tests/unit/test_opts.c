@@ -70,7 +70,7 @@ static void test_defaults(void **state)
 	assert_int_equal(conf.session_timeout_ms, ZKLFS_DEFAULT_SESSION_TIMEOUT);
 	assert_int_equal(conf.naming, ZKN_CURATOR);
 	assert_null(conf.auth_file);
-	assert_int_equal(conf.acl, ZKL_ACL_OPEN);	/* no credentials */
+	assert_int_equal(conf.acl, ZKACL_OPEN);	/* no credentials */
 	assert_int_equal(conf.sessions, ZKLFS_DEFAULT_SESSIONS);
 	assert_int_equal(conf.containers, 0);	/* mkdir makes persistent znodes */
 	/* the mount point stays for fuse_parse_cmdline */
@@ -93,7 +93,7 @@ static void test_our_options_and_fstab_ones(void **state)
 	assert_int_equal(conf.session_timeout_ms, 4000);
 	assert_int_equal(conf.naming, ZKN_KAZOO);
 	assert_string_equal(conf.auth_file, "/etc/zk.auth");
-	assert_int_equal(conf.acl, ZKL_ACL_CREATOR_READ);	/* the default with them */
+	assert_int_equal(conf.acl, ZKACL_CREATOR_READ);	/* the default with them */
 	assert_int_equal(conf.sessions, 4);
 	assert_int_equal(conf.containers, 1);
 	assert_string_equal(conf.root, "/");
@@ -167,11 +167,11 @@ static void test_bad_options(void **state)
 
 static void test_acl(void **state)
 {
-	static const struct { const char *opts; int rc; enum zkl_acl acl; } cases[] = {
-		{ "auth_file=/a,acl=creator", 0, ZKL_ACL_CREATOR },
-		{ "auth_file=/a,acl=creator-read", 0, ZKL_ACL_CREATOR_READ },
-		{ "auth_file=/a,acl=open", 0, ZKL_ACL_OPEN },
-		{ "acl=open", 0, ZKL_ACL_OPEN },
+	static const struct { const char *opts; int rc; enum zkacl acl; } cases[] = {
+		{ "auth_file=/a,acl=creator", 0, ZKACL_CREATOR },
+		{ "auth_file=/a,acl=creator-read", 0, ZKACL_CREATOR_READ },
+		{ "auth_file=/a,acl=open", 0, ZKACL_OPEN },
+		{ "acl=open", 0, ZKACL_OPEN },
 		{ "acl=creator", -EINVAL, 0 },		/* needs credentials */
 		{ "acl=creator-read", -EINVAL, 0 },
 		{ "auth_file=/a,acl=world", -EINVAL, 0 },

@@ -25,24 +25,24 @@
 #include "tools/zklock/signals.h"
 
 /* See entry.h. */
-int zkl_entry_default_name(char **out)
+int cli_entry_default_name(char **out)
 {
 	struct utsname u;
 	bool ok;
 
-	ok = uname(&u) == 0 && zkl_opts_name_ok(u.nodename);
+	ok = uname(&u) == 0 && cli_opts_name_ok(u.nodename);
 	for (const unsigned char *c = (unsigned char *)u.nodename; ok && *c; c++)
 		ok = *c > ' ' && *c < 0x7f;
 	*out = strdup(ok ? u.nodename : "zklock");
 	return *out ? 0 : -ENOMEM;
 }
 
-static int zkl_entry_find_in_dir(struct zkl_run *r);
+static int cli_entry_find_in_dir(struct cli_run *r);
 
 /* One try at the lock: open the entry, or flock the lock file. */
-static int zkl_entry_try(struct zkl_run *r, const char *path)
+static int cli_entry_try(struct cli_run *r, const char *path)
 {
-	const struct zkl_opts *o = r->o;
+	const struct cli_opts *o = r->o;
 	int flags = O_CREAT | O_EXCL | O_CLOEXEC | O_NOCTTY |
 		    (o->shared ? O_RDONLY : O_WRONLY) |
 		    (o->nonblock ? O_NONBLOCK : 0);
@@ -55,29 +55,29 @@ static int zkl_entry_try(struct zkl_run *r, const char *path)
 }
 
 /* See entry.h. */
-int zkl_entry_take(struct zkl_run *r, const char *path)
+int cli_entry_take(struct cli_run *r, const char *path)
 {
-	int remakes = ZKL_ENTRY_REMAKES;
+	int remakes = CLI_ENTRY_REMAKES;
 	bool said = false;
 	int err = 0;
 
 	for (;;) {
-		if (zkl_sig_caught()) {
+		if (cli_sig_caught()) {
 			err = -EINTR;
 			break;
 		}
-		if (zkl_sig_alarmed()) {
+		if (cli_sig_alarmed()) {
 			err = -ETIMEDOUT;
 			break;
 		}
-		err = zkl_entry_try(r, path);
+		err = cli_entry_try(r, path);
 		if (!err)
 			break;
 		if (err == -EWOULDBLOCK)
 			err = -EAGAIN;
 		if (err == -ENOENT && !r->lockfile && remakes-- > 0) {
 			/* the directory went since we made it: again */
-			err = zkl_lockdir_remake(r->dir);
+			err = cli_lockdir_remake(r->dir);
 			if (err)
 				break;
 			continue;
@@ -97,7 +97,7 @@ int zkl_entry_take(struct zkl_run *r, const char *path)
 }
 
 /* See entry.h. */
-int zkl_entry_per_host(const char *lockdir)
+int cli_entry_per_host(const char *lockdir)
 {
 	const char *base;
 	struct utsname u;
@@ -120,17 +120,17 @@ int zkl_entry_per_host(const char *lockdir)
 }
 
 /* See entry.h. */
-int zkl_entry_find(struct zkl_run *r)
+int cli_entry_find(struct cli_run *r)
 {
 	if (r->lockfile) {	/* its entries have no path: the file stands for ours */
 		r->entry = strdup(r->dir);
 		return r->entry ? 0 : -ENOMEM;
 	}
-	return zkl_entry_find_in_dir(r);
+	return cli_entry_find_in_dir(r);
 }
 
-/* The entry of ours among r->dir's children (zkl_entry_find()). */
-static int zkl_entry_find_in_dir(struct zkl_run *r)
+/* The entry of ours among r->dir's children (cli_entry_find()). */
+static int cli_entry_find_in_dir(struct cli_run *r)
 {
 	static const char *const excl[] = { "-lock-", "__lock__" };
 	static const char *const shrd[] = { "-read-lock-", "__rlock__" };
@@ -142,7 +142,7 @@ static int zkl_entry_find_in_dir(struct zkl_run *r)
 	DIR *d;
 	int err;
 
-	err = (int)zkl_lockdir_xattr(r->lockfd, NULL, XATTR_SEQ, &seqstr);
+	err = (int)cli_lockdir_xattr(r->lockfd, NULL, XATTR_SEQ, &seqstr);
 	if (err < 0)
 		return err;
 	errno = 0;
@@ -183,7 +183,7 @@ static int zkl_entry_find_in_dir(struct zkl_run *r)
 }
 
 /* See entry.h. */
-int zkl_entry_export_env(struct zkl_run *r)
+int cli_entry_export_env(struct cli_run *r)
 {
 	ssize_t len;
 
@@ -196,7 +196,7 @@ int zkl_entry_export_env(struct zkl_run *r)
 		r->token = strdup(t.text);
 		len = r->token ? 0 : -ENOMEM;
 	} else {
-		len = zkl_lockdir_xattr(r->lockfd, NULL, XATTR_TOKEN, &r->token);
+		len = cli_lockdir_xattr(r->lockfd, NULL, XATTR_TOKEN, &r->token);
 	}
 	if (len < 0)
 		return (int)len;

@@ -16,60 +16,60 @@
 #include "tools/zklock/zklock.h"
 
 /*
- * zkl_entry_default_name() - the NAME when -N gives none: the host name if
- * it is a usable (zkl_opts_name_ok()), printable one, else "zklock".
+ * cli_entry_default_name() - the NAME when -N gives none: the host name if
+ * it is a usable (cli_opts_name_ok()), printable one, else "zklock".
  * Return: 0 and *@out (to free), or -ENOMEM.
  */
-int zkl_entry_default_name(char **out);
+int cli_entry_default_name(char **out);
 
 /*
- * zkl_entry_per_host() - does @lockdir end in this host's name (its
+ * cli_entry_per_host() - does @lockdir end in this host's name (its
  * nodename, or the part before the first dot)?  Written the way flock(1)
  * is often used ("locks/deploy/$HOSTNAME"), it would give each host a
  * lock of its own, which excludes no other host.  Return: 0, or -EXDEV if
  * it does.
  */
-int zkl_entry_per_host(const char *lockdir);
+int cli_entry_per_host(const char *lockdir);
 
-/* How many times zkl_entry_take() makes a vanished r->dir again. */
-#define ZKL_ENTRY_REMAKES	5
+/* How many times cli_entry_take() makes a vanished r->dir again. */
+#define CLI_ENTRY_REMAKES	5
 
 /*
- * zkl_entry_take() - open() the lock at @path (r->dir/r->name), or with
+ * cli_entry_take() - open() the lock at @path (r->dir/r->name), or with
  * r->lockfile flock(2) r->lockfd, waiting as long as r->o allows: -n adds
  * O_NONBLOCK (LOCK_NB); the timer of signals.h (armed by main() for -n and
- * -w, zkl_sig_alarmed()) interrupts the open() with EINTR, which removes
+ * -w, cli_sig_alarmed()) interrupts the open() with EINTR, which removes
  * the entry.  The mount's ETIMEDOUT (ZooKeeper silent for its session
  * timeout) is tried again: a lock is waited for through an outage.
  * A SIGINT/SIGTERM/SIGHUP ends the wait the same way; a stop signal (^Z)
  * does too, and the entry is queued again. An open() that fails with
  * ENOENT found r->dir gone (zklockfs -o containers: the server deletes an
  * emptied directory, maybe between our mkdir and our open): it is made
- * again (zkl_lockdir_remake()) and opened again, up to ZKL_ENTRY_REMAKES
- * times. zkl_sig_install() must have run.
+ * again (cli_lockdir_remake()) and opened again, up to CLI_ENTRY_REMAKES
+ * times. cli_sig_install() must have run.
  * Return: 0 with r->lockfd; -EAGAIN (busy, -n); -ETIMEDOUT (the timer ran out);
- * -EINTR (a signal, see zkl_sig_caught()); -ENOENT (r->dir went each
+ * -EINTR (a signal, see cli_sig_caught()); -ENOENT (r->dir went each
  * time); -ENOTZKLOCKFS (r->dir is no longer on zklockfs); another negative
  * errno.
  */
-int zkl_entry_take(struct zkl_run *r, const char *path);
+int cli_entry_take(struct cli_run *r, const char *path);
 
 /*
- * zkl_entry_find() - find our entry: the child of r->dir named NAME + a
+ * cli_entry_find() - find our entry: the child of r->dir named NAME + a
  * marker of our kind (either naming= of the mount) + the "%010d" of our
  * sequence number (read from the lock descriptor's xattr); for a lock
  * file, whose entries have no path, the lock file itself.
  * Return: 0 with r->entry set (absolute, to free); -ENOENT if not listed
  * (the lock may be lost already); another negative errno.
  */
-int zkl_entry_find(struct zkl_run *r);
+int cli_entry_find(struct cli_run *r);
 
 /*
- * zkl_entry_export_env() - tell the command where its lock is: set
+ * cli_entry_export_env() - tell the command where its lock is: set
  * ZKLOCK_DIR, ZKLOCK_ENTRY, ZKLOCK_TOKEN (the fencing token, kept in
  * r->token; a lock file's from the ZKLFS_IOC_TOKEN ioctl) and ZKLOCK_MODE in zklock's environment, which the command
- * inherits. After zkl_entry_find(). Return: 0 or a negative errno.
+ * inherits. After cli_entry_find(). Return: 0 or a negative errno.
  */
-int zkl_entry_export_env(struct zkl_run *r);
+int cli_entry_export_env(struct cli_run *r);
 
 #endif

@@ -22,12 +22,12 @@
 #include "tools/zklock/zklock.h"
 
 /* One row of the --list table; every field allocated. */
-struct zkl_row {
+struct cli_row {
 	char *state, *kind, *entry, *host, *pid, *age, *since, *cmd;
 };
 
 /* See list.h. */
-ssize_t zkl_read_all(int fd, char **out)
+ssize_t cli_read_all(int fd, char **out)
 {
 	size_t len = 0, cap = 0;
 	char *buf = NULL, *nbuf;
@@ -63,24 +63,24 @@ ssize_t zkl_read_all(int fd, char **out)
 /*
  * @src (@len bytes, anything a holder or a ZooKeeper client wrote) made
  * safe for a terminal, as zk/log.c writes it to the daemon's log
- * (zkl_escape(): printable UTF-8 kept, every other byte \xNN, the
+ * (zkesc(): printable UTF-8 kept, every other byte \xNN, the
  * backslash \\).  Return: an allocated string, or NULL (ENOMEM).
  */
-static char *zkl_printable(const char *src, size_t len)
+static char *cli_printable(const char *src, size_t len)
 {
 	char *out = malloc(4 * len + 1);	/* room for every byte escaped */
 
 	if (out)
-		zkl_escape(out, 4 * len + 1, src, len);
+		zkesc(out, 4 * len + 1, src, len);
 	return out;
 }
 
 /*
  * The value of "@key=" in entry data @data (@len bytes, maybe binary), made
- * printable (zkl_printable()); "-" if absent. Return: an allocated string,
+ * printable (cli_printable()); "-" if absent. Return: an allocated string,
  * or NULL (ENOMEM).
  */
-static char *zkl_kv(const char *data, size_t len, const char *key)
+static char *cli_kv(const char *data, size_t len, const char *key)
 {
 	size_t klen = strlen(key);
 	const char *p = data, *end = data + len;
@@ -93,7 +93,7 @@ static char *zkl_kv(const char *data, size_t len, const char *key)
 		    p[klen] == '=') {
 			if (eol == p + klen + 1)
 				return strdup("-");
-			return zkl_printable(p + klen + 1, (size_t)(eol - p) - klen - 1);
+			return cli_printable(p + klen + 1, (size_t)(eol - p) - klen - 1);
 		}
 		p = nl ? nl + 1 : NULL;
 	}
@@ -101,7 +101,7 @@ static char *zkl_kv(const char *data, size_t len, const char *key)
 }
 
 /* @secs as 42s, 3m12s, 2h5m or 3d4h, into @buf. */
-static void zkl_format_age(long long secs, char *buf, size_t size)
+static void cli_format_age(long long secs, char *buf, size_t size)
 {
 	if (secs < 0)
 		secs = 0;
@@ -116,7 +116,7 @@ static void zkl_format_age(long long secs, char *buf, size_t size)
 }
 
 /* Free the fields of @row. */
-static void zkl_row_free(struct zkl_row *row)
+static void cli_row_free(struct cli_row *row)
 {
 	free(row->state);
 	free(row->kind);
@@ -133,52 +133,52 @@ static void zkl_row_free(struct zkl_row *row)
  * queue entry (a subdirectory, no sequence number, gone meanwhile);
  * another negative errno.
  */
-static int zkl_row_fill(const char *dir, const char *name, time_t now,
-			struct zkl_row *row)
+static int cli_row_fill(const char *dir, const char *name, time_t now,
+			struct cli_row *row)
 {
 	char *path, *seq, *data = NULL, age[32];
 	ssize_t len;
 	struct stat st;
 	int fd, err;
 
-	*row = (struct zkl_row){ 0 };
+	*row = (struct cli_row){ 0 };
 	if (asprintf(&path, "%s/%s", dir, name) < 0)
 		return -ENOMEM;
 	err = lstat(path, &st) < 0 ? -errno : S_ISREG(st.st_mode) ? 0 : -ENOENT;
 	if (err)
 		goto out_free_path;
-	len = zkl_lockdir_xattr(-1, path, XATTR_SEQ, &seq);
+	len = cli_lockdir_xattr(-1, path, XATTR_SEQ, &seq);
 	if (len < 0) {
 		err = len == -ENODATA ? -ENOENT : (int)len;
 		goto out_free_path;
 	}
 	free(seq);
-	len = zkl_lockdir_xattr(-1, path, XATTR_STATE, &row->state);
+	len = cli_lockdir_xattr(-1, path, XATTR_STATE, &row->state);
 	if (len >= 0 && strcmp(row->state, "gone") == 0)
 		len = -ENOENT;
 	if (len >= 0)
-		len = zkl_lockdir_xattr(-1, path, XATTR_KIND, &row->kind);
+		len = cli_lockdir_xattr(-1, path, XATTR_KIND, &row->kind);
 	if (len < 0) {
 		err = len == -ENODATA ? -ENOENT : (int)len;
 		goto out_free_row;
 	}
 	/* holder data: no O_CREAT, so this reads and takes no lock */
 	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY);
-	len = fd < 0 ? -errno : zkl_read_all(fd, &data);
+	len = fd < 0 ? -errno : cli_read_all(fd, &data);
 	if (fd >= 0)
 		close(fd);
 	if (len == -ENOENT) {
 		err = -ENOENT;
 		goto out_free_row;
 	}
-	row->host = zkl_kv(data ? data : "", len > 0 ? (size_t)len : 0, "host");
-	row->pid = zkl_kv(data ? data : "", len > 0 ? (size_t)len : 0, "pid");
-	row->since = zkl_kv(data ? data : "", len > 0 ? (size_t)len : 0, "since");
-	row->cmd = zkl_kv(data ? data : "", len > 0 ? (size_t)len : 0, "cmd");
+	row->host = cli_kv(data ? data : "", len > 0 ? (size_t)len : 0, "host");
+	row->pid = cli_kv(data ? data : "", len > 0 ? (size_t)len : 0, "pid");
+	row->since = cli_kv(data ? data : "", len > 0 ? (size_t)len : 0, "since");
+	row->cmd = cli_kv(data ? data : "", len > 0 ? (size_t)len : 0, "cmd");
 	free(data);
-	zkl_format_age((long long)(now - st.st_ctime), age, sizeof(age));
+	cli_format_age((long long)(now - st.st_ctime), age, sizeof(age));
 	row->age = strdup(age);
-	row->entry = zkl_printable(name, strlen(name));	/* any client's name */
+	row->entry = cli_printable(name, strlen(name));	/* any client's name */
 	if (!row->host || !row->pid || !row->age || !row->entry || !row->since ||
 	    !row->cmd) {
 		err = -ENOMEM;
@@ -188,7 +188,7 @@ static int zkl_row_fill(const char *dir, const char *name, time_t now,
 	return 0;
 
 out_free_row:
-	zkl_row_free(row);
+	cli_row_free(row);
 out_free_path:
 	free(path);
 	return err;
@@ -196,7 +196,7 @@ out_free_path:
 
 /* Print @rows as the aligned --list table, with its header; with @json,
  * one JSON object a row.  @limit: the lock's ("-" for a mutex). */
-static void zkl_print_table(const struct zkl_row *rows, size_t n, const char *limit,
+static void cli_print_table(const struct cli_row *rows, size_t n, const char *limit,
 			    bool json)
 {
 	static const char *const head[] = {
@@ -220,7 +220,7 @@ static void zkl_print_table(const struct zkl_row *rows, size_t n, const char *li
 				key[k] = (char)(head[c][k] | 0x20);	/* lower case */
 			key[k] = '\0';
 			printf(",\"%s\":", key);
-			zkl_json_str(stdout, f[c]);
+			cli_json_str(stdout, f[c]);
 		}
 		printf("}\n");
 	}
@@ -255,11 +255,11 @@ static void zkl_print_table(const struct zkl_row *rows, size_t n, const char *li
  * (NAME STATE KIND CTIME_MS HOST PID, HOST and PID escaped by the mount).
  * Return: the number of rows in *@out, or a negative errno.
  */
-static ssize_t zkl_queue_rows(const char *path, time_t now, struct zkl_row **out)
+static ssize_t cli_queue_rows(const char *path, time_t now, struct cli_row **out)
 {
 	char *val, *line, *save = NULL, age[32];
-	struct zkl_row *rows;
-	ssize_t len = zkl_lockdir_xattr(-1, path, XATTR_QUEUE, &val);
+	struct cli_row *rows;
+	ssize_t len = cli_lockdir_xattr(-1, path, XATTR_QUEUE, &val);
 	size_t n = 0, cap = 1;
 
 	if (len < 0)
@@ -280,10 +280,10 @@ static ssize_t zkl_queue_rows(const char *path, time_t now, struct zkl_row **out
 		char since[32];
 		struct tm tm;
 
-		zkl_format_age((long long)(now - made), age, sizeof(age));
+		cli_format_age((long long)(now - made), age, sizeof(age));
 		gmtime_r(&made, &tm);
 		strftime(since, sizeof(since), "%Y-%m-%dT%H:%M:%SZ", &tm);
-		rows[n] = (struct zkl_row){ .entry = zkl_printable(f[0], strlen(f[0])),
+		rows[n] = (struct cli_row){ .entry = cli_printable(f[0], strlen(f[0])),
 					    .state = strdup(f[1]), .kind = strdup(f[2]),
 					    .host = strdup(f[4]), .pid = strdup(f[5]),
 					    .age = strdup(age), .since = strdup(since),
@@ -302,63 +302,63 @@ static ssize_t zkl_queue_rows(const char *path, time_t now, struct zkl_row **out
 }
 
 /* The limit of the lock @path ("-": a mutex, or unknown), into @buf. */
-static const char *zkl_limit_of(const char *path, char *buf, size_t size)
+static const char *cli_limit_of(const char *path, char *buf, size_t size)
 {
 	char *v = NULL;
 
 	snprintf(buf, size, "-");
-	if (zkl_lockdir_xattr(-1, path, XATTR_LIMIT, &v) > 0)
+	if (cli_lockdir_xattr(-1, path, XATTR_LIMIT, &v) > 0)
 		snprintf(buf, size, "%s", v);
 	free(v);
 	return buf;
 }
 
 /* --list of a lock file. */
-static int zkl_list_file(const char *path, bool json)
+static int cli_list_file(const char *path, bool json)
 {
 	char limit[16];
-	struct zkl_row *rows = NULL;
+	struct cli_row *rows = NULL;
 	ssize_t n;
 	int status = 0;
 
-	n = zkl_lockdir_check(path);
+	n = cli_lockdir_check(path);
 	if (!n)
-		n = zkl_queue_rows(path, time(NULL), &rows);
+		n = cli_queue_rows(path, time(NULL), &rows);
 	if (n < 0)
-		return zkl_lockdir_failed(path, (int)n);
-	zkl_print_table(rows, (size_t)n, zkl_limit_of(path, limit, sizeof(limit)), json);
+		return cli_lockdir_failed(path, (int)n);
+	cli_print_table(rows, (size_t)n, cli_limit_of(path, limit, sizeof(limit)), json);
 	if (fflush(stdout) == EOF)
-		status = ZKL_EXIT_OSERR;
+		status = CLI_EXIT_OSERR;
 	for (ssize_t i = 0; i < n; i++)
-		zkl_row_free(&rows[i]);
+		cli_row_free(&rows[i]);
 	free(rows);
 	return status;
 }
 
 /* See list.h. */
-int zkl_list(const char *dir, bool json)
+int cli_list(const char *dir, bool json)
 {
 	char limit[16];
-	struct zkl_row *rows = NULL, *nrows;
+	struct cli_row *rows = NULL, *nrows;
 	size_t n = 0, cap = 0;
 	time_t now = time(NULL);
 	struct dirent *de;
 	int err, status = 0;
 	DIR *d;
 
-	err = zkl_lockdir_lockfile(dir);
+	err = cli_lockdir_lockfile(dir);
 	if (err == 1)
-		return zkl_list_file(dir, json);
+		return cli_list_file(dir, json);
 	if (err == -ETIMEDOUT)		/* asking again would wait as long */
-		return zkl_lockdir_failed(dir, err);
-	err = zkl_lockdir_is_dir(dir);
+		return cli_lockdir_failed(dir, err);
+	err = cli_lockdir_is_dir(dir);
 	if (!err)
-		err = zkl_lockdir_check(dir);
+		err = cli_lockdir_check(dir);
 	if (err)
-		return zkl_lockdir_failed(dir, err);
+		return cli_lockdir_failed(dir, err);
 	d = opendir(dir);
 	if (!d)
-		return zkl_lockdir_failed(dir, -errno);
+		return cli_lockdir_failed(dir, -errno);
 	while ((errno = 0, de = readdir(d))) {
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
 			continue;
@@ -371,14 +371,14 @@ int zkl_list(const char *dir, bool json)
 			}
 			rows = nrows;
 		}
-		err = zkl_row_fill(dir, de->d_name, now, &rows[n]);
+		err = cli_row_fill(dir, de->d_name, now, &rows[n]);
 		if (err == -ENOENT) {
 			err = 0;
 			continue;
 		}
 		if (err) {
 			warnx("%s/%s: %s", dir, de->d_name, strerror(-err));
-			status = ZKL_EXIT_OSERR;	/* show the rest anyway */
+			status = CLI_EXIT_OSERR;	/* show the rest anyway */
 			err = 0;
 			continue;
 		}
@@ -389,59 +389,59 @@ int zkl_list(const char *dir, bool json)
 	closedir(d);
 	if (err) {
 		warnx("%s: %s", dir, strerror(-err));
-		status = ZKL_EXIT_OSERR;
+		status = CLI_EXIT_OSERR;
 	} else {
-		zkl_print_table(rows, n, zkl_limit_of(dir, limit, sizeof(limit)), json);
+		cli_print_table(rows, n, cli_limit_of(dir, limit, sizeof(limit)), json);
 		if (fflush(stdout) == EOF)
-			status = ZKL_EXIT_OSERR;
+			status = CLI_EXIT_OSERR;
 	}
 	for (size_t i = 0; i < n; i++)
-		zkl_row_free(&rows[i]);
+		cli_row_free(&rows[i]);
 	free(rows);
 	return status;
 }
 
 /* @row as "NAME (host H, pid P, for AGE)" into @buf. */
-static void zkl_describe(const struct zkl_row *row, char *buf, size_t size)
+static void cli_describe(const struct cli_row *row, char *buf, size_t size)
 {
 	snprintf(buf, size, "%s (host %s, pid %s, for %s)", row->entry, row->host,
 		 row->pid, row->age);
 }
 
 /* See list.h. */
-int zkl_list_holder(const char *lock, bool lockfile, char *buf, size_t size)
+int cli_list_holder(const char *lock, bool lockfile, char *buf, size_t size)
 {
-	struct zkl_row row, *rows = NULL;
+	struct cli_row row, *rows = NULL;
 	time_t now = time(NULL);
 	char *names = NULL, *nl;
 	ssize_t n;
 	int err = -ENOENT;
 
 	if (lockfile) {
-		n = zkl_queue_rows(lock, now, &rows);
+		n = cli_queue_rows(lock, now, &rows);
 		if (n < 0)
 			return (int)n;
 		for (ssize_t i = 0; i < n; i++) {
 			if (err && strcmp(rows[i].state, "held") == 0) {
-				zkl_describe(&rows[i], buf, size);
+				cli_describe(&rows[i], buf, size);
 				err = 0;
 			}
-			zkl_row_free(&rows[i]);
+			cli_row_free(&rows[i]);
 		}
 		free(rows);
 		return err;
 	}
-	n = zkl_lockdir_xattr(-1, lock, XATTR_HOLDERS, &names);
+	n = cli_lockdir_xattr(-1, lock, XATTR_HOLDERS, &names);
 	if (n < 0)
 		return (int)n;
 	nl = strchr(names, '\n');
 	if (nl)
 		*nl = '\0';
 	if (*names) {
-		err = zkl_row_fill(lock, names, now, &row);
+		err = cli_row_fill(lock, names, now, &row);
 		if (!err) {
-			zkl_describe(&row, buf, size);
-			zkl_row_free(&row);
+			cli_describe(&row, buf, size);
+			cli_row_free(&row);
 		}
 	}
 	free(names);

@@ -14,28 +14,28 @@
 #include <sys/types.h>
 
 /*
- * zkl_list() - print the queue of @dir on stdout in readdir (= queue)
+ * cli_list() - print the queue of @dir on stdout in readdir (= queue)
  * order, under the header "POS STATE KIND ENTRY HOST PID AGE SINCE LIMIT
  * CMD", columns aligned (or, with @json, one JSON object an entry, keyed
  * by those names in lower case); entries that are gone meanwhile, subdirectories and what has no
  * sequence number are left out. @dir must be an existing zklockfs
  * directory (it is never created).
- * Return: zklock's exit status: 0; ZKL_EXIT_NODIR (66) for an unusable
- * @dir; ZKL_EXIT_OSERR (71) if an entry or stdout failed (the rest of the
+ * Return: zklock's exit status: 0; CLI_EXIT_NODIR (66) for an unusable
+ * @dir; CLI_EXIT_OSERR (71) if an entry or stdout failed (the rest of the
  * table is still printed when an entry does).
  */
-int zkl_list(const char *dir, bool json);
+int cli_list(const char *dir, bool json);
 
 /*
- * zkl_list_holder() - who holds @lock (a lock directory, or with @lockfile
+ * cli_list_holder() - who holds @lock (a lock directory, or with @lockfile
  * a lock file) now: its first holder as "NAME (host H, pid P, for AGE)",
  * printable, into @buf.  Return: 0; -ENOENT if nobody holds it; another
  * negative errno (-EINTR: a signal, zklock's timer, ended the reads).
  */
-int zkl_list_holder(const char *lock, bool lockfile, char *buf, size_t size);
+int cli_list_holder(const char *lock, bool lockfile, char *buf, size_t size);
 
-/* zkl_read_all() - read @fd to its end into *@out (to free, NUL-terminated).
+/* cli_read_all() - read @fd to its end into *@out (to free, NUL-terminated).
  * Return: the length, or a negative errno. */
-ssize_t zkl_read_all(int fd, char **out);
+ssize_t cli_read_all(int fd, char **out);
 
 #endif

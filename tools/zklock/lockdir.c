@@ -19,7 +19,7 @@
 #define FUSE_SUPER_MAGIC	0x65735546
 
 /* See lockdir.h. */
-ssize_t zkl_lockdir_xattr(int fd, const char *path, const char *xname,
+ssize_t cli_lockdir_xattr(int fd, const char *path, const char *xname,
 			  char **out)
 {
 	char *buf = NULL, *nbuf;
@@ -61,7 +61,7 @@ out_errno:
 }
 
 /* See lockdir.h. */
-int zkl_lockdir_check(const char *dir)
+int cli_lockdir_check(const char *dir)
 {
 	struct statfs sfs;
 
@@ -78,7 +78,7 @@ int zkl_lockdir_check(const char *dir)
 }
 
 /* See lockdir.h. */
-int zkl_lockdir_is_dir(const char *path)
+int cli_lockdir_is_dir(const char *path)
 {
 	struct stat st;
 
@@ -91,7 +91,7 @@ int zkl_lockdir_is_dir(const char *path)
  * The length of the first @len bytes of @p without their last component and
  * the slashes before it: "a/b" -> "a", "/a" -> "/", "a" -> "" (0).
  */
-static size_t zkl_parent_len(const char *p, size_t len)
+static size_t cli_parent_len(const char *p, size_t len)
 {
 	while (len > 0 && p[len - 1] != '/')
 		len--;
@@ -106,17 +106,17 @@ static size_t zkl_parent_len(const char *p, size_t len)
  * levels up.  mkdir() asks the mount even while the kernel still remembers
  * the directory (it revalidates the name it creates); stat() would not.
  */
-static int zkl_mkdir_up(char *p, size_t len, int levels)
+static int cli_mkdir_up(char *p, size_t len, int levels)
 {
-	size_t plen = zkl_parent_len(p, len);
+	size_t plen = cli_parent_len(p, len);
 	char save = p[plen];
 	int err;
 
 	p[plen] = '\0';
-	err = zkl_lockdir_check(plen ? p : ".");
+	err = cli_lockdir_check(plen ? p : ".");
 	p[plen] = save;
 	if (err == -ENOENT && plen > 0 && levels > 0)
-		err = zkl_mkdir_up(p, plen, levels - 1);
+		err = cli_mkdir_up(p, plen, levels - 1);
 	if (err)
 		return err;
 	save = p[len];
@@ -127,7 +127,7 @@ static int zkl_mkdir_up(char *p, size_t len, int levels)
 }
 
 /* See lockdir.h. */
-int zkl_lockdir_remake(const char *dir)
+int cli_lockdir_remake(const char *dir)
 {
 	char *p = strdup(dir);
 	size_t len;
@@ -138,15 +138,15 @@ int zkl_lockdir_remake(const char *dir)
 	len = strlen(p);
 	while (len > 1 && p[len - 1] == '/')
 		p[--len] = '\0';
-	err = zkl_mkdir_up(p, len, ZKL_LOCKDIR_LEVELS);
+	err = cli_mkdir_up(p, len, CLI_LOCKDIR_LEVELS);
 	if (!err)
-		err = zkl_lockdir_is_dir(p);
+		err = cli_lockdir_is_dir(p);
 	free(p);
 	return err;
 }
 
 /* See lockdir.h. */
-int zkl_lockdir_make(const char *dir)
+int cli_lockdir_make(const char *dir)
 {
 	char *p = strdup(dir), save;
 	size_t len, have;
@@ -157,23 +157,23 @@ int zkl_lockdir_make(const char *dir)
 	len = strlen(p);
 	while (len > 1 && p[len - 1] == '/')	/* "a/b/" is "a/b" */
 		p[--len] = '\0';
-	err = zkl_lockdir_is_dir(p);
+	err = cli_lockdir_is_dir(p);
 	if (err != -ENOENT) {
 		if (!err)
-			err = zkl_lockdir_check(p);
+			err = cli_lockdir_check(p);
 		if (err == -ENOENT)	/* gone, though the kernel remembers it */
-			err = zkl_lockdir_remake(p);
+			err = cli_lockdir_remake(p);
 		goto out_free;
 	}
 	/* walk up to the first ancestor that exists: it must be ours */
 	have = len;
 	do {
-		have = zkl_parent_len(p, have);
+		have = cli_parent_len(p, have);
 		save = p[have];
 		p[have] = '\0';
-		err = zkl_lockdir_is_dir(have ? p : ".");
+		err = cli_lockdir_is_dir(have ? p : ".");
 		if (!err)
-			err = zkl_lockdir_check(have ? p : ".");
+			err = cli_lockdir_check(have ? p : ".");
 		p[have] = save;
 	} while (err == -ENOENT && have > 0);
 	if (err)
@@ -190,14 +190,14 @@ int zkl_lockdir_make(const char *dir)
 		if (err)
 			goto out_free;
 	}
-	err = zkl_lockdir_is_dir(p);
+	err = cli_lockdir_is_dir(p);
 out_free:
 	free(p);
 	return err;
 }
 
 /* See lockdir.h. */
-int zkl_lockdir_limit(const char *dir, unsigned limit)
+int cli_lockdir_limit(const char *dir, unsigned limit)
 {
 	char want[16], *have = NULL;
 	int n = snprintf(want, sizeof(want), "%u", limit), err = 0;
@@ -206,7 +206,7 @@ int zkl_lockdir_limit(const char *dir, unsigned limit)
 		return 0;
 	if (errno != EEXIST)
 		return -errno;
-	n = (int)zkl_lockdir_xattr(-1, dir, XATTR_LIMIT, &have);
+	n = (int)cli_lockdir_xattr(-1, dir, XATTR_LIMIT, &have);
 	if (n < 0)
 		return n == -ENODATA ? -EAGAIN : n;	/* removed meanwhile */
 	if (strcmp(have, want) != 0) {
@@ -218,10 +218,10 @@ int zkl_lockdir_limit(const char *dir, unsigned limit)
 }
 
 /* See lockdir.h. */
-int zkl_lockdir_no_limit(const char *dir)
+int cli_lockdir_no_limit(const char *dir)
 {
 	char *have = NULL;
-	ssize_t n = zkl_lockdir_xattr(-1, dir, XATTR_LIMIT, &have);
+	ssize_t n = cli_lockdir_xattr(-1, dir, XATTR_LIMIT, &have);
 
 	/* gone since it was made (-o containers reaps it): a new one, made
 	 * by the enqueue, has no limit */
@@ -237,14 +237,14 @@ int zkl_lockdir_no_limit(const char *dir)
 }
 
 /* See lockdir.h. */
-int zkl_lockdir_failed(const char *dir, int err)
+int cli_lockdir_failed(const char *dir, int err)
 {
 	struct statfs sfs;
 
 	if (err == -ETIMEDOUT) {
 		warnx("%s: ZooKeeper did not answer the mount within its session "
 		      "timeout", dir);
-		return ZKL_EXIT_UNAVAILABLE;
+		return CLI_EXIT_UNAVAILABLE;
 	}
 	if (err == -ENOTZKLOCKFS)
 		warnx("%s: not a directory on a zklockfs mount", dir);
@@ -254,11 +254,11 @@ int zkl_lockdir_failed(const char *dir, int err)
 		      "unless mounted with -o allow_other", dir, strerror(-err));
 	else
 		warnx("%s: %s", dir, strerror(-err));
-	return ZKL_EXIT_NODIR;
+	return CLI_EXIT_NODIR;
 }
 
 /* See lockdir.h. */
-int zkl_lockdir_lockfile(const char *path)
+int cli_lockdir_lockfile(const char *path)
 {
 	char *p = strdup(path), *slash;
 	struct stat st;

@@ -95,7 +95,7 @@
 #include "tools/zklock/zklock.h"
 
 /* Whether the lock was lost by now (a last look, after the command). */
-static bool zkl_lock_lost_now(int lockfd)
+static bool cli_lock_lost_now(int lockfd)
 {
 	struct pollfd pfd = { .fd = lockfd, .events = 0 };
 
@@ -103,25 +103,25 @@ static bool zkl_lock_lost_now(int lockfd)
 }
 
 /* The exit status zklock passes on for a command's wait @status. */
-static int zkl_exit_of(int status)
+static int cli_exit_of(int status)
 {
 	if (WIFEXITED(status))
 		return WEXITSTATUS(status);
 	if (WIFSIGNALED(status))
 		return 128 + WTERMSIG(status);
-	return ZKL_EXIT_OSERR;
+	return CLI_EXIT_OSERR;
 }
 
 /*
  * Open the lock file LOCKDIR (made if missing): r->lockfd, which holds
- * nothing until zkl_entry_take() flocks it.  Return: 0 or a negative errno.
+ * nothing until cli_entry_take() flocks it.  Return: 0 or a negative errno.
  */
-static int zkl_lockfile_open(struct zkl_run *r)
+static int cli_lockfile_open(struct cli_run *r)
 {
 	r->lockfd = open(r->o->lockdir, O_RDONLY | O_CREAT | O_CLOEXEC | O_NOCTTY, 0666);
 	if (r->lockfd < 0)
 		return -errno;
-	return zkl_lockdir_check(r->o->lockdir);
+	return cli_lockdir_check(r->o->lockdir);
 }
 
 /*
@@ -129,26 +129,26 @@ static int zkl_lockfile_open(struct zkl_run *r)
  * checked; its limit as asked; its absolute path in r->dir.
  * Return: 0 or a negative errno (-EEXIST: another limit, said).
  */
-static int zkl_prepare_lock(struct zkl_run *r)
+static int cli_prepare_lock(struct cli_run *r)
 {
-	const struct zkl_opts *o = r->o;
+	const struct cli_opts *o = r->o;
 	int err;
 
 	if (r->lockfd >= 0) {		/* a try before this one */
 		close(r->lockfd);
 		r->lockfd = -1;
 	}
-	err = zkl_lockdir_lockfile(o->lockdir);
+	err = cli_lockdir_lockfile(o->lockdir);
 	if (err > 0) {
 		r->lockfile = true;
-		err = zkl_lockfile_open(r);
+		err = cli_lockfile_open(r);
 	} else if (!err) {
-		err = zkl_lockdir_make(o->lockdir);
+		err = cli_lockdir_make(o->lockdir);
 	}
 	if (!err && o->limit)
-		err = zkl_lockdir_limit(o->lockdir, o->limit);
+		err = cli_lockdir_limit(o->lockdir, o->limit);
 	else if (!err)
-		err = zkl_lockdir_no_limit(o->lockdir);
+		err = cli_lockdir_no_limit(o->lockdir);
 	if (!err) {
 		r->dir = realpath(o->lockdir, NULL);
 		if (!r->dir)
@@ -158,17 +158,17 @@ static int zkl_prepare_lock(struct zkl_run *r)
 }
 
 /*
- * Prepare r: the lock (zkl_prepare_lock(), again while the mount says
+ * Prepare r: the lock (cli_prepare_lock(), again while the mount says
  * ZooKeeper does not answer, until -n's or -w's timer runs out), the entry
  * NAME and the command's argv.  Return: 0 or an exit status.
  */
-static int zkl_prepare(struct zkl_run *r)
+static int cli_prepare(struct cli_run *r)
 {
-	const struct zkl_opts *o = r->o;
+	const struct cli_opts *o = r->o;
 	bool said = false;
 	int err;
 
-	if (!o->per_host && zkl_entry_per_host(o->lockdir)) {
+	if (!o->per_host && cli_entry_per_host(o->lockdir)) {
 		int plen = (int)strlen(o->lockdir);
 
 		while (plen > 1 && o->lockdir[plen - 1] == '/')	/* "a/host/" */
@@ -183,31 +183,31 @@ static int zkl_prepare(struct zkl_run *r)
 		      "every host (zklock %.*s ..., which every host names alike), or pass "
 		      "--per-host if a lock per host is what you want", o->lockdir,
 		      plen > 0 ? plen : 1, plen > 0 ? o->lockdir : ".");
-		return ZKL_EXIT_USAGE;
+		return CLI_EXIT_USAGE;
 	}
-	while ((err = zkl_prepare_lock(r)) == -ETIMEDOUT && !zkl_sig_alarmed() &&
-	       !zkl_sig_caught()) {
+	while ((err = cli_prepare_lock(r)) == -ETIMEDOUT && !cli_sig_alarmed() &&
+	       !cli_sig_caught()) {
 		if (!said && o->verbose)
 			warnx("%s: ZooKeeper does not answer the mount: waiting", o->lockdir);
 		said = true;
 	}
-	if (err == -EINTR && zkl_sig_caught())
-		return 128 + zkl_sig_caught();
-	if ((err == -EINTR && zkl_sig_alarmed()) || err == -ETIMEDOUT)
-		return zkl_why_not(r, -ETIMEDOUT);
+	if (err == -EINTR && cli_sig_caught())
+		return 128 + cli_sig_caught();
+	if ((err == -EINTR && cli_sig_alarmed()) || err == -ETIMEDOUT)
+		return cli_why_not(r, -ETIMEDOUT);
 	if (err == -EEXIST)
-		return ZKL_EXIT_NODIR;		/* another limit, or one unasked: said */
+		return CLI_EXIT_NODIR;		/* another limit, or one unasked: said */
 	if (err)
-		return zkl_lockdir_failed(o->lockdir, err);
+		return cli_lockdir_failed(o->lockdir, err);
 	if (o->name) {
 		r->name = strdup(o->name);
 		err = r->name ? 0 : -ENOMEM;
 	} else {
-		err = zkl_entry_default_name(&r->name);
+		err = cli_entry_default_name(&r->name);
 	}
 	if (err) {
 		warnx("%s", strerror(-err));
-		return ZKL_EXIT_OSERR;
+		return CLI_EXIT_OSERR;
 	}
 	if (o->shell_cmd) {
 		const char *sh = getenv("SHELL");
@@ -229,7 +229,7 @@ static int zkl_prepare(struct zkl_run *r)
  * "user.zklockfs.confirm" only to the process tree of its holder.
  * Return: 0, or the errno (EPERM: not that tree; EIO, ENOENT: not held).
  */
-static int zkl_confirm_entry(const char *entry)
+static int cli_confirm_entry(const char *entry)
 {
 	char val[16];
 
@@ -246,7 +246,7 @@ static int zkl_confirm_entry(const char *entry)
  * shared cannot be).  Return: -1 if not nested (take the lock), else the
  * exit status (the command is not run).
  */
-static int zkl_nested(struct zkl_run *r)
+static int cli_nested(struct cli_run *r)
 {
 	const char *dir = getenv("ZKLOCK_DIR"), *entry = getenv("ZKLOCK_ENTRY");
 	const char *mode = getenv("ZKLOCK_MODE");
@@ -261,46 +261,46 @@ static int zkl_nested(struct zkl_run *r)
 	free(real);
 	if (!same)
 		return -1;
-	err = zkl_confirm_entry(entry);
+	err = cli_confirm_entry(entry);
 	if (err) {
 		if (err != EIO && err != ENOENT)
 			return -1;	/* not the tree of its holder: take it */
 		warnx("the lock %s that this runs under is lost", entry);
-		return ZKL_EXIT_LOST;
+		return CLI_EXIT_LOST;
 	}
 	if (!r->o->shared && mode && strcmp(mode, "shared") == 0) {
 		warnx("%s is held shared by the zklock this runs under: it cannot be "
 		      "taken exclusive inside it", r->dir);
-		return ZKL_EXIT_CONFLICT;
+		return CLI_EXIT_CONFLICT;
 	}
 	if (r->o->verbose)
 		warnx("%s is held by the zklock this runs under: executing %s at once",
 		      r->dir, r->argv[0]);
 	fflush(NULL);
-	zkl_sig_disarm_timer();		/* an exec keeps it */
-	zkl_sig_restore(&r->orig_mask);
-	return zkl_tree_exec(r);
+	cli_sig_disarm_timer();		/* an exec keeps it */
+	cli_sig_restore(&r->orig_mask);
+	return cli_tree_exec(r);
 }
 
 /*
  * Take the lock, with --verbose's report. Return: 0 with r->lockfd, or the
  * exit status to leave with (r->lockfd stays -1: -E may make that 0).
  */
-static int zkl_acquire(struct zkl_run *r)
+static int cli_acquire(struct cli_run *r)
 {
-	const struct zkl_opts *o = r->o;
-	double t0 = zkl_now(), took;
+	const struct cli_opts *o = r->o;
+	double t0 = cli_now(), took;
 	char *path;
 	int err;
 
 	if (asprintf(&path, "%s/%s", r->dir, r->name) < 0) {
 		warnx("%s", strerror(ENOMEM));
-		return ZKL_EXIT_OSERR;
+		return CLI_EXIT_OSERR;
 	}
-	zkl_waitinfo_start(r);		/* --verbose, or a terminal: who holds it */
-	err = zkl_entry_take(r, path);
-	zkl_waitinfo_stop();
-	took = zkl_now() - t0;
+	cli_waitinfo_start(r);		/* --verbose, or a terminal: who holds it */
+	err = cli_entry_take(r, path);
+	cli_waitinfo_stop();
+	took = cli_now() - t0;
 	switch (err) {
 	case 0:
 		if (o->verbose)
@@ -310,22 +310,22 @@ static int zkl_acquire(struct zkl_run *r)
 	case -EAGAIN:
 		if (o->verbose)
 			warnx("failed to get lock");
-		err = zkl_why_not(r, err);
+		err = cli_why_not(r, err);
 		break;
 	case -ETIMEDOUT:
 		if (o->verbose)
 			warnx("timeout while waiting to get lock");
-		err = zkl_why_not(r, err);
+		err = cli_why_not(r, err);
 		break;
 	case -EINTR:
 		if (o->verbose)
 			warnx("interrupted by signal %d while waiting",
-			      zkl_sig_caught());
-		err = 128 + zkl_sig_caught();
+			      cli_sig_caught());
+		err = 128 + cli_sig_caught();
 		break;
 	case -ENOENT:
 	case -ENOTZKLOCKFS:
-		err = zkl_lockdir_failed(r->dir, err);
+		err = cli_lockdir_failed(r->dir, err);
 		break;
 	case -EINVAL:
 	case -ENAMETOOLONG:
@@ -334,11 +334,11 @@ static int zkl_acquire(struct zkl_run *r)
 		      "as a queue entry), end in '-read' (it would read as shared), hold "
 		      "a character ZooKeeper refuses, or make a path too long or deep",
 		      path, strerror(-err));
-		err = ZKL_EXIT_USAGE;
+		err = CLI_EXIT_USAGE;
 		break;
 	default:
 		warnx("%s: %s", path, strerror(-err));
-		err = ZKL_EXIT_OSERR;
+		err = CLI_EXIT_OSERR;
 		break;
 	}
 	free(path);
@@ -353,55 +353,55 @@ static int zkl_acquire(struct zkl_run *r)
  * Run the command under the lock held in r->lockfd until it ends.
  * Return: zklock's exit status.
  */
-static int zkl_run_command(struct zkl_run *r)
+static int cli_run_command(struct cli_run *r)
 {
 	int status, err;
 
-	err = zkl_sig_open_fd(&r->sigfd);
+	err = cli_sig_open_fd(&r->sigfd);
 	if (err) {
 		warnx("signalfd: %s", strerror(-err));
-		return ZKL_EXIT_OSERR;
+		return CLI_EXIT_OSERR;
 	}
-	if (zkl_sig_caught())		/* came after the grant, before the block */
-		return 128 + zkl_sig_caught();
-	err = zkl_entry_find(r);
-	if (err == -ENOENT && zkl_lock_lost_now(r->lockfd)) {
+	if (cli_sig_caught())		/* came after the grant, before the block */
+		return 128 + cli_sig_caught();
+	err = cli_entry_find(r);
+	if (err == -ENOENT && cli_lock_lost_now(r->lockfd)) {
 		warnx("lock in %s lost before %s started: %s", r->dir, r->argv[0],
-		      zkl_why_lost(r));
-		return ZKL_EXIT_LOST;
+		      cli_why_lost(r));
+		return CLI_EXIT_LOST;
 	}
 	if (!err)
-		err = zkl_entry_export_env(r);
+		err = cli_entry_export_env(r);
 	if (err) {
 		warnx("%s: cannot find our entry: %s", r->dir, strerror(-err));
-		return ZKL_EXIT_OSERR;
+		return CLI_EXIT_OSERR;
 	}
 	if (r->o->verbose)
 		fprintf(stderr, "%s: executing %s\n", program_invocation_short_name,
 			r->o->shell_cmd ? r->o->shell_cmd : r->argv[0]);
-	err = zkl_tree_spawn(r);
+	err = cli_tree_spawn(r);
 	if (err) {
 		warnx("fork: %s", strerror(-err));
-		return ZKL_EXIT_OSERR;
+		return CLI_EXIT_OSERR;
 	}
-	zkl_watchdog_start(r);		/* unwatched if it cannot: said */
-	err = zkl_tree_supervise(r, &status);
-	zkl_watchdog_stop();
+	cli_watchdog_start(r);		/* unwatched if it cannot: said */
+	err = cli_tree_supervise(r, &status);
+	cli_watchdog_stop();
 	if (err) {
 		warnx("waiting for %s: %s", r->argv[0], strerror(-err));
-		zkl_tree_kill(r);	/* nothing outlives the lock */
-		return ZKL_EXIT_OSERR;
+		cli_tree_kill(r);	/* nothing outlives the lock */
+		return CLI_EXIT_OSERR;
 	}
-	if (!r->lost && zkl_lock_lost_now(r->lockfd)) {
+	if (!r->lost && cli_lock_lost_now(r->lockfd)) {
 		warnx("lock lost (%s) while %s ran: %s", r->entry, r->argv[0],
-		      zkl_why_lost(r));
+		      cli_why_lost(r));
 		r->lost = true;
 	}
-	return r->lost ? ZKL_EXIT_LOST : zkl_exit_of(status);
+	return r->lost ? CLI_EXIT_LOST : cli_exit_of(status);
 }
 
 /* Free what @r holds and give the lock back. */
-static void zkl_run_free(struct zkl_run *r)
+static void cli_run_free(struct cli_run *r)
 {
 	if (r->sigfd >= 0)
 		close(r->sigfd);
@@ -414,22 +414,22 @@ static void zkl_run_free(struct zkl_run *r)
 }
 
 /* --metrics: the mount's figures (user.zklockfs.metrics of its root), as is. */
-static int zkl_metrics(const char *mnt)
+static int cli_metrics(const char *mnt)
 {
 	char *val = NULL;
-	ssize_t n = zkl_lockdir_xattr(-1, mnt, XATTR_METRICS, &val);
+	ssize_t n = cli_lockdir_xattr(-1, mnt, XATTR_METRICS, &val);
 
-	if (n == -ENODATA && zkl_lockdir_check(mnt) == 0) {
+	if (n == -ENODATA && cli_lockdir_check(mnt) == 0) {
 		warnx("%s is on a zklockfs mount but is not its mount point: the "
 		      "figures are the mount point's (zklock --metrics MOUNTPOINT)", mnt);
-		return ZKL_EXIT_NODIR;
+		return CLI_EXIT_NODIR;
 	}
 	if (n < 0)
-		return zkl_lockdir_failed(mnt, n == -ENODATA || n == -ENOTSUP ?
+		return cli_lockdir_failed(mnt, n == -ENODATA || n == -ENOTSUP ?
 					  -ENOTZKLOCKFS : (int)n);
 	if (fwrite(val, 1, (size_t)n, stdout) != (size_t)n || fflush(stdout) == EOF) {
 		free(val);
-		return ZKL_EXIT_OSERR;
+		return CLI_EXIT_OSERR;
 	}
 	free(val);
 	return 0;
@@ -441,7 +441,7 @@ static int zkl_metrics(const char *mnt)
  * "user.zklockfs.confirm" of the entry only for its holder's process tree,
  * which this command is in: zklock's own descriptor is close-on-exec.
  */
-static int zkl_confirm(void)
+static int cli_confirm(void)
 {
 	const char *entry = getenv("ZKLOCK_ENTRY");
 	int err;
@@ -449,9 +449,9 @@ static int zkl_confirm(void)
 	if (!entry || !*entry) {
 		warnx("--confirm: ZKLOCK_ENTRY is not set: run it from a command that "
 		      "zklock runs");
-		return ZKL_EXIT_USAGE;
+		return CLI_EXIT_USAGE;
 	}
-	err = zkl_confirm_entry(entry);
+	err = cli_confirm_entry(entry);
 	if (!err)
 		return 0;
 	if (err == EPERM)
@@ -460,50 +460,50 @@ static int zkl_confirm(void)
 		warnx("--confirm: %s: not a lock this mount holds", entry);
 	else
 		warnx("--confirm: %s: the lock is not held: %s", entry, strerror(err));
-	return ZKL_EXIT_LOST;
+	return CLI_EXIT_LOST;
 }
 
 int main(int argc, char **argv)
 {
-	struct zkl_opts o;
-	struct zkl_run r = { .o = &o, .lockfd = -1, .sigfd = -1 };
+	struct cli_opts o;
+	struct cli_run r = { .o = &o, .lockfd = -1, .sigfd = -1 };
 	int status;
 
-	if (zkl_opts_parse(argc, argv, &o))
-		return ZKL_EXIT_USAGE;
+	if (cli_opts_parse(argc, argv, &o))
+		return CLI_EXIT_USAGE;
 	if (o.done)
-		return fflush(stdout) == EOF ? ZKL_EXIT_OSERR : 0;
+		return fflush(stdout) == EOF ? CLI_EXIT_OSERR : 0;
 	if (o.list)
-		return zkl_list(o.lockdir, o.json);
+		return cli_list(o.lockdir, o.json);
 	if (o.watch)
-		return zkl_watch(o.lockdir, o.json);
+		return cli_watch(o.lockdir, o.json);
 	if (o.metrics)
-		return zkl_metrics(o.lockdir);
+		return cli_metrics(o.lockdir);
 	if (o.confirm)
-		return zkl_confirm();
+		return cli_confirm();
 
 	/* the command gets our mask as we got it; -w needs SIGALRM */
-	status = zkl_sig_install(&r.orig_mask);
+	status = cli_sig_install(&r.orig_mask);
 	if (status) {
 		warnx("signals: %s", strerror(-status));
-		return ZKL_EXIT_OSERR;
+		return CLI_EXIT_OSERR;
 	}
 	/* -n and -w bound every call into the mount, not the open alone */
 	if ((o.nonblock || o.timeout > 0) &&
-	    (status = zkl_sig_arm_timer(o.nonblock ? ZKL_NONBLOCK_BUDGET : o.timeout))) {
+	    (status = cli_sig_arm_timer(o.nonblock ? CLI_NONBLOCK_BUDGET : o.timeout))) {
 		warnx("setitimer: %s", strerror(-status));
-		return ZKL_EXIT_OSERR;
+		return CLI_EXIT_OSERR;
 	}
-	status = zkl_prepare(&r);
-	if (!status && (status = zkl_nested(&r)) < 0) {
-		status = zkl_acquire(&r);
+	status = cli_prepare(&r);
+	if (!status && (status = cli_nested(&r)) < 0) {
+		status = cli_acquire(&r);
 	} else if (r.lockfd >= 0) {	/* a lock file opened, never locked */
 		close(r.lockfd);
 		r.lockfd = -1;
 	}
-	zkl_sig_disarm_timer();
+	cli_sig_disarm_timer();
 	if (r.lockfd >= 0)		/* not "-E 0" after a conflict */
-		status = zkl_run_command(&r);
-	zkl_run_free(&r);
+		status = cli_run_command(&r);
+	cli_run_free(&r);
 	return status;
 }

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * tools/zklock/opts.c - zklock's command line: parse it into struct
- * zkl_opts, answer --help and --version, refuse what cannot work.
+ * cli_opts, answer --help and --version, refuse what cannot work.
  */
 #include "tools/zklock/opts.h"
 
@@ -22,14 +22,14 @@
 #endif
 
 /* An entry name: NAME + marker + sequence number ("-2147483648" at most). */
-#define ZKL_NAME_MAX	255
-#define ZKL_SEQ_MAX_LEN	11
-#define ZKL_MARKER_MAX	(sizeof("-read-lock-") - 1)
+#define CLI_NAME_MAX	255
+#define CLI_SEQ_MAX_LEN	11
+#define CLI_MARKER_MAX	(sizeof("-read-lock-") - 1)
 
-#define ZKL_SECONDS_MAX		1e9	/* any -w/--kill-after must fit a time_t */
+#define CLI_SECONDS_MAX		1e9	/* any -w/--kill-after must fit a time_t */
 
 /* --help text on @f; exits with @status. */
-static void __attribute__((noreturn)) zkl_usage(FILE *f, int status)
+static void __attribute__((noreturn)) cli_usage(FILE *f, int status)
 {
 	fprintf(f,
 "Usage:\n"
@@ -83,7 +83,7 @@ static void __attribute__((noreturn)) zkl_usage(FILE *f, int status)
 }
 
 /* Parse a non-negative number of seconds into *@out. Return: 0 or -EINVAL. */
-static int zkl_parse_seconds(const char *s, double *out)
+static int cli_parse_seconds(const char *s, double *out)
 {
 	char *end;
 	double v;
@@ -91,14 +91,14 @@ static int zkl_parse_seconds(const char *s, double *out)
 	errno = 0;
 	v = strtod(s, &end);
 	if (errno || end == s || *end || !isfinite(v) || v < 0 ||
-	    v >= ZKL_SECONDS_MAX)
+	    v >= CLI_SECONDS_MAX)
 		return -EINVAL;
 	*out = v;
 	return 0;
 }
 
 /* Parse an exit status (0..255) into *@out. Return: 0 or -EINVAL. */
-static int zkl_parse_code(const char *s, int *out)
+static int cli_parse_code(const char *s, int *out)
 {
 	char *end;
 	long v;
@@ -112,7 +112,7 @@ static int zkl_parse_code(const char *s, int *out)
 }
 
 /* -L N: a semaphore's limit, 1 to 1000 (as zklockfs takes it). */
-static int zkl_parse_limit(const char *s, unsigned *out)
+static int cli_parse_limit(const char *s, unsigned *out)
 {
 	char *end;
 	long v;
@@ -126,8 +126,8 @@ static int zkl_parse_limit(const char *s, unsigned *out)
 }
 
 /* --on-revoke=SIG: a name (USR1, SIGUSR1; any case) or a number, 1..SIGRTMAX.
- * The stop signals are named too, to be refused by name (zkl_stop_signal()). */
-static int zkl_parse_signal(const char *s, int *out)
+ * The stop signals are named too, to be refused by name (cli_stop_signal()). */
+static int cli_parse_signal(const char *s, int *out)
 {
 	static const struct { const char *name; int sig; } names[] = {
 		{ "HUP", SIGHUP }, { "INT", SIGINT }, { "QUIT", SIGQUIT },
@@ -159,20 +159,20 @@ static int zkl_parse_signal(const char *s, int *out)
  * let go?  A stopped command keeps the lock, frozen, until someone
  * continues it: the request would lock everyone out instead.
  */
-static bool zkl_stop_signal(int sig)
+static bool cli_stop_signal(int sig)
 {
 	return sig == SIGSTOP || sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU;
 }
 
 /* See opts.h. A NAME leaves room for the longest marker and number. */
-bool zkl_opts_name_ok(const char *name)
+bool cli_opts_name_ok(const char *name)
 {
 	size_t len = strlen(name), digits = 0;
 
 	if (len == 0 || strcmp(name, ".") == 0 || strcmp(name, "..") == 0 ||
 	    strchr(name, '/'))
 		return false;
-	if (len + ZKL_MARKER_MAX + ZKL_SEQ_MAX_LEN > ZKL_NAME_MAX)
+	if (len + CLI_MARKER_MAX + CLI_SEQ_MAX_LEN > CLI_NAME_MAX)
 		return false;
 	if (len >= 5 && strcmp(name + len - 5, "-read") == 0)
 		return false;
@@ -185,7 +185,7 @@ bool zkl_opts_name_ok(const char *name)
  * Report a usage error (@fmt may be NULL: getopt has said what) and point
  * to --help. Return: -EINVAL.
  */
-static int __attribute__((format(printf, 1, 2))) zkl_bad_usage(const char *fmt, ...)
+static int __attribute__((format(printf, 1, 2))) cli_bad_usage(const char *fmt, ...)
 {
 	va_list ap;
 
@@ -200,7 +200,7 @@ static int __attribute__((format(printf, 1, 2))) zkl_bad_usage(const char *fmt, 
 }
 
 /* See opts.h. */
-int zkl_opts_parse(int argc, char **argv, struct zkl_opts *o)
+int cli_opts_parse(int argc, char **argv, struct cli_opts *o)
 {
 	enum { OPT_VERBOSE = 256, OPT_LIST, OPT_ON_REVOKE, OPT_METRICS, OPT_CONFIRM,
 	       OPT_PER_HOST, OPT_WATCH, OPT_JSON };
@@ -231,8 +231,8 @@ int zkl_opts_parse(int argc, char **argv, struct zkl_opts *o)
 	};
 	int c, rest;
 
-	*o = (struct zkl_opts){ .timeout = -1, .kill_after = 10,
-				.conflict_code = ZKL_EXIT_CONFLICT,
+	*o = (struct cli_opts){ .timeout = -1, .kill_after = 10,
+				.conflict_code = CLI_EXIT_CONFLICT,
 				.on_revoke = SIGUSR1 };
 	while ((c = getopt_long(argc, argv, "+sxenw:E:c:N:L:k:ohV", longopts,
 				NULL)) != -1) {
@@ -248,28 +248,28 @@ int zkl_opts_parse(int argc, char **argv, struct zkl_opts *o)
 			o->nonblock = true;
 			break;
 		case 'w':
-			if (zkl_parse_seconds(optarg, &o->timeout))
-				return zkl_bad_usage("invalid timeout: '%s'", optarg);
+			if (cli_parse_seconds(optarg, &o->timeout))
+				return cli_bad_usage("invalid timeout: '%s'", optarg);
 			break;
 		case 'E':
-			if (zkl_parse_code(optarg, &o->conflict_code))
-				return zkl_bad_usage("invalid exit code: '%s'", optarg);
+			if (cli_parse_code(optarg, &o->conflict_code))
+				return cli_bad_usage("invalid exit code: '%s'", optarg);
 			break;
 		case 'c':
 			o->shell_cmd = optarg;
 			break;
 		case 'N':
-			if (!zkl_opts_name_ok(optarg))
-				return zkl_bad_usage("invalid entry name: '%s'", optarg);
+			if (!cli_opts_name_ok(optarg))
+				return cli_bad_usage("invalid entry name: '%s'", optarg);
 			o->name = optarg;
 			break;
 		case 'L':
-			if (zkl_parse_limit(optarg, &o->limit))
-				return zkl_bad_usage("invalid limit: '%s' (1 to 1000)", optarg);
+			if (cli_parse_limit(optarg, &o->limit))
+				return cli_bad_usage("invalid limit: '%s' (1 to 1000)", optarg);
 			break;
 		case 'k':
-			if (zkl_parse_seconds(optarg, &o->kill_after))
-				return zkl_bad_usage("invalid --kill-after: '%s'", optarg);
+			if (cli_parse_seconds(optarg, &o->kill_after))
+				return cli_bad_usage("invalid --kill-after: '%s'", optarg);
 			break;
 		case 'o':
 			break;
@@ -295,42 +295,42 @@ int zkl_opts_parse(int argc, char **argv, struct zkl_opts *o)
 			o->per_host = true;
 			break;
 		case OPT_ON_REVOKE:
-			if (zkl_parse_signal(optarg, &o->on_revoke))
-				return zkl_bad_usage("invalid signal: '%s'", optarg);
-			if (zkl_stop_signal(o->on_revoke))
-				return zkl_bad_usage("--on-revoke %s would stop the command while it keeps the lock: "
+			if (cli_parse_signal(optarg, &o->on_revoke))
+				return cli_bad_usage("invalid signal: '%s'", optarg);
+			if (cli_stop_signal(o->on_revoke))
+				return cli_bad_usage("--on-revoke %s would stop the command while it keeps the lock: "
 						     "choose a signal that asks it to let go",
 						     optarg);
 			break;
 		case 'h':
-			zkl_usage(stdout, 0);
+			cli_usage(stdout, 0);
 		case 'V':
 			printf("zklock from zklockfs %s\n", ZKLOCKFS_VERSION);
 			o->done = true;
 			return 0;
 		default:
-			return zkl_bad_usage(NULL);
+			return cli_bad_usage(NULL);
 		}
 	}
 	if (o->confirm) {
 		if (optind < argc || o->list || o->metrics)
-			return zkl_bad_usage("--confirm takes no argument: it confirms "
+			return cli_bad_usage("--confirm takes no argument: it confirms "
 					     "$ZKLOCK_ENTRY");
 		return 0;
 	}
 	if (optind >= argc)
-		return zkl_bad_usage("no LOCKDIR given");
+		return cli_bad_usage("no LOCKDIR given");
 	o->lockdir = argv[optind++];
 	if (!*o->lockdir)
-		return zkl_bad_usage("empty LOCKDIR");
+		return cli_bad_usage("empty LOCKDIR");
 	rest = argc - optind;
 	if (o->list + o->metrics + o->watch > 1)
-		return zkl_bad_usage("one of --list, --watch and --metrics at a time");
+		return cli_bad_usage("one of --list, --watch and --metrics at a time");
 	if (o->json && !o->list && !o->watch)
-		return zkl_bad_usage("--json goes with --list or --watch");
+		return cli_bad_usage("--json goes with --list or --watch");
 	if (o->list || o->metrics || o->watch) {
 		if (rest || o->shell_cmd)
-			return zkl_bad_usage("%s takes only %s", o->list ? "--list" :
+			return cli_bad_usage("%s takes only %s", o->list ? "--list" :
 					     o->watch ? "--watch" : "--metrics",
 					     o->metrics ? "MOUNTPOINT" : "LOCKDIR");
 		return 0;
@@ -338,15 +338,15 @@ int zkl_opts_parse(int argc, char **argv, struct zkl_opts *o)
 	if (rest && (strcmp(argv[optind], "-c") == 0 ||
 		     strcmp(argv[optind], "--command") == 0)) {
 		if (rest != 2 || o->shell_cmd)
-			return zkl_bad_usage("%s requires exactly one command argument",
+			return cli_bad_usage("%s requires exactly one command argument",
 					     argv[optind]);
 		o->shell_cmd = argv[optind + 1];
 		rest = 0;
 	}
 	if (o->shell_cmd && rest)
-		return zkl_bad_usage("-c takes one command: no more arguments");
+		return cli_bad_usage("-c takes one command: no more arguments");
 	if (!o->shell_cmd && !rest)
-		return zkl_bad_usage("no command given");
+		return cli_bad_usage("no command given");
 	o->argv = rest ? argv + optind : NULL;
 	if (o->timeout == 0)
 		o->nonblock = true;

@@ -13,22 +13,22 @@
 #include "tools/zklock/zklock.h"
 
 /*
- * zkl_opts_parse() - fill @o from the command line. Options end at LOCKDIR
+ * cli_opts_parse() - fill @o from the command line. Options end at LOCKDIR
  * ('+'), so the command's own options are left alone; "-c CMD" may also
  * follow LOCKDIR, as in flock(1). --help prints the usage on stdout and
  * exits 0; --version prints the version and sets o->done.
  * Return: 0 (then check o->done); -EINVAL after a message on stderr.
  */
-int zkl_opts_parse(int argc, char **argv, struct zkl_opts *o);
+int cli_opts_parse(int argc, char **argv, struct cli_opts *o);
 
 /*
- * zkl_opts_name_ok() - whether @name can be the NAME of an entry: not what
+ * cli_opts_name_ok() - whether @name can be the NAME of an entry: not what
  * zklockfs would refuse for any marker (empty, ".", "..", a '/', 10
  * trailing digits, too long) or with the default one ("-read": its
  * exclusive entry would read as shared). The daemon checks the rest
  * (UTF-8, characters ZooKeeper refuses). Used for -N and by
- * zkl_entry_default_name().
+ * cli_entry_default_name().
  */
-bool zkl_opts_name_ok(const char *name);
+bool cli_opts_name_ok(const char *name);
 
 #endif

@@ -15,29 +15,29 @@
 #include <sys/types.h>
 #include <time.h>
 
-#define ZKL_TIMER_REPEAT_US	50000	/* SIGALRM again after the deadline */
+#define CLI_TIMER_REPEAT_US	50000	/* SIGALRM again after the deadline */
 
 /*
  * The signals zklock catches, and their dispositions at start (restored in
  * the command before exec). Ignored ones are left alone and not forwarded.
  */
-static const int zkl_signals[] = { SIGINT, SIGTERM, SIGHUP, SIGALRM, SIGCHLD };
-#define ZKL_NSIGNALS	(sizeof(zkl_signals) / sizeof(*zkl_signals))
-static struct sigaction zkl_saved_actions[ZKL_NSIGNALS];
-static bool zkl_ignored[ZKL_NSIGNALS];	/* SIG_IGN at start */
+static const int cli_signals[] = { SIGINT, SIGTERM, SIGHUP, SIGALRM, SIGCHLD };
+#define CLI_NSIGNALS	(sizeof(cli_signals) / sizeof(*cli_signals))
+static struct sigaction cli_saved_actions[CLI_NSIGNALS];
+static bool cli_ignored[CLI_NSIGNALS];	/* SIG_IGN at start */
 
 /* The last SIGINT/SIGTERM/SIGHUP caught while waiting for the lock; 0 if none. */
-static volatile sig_atomic_t zkl_got_signal;
+static volatile sig_atomic_t cli_got_signal;
 /* The -w timer expired (SIGALRM). */
-static volatile sig_atomic_t zkl_got_alarm;
+static volatile sig_atomic_t cli_got_alarm;
 
 /*
  * The signal handler while waiting: record, and let open() fail with EINTR.
- * A signal caught after the wait loop (zkl_entry_take()) looked but before
+ * A signal caught after the wait loop (cli_entry_take()) looked but before
  * open() blocked would interrupt nothing: SIGALRM then comes every
  * millisecond until it does.
  */
-static void zkl_on_signal(int sig)
+static void cli_on_signal(int sig)
 {
 	static const struct itimerval nudge = {
 		.it_value.tv_usec = 1000, .it_interval.tv_usec = 1000,
@@ -45,9 +45,9 @@ static void zkl_on_signal(int sig)
 	int saved = errno;
 
 	if (sig == SIGALRM) {
-		zkl_got_alarm = 1;
+		cli_got_alarm = 1;
 	} else {
-		zkl_got_signal = sig;
+		cli_got_signal = sig;
 		setitimer(ITIMER_REAL, &nudge, NULL);
 	}
 	errno = saved;
@@ -55,19 +55,19 @@ static void zkl_on_signal(int sig)
 
 /*
  * Install our handler (no SA_RESTART, so a waiting open() fails with EINTR)
- * for zkl_signals, keeping ignored ones ignored and saving what was there
+ * for cli_signals, keeping ignored ones ignored and saving what was there
  * for the command. SIGCHLD gets its default: we wait for our child.
  * Return: 0 or a negative errno.
  */
-static int zkl_install_handlers(void)
+static int cli_install_handlers(void)
 {
-	struct sigaction sa = { .sa_handler = zkl_on_signal };
+	struct sigaction sa = { .sa_handler = cli_on_signal };
 
 	sigemptyset(&sa.sa_mask);
-	for (size_t i = 0; i < ZKL_NSIGNALS; i++) {
-		if (sigaction(zkl_signals[i], NULL, &zkl_saved_actions[i]) < 0)
+	for (size_t i = 0; i < CLI_NSIGNALS; i++) {
+		if (sigaction(cli_signals[i], NULL, &cli_saved_actions[i]) < 0)
 			return -errno;
-		if (zkl_signals[i] == SIGCHLD) {
+		if (cli_signals[i] == SIGCHLD) {
 			struct sigaction dfl = { .sa_handler = SIG_DFL };
 
 			sigemptyset(&dfl.sa_mask);
@@ -75,25 +75,25 @@ static int zkl_install_handlers(void)
 				return -errno;
 			continue;
 		}
-		zkl_ignored[i] = zkl_saved_actions[i].sa_handler == SIG_IGN &&
-				 zkl_signals[i] != SIGALRM;
-		if (zkl_ignored[i])
+		cli_ignored[i] = cli_saved_actions[i].sa_handler == SIG_IGN &&
+				 cli_signals[i] != SIGALRM;
+		if (cli_ignored[i])
 			continue;
-		if (sigaction(zkl_signals[i], &sa, NULL) < 0)
+		if (sigaction(cli_signals[i], &sa, NULL) < 0)
 			return -errno;
 	}
 	return 0;
 }
 
 /* See signals.h. */
-int zkl_sig_install(sigset_t *orig_mask)
+int cli_sig_install(sigset_t *orig_mask)
 {
 	sigset_t alrm;
 	int err;
 
 	sigemptyset(&alrm);
 	sigaddset(&alrm, SIGALRM);
-	err = zkl_install_handlers();
+	err = cli_install_handlers();
 	if (!err && (sigprocmask(SIG_SETMASK, NULL, orig_mask) < 0 ||
 		     sigprocmask(SIG_UNBLOCK, &alrm, NULL) < 0))
 		err = -errno;
@@ -101,37 +101,37 @@ int zkl_sig_install(sigset_t *orig_mask)
 }
 
 /* See signals.h. */
-int zkl_sig_caught(void)
+int cli_sig_caught(void)
 {
-	return zkl_got_signal;
+	return cli_got_signal;
 }
 
 /* See signals.h. */
-bool zkl_sig_alarmed(void)
+bool cli_sig_alarmed(void)
 {
-	return zkl_got_alarm;
+	return cli_got_alarm;
 }
 
 /* See signals.h. */
-int zkl_sig_arm_timer(double timeout)
+int cli_sig_arm_timer(double timeout)
 {
 	struct itimerval it = {
 		.it_value.tv_sec = (time_t)timeout,
 		.it_value.tv_usec = (suseconds_t)((timeout -
 			(double)(time_t)timeout) * 1e6),
-		.it_interval.tv_usec = ZKL_TIMER_REPEAT_US,
+		.it_interval.tv_usec = CLI_TIMER_REPEAT_US,
 	};
 
 	if (it.it_value.tv_sec == 0 && it.it_value.tv_usec == 0)
 		it.it_value.tv_usec = 1;
 	if (setitimer(ITIMER_REAL, &it, NULL) < 0)
 		return -errno;
-	zkl_got_alarm = 0;	/* after: an old timer's SIGALRM came before */
+	cli_got_alarm = 0;	/* after: an old timer's SIGALRM came before */
 	return 0;
 }
 
 /* See signals.h. */
-void zkl_sig_disarm_timer(void)
+void cli_sig_disarm_timer(void)
 {
 	struct itimerval it = { 0 };
 
@@ -140,14 +140,14 @@ void zkl_sig_disarm_timer(void)
 }
 
 /* See signals.h. */
-int zkl_sig_open_fd(int *fd)
+int cli_sig_open_fd(int *fd)
 {
 	sigset_t set;
 
 	sigemptyset(&set);
-	for (size_t i = 0; i < ZKL_NSIGNALS; i++)
-		if (zkl_signals[i] != SIGALRM && !zkl_ignored[i])
-			sigaddset(&set, zkl_signals[i]);
+	for (size_t i = 0; i < CLI_NSIGNALS; i++)
+		if (cli_signals[i] != SIGALRM && !cli_ignored[i])
+			sigaddset(&set, cli_signals[i]);
 	if (sigprocmask(SIG_BLOCK, &set, NULL) < 0)
 		return -errno;
 	*fd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
@@ -155,17 +155,17 @@ int zkl_sig_open_fd(int *fd)
 }
 
 /* See signals.h. */
-void zkl_sig_restore(const sigset_t *mask)
+void cli_sig_restore(const sigset_t *mask)
 {
-	for (size_t i = 0; i < ZKL_NSIGNALS; i++)
-		if (sigaction(zkl_signals[i], &zkl_saved_actions[i], NULL) < 0)
+	for (size_t i = 0; i < CLI_NSIGNALS; i++)
+		if (sigaction(cli_signals[i], &cli_saved_actions[i], NULL) < 0)
 			warn("sigaction");
 	if (sigprocmask(SIG_SETMASK, mask, NULL) < 0)
 		warn("sigprocmask");
 }
 
 /* See signals.h. */
-int zkl_sig_thread(void *(*fn)(void *), void *arg)
+int cli_sig_thread(void *(*fn)(void *), void *arg)
 {
 	pthread_attr_t attr;
 	sigset_t all, old;

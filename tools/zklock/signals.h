@@ -8,9 +8,9 @@
  * The signals are SIGINT, SIGTERM, SIGHUP (forwarded), SIGALRM (the -w
  * timer) and SIGCHLD. Those ignored when zklock started stay ignored, in
  * zklock and in the command, and are never forwarded. The order of calls:
- * zkl_sig_install() once at start; while waiting for the lock the timer
- * and zkl_sig_caught()/zkl_sig_alarmed(); then zkl_sig_open_fd(); in the
- * forked command, zkl_sig_restore() before exec.
+ * cli_sig_install() once at start; while waiting for the lock the timer
+ * and cli_sig_caught()/cli_sig_alarmed(); then cli_sig_open_fd(); in the
+ * forked command, cli_sig_restore() before exec.
  */
 #ifndef TOOLS_ZKLOCK_SIGNALS_H
 #define TOOLS_ZKLOCK_SIGNALS_H
@@ -19,60 +19,60 @@
 #include <stdbool.h>
 
 /*
- * zkl_sig_install() - save the dispositions and mask zklock started with
+ * cli_sig_install() - save the dispositions and mask zklock started with
  * (the mask in *@orig_mask), install the handler that records a signal and
  * lets a waiting open() fail with EINTR (no SA_RESTART), give SIGCHLD its
  * default (zklock waits for its children) and unblock SIGALRM (-w needs it).
  * Called once, by main(), before anything else is done.
  * Return: 0 or a negative errno.
  */
-int zkl_sig_install(sigset_t *orig_mask);
+int cli_sig_install(sigset_t *orig_mask);
 
 /*
- * zkl_sig_caught() - the last SIGINT/SIGTERM/SIGHUP caught while waiting
+ * cli_sig_caught() - the last SIGINT/SIGTERM/SIGHUP caught while waiting
  * for the lock; 0 if none. Once one was caught, SIGALRM comes every
  * millisecond, so that an open() that had not blocked yet when it came
- * still fails with EINTR; zkl_sig_disarm_timer() stops that.
+ * still fails with EINTR; cli_sig_disarm_timer() stops that.
  */
-int zkl_sig_caught(void);
+int cli_sig_caught(void);
 
-/* zkl_sig_alarmed() - whether the -w timer has expired (SIGALRM came). */
-bool zkl_sig_alarmed(void);
+/* cli_sig_alarmed() - whether the -w timer has expired (SIGALRM came). */
+bool cli_sig_alarmed(void);
 
 /*
- * zkl_sig_arm_timer() - arm the -w timer: SIGALRM in @timeout seconds (> 0),
+ * cli_sig_arm_timer() - arm the -w timer: SIGALRM in @timeout seconds (> 0),
  * then again every 50 ms, so that one landing just before open() blocks is
- * not lost. Re-arming replaces the timer and clears zkl_sig_alarmed().
+ * not lost. Re-arming replaces the timer and clears cli_sig_alarmed().
  * Return: 0 or a negative errno.
  */
-int zkl_sig_arm_timer(double timeout);
+int cli_sig_arm_timer(double timeout);
 
-/* zkl_sig_disarm_timer() - stop SIGALRM (says so on stderr if it cannot). */
-void zkl_sig_disarm_timer(void);
+/* cli_sig_disarm_timer() - stop SIGALRM (says so on stderr if it cannot). */
+void cli_sig_disarm_timer(void);
 
 /*
- * zkl_sig_open_fd() - from now on, take the signals through a signalfd
+ * cli_sig_open_fd() - from now on, take the signals through a signalfd
  * (close-on-exec, non-blocking) in *@fd: block SIGCHLD and the forwarded
  * SIGINT/SIGTERM/SIGHUP (not those ignored at start). Called once the lock
  * is held, before the command is forked.
  * Return: 0; a negative errno (then *@fd is -1 if signalfd() failed).
  */
-int zkl_sig_open_fd(int *fd);
+int cli_sig_open_fd(int *fd);
 
 /*
- * zkl_sig_thread() - start @fn(@arg) on a detached thread that blocks
+ * cli_sig_thread() - start @fn(@arg) on a detached thread that blocks
  * every signal: the signals are the main thread's (SIGALRM must end its
  * open(), SIGCHLD reach its signalfd), and a process-directed signal goes
  * to any thread that does not block it.  zklock's helper threads
  * (watchdog.c, waitinfo.c) start this way.  Return: 0 or a negative errno.
  */
-int zkl_sig_thread(void *(*fn)(void *), void *arg);
+int cli_sig_thread(void *(*fn)(void *), void *arg);
 
 /*
- * zkl_sig_restore() - in the forked command: give back the dispositions
- * zklock started with, and the signal mask @mask (zkl_sig_install()'s
+ * cli_sig_restore() - in the forked command: give back the dispositions
+ * zklock started with, and the signal mask @mask (cli_sig_install()'s
  * *orig_mask). Failures are reported on stderr and otherwise ignored.
  */
-void zkl_sig_restore(const sigset_t *mask);
+void cli_sig_restore(const sigset_t *mask);
 
 #endif

@@ -48,30 +48,30 @@
  * started with, ask for SIGTERM if zklock dies, and exec the command.
  * Exits 127 if it is not found, 126 if it cannot be executed.
  */
-static void __attribute__((noreturn)) zkl_exec_command(struct zkl_run *r,
+static void __attribute__((noreturn)) cli_exec_command(struct cli_run *r,
 							pid_t parent)
 {
-	zkl_sig_restore(&r->orig_mask);
+	cli_sig_restore(&r->orig_mask);
 	if (prctl(PR_SET_PDEATHSIG, SIGTERM) < 0)
 		warn("prctl(PR_SET_PDEATHSIG)");
 	if (getppid() != parent)	/* zklock died before prctl() */
-		_exit(ZKL_EXIT_LOST);
-	_exit(zkl_tree_exec(r));
+		_exit(CLI_EXIT_LOST);
+	_exit(cli_tree_exec(r));
 }
 
 /* See tree.h. */
-int zkl_tree_exec(struct zkl_run *r)
+int cli_tree_exec(struct cli_run *r)
 {
 	int err;
 
 	execvp(r->argv[0], r->argv);
 	err = errno;
 	warn("%s", r->argv[0]);
-	return err == ENOENT ? ZKL_EXIT_NOTFOUND : ZKL_EXIT_NOEXEC;
+	return err == ENOENT ? CLI_EXIT_NOTFOUND : CLI_EXIT_NOEXEC;
 }
 
 /* See tree.h. */
-int zkl_tree_spawn(struct zkl_run *r)
+int cli_tree_spawn(struct cli_run *r)
 {
 	pid_t parent = getpid(), pid;
 
@@ -84,13 +84,13 @@ int zkl_tree_spawn(struct zkl_run *r)
 	if (pid < 0)
 		return -errno;
 	if (pid == 0)
-		zkl_exec_command(r, parent);
+		cli_exec_command(r, parent);
 	r->child = pid;
 	return 0;
 }
 
 /* One process as /proc showed it. */
-struct zkl_proc {
+struct cli_proc {
 	pid_t pid, ppid;
 	unsigned long long start;	/* start time: pid + start = one process */
 	char state;			/* 'Z': ended, not reaped yet */
@@ -98,7 +98,7 @@ struct zkl_proc {
 };
 
 /* Read /proc/@pid/stat into @p. Return: 0; -ENOENT (gone); -errno. */
-static int zkl_read_stat(pid_t pid, struct zkl_proc *p)
+static int cli_read_stat(pid_t pid, struct cli_proc *p)
 {
 	char path[32], buf[1024], *rp;
 	ssize_t n;
@@ -129,10 +129,10 @@ static int zkl_read_stat(pid_t pid, struct zkl_proc *p)
 	return 0;
 }
 
-static int zkl_proc_cmp(const void *a, const void *b)
+static int cli_proc_cmp(const void *a, const void *b)
 {
-	pid_t x = ((const struct zkl_proc *)a)->pid;
-	pid_t y = ((const struct zkl_proc *)b)->pid;
+	pid_t x = ((const struct cli_proc *)a)->pid;
+	pid_t y = ((const struct cli_proc *)b)->pid;
 
 	return (x > y) - (x < y);
 }
@@ -141,9 +141,9 @@ static int zkl_proc_cmp(const void *a, const void *b)
  * Every process in /proc, sorted by pid, with zklock's descendants marked
  * ours. Return: their number, with *@out (to free); or a negative errno.
  */
-static ssize_t zkl_scan_procs(struct zkl_proc **out)
+static ssize_t cli_scan_procs(struct cli_proc **out)
 {
-	struct zkl_proc *procs = NULL, *np, key, *parent;
+	struct cli_proc *procs = NULL, *np, key, *parent;
 	size_t n = 0, cap = 0;
 	pid_t self = getpid();
 	struct dirent *de;
@@ -170,7 +170,7 @@ static ssize_t zkl_scan_procs(struct zkl_proc **out)
 			}
 			procs = np;
 		}
-		err = zkl_read_stat((pid_t)pid, &procs[n]);
+		err = cli_read_stat((pid_t)pid, &procs[n]);
 		if (err == -ENOMEM || err == -EMFILE || err == -ENFILE)
 			break;
 		/* gone meanwhile; hidden (hidepid=1: not one of ours) */
@@ -186,7 +186,7 @@ static ssize_t zkl_scan_procs(struct zkl_proc **out)
 		return err;
 	}
 	if (n)
-		qsort(procs, n, sizeof(*procs), zkl_proc_cmp);
+		qsort(procs, n, sizeof(*procs), cli_proc_cmp);
 	/* mark the children of zklock, then theirs, ... until none is new */
 	do {
 		more = false;
@@ -195,7 +195,7 @@ static ssize_t zkl_scan_procs(struct zkl_proc **out)
 				continue;
 			key.pid = procs[i].ppid;
 			parent = procs[i].ppid == self ? NULL :
-				 bsearch(&key, procs, n, sizeof(*procs), zkl_proc_cmp);
+				 bsearch(&key, procs, n, sizeof(*procs), cli_proc_cmp);
 			if (procs[i].ppid == self || (parent && parent->ours)) {
 				procs[i].ours = true;
 				more = true;
@@ -211,10 +211,10 @@ static ssize_t zkl_scan_procs(struct zkl_proc **out)
  * the process behind it still has @p's start time (its pid may have been
  * reaped and taken by another process since). Return: 0 or -errno.
  */
-static int zkl_signal_proc(const struct zkl_proc *p, int sig)
+static int cli_signal_proc(const struct cli_proc *p, int sig)
 {
 #if defined(SYS_pidfd_open) && defined(SYS_pidfd_send_signal)
-	struct zkl_proc now;
+	struct cli_proc now;
 	int fd, err = 0;
 
 	fd = (int)syscall(SYS_pidfd_open, p->pid, 0);
@@ -223,7 +223,7 @@ static int zkl_signal_proc(const struct zkl_proc *p, int sig)
 	if (fd >= 0) {
 		/* the pid is pinned to the pidfd's process while it lives:
 		 * if it is still @p, so was the pidfd's */
-		if (zkl_read_stat(p->pid, &now) == 0 && now.start == p->start &&
+		if (cli_read_stat(p->pid, &now) == 0 && now.start == p->start &&
 		    syscall(SYS_pidfd_send_signal, fd, sig, NULL, 0) < 0 &&
 		    errno != ESRCH)
 			err = -errno;
@@ -238,14 +238,14 @@ static int zkl_signal_proc(const struct zkl_proc *p, int sig)
 }
 
 /* See tree.h.  Touches nothing of the run: any thread. */
-int zkl_tree_kill_now(pid_t child)
+int cli_tree_kill_now(pid_t child)
 {
 	int first = -1;
 
 	/* again while a round finds one: a fork may race a scan */
 	for (int round = 0; round < 8; round++) {
-		struct zkl_proc *procs = NULL;
-		ssize_t n = zkl_scan_procs(&procs);
+		struct cli_proc *procs = NULL;
+		ssize_t n = cli_scan_procs(&procs);
 		int sent = 0;
 
 		if (n < 0) {		/* blind: the command alone */
@@ -255,7 +255,7 @@ int zkl_tree_kill_now(pid_t child)
 		}
 		for (ssize_t i = 0; i < n; i++)
 			if (procs[i].ours && procs[i].state != 'Z' &&
-			    zkl_signal_proc(&procs[i], SIGKILL) == 0)
+			    cli_signal_proc(&procs[i], SIGKILL) == 0)
 				sent++;
 		free(procs);
 		if (first < 0)
@@ -267,7 +267,7 @@ int zkl_tree_kill_now(pid_t child)
 }
 
 enum {
-	ZKL_TREE_CONT = 1,	/* follow with SIGCONT: a stopped process acts */
+	CLI_TREE_CONT = 1,	/* follow with SIGCONT: a stopped process acts */
 };
 
 /*
@@ -276,10 +276,10 @@ enum {
  * command gets it (once; r->blind says so from then on).
  * Return: how many processes got it.
  */
-static int zkl_signal_tree(struct zkl_run *r, int sig, int flags)
+static int cli_signal_tree(struct cli_run *r, int sig, int flags)
 {
-	struct zkl_proc *procs = NULL;
-	ssize_t n = r->blind ? -ENOENT : zkl_scan_procs(&procs);
+	struct cli_proc *procs = NULL;
+	ssize_t n = r->blind ? -ENOENT : cli_scan_procs(&procs);
 	int count = 0, err;
 
 	if (n < 0) {
@@ -288,7 +288,7 @@ static int zkl_signal_tree(struct zkl_run *r, int sig, int flags)
 			      "signalling it alone", r->argv[0], strerror((int)-n));
 		r->blind = true;
 		if (r->child > 0 && kill(r->child, sig) == 0) {
-			if (flags & ZKL_TREE_CONT)
+			if (flags & CLI_TREE_CONT)
 				kill(r->child, SIGCONT);
 			count = 1;
 		}
@@ -297,9 +297,9 @@ static int zkl_signal_tree(struct zkl_run *r, int sig, int flags)
 	for (ssize_t i = 0; i < n; i++) {
 		if (!procs[i].ours || procs[i].state == 'Z')
 			continue;
-		err = zkl_signal_proc(&procs[i], sig);
-		if (!err && (flags & ZKL_TREE_CONT))
-			err = zkl_signal_proc(&procs[i], SIGCONT);
+		err = cli_signal_proc(&procs[i], sig);
+		if (!err && (flags & CLI_TREE_CONT))
+			err = cli_signal_proc(&procs[i], SIGCONT);
 		if (!err)
 			count++;
 		else if (!r->kill_failed)	/* not every round of SIGKILL */
@@ -317,7 +317,7 @@ static int zkl_signal_tree(struct zkl_run *r, int sig, int flags)
  * Return: 0 while a child is left; -ECHILD when none is, which for a
  * subreaper means the whole tree is gone; another negative errno.
  */
-static int zkl_reap(struct zkl_run *r, int *status)
+static int cli_reap(struct cli_run *r, int *status)
 {
 	pid_t pid;
 	int st;
@@ -338,12 +338,12 @@ static int zkl_reap(struct zkl_run *r, int *status)
 }
 
 /* See tree.h. Blind (no /proc), it waits for the command alone. */
-void zkl_tree_kill(struct zkl_run *r)
+void cli_tree_kill(struct cli_run *r)
 {
 	pid_t pid;
 
 	for (;;) {
-		zkl_signal_tree(r, SIGKILL, 0);
+		cli_signal_tree(r, SIGKILL, 0);
 		if (r->blind && !r->child)
 			return;
 		pid = waitpid(r->blind ? r->child : -1, NULL, 0);
@@ -363,7 +363,7 @@ void zkl_tree_kill(struct zkl_run *r)
  * passes everything on. SIGCHLD needs nothing: the caller reaps.
  * Return: 0 or a negative errno.
  */
-static int zkl_drain_signals(struct zkl_run *r)
+static int cli_drain_signals(struct cli_run *r)
 {
 	bool leader = getsid(0) == getpid();
 	struct signalfd_siginfo si;
@@ -373,7 +373,7 @@ static int zkl_drain_signals(struct zkl_run *r)
 		if (si.ssi_signo == SIGCHLD ||
 		    (si.ssi_code == SI_KERNEL && !leader))
 			continue;
-		zkl_signal_tree(r, (int)si.ssi_signo, 0);
+		cli_signal_tree(r, (int)si.ssi_signo, 0);
 	}
 	if (n < 0 && errno != EAGAIN && errno != EINTR)
 		return -errno;
@@ -382,20 +382,20 @@ static int zkl_drain_signals(struct zkl_run *r)
 
 /* Milliseconds until @deadline for poll(), rounded up; 0 if past; at most
  * INT_MAX (poll() is called again: --kill-after may be 1e9 s). */
-static int zkl_ms_until(double deadline)
+static int cli_ms_until(double deadline)
 {
-	double left = (deadline - zkl_now()) * 1000;
+	double left = (deadline - cli_now()) * 1000;
 
 	return left <= 0 ? 0 : left >= INT_MAX - 1 ? INT_MAX : (int)left + 1;
 }
 
 /* How often the tree is looked at again while it is being SIGKILLed:
  * soon, then less and less often (what cannot be killed, say EPERM). */
-#define ZKL_KILL_ROUND_MS	10
-#define ZKL_KILL_ROUND_MAX_MS	500
+#define CLI_KILL_ROUND_MS	10
+#define CLI_KILL_ROUND_MAX_MS	500
 
 /* See tree.h. */
-int zkl_tree_supervise(struct zkl_run *r, int *status)
+int cli_tree_supervise(struct cli_run *r, int *status)
 {
 	struct pollfd pfd[2] = {
 		{ .fd = r->sigfd, .events = POLLIN },
@@ -404,24 +404,24 @@ int zkl_tree_supervise(struct zkl_run *r, int *status)
 	};
 	enum { RUNNING, TERMINATING, KILLING } phase = RUNNING;
 	double kill_at = 0;
-	int err, timeout, n, round_ms = ZKL_KILL_ROUND_MS;
+	int err, timeout, n, round_ms = CLI_KILL_ROUND_MS;
 
 	for (;;) {
-		err = zkl_reap(r, status);
+		err = cli_reap(r, status);
 		if (err == -ECHILD || (!err && r->blind && !r->child))
 			return 0;		/* the tree is gone */
 		if (err)
 			return err;
 		if (phase == RUNNING && !r->child) {
-			n = zkl_signal_tree(r, SIGTERM, ZKL_TREE_CONT);
+			n = cli_signal_tree(r, SIGTERM, CLI_TREE_CONT);
 			if (n > 0)
 				warnx("%s exited and left %d process%s running: "
 				      "sent SIGTERM", r->argv[0], n, n > 1 ? "es" : "");
 			phase = TERMINATING;
-			kill_at = zkl_now() + r->o->kill_after;
+			kill_at = cli_now() + r->o->kill_after;
 		}
-		if (phase == TERMINATING && zkl_now() >= kill_at) {
-			n = zkl_signal_tree(r, SIGKILL, 0);
+		if (phase == TERMINATING && cli_now() >= kill_at) {
+			n = cli_signal_tree(r, SIGKILL, 0);
 			if (n > 0)
 				warnx("%d process%s still running %gs after SIGTERM: "
 				      "sent SIGKILL", n, n > 1 ? "es" : "",
@@ -429,11 +429,11 @@ int zkl_tree_supervise(struct zkl_run *r, int *status)
 			phase = KILLING;
 		} else if (phase == KILLING) {
 			/* what forked meanwhile, or was not seen the last time */
-			zkl_signal_tree(r, SIGKILL, 0);
+			cli_signal_tree(r, SIGKILL, 0);
 		}
 		timeout = phase == RUNNING ? -1 :
-			  phase == TERMINATING ? zkl_ms_until(kill_at) : round_ms;
-		if (phase == KILLING && round_ms < ZKL_KILL_ROUND_MAX_MS)
+			  phase == TERMINATING ? cli_ms_until(kill_at) : round_ms;
+		if (phase == KILLING && round_ms < CLI_KILL_ROUND_MAX_MS)
 			round_ms *= 2;
 		if (poll(pfd, 2, timeout) < 0) {
 			if (errno == EINTR)
@@ -454,19 +454,19 @@ int zkl_tree_supervise(struct zkl_run *r, int *status)
 			r->lost = true;
 			pfd[1].fd = -1;		/* told once is enough */
 			if (phase == RUNNING) {
-				n = zkl_signal_tree(r, SIGTERM, ZKL_TREE_CONT);
+				n = cli_signal_tree(r, SIGTERM, CLI_TREE_CONT);
 				warnx("lock lost (%s): %s; sent SIGTERM to the %d "
-				      "process%s of %s (pid %d)", r->entry, zkl_why_lost(r), n,
+				      "process%s of %s (pid %d)", r->entry, cli_why_lost(r), n,
 				      n == 1 ? "" : "es", r->argv[0], (int)r->child);
 				phase = TERMINATING;
-				kill_at = zkl_now() + r->o->kill_after;
+				kill_at = cli_now() + r->o->kill_after;
 			} else {
 				warnx("lock lost (%s) while ending what %s left: %s",
-				      r->entry, r->argv[0], zkl_why_lost(r));
+				      r->entry, r->argv[0], cli_why_lost(r));
 			}
 		}
 		if (pfd[0].revents) {
-			err = zkl_drain_signals(r);
+			err = cli_drain_signals(r);
 			if (err)
 				return err;
 		}

@@ -7,8 +7,8 @@
  * they orphaned: zklock is their child subreaper), read from /proc and
  * signalled through pidfds. If /proc cannot be read, zklock is "blind"
  * (r->blind) and sees the command alone. Called from main.c, once the lock
- * is held and zkl_sig_open_fd() has set r->sigfd, in this order:
- * zkl_tree_spawn(), zkl_tree_supervise(), and zkl_tree_kill() only if
+ * is held and cli_sig_open_fd() has set r->sigfd, in this order:
+ * cli_tree_spawn(), cli_tree_supervise(), and cli_tree_kill() only if
  * supervising failed.
  */
 #ifndef TOOLS_ZKLOCK_TREE_H
@@ -17,7 +17,7 @@
 #include "tools/zklock/zklock.h"
 
 /*
- * zkl_tree_spawn() - make zklock the child subreaper (PR_SET_CHILD_SUBREAPER;
+ * cli_tree_spawn() - make zklock the child subreaper (PR_SET_CHILD_SUBREAPER;
  * a failure is only reported), fork, and exec r->argv in the child with
  * the signal dispositions and mask zklock started with (r->orig_mask) and
  * PR_SET_PDEATHSIG SIGTERM: if zklock dies, the command is told. The child
@@ -25,17 +25,17 @@
  * if zklock died before it asked for SIGTERM.
  * Return: 0 with r->child set; or a negative errno (fork failed).
  */
-int zkl_tree_spawn(struct zkl_run *r);
+int cli_tree_spawn(struct cli_run *r);
 
 /*
- * zkl_tree_exec() - exec r->argv in this process, as it is (the caller
+ * cli_tree_exec() - exec r->argv in this process, as it is (the caller
  * sets the signal mask); on failure say why.
  * Return: only on failure: 127 if not found, 126 if not executable.
  */
-int zkl_tree_exec(struct zkl_run *r);
+int cli_tree_exec(struct cli_run *r);
 
 /*
- * zkl_tree_supervise() - wait for the command and everything it started,
+ * cli_tree_supervise() - wait for the command and everything it started,
  * watching r->lockfd (zklockfs wakes poll() with POLLERR|POLLHUP when the
  * lock is lost) and r->sigfd. The tree is ended (SIGTERM and SIGCONT;
  * SIGKILL to whatever is left after r->o->kill_after seconds, again until
@@ -47,21 +47,21 @@ int zkl_tree_exec(struct zkl_run *r);
  * Return: 0 once no process of the tree is left (waitpid() says ECHILD),
  * with the command's wait status in *@status; or a negative errno.
  */
-int zkl_tree_supervise(struct zkl_run *r, int *status);
+int cli_tree_supervise(struct cli_run *r, int *status);
 
 /*
- * zkl_tree_kill_now() - SIGKILL every process of the tree (zklock's
+ * cli_tree_kill_now() - SIGKILL every process of the tree (zklock's
  * descendants; blind, @child alone), again until a round finds none, and
  * reap nothing: for the watchdog's thread, which must not wait.
  * Return: how many processes the first round signalled.
  */
-int zkl_tree_kill_now(pid_t child);
+int cli_tree_kill_now(pid_t child);
 
 /*
- * zkl_tree_kill() - the last resort when zkl_tree_supervise() failed:
+ * cli_tree_kill() - the last resort when cli_tree_supervise() failed:
  * SIGKILL the tree and reap it, until none of it is left (blind, until the
  * command is reaped). Never fails; returns when waitpid() does.
  */
-void zkl_tree_kill(struct zkl_run *r);
+void cli_tree_kill(struct cli_run *r);
 
 #endif

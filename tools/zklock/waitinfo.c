@@ -131,18 +131,18 @@ static void *waitinfo_main(void *arg)
 }
 
 /* See waitinfo.h. */
-void zkl_waitinfo_start(struct zkl_run *r)
+void cli_waitinfo_start(struct cli_run *r)
 {
 	if (r->lockfile || r->o->nonblock || !(r->o->verbose || isatty(STDERR_FILENO)))
 		return;
 	snprintf(wi.dir, sizeof(wi.dir), "%s", r->dir);
 	snprintf(wi.name, sizeof(wi.name), "%s", r->name);
 	wi.tty = isatty(STDERR_FILENO);
-	zkl_sig_thread(waitinfo_main, NULL);	/* no signal of the main thread's */
+	cli_sig_thread(waitinfo_main, NULL);	/* no signal of the main thread's */
 }
 
 /* See waitinfo.h. */
-void zkl_waitinfo_stop(void)
+void cli_waitinfo_stop(void)
 {
 	pthread_mutex_lock(&wi.mu);
 	wi.stop = true;

@@ -16,11 +16,11 @@
 
 #include "tools/zklock/zklock.h"
 
-/* zkl_waitinfo_start() - before the waiting open of r's lock (a lock
+/* cli_waitinfo_start() - before the waiting open of r's lock (a lock
  * directory; not with -n).  Failures are silent: it is only a display. */
-void zkl_waitinfo_start(struct zkl_run *r);
+void cli_waitinfo_start(struct cli_run *r);
 
-/* zkl_waitinfo_stop() - the wait is over: nothing more is said. */
-void zkl_waitinfo_stop(void);
+/* cli_waitinfo_stop() - the wait is over: nothing more is said. */
+void cli_waitinfo_stop(void);
 
 #endif

@@ -19,7 +19,7 @@
 #define HOLDER_FIELDS 6		/* ENTRY KIND HOST PID CMD SINCE */
 
 /* See watch.h. */
-void zkl_json_str(FILE *f, const char *s)
+void cli_json_str(FILE *f, const char *s)
 {
 	fputc('"', f);
 	for (const unsigned char *c = (const unsigned char *)s; *c; c++) {
@@ -37,7 +37,7 @@ void zkl_json_str(FILE *f, const char *s)
  * saw it): *@buf (to free), NUL-terminated. */
 static ssize_t read_holders(int fd, char **buf)
 {
-	return lseek(fd, 0, SEEK_SET) < 0 ? -errno : zkl_read_all(fd, buf);
+	return lseek(fd, 0, SEEK_SET) < 0 ? -errno : cli_read_all(fd, buf);
 }
 
 /* One line of output for the holders @text of @lock. */
@@ -52,7 +52,7 @@ static void print_holders(const char *lock, char *text, bool json)
 	strftime(now, sizeof(now), "%Y-%m-%dT%H:%M:%SZ", &tm);
 	if (json) {
 		printf("{\"time\":\"%s\",\"lock\":", now);
-		zkl_json_str(stdout, lock);
+		cli_json_str(stdout, lock);
 		printf(",\"holders\":[");
 	} else {
 		printf("%s %s: ", now, lock);
@@ -73,7 +73,7 @@ static void print_holders(const char *lock, char *text, bool json)
 			printf("%s{", first ? "" : ",");
 			for (int i = 0; i < HOLDER_FIELDS; i++) {
 				printf("%s\"%s\":", i ? "," : "", key[i]);
-				zkl_json_str(stdout, f[i]);
+				cli_json_str(stdout, f[i]);
 			}
 			printf("}");
 		} else {
@@ -90,25 +90,25 @@ static void print_holders(const char *lock, char *text, bool json)
 }
 
 /* See watch.h. */
-int zkl_watch(const char *lockdir, bool json)
+int cli_watch(const char *lockdir, bool json)
 {
 	struct pollfd pfd = { .events = POLLIN | POLLPRI };
 	char *path, *text = NULL;
 	ssize_t n;
 	int err;
 
-	err = zkl_lockdir_is_dir(lockdir);
+	err = cli_lockdir_is_dir(lockdir);
 	if (!err)
-		err = zkl_lockdir_check(lockdir);
+		err = cli_lockdir_check(lockdir);
 	if (err)
-		return zkl_lockdir_failed(lockdir, err);
+		return cli_lockdir_failed(lockdir, err);
 	if (asprintf(&path, "%s/%s", lockdir, HOLDERS_NAME) < 0)
-		return ZKL_EXIT_OSERR;
+		return CLI_EXIT_OSERR;
 	pfd.fd = open(path, O_RDONLY | O_CLOEXEC);
 	err = pfd.fd < 0 ? -errno : 0;
 	free(path);
 	if (err)
-		return zkl_lockdir_failed(lockdir, err == -ENOENT ? -ENOTZKLOCKFS : err);
+		return cli_lockdir_failed(lockdir, err == -ENOENT ? -ENOTZKLOCKFS : err);
 	for (;;) {
 		n = read_holders(pfd.fd, &text);
 		if (n < 0) {
@@ -132,7 +132,7 @@ out:
 	close(pfd.fd);
 	if (err == -ENOTCONN || err == -ENODEV || err == -EIO) {
 		warnx("%s: the mount went away", lockdir);
-		return ZKL_EXIT_UNAVAILABLE;
+		return CLI_EXIT_UNAVAILABLE;
 	}
-	return zkl_lockdir_failed(lockdir, err);
+	return cli_lockdir_failed(lockdir, err);
 }

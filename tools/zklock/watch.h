@@ -14,7 +14,7 @@
 #include <stdio.h>
 
 /*
- * zkl_watch() - print who holds @lockdir on stdout: a line now, one at
+ * cli_watch() - print who holds @lockdir on stdout: a line now, one at
  * each change, until the mount goes or a signal ends zklock; with @json,
  * one JSON object a line:
  *	{"time":"...","lock":"...","holders":[{"entry":...,"kind":...,
@@ -22,9 +22,9 @@
  * Return: the exit status (66: not a zklockfs directory; 69: the mount
  * went away; 71: another error).
  */
-int zkl_watch(const char *lockdir, bool json);
+int cli_watch(const char *lockdir, bool json);
 
-/* zkl_json_str() - @s as a JSON string, quotes included, on @f. */
-void zkl_json_str(FILE *f, const char *s);
+/* cli_json_str() - @s as a JSON string, quotes included, on @f. */
+void cli_json_str(FILE *f, const char *s);
 
 #endif

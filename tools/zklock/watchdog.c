@@ -20,7 +20,7 @@
 #include "tools/zklock/signals.h"
 #include "tools/zklock/tree.h"
 
-/* The watch, set by zkl_watchdog_start() before the thread starts. */
+/* The watch, set by cli_watchdog_start() before the thread starts. */
 static struct {
 	const struct zk_heartbeat_file *file;
 	const struct zk_heartbeat *hb;	/* the lock's session's slot */
@@ -52,7 +52,7 @@ static void act(uint64_t now, uint64_t until, bool replaced)
 		pthread_mutex_unlock(&wd.mu);
 		return;
 	}
-	n = zkl_tree_kill_now(wd.child);
+	n = cli_tree_kill_now(wd.child);
 	if (replaced)
 		snprintf(why, sizeof(why), "the mount's ZooKeeper session was replaced "
 			 "(it expired)");
@@ -69,7 +69,7 @@ static void act(uint64_t now, uint64_t until, bool replaced)
 		program_invocation_short_name, wd.lock,
 		(unsigned long long)(until + margin > now ? until + margin - now : 0), why,
 		n, n == 1 ? "" : "es");
-	_exit(ZKL_EXIT_LOST);
+	_exit(CLI_EXIT_LOST);
 }
 
 static void *watch(void *arg)
@@ -99,7 +99,7 @@ static void *watch(void *arg)
 }
 
 /* See watchdog.h. */
-int zkl_watchdog_start(struct zkl_run *r)
+int cli_watchdog_start(struct cli_run *r)
 {
 	struct zklfs_ioc_watchdog w;
 	struct stat st;
@@ -137,7 +137,7 @@ int zkl_watchdog_start(struct zkl_run *r)
 	wd.gen = w.gen;
 	wd.child = r->child;
 	snprintf(wd.lock, sizeof(wd.lock), "%s", r->entry ? r->entry : r->dir);
-	err = zkl_sig_thread(watch, NULL);	/* no signal of the main thread's */
+	err = cli_sig_thread(watch, NULL);	/* no signal of the main thread's */
 	if (!err)
 		return 0;
 fail:
@@ -149,7 +149,7 @@ fail:
 }
 
 /* See watchdog.h. */
-void zkl_watchdog_stop(void)
+void cli_watchdog_stop(void)
 {
 	pthread_mutex_lock(&wd.mu);
 	wd.stopped = true;

@@ -15,8 +15,8 @@
  * before the server can expire the session and grant the lock elsewhere,
  * and the one at which a running daemon declares the lock lost itself.
  *
- * Called from main.c: zkl_watchdog_start() once the command runs,
- * zkl_watchdog_stop() before the lock is given back.
+ * Called from main.c: cli_watchdog_start() once the command runs,
+ * cli_watchdog_stop() before the lock is given back.
  */
 #ifndef TOOLS_ZKLOCK_WATCHDOG_H
 #define TOOLS_ZKLOCK_WATCHDOG_H
@@ -24,14 +24,14 @@
 #include "tools/zklock/zklock.h"
 
 /*
- * zkl_watchdog_start() - watch the lock held through r->lockfd, for the
+ * cli_watchdog_start() - watch the lock held through r->lockfd, for the
  * tree of r->child.  A daemon without the file, or a file that cannot be
  * read, is said once on stderr: the command runs unwatched.
  * Return: 0 if watching, else a negative errno (said).
  */
-int zkl_watchdog_start(struct zkl_run *r);
+int cli_watchdog_start(struct cli_run *r);
 
-/* zkl_watchdog_stop() - from now on the watchdog acts no more. */
-void zkl_watchdog_stop(void);
+/* cli_watchdog_stop() - from now on the watchdog acts no more. */
+void cli_watchdog_stop(void);
 
 #endif

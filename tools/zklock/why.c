@@ -13,7 +13,7 @@
 #include "tools/zklock/signals.h"
 
 /* See why.h. */
-const char *zkl_why_lost(struct zkl_run *r)
+const char *cli_why_lost(struct cli_run *r)
 {
 	struct zklfs_ioc_text t;
 
@@ -34,17 +34,17 @@ const char *zkl_why_lost(struct zkl_run *r)
 }
 
 /* See why.h. */
-int zkl_why_not(struct zkl_run *r, int err)
+int cli_why_not(struct cli_run *r, int err)
 {
-	const struct zkl_opts *o = r->o;
+	const struct cli_opts *o = r->o;
 	const char *lock = r->dir ? r->dir : o->lockdir;
-	double budget = o->nonblock ? ZKL_NONBLOCK_BUDGET : o->timeout;
+	double budget = o->nonblock ? CLI_NONBLOCK_BUDGET : o->timeout;
 	char who[600];
 	int h = -EINTR;		/* -n's second is spent: ask nothing more */
 
-	if (err == -EAGAIN || (!o->nonblock && zkl_sig_arm_timer(ZKL_PROBE_BUDGET) == 0))
-		h = zkl_list_holder(lock, r->lockfile, who, sizeof(who));
-	zkl_sig_disarm_timer();
+	if (err == -EAGAIN || (!o->nonblock && cli_sig_arm_timer(CLI_PROBE_BUDGET) == 0))
+		h = cli_list_holder(lock, r->lockfile, who, sizeof(who));
+	cli_sig_disarm_timer();
 	if (h == 0)
 		warnx("%s: held by %s", lock, who);
 	else if (err == -EAGAIN && h == -ENOENT)

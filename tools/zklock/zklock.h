@@ -18,19 +18,19 @@
 
 /* The exit statuses of our own (the command's pass through otherwise). */
 enum {
-	ZKL_EXIT_CONFLICT = 1,		/* default of -E */
-	ZKL_EXIT_USAGE = EX_USAGE,	/* 64 */
-	ZKL_EXIT_NODIR = EX_NOINPUT,	/* 66: LOCKDIR unusable */
-	ZKL_EXIT_UNAVAILABLE = EX_UNAVAILABLE,	/* 69: ZooKeeper did not answer
+	CLI_EXIT_CONFLICT = 1,		/* default of -E */
+	CLI_EXIT_USAGE = EX_USAGE,	/* 64 */
+	CLI_EXIT_NODIR = EX_NOINPUT,	/* 66: LOCKDIR unusable */
+	CLI_EXIT_UNAVAILABLE = EX_UNAVAILABLE,	/* 69: ZooKeeper did not answer
 						   (--list, --metrics) */
-	ZKL_EXIT_OSERR = EX_OSERR,	/* 71 */
-	ZKL_EXIT_LOST = EX_TEMPFAIL,	/* 75: the lock was lost */
-	ZKL_EXIT_NOEXEC = 126,
-	ZKL_EXIT_NOTFOUND = 127,
+	CLI_EXIT_OSERR = EX_OSERR,	/* 71 */
+	CLI_EXIT_LOST = EX_TEMPFAIL,	/* 75: the lock was lost */
+	CLI_EXIT_NOEXEC = 126,
+	CLI_EXIT_NOTFOUND = 127,
 };
 
-/* What the command line asked for. Filled once by zkl_opts_parse(). */
-struct zkl_opts {
+/* What the command line asked for. Filled once by cli_opts_parse(). */
+struct cli_opts {
 	bool shared;		/* -s: O_RDONLY; else exclusive, O_WRONLY */
 	bool nonblock;		/* -n, or -w 0 */
 	double timeout;		/* -w SECONDS; < 0: wait as long as it takes */
@@ -58,8 +58,8 @@ struct zkl_opts {
  * main.c owns it (fills it, frees it); entry.c sets lockfd, entry and
  * token; tree.c sets child, lost, blind and kill_failed.
  */
-struct zkl_run {
-	const struct zkl_opts *o;
+struct cli_run {
+	const struct cli_opts *o;
 	char *dir;		/* LOCKDIR, absolute */
 	bool lockfile;		/* LOCKDIR is a lock file (zklockfs -o
 				   lockfiles): lockfd is open from the start
@@ -79,8 +79,8 @@ struct zkl_run {
 	bool kill_failed;	/* a kill failed and was reported (once) */
 };
 
-/* zkl_now() - monotonic time in seconds, for deadlines and --verbose. */
-static inline double zkl_now(void)
+/* cli_now() - monotonic time in seconds, for deadlines and --verbose. */
+static inline double cli_now(void)
 {
 	struct timespec ts;
 
