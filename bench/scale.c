@@ -235,7 +235,7 @@ static double secs(int64_t a, int64_t b)
 int run_scale(const struct opts *o)
 {
 	struct pstat p0 = { 0 }, p1 = { 0 }, p2 = { 0 };
-	int64_t t_start = 0, t_issued = 0, t_enq = 0, t_parked = 0, t_d0 = 0, t_last = 0;
+	int64_t t_start = 0, t_issued = 0, t_enq = 0, t_waiting = 0, t_d0 = 0, t_last = 0;
 	int64_t t_empty = 0, deadline;
 	long n = o->waiters, started = 0, granted_before = 0;
 	struct marks_watch mw = { 0 };
@@ -332,11 +332,11 @@ int run_scale(const struct opts *o)
 	}
 	/*
 	 * zk: every waiter but the holder watches the entry before it.  fs:
-	 * zklockfs parks a waiter behind an entry of its own mount in the
-	 * create's completion, with no further request and no watch, so its
-	 * queue is settled once the entries exist.
+	 * zklockfs keeps a waiter behind an entry of its own mount PARKED from
+	 * the create's completion on, with no further request and no watch, so
+	 * every waiter waits once the entries exist.
 	 */
-	t_parked = o->fs ? t_enq
+	t_waiting = o->fs ? t_enq
 			 : wait_for(watches_at_least, (long)m0.watches + n - 1, deadline, 10);
 	granted_before = atomic_load(&S.granted);
 	pstat_read(watched, &p1);
@@ -358,9 +358,9 @@ out:
 	printf("{\"mode\":\"scale\",\"side\":\"%s\",\"waiters\":%ld,\"started\":%ld,"
 	       "\"names\":\"%s\",", o->fs ? "fs" : "zk", n, started,
 	       o->same_name ? "one" : "distinct");
-	printf("\"issue_s\":%.4f,\"enqueue_s\":%.4f,\"parked_s\":%.4f,\"drain_s\":%.4f,"
+	printf("\"issue_s\":%.4f,\"enqueue_s\":%.4f,\"waiting_s\":%.4f,\"drain_s\":%.4f,"
 	       "\"drain_last_close_s\":%.4f,\"drain_rate\":%.1f,",
-	       secs(t_start, t_issued), secs(t_start, t_enq), secs(t_start, t_parked),
+	       secs(t_start, t_issued), secs(t_start, t_enq), secs(t_start, t_waiting),
 	       secs(t_d0, t_empty), secs(t_d0, t_last),
 	       t_empty > t_d0 ? (double)n / secs(t_d0, t_empty) : 0);
 	/* per enqueue, while the queue grows from 10% to 50%, and 50% to 90% */

@@ -41,7 +41,7 @@ static void finish(struct confirm *c, int rc)
 {
 	struct zklfs *fs = c->fs;
 	struct node *n;
-	struct zkl_waiter *gone = NULL;
+	struct zkl_waiter *lost = NULL;
 	struct lr_wait *now;
 	struct lockreq *lr;
 	int derr = 0;
@@ -54,7 +54,7 @@ static void finish(struct confirm *c, int rc)
 	lr = n ? n->lr : NULL;
 	held = rc == ZOK && lr && lr->state == LR_HELD;
 	if (rc == ZNONODE && lr && lr->state == LR_HELD)
-		gone = lockreq_pin_locked(lr);	/* a give-back waits for us */
+		lost = lockreq_pin_locked(lr);	/* a give-back waits for us */
 	for (struct lr_wait *w = now; w; w = w->next)
 		data |= w->data;
 	if (held && data) {		/* reported once, to the FSYNCs */
@@ -69,8 +69,8 @@ static void finish(struct confirm *c, int rc)
 		lr->cf = NULL;		/* a loss answered the rest already */
 	}
 	zkmx_unlock(&fs->lock);
-	if (gone) {			/* lost, as its own watch would say */
-		zkl_entry_gone(gone);
+	if (lost) {			/* lost, as its own watch would say */
+		zkl_entry_gone(lost);
 		lockreq_unpin(fs, n);
 	}
 	lockreq_answer_waits(fs, now, held, derr);

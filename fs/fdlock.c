@@ -23,10 +23,10 @@ static void giveback(struct zklfs *fs, struct node *n)
 	lockreq_giveback(fs, n);
 }
 
-void fdlock_end(struct zklfs *fs, struct node *gone)
+void fdlock_end(struct zklfs *fs, struct node *ended)
 {
-	zklfs_wbuf_close(fs, gone);	/* the data before the delete */
-	lockreq_end(fs, gone);
+	zklfs_wbuf_close(fs, ended);	/* the data before the delete */
+	lockreq_end(fs, ended);
 }
 
 /*
@@ -54,12 +54,12 @@ static int shared_entry_err_locked(struct lockreq *lr, int op, enum zkn_kind wan
 static void shared_entry_answer(fuse_req_t req, struct node *n, int op, int err)
 {
 	struct zklfs *fs = n->fs;
-	struct node *gone;
+	struct node *ended;
 
 	if (op == LOCK_UN) {
-		gone = lockreq_part(fs, n);
-		if (gone)
-			fdlock_end(fs, gone);
+		ended = lockreq_part(fs, n);
+		if (ended)
+			fdlock_end(fs, ended);
 	} else if (err == EDEADLK) {
 		zklog(LOG_NOTICE, "lock request on a descriptor whose entry other "
 			"descriptors stand for: EDEADLK");

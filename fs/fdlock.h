@@ -34,10 +34,10 @@ static inline int fdlock_of(short l_type)
 void fdlock_op(fuse_req_t req, struct node *n, int op, bool nb);
 
 /*
- * fdlock_end() - the entry of @gone goes (the last descriptor that stood
+ * fdlock_end() - the entry of @ended goes (the last descriptor that stood
  * for it closed, or gave its part up): its data sent first
  * (zklfs_wbuf_close()), then lockreq_end().  FUSE thread, without fs->lock.
  */
-void fdlock_end(struct zklfs *fs, struct node *gone);
+void fdlock_end(struct zklfs *fs, struct node *ended);
 
 #endif

@@ -140,7 +140,7 @@ static struct node *rec_get(struct zklfs *fs, struct lfd *d,
 static bool rec_end(struct zklfs *fs, struct node *n, struct lfrec *r)
 {
 	struct lfrec **pp;
-	struct node *gone;
+	struct node *ended;
 	bool busy;
 
 	zkmx_lock(&fs->lock);
@@ -154,9 +154,9 @@ static bool rec_end(struct zklfs *fs, struct node *n, struct lfrec *r)
 	zkmx_unlock(&fs->lock);
 	if (busy)
 		return false;
-	gone = lockreq_close(fs, r->rec);
-	if (gone)
-		fdlock_end(fs, gone);	/* its data, then the delete */
+	ended = lockreq_close(fs, r->rec);
+	if (ended)
+		fdlock_end(fs, ended);	/* its data, then the delete */
 	node_forget(fs, r->rec, 1);	/* freed now, or once let go */
 	free(r);
 	return true;

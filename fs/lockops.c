@@ -42,7 +42,7 @@ void zklfs_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
 		fuse_reply_err(req, -err);
 		return;
 	}
-	lsc_busy(fs, p->path);
+	listcache_busy(fs, p->path);
 	n = lockreq_node(fs, p->path, name, fuse_req_ctx(req)->uid);
 	if (!n) {
 		fuse_reply_err(req, ENOMEM);
@@ -91,10 +91,10 @@ void zklfs_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 
 	if (fi->fh == FH_HOLDER) {
 		/* the entry goes with its last descriptor (reentrant opens) */
-		struct node *gone = lockreq_close(fs, n);
+		struct node *ended = lockreq_close(fs, n);
 
-		if (gone)
-			fdlock_end(fs, gone);
+		if (ended)
+			fdlock_end(fs, ended);
 	}
 	fuse_reply_err(req, 0);
 }

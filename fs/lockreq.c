@@ -306,10 +306,10 @@ static void lock_enqueue(fuse_req_t req, struct node *n, enum zkn_kind kind,
 		holder_fi(lr, &fi);
 		zkmx_unlock(&fs->lock);
 		if (fs->reply->open(req, &fi) == -ENOENT) {	/* the opener is gone */
-			struct node *gone = lockreq_close(fs, n);
+			struct node *ended = lockreq_close(fs, n);
 
-			if (gone)	/* JOINED ones write nothing: no data to send */
-				lockreq_end(fs, gone);
+			if (ended)	/* JOINED ones write nothing: no data to send */
+				lockreq_end(fs, ended);
 		}
 		return;
 	}
@@ -433,7 +433,7 @@ void lockreq_drop(struct zklfs *fs, struct node *n)
 	struct lockreq *lr = n->lr;
 	struct lr_wait *fsyncs;
 	struct zkl_waiter *w;
-	bool gone;
+	bool forgotten;
 
 	zkmx_lock(&fs->lock);
 	if (lr->intr == LI_BUSY || lr->intr == LI_DEFER) {
@@ -458,8 +458,8 @@ void lockreq_drop(struct zklfs *fs, struct node *n)
 		lr->lnext = lr->lprev = NULL;
 		n->pinned = false;
 	}
-	gone = w && n->nlookup == 0;	/* FORGET came while it held w */
-	if (gone && n->hashed)
+	forgotten = w && n->nlookup == 0;	/* FORGET came while it held w */
+	if (forgotten && n->hashed)
 		node_unhash_locked(fs, n);
 	zkmx_unlock(&fs->lock);
 	lockreq_answer_waits(fs, fsyncs, false, 0);
@@ -467,7 +467,7 @@ void lockreq_drop(struct zklfs *fs, struct node *n)
 		zkl_release(w);
 		zklfs_xc_changed(fs);	/* its entry goes */
 	}
-	if (gone)
+	if (forgotten)
 		node_free(n);
 }
 

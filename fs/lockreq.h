@@ -250,12 +250,12 @@ void lockreq_drop(struct zklfs *fs, struct node *n);
 struct node *lockreq_close(struct zklfs *fs, struct node *n);
 
 /*
- * lockreq_end() - the entry of @gone (from lockreq_close() or
+ * lockreq_end() - the entry of @ended (from lockreq_close() or
  * lockreq_part()) goes now: lockreq_drop() if its descriptor is closed,
  * else lockreq_giveback().  Send its data first (zklfs_wbuf_close()).
  * Without fs->lock.
  */
-void lockreq_end(struct zklfs *fs, struct node *gone);
+void lockreq_end(struct zklfs *fs, struct node *ended);
 
 /*
  * lockreq_part() - LOCK_UN on the descriptor of @n whose entry others

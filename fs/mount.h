@@ -30,7 +30,7 @@
 
 struct node;
 struct lockreq;
-struct lsc;
+struct listcache;
 struct dirowner;
 struct dirlist;
 struct zklfs;
@@ -69,7 +69,7 @@ struct zklfs {
 	struct node **htab;		/* path -> node */
 	struct node *all;		/* every node but root, to free at exit */
 	size_t hsize;
-	struct lsc *lsc;		/* listings of busy lock dirs */
+	struct listcache *listcache;		/* listings of busy lock dirs */
 	zklfs_node_end_fn *node_end;	/* read only */
 
 	/* lock requests with a live waiter, by their thread (fs/lockreq.c:

@@ -12,7 +12,7 @@
 #define HSIZE 16384
 
 /* A slot of the listing cache (see node.h); fs->lock. */
-struct lsc {
+struct listcache {
 	char *dir;
 	uint64_t busy_until_ms;		/* MKNOD seen here until then */
 	uint64_t fresh_until_ms;	/* @names valid until then; 0: none */
@@ -20,7 +20,7 @@ struct lsc {
 	size_t n;
 };
 
-static void lsc_drop_names(struct lsc *l);
+static void listcache_drop_names(struct listcache *l);
 
 
 int zklfs_nodes_init(struct zklfs *fs, zklfs_node_end_fn *end)
@@ -28,9 +28,9 @@ int zklfs_nodes_init(struct zklfs *fs, zklfs_node_end_fn *end)
 	fs->node_end = end;
 	fs->hsize = HSIZE;
 	fs->htab = calloc(fs->hsize, sizeof(*fs->htab));
-	fs->lsc = calloc(ZKLFS_LSC_SLOTS, sizeof(*fs->lsc));
+	fs->listcache = calloc(ZKLFS_LISTCACHE_SLOTS, sizeof(*fs->listcache));
 	fs->root = calloc(1, sizeof(*fs->root));
-	if (!fs->htab || !fs->lsc || !fs->root)
+	if (!fs->htab || !fs->listcache || !fs->root)
 		return -ENOMEM;
 	fs->root->fs = fs;
 	fs->root->ino = FUSE_ROOT_ID;
@@ -86,11 +86,11 @@ void zklfs_nodes_free(struct zklfs *fs)
 		node_destroy(n);
 	}
 	free(fs->htab);
-	for (size_t i = 0; fs->lsc && i < ZKLFS_LSC_SLOTS; i++) {
-		lsc_drop_names(&fs->lsc[i]);
-		free(fs->lsc[i].dir);
+	for (size_t i = 0; fs->listcache && i < ZKLFS_LISTCACHE_SLOTS; i++) {
+		listcache_drop_names(&fs->listcache[i]);
+		free(fs->listcache[i].dir);
 	}
-	free(fs->lsc);
+	free(fs->listcache);
 	if (fs->root)
 		free(fs->root->path);
 	free(fs->root);
@@ -195,17 +195,17 @@ struct node *node_new_pending_locked(struct zklfs *fs)
 
 void node_forget(struct zklfs *fs, struct node *n, uint64_t nlookup)
 {
-	bool gone;
+	bool freeable;
 
 	if (n == fs->root)
 		return;
 	zkmx_lock(&fs->lock);
 	n->nlookup = n->nlookup > nlookup ? n->nlookup - nlookup : 0;
-	gone = n->nlookup == 0 && !n->pinned;
-	if (gone && n->hashed)
+	freeable = n->nlookup == 0 && !n->pinned;
+	if (freeable && n->hashed)
 		node_unhash_locked(fs, n);
 	zkmx_unlock(&fs->lock);
-	if (gone)
+	if (freeable)
 		node_free(n);
 }
 
@@ -227,7 +227,7 @@ uint64_t zklfs_now_ms(void)
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
-static void lsc_drop_names(struct lsc *l)
+static void listcache_drop_names(struct listcache *l)
 {
 	for (size_t i = 0; i < l->n; i++)
 		free(l->names[i]);
@@ -238,9 +238,9 @@ static void lsc_drop_names(struct lsc *l)
 }
 
 /* The slot of @dir, taken over if another directory had it. Under fs->lock. */
-static struct lsc *lsc_slot_locked(struct zklfs *fs, const char *dir, bool take)
+static struct listcache *listcache_slot_locked(struct zklfs *fs, const char *dir, bool take)
 {
-	struct lsc *l = &fs->lsc[zkn_hash(dir) % ZKLFS_LSC_SLOTS];
+	struct listcache *l = &fs->listcache[zkn_hash(dir) % ZKLFS_LISTCACHE_SLOTS];
 	char *d;
 
 	ZKMX_ASSERT_HELD(&fs->lock);
@@ -248,21 +248,21 @@ static struct lsc *lsc_slot_locked(struct zklfs *fs, const char *dir, bool take)
 		return l;
 	if (!take || !(d = strdup(dir)))
 		return NULL;
-	lsc_drop_names(l);
+	listcache_drop_names(l);
 	free(l->dir);
 	l->dir = d;
 	l->busy_until_ms = 0;
 	return l;
 }
 
-void lsc_busy(struct zklfs *fs, const char *dir)
+void listcache_busy(struct zklfs *fs, const char *dir)
 {
-	struct lsc *l;
+	struct listcache *l;
 
 	zkmx_lock(&fs->lock);
-	l = lsc_slot_locked(fs, dir, true);
+	l = listcache_slot_locked(fs, dir, true);
 	if (l)
-		l->busy_until_ms = zklfs_now_ms() + ZKLFS_LSC_TTL_MS;
+		l->busy_until_ms = zklfs_now_ms() + ZKLFS_LISTCACHE_TTL_MS;
 	zkmx_unlock(&fs->lock);
 }
 
@@ -271,31 +271,31 @@ static int cmp_str(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-enum lsc_answer lsc_lookup(struct zklfs *fs, const char *dir, const char *name)
+enum listcache_answer listcache_lookup(struct zklfs *fs, const char *dir, const char *name)
 {
-	enum lsc_answer a = LSC_UNKNOWN;
+	enum listcache_answer a = LISTCACHE_UNKNOWN;
 	uint64_t now = zklfs_now_ms();
-	struct lsc *l;
+	struct listcache *l;
 
 	zkmx_lock(&fs->lock);
-	l = lsc_slot_locked(fs, dir, false);
+	l = listcache_slot_locked(fs, dir, false);
 	if (l && l->busy_until_ms > now) {
 		if (l->fresh_until_ms <= now)
-			a = LSC_STALE;
+			a = LISTCACHE_STALE;
 		else if (l->n && bsearch(&name, l->names, l->n, sizeof(*l->names), cmp_str))
 			a = LSC_PRESENT;
 		else
-			a = LSC_ABSENT;
+			a = LISTCACHE_ABSENT;
 	}
 	zkmx_unlock(&fs->lock);
 	return a;
 }
 
-void lsc_fill(struct zklfs *fs, const char *dir, char *const *names, int count)
+void listcache_fill(struct zklfs *fs, const char *dir, char *const *names, int count)
 {
 	char **v = calloc((size_t)count + 1, sizeof(*v));
 	struct zkg_child c;
-	struct lsc *l;
+	struct listcache *l;
 	size_t n = 0;
 
 	if (!v)
@@ -309,12 +309,12 @@ void lsc_fill(struct zklfs *fs, const char *dir, char *const *names, int count)
 	}
 	qsort(v, n, sizeof(*v), cmp_str);
 	zkmx_lock(&fs->lock);
-	l = lsc_slot_locked(fs, dir, false);
+	l = listcache_slot_locked(fs, dir, false);
 	if (l) {
-		lsc_drop_names(l);
+		listcache_drop_names(l);
 		l->names = v;
 		l->n = n;
-		l->fresh_until_ms = zklfs_now_ms() + ZKLFS_LSC_TTL_MS;
+		l->fresh_until_ms = zklfs_now_ms() + ZKLFS_LISTCACHE_TTL_MS;
 		v = NULL;
 		n = 0;
 	}
@@ -325,13 +325,13 @@ fail:
 	free(v);
 }
 
-void lsc_forget(struct zklfs *fs, const char *dir)
+void listcache_forget(struct zklfs *fs, const char *dir)
 {
-	struct lsc *l;
+	struct listcache *l;
 
 	zkmx_lock(&fs->lock);
-	l = lsc_slot_locked(fs, dir, false);
+	l = listcache_slot_locked(fs, dir, false);
 	if (l)
-		lsc_drop_names(l);
+		listcache_drop_names(l);
 	zkmx_unlock(&fs->lock);
 }

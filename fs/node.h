@@ -115,27 +115,27 @@ char *zklfs_node_path(struct zklfs *fs, struct node *n);
 
 /*
  * The listing cache.  In a directory where this mount queued a lock during
- * the last ZKLFS_LSC_TTL_MS (lsc_busy() at MKNOD), a name that cannot be a
+ * the last ZKLFS_LISTCACHE_TTL_MS (listcache_busy() at MKNOD), a name that cannot be a
  * queue entry is looked up in a listing of that directory at most as old:
  * the kernel serialises the LOOKUPs that precede open(O_CREAT) in one
  * directory, and a round trip for each new lock name would bound how fast
  * waiters can queue.  Only the names that are not queue entries are kept
- * (sub-directories, mostly).  Direct-mapped, ZKLFS_LSC_SLOTS slots; any
+ * (sub-directories, mostly).  Direct-mapped, ZKLFS_LISTCACHE_SLOTS slots; any
  * thread, takes fs->lock.
  */
-#define ZKLFS_LSC_SLOTS 256
-#define ZKLFS_LSC_TTL_MS 1000
-enum lsc_answer {
-	LSC_UNKNOWN,	/* not a busy lock directory: ask ZooKeeper */
-	LSC_STALE,	/* busy, but the listing is old: list it (lsc_fill()) */
-	LSC_ABSENT,	/* no such child */
+#define ZKLFS_LISTCACHE_SLOTS 256
+#define ZKLFS_LISTCACHE_TTL_MS 1000
+enum listcache_answer {
+	LISTCACHE_UNKNOWN,	/* not a busy lock directory: ask ZooKeeper */
+	LISTCACHE_STALE,	/* busy, but the listing is old: list it (listcache_fill()) */
+	LISTCACHE_ABSENT,	/* no such child */
 	LSC_PRESENT,	/* a child of that name exists: ask ZooKeeper its stat */
 };
-void lsc_busy(struct zklfs *fs, const char *dir);
-enum lsc_answer lsc_lookup(struct zklfs *fs, const char *dir, const char *name);
-/* lsc_fill() - a listing of @dir came; keeps its non-entry names if busy. */
-void lsc_fill(struct zklfs *fs, const char *dir, char *const *names, int count);
-/* lsc_forget() - @dir changed through this mount (mkdir, rmdir). */
-void lsc_forget(struct zklfs *fs, const char *dir);
+void listcache_busy(struct zklfs *fs, const char *dir);
+enum listcache_answer listcache_lookup(struct zklfs *fs, const char *dir, const char *name);
+/* listcache_fill() - a listing of @dir came; keeps its non-entry names if busy. */
+void listcache_fill(struct zklfs *fs, const char *dir, char *const *names, int count);
+/* listcache_forget() - @dir changed through this mount (mkdir, rmdir). */
+void listcache_forget(struct zklfs *fs, const char *dir);
 
 #endif

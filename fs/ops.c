@@ -107,7 +107,7 @@ static int lookup_send(struct zop *op)
 	return rc == ZBADARGUMENTS ? ZNONODE : rc;	/* a name it cannot hold */
 }
 
-/* A busy lock directory's listing, to answer a LOOKUP (see lsc_lookup()). */
+/* A busy lock directory's listing, to answer a LOOKUP (see listcache_lookup()). */
 static void lookup_list_done(int rc, const struct String_vector *sv,
 			     const struct Stat *dir, const void *data)
 {
@@ -119,7 +119,7 @@ static void lookup_list_done(int rc, const struct String_vector *sv,
 		zop_fail(op, rc);
 		return;
 	}
-	lsc_fill(op->fs, op->node->path, sv->data, sv->count);
+	listcache_fill(op->fs, op->node->path, sv->data, sv->count);
 	for (int i = 0; i < sv->count; i++)
 		if (strcmp(sv->data[i], name) == 0) {
 			zop_send(op, op->zks, lookup_send);
@@ -174,11 +174,11 @@ static void zklfs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
-	switch (zkn_parse(name, &c) ? LSC_UNKNOWN : lsc_lookup(fs, p->path, name)) {
-	case LSC_ABSENT:
+	switch (zkn_parse(name, &c) ? LISTCACHE_UNKNOWN : listcache_lookup(fs, p->path, name)) {
+	case LISTCACHE_ABSENT:
 		zop_fail(op, ZNONODE);
 		return;
-	case LSC_STALE:
+	case LISTCACHE_STALE:
 		zop_send(op, zklfs_session(fs, p->path), lookup_list_send);
 		return;
 	default:
@@ -324,7 +324,7 @@ static void mkdir_done(int rc, const char *path, const struct Stat *zs,
 
 	(void)path;
 	/* made, found made (EEXIST), or unknown: what we remember is stale */
-	lsc_forget(op->fs, op->node->path);
+	listcache_forget(op->fs, op->node->path);
 	zklfs_xc_changed(op->fs);
 	zklfs_ns_changed(op->fs, op->path);
 	if (rc == ZNOCHILDRENFOREPHEMERALS)

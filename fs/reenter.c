@@ -175,45 +175,45 @@ struct node *lockreq_close(struct zklfs *fs, struct node *n)
 {
 	struct lockreq *lr = n->lr;
 	struct fuse_pollhandle *ph;
-	struct node *gone;
+	struct node *ended;
 
 	zkmx_lock(&fs->lock);
 	ph = lr->ph;
 	lr->ph = NULL;
 	if (lr->state == LR_JOINED) {
-		gone = unjoin_locked(lr);
+		ended = unjoin_locked(lr);
 	} else {
 		lr->closed = true;
-		gone = lr->njoined ? NULL : n;	/* else it stays for the others */
+		ended = lr->njoined ? NULL : n;	/* else it stays for the others */
 	}
 	zkmx_unlock(&fs->lock);
 	if (ph)
 		fs->reply->drop_poll(ph);
-	return gone;
+	return ended;
 }
 
-void lockreq_end(struct zklfs *fs, struct node *gone)
+void lockreq_end(struct zklfs *fs, struct node *ended)
 {
 	bool closed;
 
 	zkmx_lock(&fs->lock);
-	closed = gone->lr->closed;
+	closed = ended->lr->closed;
 	zkmx_unlock(&fs->lock);
 	if (closed)
-		lockreq_drop(fs, gone);		/* may free it: FORGET came */
+		lockreq_drop(fs, ended);		/* may free it: FORGET came */
 	else
-		lockreq_giveback(fs, gone);	/* its descriptor stays open */
+		lockreq_giveback(fs, ended);	/* its descriptor stays open */
 }
 
 struct node *lockreq_part(struct zklfs *fs, struct node *n)
 {
-	struct node *gone = NULL;
+	struct node *ended = NULL;
 
 	zkmx_lock(&fs->lock);
 	if (n->lr->state == LR_JOINED)
-		gone = unjoin_locked(n->lr);
+		ended = unjoin_locked(n->lr);
 	else if (n->lr->njoined)
 		n->lr->parted = true;
 	zkmx_unlock(&fs->lock);
-	return gone;
+	return ended;
 }

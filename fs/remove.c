@@ -28,7 +28,7 @@ static void delete_done(int rc, const void *data)
 		zop_fail(op, rc);
 		return;
 	}
-	lsc_forget(op->fs, op->node->path);
+	listcache_forget(op->fs, op->node->path);
 	zkmx_lock(&op->fs->lock);
 	node_unhash_path_locked(op->fs, op->path);
 	zkmx_unlock(&op->fs->lock);

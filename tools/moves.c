@@ -58,7 +58,7 @@ int main(void)
 	      smoves, N(smoves));
 	table("ans", "zke_set_answer_locked()", answers, N(answers), amoves, N(amoves));
 	table("entry", "zke_set_entry_locked()", entries, N(entries), emoves, N(emoves));
-	table("own, dwatch", "zke_set_own_locked(), zke_set_dwatch_locked()", watches,
+	table("own, dirwatch", "zke_set_own_locked(), zke_set_dirwatch_locked()", watches,
 	      N(watches), omoves, N(omoves));
 	table("lockreq.state", "lockreq_set_state_locked(), fs/lockreq.c", lrstates,
 	      N(lrstates), lrmoves, N(lrmoves));

@@ -122,7 +122,7 @@ static void create_done(int rc, const char *path, const struct Stat *stat,
 	zke_unlock_fire(e);
 }
 
-/* Send @w's create. Return: ZOK (sent, or parked to redo), else why not. */
+/* Send @w's create. Return: ZOK (sent, or stalled to redo), else why not. */
 int zke_send_create_locked(struct zkl_waiter *w)
 {
 	struct zke_queue *q;
@@ -270,7 +270,7 @@ static void resolve_children_done(int rc, const struct String_vector *sv,
 	(void)dir;
 	zkmx_lock(&e->lock);
 	if (rc != ZOK) {
-		zke_trouble_locked(w, rc, S_RESOLVE, "cannot list the queue of");
+		zke_call_failed_locked(w, rc, S_RESOLVE, "cannot list the queue of");
 	} else {
 		zke_free_cands(w);
 		w->cands = calloc((size_t)sv->count + 1, sizeof(*w->cands));

@@ -88,7 +88,7 @@ struct zkl_waiter {
 	int refs;
 	/*
 	 * Where it is, as seven small machines: six (state, stall, ans,
-	 * entry, own, dwatch) each changed by its one zke_set_*_locked() (or
+	 * entry, own, dirwatch) each changed by its one zke_set_*_locked() (or
 	 * zke_stall_locked()), moves checked in the sanitizer builds; and
 	 * ahead, set by the listing that shows it (zke_learn_pred_locked()).
 	 */
@@ -98,7 +98,7 @@ struct zkl_waiter {
 	enum zkm_loss loss;		/* why, once ANS_LOST */
 	enum entry entry;		/* our entry at the server */
 	enum own own;			/* the watch on our own entry */
-	enum own dwatch;		/* the child watch on its lock, while it
+	enum own dirwatch;		/* the child watch on its lock, while it
 					   lingers or may (zk/linger.c) */
 	enum ahead ahead;		/* whom we must outlive (pred, pred_seq) */
 	bool released;			/* the caller gave its reference back */
@@ -259,8 +259,8 @@ enum stall zke_unstall_locked(struct zkl_waiter *w);
 void zke_answer_locked(struct zkl_waiter *w, int err, bool advance);
 /* zke_fire_locked() - queue @w's done to run at zke_unlock_fire() */
 void zke_fire_locked(struct zkl_waiter *w);
-/* zke_set_dwatch_locked(): the child watch's state, moved as the own watch's */
-void zke_set_dwatch_locked(struct zkl_waiter *w, enum own to);
+/* zke_set_dirwatch_locked(): the child watch's state, moved as the own watch's */
+void zke_set_dirwatch_locked(struct zkl_waiter *w, enum own to);
 /*
  * zke_grant_locked() - answer @w granted, unless the session is silent: a
  * reply read after the mount declared its holders lost may be older than
@@ -274,11 +274,11 @@ bool zke_grant_locked(struct zkl_waiter *w, bool advance);
 void zke_delete_locked(struct zkl_waiter *w);
 void zke_fail_locked(struct zkl_waiter *w, int err);
 void zke_lose_locked(struct zkl_waiter *w, enum zkm_loss cause, const char *why);
-void zke_trouble_locked(struct zkl_waiter *w, int rc, enum stall redo,
+void zke_call_failed_locked(struct zkl_waiter *w, int rc, enum stall redo,
 			const char *what);
 void zke_wait_locked(struct zkl_waiter *w);
-void zke_settle_locked(struct zkl_waiter *w);
-void zke_gone_locked(struct zkl_waiter *l, bool deleted, bool handoff);
+void zke_rewait_locked(struct zkl_waiter *w);
+void zke_dequeue_locked(struct zkl_waiter *l, bool deleted, bool handoff);
 void zke_learn_pred_locked(struct zkl_waiter *w, const struct zkg_child *pred,
 			   bool first);
 
@@ -321,7 +321,7 @@ struct zkl_waiter *zke_reuse_locked(struct zkl_engine *e, const char *dir,
 struct zkl_waiter *zke_cached_locked(struct zkl_engine *e, const char *dir);
 void zke_regrant_locked(struct zkl_waiter *w, int flags, const char *data, int len,
 			uint32_t owner, zkl_done_fn done, void *arg);
-void zke_unlinger_locked(struct zkl_waiter *w, bool gone);
+void zke_unlinger_locked(struct zkl_waiter *w, bool already_deleted);
 void zke_unmark_locked(struct zkl_waiter *w);
 void zke_linger_tick_locked(struct zkl_waiter *w);
 

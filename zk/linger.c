@@ -166,8 +166,8 @@ static void dir_watcher(zhandle_t *zh, int type, int state, const char *path,
 	if (!w)
 		return;			/* the watch stays armed */
 	e = w->e;
-	if (w->dwatch == OWN_ARMED)
-		zke_set_dwatch_locked(w, OWN_OFF);
+	if (w->dirwatch == OWN_ARMED)
+		zke_set_dirwatch_locked(w, OWN_OFF);
 	if (type != ZOO_SESSION_EVENT) {
 		w->contended = true;
 		zke_unmark_locked(w);
@@ -187,8 +187,8 @@ static void dir_listed(int rc, const struct String_vector *sv,
 
 	(void)dir;
 	zkmx_lock(&e->lock);
-	if (w->dwatch == OWN_SETTING)
-		zke_set_dwatch_locked(w, rc == ZOK ? OWN_ARMED : OWN_OFF);
+	if (w->dirwatch == OWN_SETTING)
+		zke_set_dirwatch_locked(w, rc == ZOK ? OWN_ARMED : OWN_OFF);
 	if (rc != ZOK)
 		w->refs--;		/* no watch was left */
 	for (int i = 0; rc == ZOK && w->path && i < sv->count; i++)
@@ -206,13 +206,13 @@ static void dir_listed(int rc, const struct String_vector *sv,
 static void dir_watch_locked(struct zkl_waiter *w)
 {
 	ZKMX_ASSERT_HELD(&w->e->lock);
-	if (w->dwatch != OWN_OFF)
+	if (w->dirwatch != OWN_OFF)
 		return;
 	w->refs += 2;			/* the completion and the watch */
-	zke_set_dwatch_locked(w, OWN_SETTING);
+	zke_set_dirwatch_locked(w, OWN_SETTING);
 	if (w->e->t.ops->wchildren(w->e->t.ctx, w->dir, dir_watcher, w, dir_listed, w) != ZOK) {
 		w->refs -= 2;
-		zke_set_dwatch_locked(w, OWN_OFF);
+		zke_set_dirwatch_locked(w, OWN_OFF);
 		zke_unlinger_locked(w, false);
 	}
 }
@@ -313,21 +313,21 @@ void zke_regrant_locked(struct zkl_waiter *w, int flags, const char *data, int l
 }
 
 /*
- * End @w's linger: delete its entry, or, if it is @gone (deleted by
+ * End @w's linger: delete its entry, or, if it is @already_deleted (by
  * someone, or with its session), only forget it.  Drops the linger's
  * reference: @w may be freed unless the caller holds one.
  */
-void zke_unlinger_locked(struct zkl_waiter *w, bool gone)
+void zke_unlinger_locked(struct zkl_waiter *w, bool already_deleted)
 {
 	ZKMX_ASSERT_HELD(&w->e->lock);
 	if (w->state != W_CACHED)
 		return;
 	zke_set_state_locked(w, W_DONE);
 	zkm_lingering(-1);
-	if (gone) {
+	if (already_deleted) {
 		if (w->entry == ENTRY_LIVE || w->entry == ENTRY_DELETING)
 			zke_set_entry_locked(w, ENTRY_GONE);
-		zke_gone_locked(w, false, false);
+		zke_dequeue_locked(w, false, false);
 	} else {
 		zke_unwatch_locked(w);
 		zke_delete_locked(w);

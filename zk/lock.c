@@ -13,8 +13,8 @@
  * unlock_fire() after it is dropped.
  *
  * A request failing with a connection loss (or a closing/expired handle)
- * parks the waiter in @stall; the session's connected event redoes the
- * step, its expired event starts the waiter over.
+ * stalls the waiter (w->stall: what to redo); the session's connected
+ * event redoes the step, its expired event starts the waiter over.
  *
  * The mount's own queue.  The entries this engine made in one lock, in
  * sequence order, form a zke_queue.  ZooKeeper never inserts an entry before
@@ -150,7 +150,7 @@ static void on_expired_step(struct zkl_waiter *w)
 	w->ahead = AHEAD_UNKNOWN;
 	w->cohort = false;
 	zke_set_own_locked(w, OWN_OFF);
-	zke_set_dwatch_locked(w, OWN_OFF);	/* that session's watches are gone */
+	zke_set_dirwatch_locked(w, OWN_OFF);	/* that session's watches are gone */
 	if (zke_answered(w) || w->released)
 		return;
 	free(w->path);
@@ -191,7 +191,7 @@ static void on_expired(void *arg)
 	for (size_t i = 0; i < QBUCKETS; i++)
 		for (struct zke_queue *q = e->qtab[i]; q; q = q->hnext)
 			for (struct zkl_waiter *w = q->head; w; w = w->qnext)
-				zke_settle_locked(w);
+				zke_rewait_locked(w);
 	zke_unlock_fire(e);
 }
 
@@ -419,7 +419,7 @@ static bool watched_by_another_locked(struct zkl_waiter *w)
  * Before we delete our own entry, take our watch off it, so that the delete
  * notifies nobody but a waiter of another client: at most one notification
  * per release.  No other watch of this session is on it (waiters of ours
- * wait for it locally; see also zke_gone_locked()) but in the case above, so
+ * wait for it locally; see also zke_dequeue_locked()) but in the case above, so
  * removing every one is removing ours.  Requests of one session are done in
  * order, so the removal comes first.  The client knows a watch only once
  * the reply that set it is in, so a release that comes sooner waits for it

@@ -64,17 +64,17 @@ static inline bool zke_move_listed(const struct zke_move *moves, size_t n, int f
 	X(RESOLVING,  RESOLVING,  "the search redone after a connection loss") \
 	X(RESOLVING,  PARKED,     "found again, behind an entry of ours")	\
 	ZKE_STARTS_OVER(X, CHECKING)					\
-	X(CHECKING,   PARKED,     "the listing says wait (PARKED until it settles)") \
+	X(CHECKING,   PARKED,     "the listing says wait (PARKED until it waits anew)") \
 	X(CHECKING,   HELD,       "the listing grants it")		\
 	ZKE_STARTS_OVER(X, PARKED)					\
-	X(PARKED,     PARKED,     "settles again behind ours")		\
+	X(PARKED,     PARKED,     "waits anew behind ours")		\
 	X(PARKED,     LOCALWAIT,  "must outlive an entry of ours")	\
 	X(PARKED,     WATCHING,   "must outlive another client's entry; or a try behind one that may only linger") \
 	X(PARKED,     SEMWAIT,    "a semaphore's listing said wait")	\
 	X(PARKED,     HELD,       "a listing of another of ours, or a hand-off, grants it") \
 	ZKE_STARTS_OVER(X, LOCALWAIT)					\
 	X(LOCALWAIT,  PARKED,     "the entry of ours before it was answered") \
-	X(LOCALWAIT,  LOCALWAIT,  "settles again behind ours")		\
+	X(LOCALWAIT,  LOCALWAIT,  "waits anew behind ours")		\
 	X(LOCALWAIT,  WATCHING,   "the entry it outlived went; another client's is next") \
 	X(LOCALWAIT,  HELD,       "hand-off, or cohort hand-off (zk/release.c)") \
 	ZKE_STARTS_OVER(X, WATCHING)					\

@@ -30,7 +30,7 @@ static void deleted_locked(struct zkl_waiter *w, int rc)
 	if (rc != ZOK && rc != ZNONODE)
 		zklog(LOG_WARNING, "cannot delete %s: %s", w->path, zerror(rc));
 	held = rc == ZOK && zke_holds_lowest(w);
-	zke_gone_locked(w, rc == ZOK, held);
+	zke_dequeue_locked(w, rc == ZOK, held);
 	/* a semaphore's holder, or a waiter let in, went: let the next one in */
 	if (rc == ZOK && w->limit && (w->ans == ANS_GRANTED || w->dver > 0))
 		zke_poke_locked(w);
@@ -63,11 +63,11 @@ struct handoff {
 };
 
 /* @x was granted by a cohort hand-off, and its check did not pass: why. */
-static void cohort_failed_locked(struct zkl_waiter *x, bool gone)
+static void cohort_failed_locked(struct zkl_waiter *x, bool deleted)
 {
 	ZKMX_ASSERT_HELD(&x->e->lock);
 	x->cohort = false;
-	if (gone)
+	if (deleted)
 		zke_lose_locked(x, ZKM_LOSS_DELETED,
 				"its entry was deleted by someone else before the lock came to it");
 	else
@@ -139,7 +139,7 @@ static bool cohort_locked(struct zkl_waiter *l, struct zkl_waiter *x)
 	       !x->limit && zke_rule_current(x) && !zke_stale_locked(x);
 }
 
-/* The waiters of ours a hand-off on @l's delete could grant (zke_gone_locked()),
+/* The waiters of ours a hand-off on @l's delete could grant (zke_dequeue_locked()),
  * or has granted (cohort): the delete checks each one's entry. */
 static struct handoff *handoff_new_locked(struct zkl_waiter *l)
 {
@@ -246,8 +246,9 @@ void zke_lose_locked(struct zkl_waiter *w, enum zkm_loss cause, const char *why)
 }
 
 
-/* A request of @w's failed with @rc: park it if the session may come back. */
-void zke_trouble_locked(struct zkl_waiter *w, int rc, enum stall redo,
+/* A request of @w's failed with @rc: stall it if the session may come back
+ * (to redo @redo then), else fail it. */
+void zke_call_failed_locked(struct zkl_waiter *w, int rc, enum stall redo,
 			const char *what)
 {
 	ZKMX_ASSERT_HELD(&w->e->lock);
@@ -291,7 +292,7 @@ void zke_wait_locked(struct zkl_waiter *w)
 }
 
 /* Something @w waited for locally changed: wait anew. */
-void zke_settle_locked(struct zkl_waiter *w)
+void zke_rewait_locked(struct zkl_waiter *w)
 {
 	if (!w)
 		return;
@@ -308,7 +309,7 @@ void zke_settle_locked(struct zkl_waiter *w)
  * checked their own entries were still there (struct handoff); the others
  * look again.
  */
-void zke_gone_locked(struct zkl_waiter *l, bool deleted, bool handoff)
+void zke_dequeue_locked(struct zkl_waiter *l, bool deleted, bool handoff)
 {
 	struct zkl_waiter *first = l->qnext, *x;
 	int32_t seq = l->seq;
@@ -320,12 +321,12 @@ void zke_gone_locked(struct zkl_waiter *l, bool deleted, bool handoff)
 	for (x = first; x && x->ahead != AHEAD_UNKNOWN && x->pred_seq == seq; x = x->qnext)
 		if (deleted && (handoff || zke_ahead_lowest(x)) && x->marked &&
 		    zke_rule_current(x))
-			zke_grant_locked(x, false);	/* else it lists: settle */
+			zke_grant_locked(x, false);	/* else it lists: rewait */
 	/*
 	 * Those behind @l need not come right after it: shared waiters of
 	 * ours between may be listing again, and an entry of ours gone at the
 	 * server before the listing that showed them behind @l may still be
-	 * queued (its delete out).  So every waiter of ours after @l settles:
+	 * queued (its delete out).  So every waiter of ours after @l waits anew:
 	 * only those free to move do anything.
 	 */
 	for (x = first; x; x = x->qnext) {
@@ -334,7 +335,7 @@ void zke_gone_locked(struct zkl_waiter *l, bool deleted, bool handoff)
 		if (behind && !zke_answered(x) && x->state == W_WATCHING)
 			zke_check_locked(x);	/* watched it before it was ours */
 		else
-			zke_settle_locked(x);
+			zke_rewait_locked(x);
 	}
 }
 

@@ -86,7 +86,7 @@ static void limit_read_done(int rc, const char *value, int len,
 	else if (rc == ZOK)
 		zke_check_locked(w);	/* list again: decided with it */
 	else
-		zke_trouble_locked(w, rc, S_CHECK, "cannot read the limit of");
+		zke_call_failed_locked(w, rc, S_CHECK, "cannot read the limit of");
 	zke_put_locked(w);
 	zke_unlock_fire(e);
 }
@@ -104,7 +104,7 @@ void zke_read_limit_locked(struct zkl_waiter *w)
 	if (rc == ZOK)
 		return;
 	w->refs--;
-	zke_trouble_locked(w, rc, S_CHECK, "cannot read the limit of");
+	zke_call_failed_locked(w, rc, S_CHECK, "cannot read the limit of");
 }
 
 /* waiting ------------------------------------------------------------------ */

@@ -137,7 +137,7 @@ void zke_put_locked(struct zkl_waiter *w)
 	ZKMX_ASSERT_HELD(&w->e->lock);
 	if (--w->refs > 0)
 		return;
-	zke_gone_locked(w, false, false);	/* normally already out of its queue */
+	zke_dequeue_locked(w, false, false);	/* normally already out of its queue */
 	if (w->prev)
 		w->prev->next = w->next;
 	else
@@ -239,7 +239,7 @@ static const char *broken_locked(const struct zkl_waiter *w)
 		return "LOCALWAIT, but not behind an entry of ours";
 	if (w->state == W_WATCHING && (!w->pred || w->ahead == AHEAD_UNKNOWN))
 		return "WATCHING, but nothing to watch";
-	if ((w->own != OWN_OFF || w->dwatch != OWN_OFF) && !w->path)
+	if ((w->own != OWN_OFF || w->dirwatch != OWN_OFF) && !w->path)
 		return "a watch on an entry it does not know";
 	if (w->entry == ENTRY_NONE && w->q)
 		return "in a queue without an entry";
@@ -285,11 +285,11 @@ void zke_set_own_locked(struct zkl_waiter *w, enum own to)
 	w->own = to;
 }
 
-void zke_set_dwatch_locked(struct zkl_waiter *w, enum own to)
+void zke_set_dirwatch_locked(struct zkl_waiter *w, enum own to)
 {
 	ZKMX_ASSERT_HELD(&w->e->lock);
-	check_move(w, "child watch", MOVES(own_moves), own_names, w->dwatch, to);
-	w->dwatch = to;
+	check_move(w, "child watch", MOVES(own_moves), own_names, w->dirwatch, to);
+	w->dirwatch = to;
 }
 
 void zke_set_answer_locked(struct zkl_waiter *w, enum answer to)
@@ -307,8 +307,8 @@ void zke_set_entry_locked(struct zkl_waiter *w, enum entry to)
 }
 
 /*
- * Park @w until the session is back, to redo @what (zke_unstall_locked()
- * takes it out).  A parked waiter holds a reference of its own: its caller
+ * Stall @w until the session is back, to redo @what (zke_unstall_locked()
+ * takes it out).  A stalled waiter holds a reference of its own: its caller
  * may have given it up (an interrupted open whose create is unresolved),
  * and the redo must still happen.
  */
@@ -326,7 +326,7 @@ void zke_stall_locked(struct zkl_waiter *w, enum stall what)
 	w->stall = what;
 }
 
-/* Take @w out of the parked state. Return: what was to be redone. */
+/* End @w's stall. Return: what was to be redone. */
 enum stall zke_unstall_locked(struct zkl_waiter *w)
 {
 	enum stall what = w->stall;
@@ -361,7 +361,7 @@ void zke_answer_locked(struct zkl_waiter *w, int err, bool advance)
 	zke_set_state_locked(w, err ? W_DONE : W_HELD);
 	zke_fire_locked(w);
 	if (advance)
-		zke_settle_locked(w->qnext);
+		zke_rewait_locked(w->qnext);
 }
 
 void zke_fire_locked(struct zkl_waiter *w)

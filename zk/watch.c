@@ -188,7 +188,7 @@ static void confirm_done(int rc, const struct Stat *stat, const void *data)
 	else if (rc == ZNONODE)
 		gone_self_locked(w);
 	else
-		zke_trouble_locked(w, rc, S_CHECK, "cannot look up");
+		zke_call_failed_locked(w, rc, S_CHECK, "cannot look up");
 	zke_put_locked(w);
 	zke_unlock_fire(e);
 }
@@ -210,7 +210,7 @@ static void confirm_locked(struct zkl_waiter *w)
 	if (rc == ZOK)
 		return;
 	w->refs--;
-	zke_trouble_locked(w, rc, S_CHECK, "cannot look up");
+	zke_call_failed_locked(w, rc, S_CHECK, "cannot look up");
 }
 
 static void pred_watcher(zhandle_t *zh, int type, int state, const char *path,
@@ -252,7 +252,7 @@ static void pred_done(int rc, const char *value, int len,
 		else if (rc == ZNONODE)
 			zke_check_locked(w);	/* it went before we looked */
 		else
-			zke_trouble_locked(w, rc, S_CHECK, "cannot watch before");
+			zke_call_failed_locked(w, rc, S_CHECK, "cannot watch before");
 	}
 	zke_put_locked(w);
 	zke_unlock_fire(e);
@@ -272,7 +272,7 @@ void zke_watch_locked(struct zkl_waiter *w)
 	if (rc == ZOK)
 		return;
 	w->refs -= 2;
-	zke_trouble_locked(w, rc, S_CHECK, "cannot watch before");
+	zke_call_failed_locked(w, rc, S_CHECK, "cannot watch before");
 }
 
 bool zke_marked(const char *value, int len)
@@ -339,7 +339,7 @@ static void learn_locked(struct zkl_waiter *w, const struct String_vector *sv)
 		else if (v == ZKG_WAIT && !limit)
 			zke_learn_pred_locked(x, pred, pred == low);
 		if (v == ZKG_WAIT && x != w && x->state == W_SEMWAIT)
-			zke_set_state_locked(x, W_PARKED);	/* settled below */
+			zke_set_state_locked(x, W_PARKED);	/* waits anew below */
 	}
 	free(kids);
 
@@ -367,11 +367,11 @@ static void learn_locked(struct zkl_waiter *w, const struct String_vector *sv)
 			zke_grant_locked(x, false);
 		}
 	if (!many) {
-		zke_settle_locked(zke_answered(w) ? w->qnext : w);
+		zke_rewait_locked(zke_answered(w) ? w->qnext : w);
 		return;
 	}
 	for (x = q->head; x; x = x->qnext)
-		zke_settle_locked(x);
+		zke_rewait_locked(x);
 }
 
 void zke_children_done(int rc, const struct String_vector *strings,
@@ -384,7 +384,7 @@ void zke_children_done(int rc, const struct String_vector *strings,
 	if (zke_answered(w) || w->state != W_CHECKING)
 		;
 	else if (rc != ZOK)
-		zke_trouble_locked(w, rc, S_CHECK, "cannot list the queue of");
+		zke_call_failed_locked(w, rc, S_CHECK, "cannot list the queue of");
 	else if (!zke_limit_current_locked(w, dir))
 		zke_read_limit_locked(w);	/* then lists again (zk/sem.c) */
 	else
@@ -406,5 +406,5 @@ void zke_check_locked(struct zkl_waiter *w)
 	if (rc == ZOK)
 		return;
 	w->refs--;
-	zke_trouble_locked(w, rc, S_CHECK, "cannot list the queue of");
+	zke_call_failed_locked(w, rc, S_CHECK, "cannot list the queue of");
 }

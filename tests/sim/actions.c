@@ -11,32 +11,32 @@
 #include <stdlib.h>
 #include <string.h>
 
-static struct dw *pick_dw(struct world *wd, bool (*ok)(const struct dw *))
+static struct driven *pick_driven(struct world *wd, bool (*ok)(const struct driven *))
 {
 	int n = 0, k;
 
-	for (int i = 0; i < wd->ndw; i++)
-		n += ok(&wd->dws[i]);
+	for (int i = 0; i < wd->ndriven; i++)
+		n += ok(&wd->driven[i]);
 	if (!n)
 		return NULL;
 	k = (int)sim_rng_below(&wd->rng, (uint32_t)n);
-	for (int i = 0; i < wd->ndw; i++)
-		if (ok(&wd->dws[i]) && k-- == 0)
-			return &wd->dws[i];
+	for (int i = 0; i < wd->ndriven; i++)
+		if (ok(&wd->driven[i]) && k-- == 0)
+			return &wd->driven[i];
 	return NULL;
 }
 
-static bool is_live(const struct dw *d) { return !d->released; }
-static bool is_waiting(const struct dw *d) { return !d->released && d->ndone == 0; }
-bool act_is_answered(const struct dw *d) { return !d->released && d->ndone == 1; }
+static bool is_live(const struct driven *d) { return !d->released; }
+static bool is_waiting(const struct driven *d) { return !d->released && d->ndone == 0; }
+bool act_is_answered(const struct driven *d) { return !d->released && d->ndone == 1; }
 
 bool act_enqueue(struct world *wd)
 {
 	int live = 0, m, dir, flags;
 	enum zkn_kind kind;
 
-	for (int i = 0; i < wd->ndw; i++)
-		live += is_live(&wd->dws[i]);
+	for (int i = 0; i < wd->ndriven; i++)
+		live += is_live(&wd->driven[i]);
 	if (live >= SIM_MAX_LIVE)
 		return false;
 	m = (int)sim_rng_below(&wd->rng, SIM_MOUNTS);
@@ -45,7 +45,7 @@ bool act_enqueue(struct world *wd)
 	flags = sim_rng_chance(&wd->rng, 1, 6) ? ZKL_NONBLOCK : 0;
 	/* where mounts linger, often the lock just given back, to find it */
 	if (wd->lingers && wd->last_released && sim_rng_chance(&wd->rng, 1, 2)) {
-		const struct dw *r = &wd->dws[wd->last_released - 1];
+		const struct driven *r = &wd->driven[wd->last_released - 1];
 
 		m = r->mount;
 		dir = r->dir;
@@ -60,22 +60,22 @@ bool act_enqueue(struct world *wd)
 	return true;
 }
 
-int sim_new_dw(struct world *wd, int m, int dir, enum zkn_kind kind, int flags)
+int sim_new_driven(struct world *wd, int m, int dir, enum zkn_kind kind, int flags)
 {
-	int live = 0, id = wd->ndw;
-	struct dw *d;
+	int live = 0, id = wd->ndriven;
+	struct driven *d;
 
-	for (int i = 0; i < wd->ndw; i++)
-		live += is_live(&wd->dws[i]);
+	for (int i = 0; i < wd->ndriven; i++)
+		live += is_live(&wd->driven[i]);
 	if (live >= SIM_MAX_LIVE)
 		return -1;
-	if (wd->ndw == wd->dwcap) {
-		wd->dwcap = wd->dwcap ? 2 * wd->dwcap : 64;
-		wd->dws = realloc(wd->dws, (size_t)wd->dwcap * sizeof(*wd->dws));
-		if (!wd->dws)
+	if (wd->ndriven == wd->drivencap) {
+		wd->drivencap = wd->drivencap ? 2 * wd->drivencap : 64;
+		wd->driven = realloc(wd->driven, (size_t)wd->drivencap * sizeof(*wd->driven));
+		if (!wd->driven)
 			abort();
 	}
-	d = &wd->dws[id];
+	d = &wd->driven[id];
 	memset(d, 0, sizeof(*d));
 	d->id = id;
 	d->mount = m;
@@ -83,19 +83,19 @@ int sim_new_dw(struct world *wd, int m, int dir, enum zkn_kind kind, int flags)
 	d->kind = kind;
 	d->flags = flags;
 	d->fd = -1;
-	wd->ndw++;
+	wd->ndriven++;
 	return id;
 }
 
 int act_enqueue_on(struct world *wd, int m, int dir, enum zkn_kind kind, int flags)
 {
-	int id = sim_new_dw(wd, m, dir, kind, flags), rc;
-	struct dw *d;
+	int id = sim_new_driven(wd, m, dir, kind, flags), rc;
+	struct driven *d;
 	char data[32];
 
 	if (id < 0)
 		return -1;
-	d = &wd->dws[id];
+	d = &wd->driven[id];
 	snprintf(data, sizeof(data), "sim=%d\n", id);
 	sn_trace(&wd->net, "  enqueue w%d: m%d %s %s%s", id, d->mount, wd->dirs[d->dir],
 		 d->kind == ZKN_EXCLUSIVE ? "exclusive" : "shared",
@@ -111,7 +111,7 @@ int act_enqueue_on(struct world *wd, int m, int dir, enum zkn_kind kind, int fla
 	return id;
 }
 
-void act_release_dw(struct world *wd, struct dw *d)
+void act_release_driven(struct world *wd, struct driven *d)
 {
 	struct zkl_info info;
 	char *path = NULL;
@@ -131,7 +131,7 @@ void act_release_dw(struct world *wd, struct dw *d)
 
 bool act_cancel(struct world *wd)
 {
-	struct dw *d = pick_dw(wd, is_waiting);
+	struct driven *d = pick_driven(wd, is_waiting);
 
 	if (!d)
 		return false;
@@ -147,17 +147,17 @@ bool act_cancel(struct world *wd)
 	if (d->ndone != 1)
 		sim_failf(wd, "cancel: w%d not answered when zkl_cancel() returned", d->id);
 	if (sim_rng_chance(&wd->rng, 1, 2))
-		act_release_dw(wd, d);		/* an interrupted open gives it up at once */
+		act_release_driven(wd, d);		/* an interrupted open gives it up at once */
 	return true;
 }
 
 bool act_release(struct world *wd)
 {
-	struct dw *d = pick_dw(wd, act_is_answered);
+	struct driven *d = pick_driven(wd, act_is_answered);
 
 	if (!d)
 		return false;
-	act_release_dw(wd, d);
+	act_release_driven(wd, d);
 	return true;
 }
 
@@ -201,7 +201,7 @@ void act_unlink_path(struct world *wd, const char *path, int id)
 {
 	sn_trace(&wd->net, "  unlink %s (w%d)", path, id);
 	if (id >= 0)
-		wd->dws[id].unlinked = true;
+		wd->driven[id].unlinked = true;
 	if (wd->ngone == wd->gcap) {
 		wd->gcap = wd->gcap ? 2 * wd->gcap : 16;
 		wd->gone = realloc(wd->gone, (size_t)wd->gcap * sizeof(*wd->gone));
@@ -270,8 +270,8 @@ bool act_setdata(struct world *wd)
 	if (!n)
 		return false;
 	id = sim_entry_owner(n);
-	if (id >= 0 && !(wd->dws[id].ndone == 1 && wd->dws[id].result == 0 &&
-			 !wd->dws[id].released))
+	if (id >= 0 && !(wd->driven[id].ndone == 1 && wd->driven[id].result == 0 &&
+			 !wd->driven[id].released))
 		return false;
 	path = strdup(n->path);
 	sn_trace(&wd->net, "  set data of %s", path);

@@ -41,9 +41,9 @@ int sim_entry_owner(const struct szk_node *n)
 	struct world *wd = sim_world;
 	int id;
 
-	for (int i = 0; wd && wd->lingers && i < wd->ndw; i++)
-		if (!wd->dws[i].released && wd->dws[i].ndone == 1 &&
-		    wd->dws[i].result == 0 && strcmp(wd->dws[i].path, n->path) == 0)
+	for (int i = 0; wd && wd->lingers && i < wd->ndriven; i++)
+		if (!wd->driven[i].released && wd->driven[i].ndone == 1 &&
+		    wd->driven[i].result == 0 && strcmp(wd->driven[i].path, n->path) == 0)
 			return i;
 	if (n->len > 4 && strncmp(n->data, "sim=", 4) == 0 &&
 	    sscanf(n->data + 4, "%d", &id) == 1)
@@ -65,18 +65,18 @@ bool sim_dir_of(const char *path, const char *dir)
 	       !strchr(path + l + 1, '/');
 }
 
-static struct dw *dw_of(struct world *wd, void *arg)
+static struct driven *driven_of(struct world *wd, void *arg)
 {
 	intptr_t id = (intptr_t)arg;
 
-	if (id < 0 || id >= wd->ndw)
+	if (id < 0 || id >= wd->ndriven)
 		abort();
-	return &wd->dws[id];
+	return &wd->driven[id];
 }
 
 /* Does @d believe it holds: its descriptor says so for a waiter of fs/
  * (simfs_believes()), the engine's callbacks for the driver's own. */
-static bool believes(struct world *wd, const struct dw *d)
+static bool believes(struct world *wd, const struct driven *d)
 {
 	if (d->ndone != 1 || d->result != 0 || d->released)
 		return false;
@@ -131,10 +131,10 @@ void sim_list_hook(void *ctx, struct sn_mount *m, const char *path,
  * done)?  A cohort hand-off grants the next waiter of that mount before the
  * delete (docs/DESIGN.md §12): the entry it passes over is its mount's.
  */
-static bool given_back(struct world *wd, const struct dw *d, const struct szk_node *n)
+static bool given_back(struct world *wd, const struct driven *d, const struct szk_node *n)
 {
 	int id = sim_entry_owner(n);
-	const struct dw *o = id >= 0 && id < wd->ndw ? &wd->dws[id] : NULL;
+	const struct driven *o = id >= 0 && id < wd->ndriven ? &wd->driven[id] : NULL;
 
 	/* through fs/: given back as soon as its descriptor stands for it no
 	 * more (a flock conversion or LOCK_UN, in the middle of which the
@@ -152,7 +152,7 @@ static bool given_back(struct world *wd, const struct dw *d, const struct szk_no
  * existing ones, so what a correct grant saw still holds when it is
  * delivered.
  */
-static void check_fifo(struct world *wd, struct dw *d)
+static void check_fifo(struct world *wd, struct driven *d)
 {
 	struct szk *z = &wd->net.zk;
 	struct zkl_info info;
@@ -197,7 +197,7 @@ static void check_fifo(struct world *wd, struct dw *d)
  * a cohort's) may land on an entry another client had already deleted:
  * that is the lock broken, as if while held, and the loss follows.
  */
-static void granted_on(struct world *wd, struct dw *d)
+static void granted_on(struct world *wd, struct driven *d)
 {
 	struct zkl_info info;
 	char *path = NULL;
@@ -217,14 +217,14 @@ static void granted_on(struct world *wd, struct dw *d)
 void sim_done(struct zkl_waiter *w, int err, void *arg)
 {
 	struct world *wd = sim_world;
-	struct dw *d = dw_of(wd, arg);
+	struct driven *d = driven_of(wd, arg);
 
 	if (w != d->w)
 		sim_failf(wd, "done: w%d called with another waiter", d->id);
 	sim_answered(wd, d, err);
 }
 
-void sim_answered(struct world *wd, struct dw *d, int err)
+void sim_answered(struct world *wd, struct driven *d, int err)
 {
 	sn_trace(&wd->net, "        done w%d: %d (%s)", d->id, err,
 		 err ? strerror(-err) : "granted");
@@ -271,10 +271,10 @@ void sim_lost(struct zkl_waiter *w, void *arg)
 	struct world *wd = sim_world;
 
 	if (!simfs_lost(wd, w, arg))
-		sim_lost_dw(wd, dw_of(wd, arg));
+		sim_lost_driven(wd, driven_of(wd, arg));
 }
 
-void sim_lost_dw(struct world *wd, struct dw *d)
+void sim_lost_driven(struct world *wd, struct driven *d)
 {
 	sn_trace(&wd->net, "        lost w%d", d->id);
 	if (d->ndone != 1 || d->result != 0)
@@ -291,7 +291,7 @@ void sim_lost_dw(struct world *wd, struct dw *d)
 }
 
 /* The entry @d has at the server now, or NULL. */
-static const char *entry_of(struct world *wd, const struct dw *d)
+static const char *entry_of(struct world *wd, const struct driven *d)
 {
 	struct szk *z = &wd->net.zk;
 
@@ -310,7 +310,7 @@ void sim_watch_hook(void *ctx, struct sn_mount *m, int type, const char *path,
 		    void *wctx)
 {
 	struct world *wd = ctx;
-	struct dw *d = NULL;
+	struct driven *d = NULL;
 	struct herd *h = NULL;
 	char *own = NULL;
 	struct zkl_info info;
@@ -318,9 +318,9 @@ void sim_watch_hook(void *ctx, struct sn_mount *m, int type, const char *path,
 	(void)m;
 	if (type != ZOO_DELETED_EVENT)
 		return;
-	for (int i = 0; i < wd->ndw && !d; i++)
-		if (wd->dws[i].w == wctx && !wd->dws[i].released && wd->dws[i].ndone == 0)
-			d = &wd->dws[i];
+	for (int i = 0; i < wd->ndriven && !d; i++)
+		if (wd->driven[i].w == wctx && !wd->driven[i].released && wd->driven[i].ndone == 0)
+			d = &wd->driven[i];
 	if (!d || d->kind != ZKN_EXCLUSIVE || !entry_of(wd, d))
 		return;
 	zkl_info(d->w, &info, &own);
@@ -372,10 +372,10 @@ static bool holders_ok(struct world *wd, int k, struct held *h, int n, const cha
 			h[j - 1] = t;
 		}
 	for (int i = 0; i < n; i++) {
-		const struct dw *d = &wd->dws[h[i].id];
+		const struct driven *d = &wd->driven[h[i].id];
 
 		for (int j = 0; j < i; j++) {
-			const struct dw *b = &wd->dws[h[j].id];
+			const struct driven *b = &wd->driven[h[j].id];
 
 			if (d->glimit ? (unsigned)i < d->glimit :
 			    d->kind == ZKN_SHARED && b->kind == ZKN_SHARED)
@@ -417,15 +417,15 @@ static bool seq_of(const char *path, int32_t *seq)
  */
 static void check_beliefs(struct world *wd)
 {
-	struct held *h = calloc((size_t)wd->ndw + 1, sizeof(*h));
+	struct held *h = calloc((size_t)wd->ndriven + 1, sizeof(*h));
 
 	if (!h)
 		abort();
 	for (int k = 0; k < SIM_DIRS; k++) {
 		int n = 0;
 
-		for (int i = 0; i < wd->ndw; i++) {
-			struct dw *d = &wd->dws[i];
+		for (int i = 0; i < wd->ndriven; i++) {
+			struct driven *d = &wd->driven[i];
 
 			if (d->dir == k && !d->unlinked && !d->asleep && believes(wd, d) &&
 			    seq_of(d->path, &h[n].seq))
@@ -473,7 +473,7 @@ void sim_check_step(struct world *wd)
 					free(h);
 					return;
 				}
-			if (believes(wd, &wd->dws[id]) && !wd->dws[id].asleep &&
+			if (believes(wd, &wd->driven[id]) && !wd->driven[id].asleep &&
 			    seq_of(z->nodes[i].path, &h[n].seq))
 				h[n++].id = id;
 		}
@@ -487,7 +487,7 @@ void sim_check_step(struct world *wd)
  * engine knew is queued on the session (or done), so that whatever the
  * mount sends next sees it gone.
  */
-void sim_check_release(struct world *wd, struct dw *d, const char *path)
+void sim_check_release(struct world *wd, struct driven *d, const char *path)
 {
 	struct sn_mount *m = &wd->net.mounts[d->mount];
 
@@ -508,11 +508,11 @@ void sim_check_end(struct world *wd)
 {
 	struct szk *z = &wd->net.zk;
 
-	for (int i = 0; i < wd->ndw; i++)
-		if (wd->dws[i].ndone != 1)
+	for (int i = 0; i < wd->ndriven; i++)
+		if (wd->driven[i].ndone != 1)
 			sim_failf(wd, "once: w%d (m%d, %s) answered %d times at the end",
-				  i, wd->dws[i].mount, wd->dirs[wd->dws[i].dir],
-				  wd->dws[i].ndone);
+				  i, wd->driven[i].mount, wd->dirs[wd->driven[i].dir],
+				  wd->driven[i].ndone);
 	for (int i = 0; i < z->nnodes; i++)
 		for (int k = 0; k < SIM_DIRS; k++)
 			if (sim_dir_of(z->nodes[i].path, wd->dirs[k]))

@@ -10,9 +10,9 @@
 #include "fs/lockreq.h"
 
 /* The ZooKeeper thread runs until nothing moves: every mount settles. */
-static void zk_thread_settles(struct world *wd)
+static void zk_thread_quiesces(struct world *wd)
 {
-	settle(wd);
+	quiesce(wd);
 }
 
 /* An exclusive OPEN on m0 in d0, through fs/, behind the holder @h. */
@@ -20,10 +20,10 @@ static int fs_waiter_behind(struct world *wd, int h)
 {
 	int x;
 
-	settle(wd);
+	quiesce(wd);
 	x = simfs_open(wd, 0, 0, ZKN_EXCLUSIVE, 0);
 	did(wd, true);
-	settle(wd);
+	quiesce(wd);
 	expect(wd, granted(wd, h) && waits(wd, x), "w%d holds, w%d waits behind it", h, x);
 	return x;
 }
@@ -45,15 +45,15 @@ void interrupt_races_the_grant(struct world *wd)
 	x = fs_waiter_behind(wd, h);
 	release(wd, h);
 	wd->preempt_rank = ZKMX_RANK_ENGINE;	/* zkl_cancel() takes its lock */
-	wd->preempt_run = zk_thread_settles;
-	simfs_interrupt(wd, &wd->dws[x], true);
+	wd->preempt_run = zk_thread_quiesces;
+	simfs_interrupt(wd, &wd->driven[x], true);
 	did(wd, true);
 	expect(wd, !wd->preempt_run, "the interrupt reached zkl_cancel()");
-	expect(wd, granted(wd, x) && wd->dws[x].released,
+	expect(wd, granted(wd, x) && wd->driven[x].released,
 	       "w%d was granted while its interrupt ran, and given back", x);
-	expect(wd, wd->fds[wd->dws[x].fd].n->lr->w == NULL,
+	expect(wd, wd->fds[wd->driven[x].fd].n->lr->w == NULL,
 	       "w%d's node holds no waiter once the interrupt is done", x);
-	settle(wd);
+	quiesce(wd);
 }
 
 /*
@@ -74,19 +74,19 @@ void lost_before_its_answer(struct world *wd)
 	h = simfs_open(wd, 0, 0, ZKN_EXCLUSIVE, 0);
 	x = fs_waiter_behind(wd, h);
 	unlink_entry(wd, x);
-	settle(wd);
+	quiesce(wd);
 	/* fs->lock: the RELEASE's poller, its drop, lock_done(), then
 	 * lock_answer() records the grant */
 	wd->preempt_rank = ZKMX_RANK_FS;
 	wd->preempt_skip = 3;
-	wd->preempt_run = zk_thread_settles;
-	simfs_release(wd, &wd->dws[h]);
+	wd->preempt_run = zk_thread_quiesces;
+	simfs_release(wd, &wd->driven[h]);
 	did(wd, true);
 	expect(wd, !wd->preempt_run, "the grant was answered on the FUSE thread");
-	expect(wd, wd->dws[x].lost_early, "w%d was lost before its answer", x);
-	expect(wd, granted(wd, x) && !simfs_believes(wd, &wd->dws[x]),
+	expect(wd, wd->driven[x].lost_early, "w%d was lost before its answer", x);
+	expect(wd, granted(wd, x) && !simfs_believes(wd, &wd->driven[x]),
 	       "w%d's OPEN holds the lock, and its descriptor says it is lost", x);
-	settle(wd);
+	quiesce(wd);
 }
 
 /*
@@ -102,25 +102,25 @@ void reentrant_last_close_hands_over(struct world *wd)
 
 	h = simfs_open(wd, 0, 0, ZKN_EXCLUSIVE, 0);
 	x = fs_waiter_behind(wd, h);
-	fh = wd->dws[h].fd;
+	fh = wd->driven[h].fd;
 	a = simfs_open_by(wd, 0, 0, ZKN_EXCLUSIVE, 0, fh);
 	b = simfs_open_by(wd, 0, 0, ZKN_SHARED, 0, fh);
 	did(wd, true);
-	settle(wd);
-	expect(wd, wd->dws[h].nfds == 3 && wd->dws[a].released && wd->dws[b].released,
+	quiesce(wd);
+	expect(wd, wd->driven[h].nfds == 3 && wd->driven[a].released && wd->driven[b].released,
 	       "w%d's entry stands for 3 descriptors, no new entry", h);
-	simfs_close(wd, fh, &wd->dws[h]);	/* the one that made it, first */
+	simfs_close(wd, fh, &wd->driven[h]);	/* the one that made it, first */
 	did(wd, true);
-	settle(wd);
-	simfs_close(wd, simfs_fd_of(wd, h, false), &wd->dws[h]);
+	quiesce(wd);
+	simfs_close(wd, simfs_fd_of(wd, h, false), &wd->driven[h]);
 	did(wd, true);
-	settle(wd);
-	expect(wd, waits(wd, x) && !wd->dws[h].released,
+	quiesce(wd);
+	expect(wd, waits(wd, x) && !wd->driven[h].released,
 	       "w%d waits while a descriptor stands for w%d's entry", x, h);
-	simfs_close(wd, simfs_fd_of(wd, h, false), &wd->dws[h]);
+	simfs_close(wd, simfs_fd_of(wd, h, false), &wd->driven[h]);
 	did(wd, true);
-	settle(wd);
-	expect(wd, wd->dws[h].released && granted(wd, x),
+	quiesce(wd);
+	expect(wd, wd->driven[h].released && granted(wd, x),
 	       "w%d holds once the last descriptor closed", x);
 }
 
@@ -137,25 +137,25 @@ void lockfile_close_of_a_copy(struct world *wd)
 	int p, x, y, q;
 
 	p = simfs_open_lockfile(wd, 0, 0, ZKN_EXCLUSIVE, 0);
-	wd->fds[wd->dws[p].fd].posix = true;
+	wd->fds[wd->driven[p].fd].posix = true;
 	q = simfs_open_lockfile(wd, 0, 1, ZKN_EXCLUSIVE, 0);
-	wd->fds[wd->dws[q].fd].posix = false;
-	settle(wd);
+	wd->fds[wd->driven[q].fd].posix = false;
+	quiesce(wd);
 	x = enqueue(wd, 1, 0, ZKN_EXCLUSIVE, 0);
 	y = enqueue(wd, 1, 1, ZKN_EXCLUSIVE, 0);
-	settle(wd);
+	quiesce(wd);
 	expect(wd, granted(wd, p) && granted(wd, q) && waits(wd, x) && waits(wd, y),
 	       "w%d and w%d hold their lock files; w%d and w%d wait", p, q, x, y);
-	simfs_flush(wd, wd->dws[p].fd);
-	simfs_flush(wd, wd->dws[q].fd);
+	simfs_flush(wd, wd->driven[p].fd);
+	simfs_flush(wd, wd->driven[q].fd);
 	did(wd, true);
-	settle(wd);
-	expect(wd, wd->dws[p].released && granted(wd, x),
+	quiesce(wd);
+	expect(wd, wd->driven[p].released && granted(wd, x),
 	       "the POSIX owner's close gave w%d back: w%d holds", p, x);
-	expect(wd, !wd->dws[q].released && waits(wd, y),
+	expect(wd, !wd->driven[q].released && waits(wd, y),
 	       "the description's lock w%d stays through a copy's close", q);
-	simfs_release(wd, &wd->dws[q]);
+	simfs_release(wd, &wd->driven[q]);
 	did(wd, true);
-	settle(wd);
+	quiesce(wd);
 	expect(wd, granted(wd, y), "w%d holds once the description is released", y);
 }

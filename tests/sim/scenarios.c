@@ -5,7 +5,7 @@
  * script expects of that race.  Each one fails when the behaviour it
  * names is broken on purpose (README.md lists how each was broken).
  *
- * A script moves the network with settle() (every mount: the server
+ * A script moves the network with quiesce() (every mount: the server
  * applies all that is queued, then the clients read all, then deliver
  * all, until nothing moves; never a tick) or one mount's step at a time,
  * and injects faults with the sn_*() calls of simnet.h.  The world is
@@ -34,23 +34,23 @@ static void limit_removed(struct world *wd)
 
 	sim_set_limit(wd, 1, 2);
 	a = enqueue(wd, 1, 0, ZKN_EXCLUSIVE, 0);
-	settle(wd);
+	quiesce(wd);
 	l = enqueue(wd, 0, 0, ZKN_EXCLUSIVE, 0);
-	settle(wd);
+	quiesce(wd);
 	x = enqueue(wd, 0, 0, ZKN_EXCLUSIVE, 0);
-	settle(wd);
+	quiesce(wd);
 	expect(wd, granted(wd, a) && granted(wd, l) && waits(wd, x),
 	       "two hold a limit of 2, a third waits");
 	sim_set_limit(wd, 1, 0);
 	t = enqueue(wd, 0, 0, ZKN_EXCLUSIVE, ZKL_NONBLOCK);	/* lists: decides x too */
-	settle(wd);
-	expect(wd, wd->dws[t].ndone == 1 && wd->dws[t].result == -EAGAIN,
+	quiesce(wd);
+	expect(wd, wd->driven[t].ndone == 1 && wd->driven[t].result == -EAGAIN,
 	       "a try behind two holders is EAGAIN");
 	release(wd, l);
-	settle(wd);
+	quiesce(wd);
 	expect(wd, waits(wd, x), "w%d waits while w%d holds a plain lock", x, a);
 	release(wd, a);
-	settle(wd);
+	quiesce(wd);
 	expect(wd, granted(wd, x), "w%d holds once w%d is gone", x, a);
 }
 
@@ -73,21 +73,21 @@ static void limit_set_here_before_a_confirmation(struct world *wd)
 		   ZOO_EPHEMERAL | ZOO_SEQUENCE, &x, NULL);
 	s1 = enqueue(wd, 1, 0, ZKN_SHARED, 0);
 	s2 = enqueue(wd, 1, 0, ZKN_SHARED, 0);
-	settle(wd);
+	quiesce(wd);
 	w = enqueue(wd, 0, 0, ZKN_SHARED, 0);
-	settle(wd);
+	quiesce(wd);
 	expect(wd, waits(wd, s1) && waits(wd, s2) && waits(wd, w),
 	       "three shared waiters behind an exclusive entry");
 	sim_set_limit(wd, 0, 2);
 	szk_delete(&wd->net.zk, x, -1);
 	free(x);
 	did(wd, true);
-	settle(wd);
+	quiesce(wd);
 	expect(wd, waits(wd, w), "w%d waits: two hold a limit of 2", w);
 	release(wd, s1);		/* granted under the plain rule: pokes nobody */
-	settle(wd);
+	quiesce(wd);
 	tick(wd, 0);
-	settle(wd);
+	quiesce(wd);
 	expect(wd, granted(wd, w), "w%d holds within a tick of a slot freed", w);
 }
 
@@ -103,28 +103,28 @@ static void limit_set_behind_a_plain_holder(struct world *wd)
 	int l, s1, s2, x, t;
 
 	l = enqueue(wd, 0, 0, ZKN_EXCLUSIVE, 0);
-	settle(wd);
+	quiesce(wd);
 	s1 = enqueue(wd, 1, 0, ZKN_SHARED, 0);
-	settle(wd);
+	quiesce(wd);
 	s2 = enqueue(wd, 1, 0, ZKN_SHARED, 0);
-	settle(wd);
+	quiesce(wd);
 	x = enqueue(wd, 0, 0, ZKN_SHARED, 0);
-	settle(wd);
+	quiesce(wd);
 	expect(wd, granted(wd, l) && waits(wd, s1) && waits(wd, s2) && waits(wd, x),
 	       "one holds, three shared wait");
 	sim_set_limit(wd, 2, 2);
 	t = enqueue(wd, 0, 0, ZKN_EXCLUSIVE, ZKL_NONBLOCK);	/* m0 lists the limit */
-	settle(wd);
-	expect(wd, wd->dws[t].ndone == 1 && wd->dws[t].result == -EAGAIN,
+	quiesce(wd);
+	expect(wd, wd->driven[t].ndone == 1 && wd->driven[t].result == -EAGAIN,
 	       "a try behind the holder is EAGAIN");
 	release(wd, l);
-	settle(wd);
+	quiesce(wd);
 	expect(wd, granted(wd, s1) && granted(wd, s2) && waits(wd, x),
 	       "the two shared entries before w%d fill the limit of 2", x);
 	release(wd, s1);	/* m1 knows no limit: it pokes nobody */
-	settle(wd);
+	quiesce(wd);
 	tick(wd, 0);		/* the first waiter of a semaphore lists */
-	settle(wd);
+	quiesce(wd);
 	expect(wd, granted(wd, x), "w%d holds once one of them is gone", x);
 }
 
@@ -135,11 +135,11 @@ static void limit_set_behind_a_plain_holder(struct world *wd)
 static void three_in_d1(struct world *wd, int *l, int *x, int *y)
 {
 	*l = enqueue(wd, 0, 1, ZKN_EXCLUSIVE, 0);
-	settle(wd);
+	quiesce(wd);
 	*x = enqueue(wd, 0, 1, ZKN_EXCLUSIVE, 0);
-	settle(wd);
+	quiesce(wd);
 	*y = enqueue(wd, 1, 1, ZKN_EXCLUSIVE, 0);
-	settle(wd);
+	quiesce(wd);
 	expect(wd, granted(wd, *l) && waits(wd, *x) && waits(wd, *y), "one holds, two wait");
 }
 
@@ -156,13 +156,13 @@ static void cohort_checks_its_grants(struct world *wd)
 	unlink_entry(wd, x);
 	release(wd, l);
 	expect(wd, granted(wd, x), "w%d granted by the cohort hand-off", x);
-	settle(wd);
-	expect(wd, wd->dws[x].lost, "w%d told its lock is lost", x);
-	expect(wd, wd->dws[x].lost_at && (!wd->dws[y].granted_at ||
-					   wd->dws[x].lost_at < wd->dws[y].granted_at),
+	quiesce(wd);
+	expect(wd, wd->driven[x].lost, "w%d told its lock is lost", x);
+	expect(wd, wd->driven[x].lost_at && (!wd->driven[y].granted_at ||
+					   wd->driven[x].lost_at < wd->driven[y].granted_at),
 	       "w%d lost before w%d (another mount) is let in", x, y);
 	release(wd, x);
-	settle(wd);
+	quiesce(wd);
 	expect(wd, granted(wd, y), "w%d holds", y);
 }
 
@@ -178,15 +178,15 @@ static void racing_pokes_wake_two(struct world *wd)
 	sim_set_limit(wd, 0, 2);
 	a = enqueue(wd, 0, 0, ZKN_EXCLUSIVE, 0);
 	b = enqueue(wd, 0, 0, ZKN_EXCLUSIVE, 0);
-	settle(wd);
+	quiesce(wd);
 	c = enqueue(wd, 1, 0, ZKN_EXCLUSIVE, 0);
 	d = enqueue(wd, 1, 0, ZKN_EXCLUSIVE, 0);
-	settle(wd);
+	quiesce(wd);
 	expect(wd, granted(wd, a) && granted(wd, b) && waits(wd, c) && waits(wd, d),
 	       "two hold a limit of 2, two wait");
 	release(wd, a);
 	release(wd, b);
-	settle(wd);
+	quiesce(wd);
 	expect(wd, granted(wd, c) && granted(wd, d),
 	       "both waiters hold after both releases, without a tick");
 }
@@ -201,9 +201,9 @@ static void no_grant_while_silent(struct world *wd)
 	int h, w, v;
 
 	h = enqueue(wd, 1, 1, ZKN_EXCLUSIVE, 0);
-	settle(wd);
+	quiesce(wd);
 	w = enqueue(wd, 0, 1, ZKN_EXCLUSIVE, 0);
-	settle(wd);
+	quiesce(wd);
 	expect(wd, granted(wd, h) && waits(wd, w), "one holds, one waits on another mount");
 	release(wd, h);
 	apply_all(wd, 1);			/* the delete: w's watch fires */
@@ -217,16 +217,16 @@ static void no_grant_while_silent(struct world *wd)
 	expect(wd, waits(wd, w), "no grant on a silent session");
 	did(wd, sn_expire(M(wd, 0)));
 	v = enqueue(wd, 1, 1, ZKN_EXCLUSIVE, 0);
-	settle_mount(wd, 1);
+	quiesce_mount(wd, 1);
 	expect(wd, granted(wd, v), "the next holder, once m0's session expired");
 	did(wd, sn_reconnect(M(wd, 0)));
-	settle(wd);
+	quiesce(wd);
 	did(wd, sn_replace(M(wd, 0)));
 	did(wd, sn_reconnect(M(wd, 0)));
-	settle(wd);
+	quiesce(wd);
 	expect(wd, waits(wd, w), "w%d waits anew behind w%d", w, v);
 	release(wd, v);
-	settle(wd);
+	quiesce(wd);
 	expect(wd, granted(wd, w), "w%d holds", w);
 }
 
@@ -242,15 +242,15 @@ static void linger_keeps_its_kind(struct world *wd)
 	wd->lingers = true;
 	zkl_engine_set_linger(wd->eng[0], 1000);
 	s = enqueue(wd, 0, 1, ZKN_SHARED, 0);
-	settle(wd);
+	quiesce(wd);
 	expect(wd, granted(wd, s), "w%d holds", s);
 	release(wd, s);
-	settle(wd);
+	quiesce(wd);
 	x = enqueue(wd, 0, 1, ZKN_EXCLUSIVE, 0);
-	settle(wd);
+	quiesce(wd);
 	expect(wd, granted(wd, x), "w%d holds", x);
 	y = enqueue(wd, 1, 1, ZKN_SHARED, 0);
-	settle(wd);
+	quiesce(wd);
 	expect(wd, waits(wd, y), "a shared open waits behind an exclusive holder");
 }
 
@@ -269,10 +269,10 @@ static void reuse_keeps_a_revocation(struct world *wd)
 	wd->lingers = true;
 	zkl_engine_set_linger(wd->eng[0], 1000);
 	a = enqueue(wd, 0, 1, ZKN_EXCLUSIVE, 0);
-	settle(wd);
+	quiesce(wd);
 	release(wd, a);
-	settle(wd);
-	zkl_info(wd->dws[a].w, &info, &path);
+	quiesce(wd);
+	zkl_info(wd->driven[a].w, &info, &path);
 	if (!path) {
 		sim_failf(wd, "script: w%d's entry does not linger", a);
 		return;
@@ -281,8 +281,8 @@ static void reuse_keeps_a_revocation(struct world *wd)
 	szk_set(&wd->net.zk, path, ZKL_REVOKE_DATA, (int)strlen(ZKL_REVOKE_DATA), -1);
 	b = enqueue(wd, 0, 1, ZKN_EXCLUSIVE, 0);	/* reuses it: new data */
 	expect(wd, granted(wd, b), "w%d granted on the lingering entry", b);
-	settle(wd);
-	zkl_info(wd->dws[b].w, &info, NULL);
+	quiesce(wd);
+	zkl_info(wd->driven[b].w, &info, NULL);
 	n = szk_find(&wd->net.zk, path);
 	expect(wd, info.revoking, "w%d told it is asked to let go", b);
 	expect(wd, n && n->len == (int)strlen(ZKL_REVOKE_DATA) &&
@@ -291,7 +291,7 @@ static void reuse_keeps_a_revocation(struct world *wd)
 	free(path);
 }
 
-/* A try (O_NONBLOCK) on mount @m in d1: its dw id. */
+/* A try (O_NONBLOCK) on mount @m in d1: its driven id. */
 static int try_lock(struct world *wd, int m)
 {
 	return enqueue(wd, m, 1, ZKN_EXCLUSIVE, ZKL_NONBLOCK);
@@ -299,7 +299,7 @@ static int try_lock(struct world *wd, int m)
 
 static bool refused(const struct world *wd, int id)
 {
-	return wd->dws[id].ndone == 1 && wd->dws[id].result == -EAGAIN;
+	return wd->driven[id].ndone == 1 && wd->driven[id].result == -EAGAIN;
 }
 
 /* m0 lingers; @a held d1 and gave it back: its entry is kept. */
@@ -310,10 +310,10 @@ static int linger_one(struct world *wd)
 	wd->lingers = true;
 	zkl_engine_set_linger(wd->eng[0], 1000);
 	a = enqueue(wd, 0, 1, ZKN_EXCLUSIVE, 0);
-	settle(wd);
+	quiesce(wd);
 	release(wd, a);
-	settle(wd);
-	expect(wd, zkl_cached(wd->eng[0], wd->dirs[1], wd->dws[a].path),
+	quiesce(wd);
+	expect(wd, zkl_cached(wd->eng[0], wd->dirs[1], wd->driven[a].path),
 	       "w%d's entry lingers", a);
 	return a;
 }
@@ -329,7 +329,7 @@ static void try_behind_a_linger(struct world *wd)
 
 	linger_one(wd);
 	t = try_lock(wd, 1);
-	settle(wd);
+	quiesce(wd);
 	expect(wd, granted(wd, t), "the try holds once m0 gave its lingering entry back");
 }
 
@@ -345,9 +345,9 @@ static void try_behind_a_reused_linger(struct world *wd)
 	linger_one(wd);
 	b = enqueue(wd, 0, 1, ZKN_EXCLUSIVE, 0);
 	expect(wd, granted(wd, b), "w%d holds the lingering entry again", b);
-	settle(wd);
+	quiesce(wd);
 	t = try_lock(wd, 1);
-	settle(wd);
+	quiesce(wd);
 	expect(wd, refused(wd, t), "the try is refused while w%d holds, without a tick", b);
 }
 
@@ -357,9 +357,9 @@ static void try_behind_a_holder(struct world *wd)
 	int h, t;
 
 	h = enqueue(wd, 0, 1, ZKN_EXCLUSIVE, 0);
-	settle(wd);
+	quiesce(wd);
 	t = try_lock(wd, 1);
-	settle(wd);
+	quiesce(wd);
 	expect(wd, granted(wd, h) && refused(wd, t), "the try is refused, without a tick");
 }
 
@@ -377,13 +377,13 @@ static void cohort_loss(struct world *wd, int applied)
 	release(wd, l);
 	expect(wd, granted(wd, x), "w%d granted by the cohort hand-off", x);
 	did(wd, sn_drop_n(M(wd, 0), 0, applied));
-	settle(wd);
+	quiesce(wd);
 	did(wd, sn_reconnect(M(wd, 0)));
-	settle(wd);
-	expect(wd, granted(wd, x) && !wd->dws[x].lost && waits(wd, y),
+	quiesce(wd);
+	expect(wd, granted(wd, x) && !wd->driven[x].lost && waits(wd, y),
 	       "w%d holds through the loss, w%d waits", x, y);
 	release(wd, x);
-	settle(wd);
+	quiesce(wd);
 	expect(wd, granted(wd, y), "w%d holds", y);
 }
 
@@ -410,7 +410,7 @@ static void cohort_after_suspend(struct world *wd)
 
 	three_in_d1(wd, &l, &x, &y);
 	suspend(wd, 0);
-	settle_mount(wd, 1);
+	quiesce_mount(wd, 1);
 	expect(wd, granted(wd, y), "w%d holds once m0's session expired", y);
 	release(wd, l);
 	expect(wd, waits(wd, x), "no cohort grant on a session that may be gone");
@@ -428,12 +428,12 @@ static void linger_after_suspend(struct world *wd)
 	wd->lingers = true;
 	zkl_engine_set_linger(wd->eng[0], 4000000000u);	/* longer than the sleep */
 	a = enqueue(wd, 0, 1, ZKN_EXCLUSIVE, 0);
-	settle(wd);
+	quiesce(wd);
 	release(wd, a);
-	settle(wd);
+	quiesce(wd);
 	suspend(wd, 0);
 	y = enqueue(wd, 1, 1, ZKN_EXCLUSIVE, 0);
-	settle_mount(wd, 1);
+	quiesce_mount(wd, 1);
 	expect(wd, granted(wd, y), "w%d holds once m0's session expired", y);
 	b = enqueue(wd, 0, 1, ZKN_EXCLUSIVE, 0);
 	expect(wd, waits(wd, b), "no grant on a kept entry of a session that may be gone");

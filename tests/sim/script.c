@@ -80,7 +80,7 @@ bool events(struct world *wd, int m)
 }
 
 /* Every mount, round by round, until nothing moves (no ticks). */
-void settle(struct world *wd)
+void quiesce(struct world *wd)
 {
 	for (bool moved = true; moved && !wd->fail[0];) {
 		moved = false;
@@ -96,7 +96,7 @@ void settle(struct world *wd)
 }
 
 /* One mount alone, until nothing moves. */
-void settle_mount(struct world *wd, int m)
+void quiesce_mount(struct world *wd, int m)
 {
 	while (!wd->fail[0] && (apply_all(wd, m) | read_all(wd, m) | deliver_all(wd, m) |
 				events(wd, m)))
@@ -113,7 +113,7 @@ int enqueue(struct world *wd, int m, int dir, enum zkn_kind kind, int flags)
 
 void release(struct world *wd, int id)
 {
-	act_release_dw(wd, &wd->dws[id]);
+	act_release_driven(wd, &wd->driven[id]);
 	did(wd, true);
 }
 
@@ -129,7 +129,7 @@ void unlink_entry(struct world *wd, int id)
 	struct zkl_info info;
 	char *path = NULL;
 
-	zkl_info(wd->dws[id].w, &info, &path);
+	zkl_info(wd->driven[id].w, &info, &path);
 	if (!path) {
 		sim_failf(wd, "script: w%d has no entry to unlink", id);
 		return;
@@ -141,12 +141,12 @@ void unlink_entry(struct world *wd, int id)
 
 bool granted(const struct world *wd, int id)
 {
-	return wd->dws[id].ndone == 1 && wd->dws[id].result == 0;
+	return wd->driven[id].ndone == 1 && wd->driven[id].result == 0;
 }
 
 bool waits(const struct world *wd, int id)
 {
-	return wd->dws[id].ndone == 0;
+	return wd->driven[id].ndone == 0;
 }
 
 /*
@@ -157,9 +157,9 @@ bool waits(const struct world *wd, int id)
  */
 void suspend(struct world *wd, int m)
 {
-	for (int i = 0; i < wd->ndw; i++)
-		if (wd->dws[i].mount == m && granted(wd, i) && !wd->dws[i].released)
-			wd->dws[i].asleep = true;
+	for (int i = 0; i < wd->ndriven; i++)
+		if (wd->driven[i].mount == m && granted(wd, i) && !wd->driven[i].released)
+			wd->driven[i].asleep = true;
 	did(wd, sn_suspend(M(wd, m), SN_QUIET_MS + 1));
 }
 

@@ -26,12 +26,12 @@ bool apply_all(struct world *wd, int m);
 bool read_all(struct world *wd, int m);
 bool deliver_all(struct world *wd, int m);
 bool events(struct world *wd, int m);
-/* settle() - every mount, round by round, until nothing moves (no tick);
- * settle_mount() - mount @m alone */
-void settle(struct world *wd);
-void settle_mount(struct world *wd, int m);
+/* quiesce() - every mount, round by round, until nothing moves (no tick);
+ * quiesce_mount() - mount @m alone */
+void quiesce(struct world *wd);
+void quiesce_mount(struct world *wd, int m);
 /* the driver's own waiters (the engine called directly): enqueue() returns
- * the dw id; release() gives it back */
+ * the driven id; release() gives it back */
 int enqueue(struct world *wd, int m, int dir, enum zkn_kind kind, int flags);
 void release(struct world *wd, int id);
 void tick(struct world *wd, int m);

@@ -257,9 +257,9 @@ void sim_end_phase(struct world *wd)
 		bool left = false;
 
 		drain(wd);
-		for (int i = 0; i < wd->ndw && !wd->fail[0]; i++)
-			if (act_is_answered(&wd->dws[i]))
-				act_release_dw(wd, &wd->dws[i]);
+		for (int i = 0; i < wd->ndriven && !wd->fail[0]; i++)
+			if (act_is_answered(&wd->driven[i]))
+				act_release_driven(wd, &wd->driven[i]);
 		simfs_end(wd);
 		foreign_leaves(wd);
 		drain(wd);
@@ -269,8 +269,8 @@ void sim_end_phase(struct world *wd)
 			sn_ev_tick(&wd->net.mounts[i]);
 		}
 		drain(wd);
-		for (int i = 0; i < wd->ndw; i++)
-			left |= !wd->dws[i].released;
+		for (int i = 0; i < wd->ndriven; i++)
+			left |= !wd->driven[i].released;
 		if (!left)
 			break;
 	}
@@ -286,8 +286,8 @@ static const char *name_of(void *ctx, const void *arg)
 	struct world *wd = ctx;
 	static char buf[16];
 
-	for (int i = 0; i < wd->ndw; i++)
-		if (!wd->dws[i].released && (const void *)wd->dws[i].w == arg) {
+	for (int i = 0; i < wd->ndriven; i++)
+		if (!wd->driven[i].released && (const void *)wd->driven[i].w == arg) {
 			snprintf(buf, sizeof(buf), "(w%d)", i);
 			return buf;
 		}
@@ -372,7 +372,7 @@ void sim_world_free(struct world *wd)
 	for (int i = 0; i < wd->nherd; i++)
 		free(wd->herd[i].path);
 	free(wd->herd);
-	free(wd->dws);
+	free(wd->driven);
 	free(wd->gone);
 	free(wd->lhist);
 	sim_world = NULL;

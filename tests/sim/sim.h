@@ -24,7 +24,7 @@
 #define SIM_MAX_LIVE	16	/* waiters not yet released, at most */
 
 /* A waiter of the driver's: one zkl_enqueue(). */
-struct dw {
+struct driven {
 	int id, mount, dir;
 	enum zkn_kind kind;
 	int flags;
@@ -85,8 +85,8 @@ struct world {
 	struct lrule { int32_t version; unsigned limit; } *lhist;
 	int nlhist, lhcap;		/* d0's limit at each data version */
 	int64_t foreign;		/* the other client's session */
-	struct dw *dws;
-	int ndw, dwcap;
+	struct driven *driven;
+	int ndriven, drivencap;
 	struct herd *herd;
 	int nherd, hcap;
 	int fault_rate;			/* per 1000 steps, of each fault kind */
@@ -96,7 +96,7 @@ struct world {
 	bool lingers;			/* its mounts linger (zk/linger.c) */
 	int lockfiles;			/* the mount whose fs/ opens are of lock
 					   files (-o lockfiles), -1: none */
-	int last_released;		/* the dw released last, + 1 (0: none) */
+	int last_released;		/* the driven released last, + 1 (0: none) */
 	char (*gone)[64];		/* entries other clients deleted */
 	int ngone, gcap;
 	long steps_total;
@@ -149,24 +149,24 @@ extern long sim_fs_requests, sim_preemptions;
 
 bool act_enqueue(struct world *wd);	/* a new waiter: random mount, dir, kind,
 					   through fs/ or the engine */
-/* sim_new_dw() - a new waiter's record, not yet enqueued.  Return: its
+/* sim_new_driven() - a new waiter's record, not yet enqueued.  Return: its
  * id, or -1 if too many live (SIM_MAX_LIVE). */
-int sim_new_dw(struct world *wd, int m, int dir, enum zkn_kind kind, int flags);
+int sim_new_driven(struct world *wd, int m, int dir, enum zkn_kind kind, int flags);
 /* act_enqueue_on() - a new waiter of @kind and @flags on mount @m, lock
- * @dir.  Return: its dw id, or -1 if too many live (SIM_MAX_LIVE). */
+ * @dir.  Return: its driven id, or -1 if too many live (SIM_MAX_LIVE). */
 int act_enqueue_on(struct world *wd, int m, int dir, enum zkn_kind kind, int flags);
 bool act_cancel(struct world *wd);	/* an unanswered waiter is interrupted */
 bool act_release(struct world *wd);	/* an answered waiter is given back */
 bool act_unlink(struct world *wd);	/* another client deletes an entry */
-/* act_unlink_path() - another client deletes @path, the entry of dw @id (-1: none) */
+/* act_unlink_path() - another client deletes @path, the entry of driven @id (-1: none) */
 void act_unlink_path(struct world *wd, const char *path, int id);
 bool act_foreign_enqueue(struct world *wd);
 bool act_foreign_release(struct world *wd);
 bool act_setdata(struct world *wd);	/* a holder (or the other client) writes */
 void foreign_leaves(struct world *wd);	/* the other client deletes all it has */
-/* act_release_dw() - zkl_release() of @d, and the release-order check */
-void act_release_dw(struct world *wd, struct dw *d);
-bool act_is_answered(const struct dw *d);
+/* act_release_driven() - zkl_release() of @d, and the release-order check */
+void act_release_driven(struct world *wd, struct driven *d);
+bool act_is_answered(const struct driven *d);
 
 /* check.c ------------------------------------------------------------------ */
 
@@ -174,14 +174,14 @@ bool act_is_answered(const struct dw *d);
 void sim_failf(struct world *wd, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
-/* The engine's done and lost callbacks (arg: the dw's id, or for lost a
+/* The engine's done and lost callbacks (arg: the driven's id, or for lost a
  * lock node of fs/). */
 void sim_done(struct zkl_waiter *w, int err, void *arg);
 void sim_lost(struct zkl_waiter *w, void *arg);
-/* sim_answered(), sim_lost_dw() - @d answered @err, @d lost: checked, as
+/* sim_answered(), sim_lost_driven() - @d answered @err, @d lost: checked, as
  * the engine's callbacks check its own waiters (simfs.c: through fs/) */
-void sim_answered(struct world *wd, struct dw *d, int err);
-void sim_lost_dw(struct world *wd, struct dw *d);
+void sim_answered(struct world *wd, struct driven *d, int err);
+void sim_lost_driven(struct world *wd, struct driven *d);
 
 /* simnet's listing hook: a listing of @path read by @m's engine. */
 void sim_list_hook(void *ctx, struct sn_mount *m, const char *path,
@@ -198,12 +198,12 @@ void sim_watch_hook(void *ctx, struct sn_mount *m, int type, const char *path,
 void sim_check_step(struct world *wd);
 
 /* sim_check_release() - after zkl_release() of @d whose entry was @path. */
-void sim_check_release(struct world *wd, struct dw *d, const char *path);
+void sim_check_release(struct world *wd, struct driven *d, const char *path);
 
 /* sim_check_end() - after the end phase: answered once, no orphan. */
 void sim_check_end(struct world *wd);
 
-/* sim_entry_owner() - the dw id an entry's data names, or -1 (foreign). */
+/* sim_entry_owner() - the driven id an entry's data names, or -1 (foreign). */
 int sim_entry_owner(const struct szk_node *n);
 
 /* sim_dir_of() - is @path a child of @dir? */

@@ -3,7 +3,7 @@
  * lock requests (fs/lockreq.c, fs/fdlock.c, fs/node.c) driven as the
  * kernel drives them, through the seam fs/reply.h.
  *
- * A waiter of the driver's that goes through fs/ (dw.fd >= 0) is a lock
+ * A waiter of the driver's that goes through fs/ (driven.fd >= 0) is a lock
  * node made by MKNOD and an OPEN on it; later a flock(2) conversion or
  * LOCK_UN on its descriptor, an interrupt while it waits, and the RELEASE
  * and FORGET that end it.  The answers come back through this file's
@@ -144,7 +144,7 @@ static bool answered(struct world *wd, struct fuse_req *r, const char *what)
 {
 	if (++r->replies > 1) {
 		sim_failf(wd, "reply: a %s request of fd%d (w%d) answered %d times (now %s)",
-			  r->fdreq ? "flock" : "OPEN", r->fd, r->dw, r->replies, what);
+			  r->fdreq ? "flock" : "OPEN", r->fd, r->driven, r->replies, what);
 		return false;
 	}
 	return true;
@@ -155,13 +155,13 @@ bool simfs_stands_for(struct world *wd, const struct sfd *f, int old)
 	const char *path = f->n->path;
 
 	/* a give-back lets the waiter go first (lockreq_drop()), then the path */
-	return old >= 0 && f->n->lr->w && path && strcmp(path, wd->dws[old].path) == 0;
+	return old >= 0 && f->n->lr->w && path && strcmp(path, wd->driven[old].path) == 0;
 }
 
 /* The waiter @r asked for has its answer @err: check it as the engine's. */
 static void to_waiter(struct world *wd, struct fuse_req *r, int err)
 {
-	struct dw *d = &wd->dws[r->dw];
+	struct driven *d = &wd->driven[r->driven];
 	struct sfd *f = fd_of(wd, r);
 
 	if (!err) {
@@ -170,7 +170,7 @@ static void to_waiter(struct world *wd, struct fuse_req *r, int err)
 	}
 	sim_answered(wd, d, err);
 	if (!err && d->lost_early) {	/* the descriptor must tell at once */
-		sim_lost_dw(wd, d);
+		sim_lost_driven(wd, d);
 		if (simfs_believes(wd, d))
 			sim_failf(wd, "lost: w%d's descriptor holds a lock lost before "
 				  "its answer", d->id);
@@ -178,8 +178,8 @@ static void to_waiter(struct world *wd, struct fuse_req *r, int err)
 	if (err) {			/* lockreq gave its entry back */
 		d->released = true;
 		d->w = NULL;
-		if (f->dw == d->id)
-			f->dw = -1;
+		if (f->driven == d->id)
+			f->driven = -1;
 	} else if (!wd->fail[0] && !r->gone) {
 		/* the holder polls its descriptor, as a lock-aware program does */
 		struct fuse_pollhandle *ph = malloc(sizeof(*ph));
@@ -200,18 +200,18 @@ static void to_waiter(struct world *wd, struct fuse_req *r, int err)
 static int joined(struct world *wd, struct fuse_req *r, struct sfd *f)
 {
 	const struct lockreq *o = f->n->lr->owner;
-	struct dw *d = &wd->dws[r->dw];
+	struct driven *d = &wd->driven[r->driven];
 	int od = -1;
 
 	for (int i = 0; i < wd->nfd; i++)
 		if (wd->fds[i].n == o->node && !wd->fds[i].forgotten)
-			od = wd->fds[i].dw;
+			od = wd->fds[i].driven;
 	if (od < 0)			/* its own descriptor gave its part up */
 		for (int i = 0; i < wd->nfd; i++)
 			if (!wd->fds[i].closed && wd->fds[i].n && wd->fds[i].n->lr &&
 			    wd->fds[i].n->lr->owner == o && &wd->fds[i] != f &&
-			    wd->fds[i].dw >= 0)	/* open: its node lives */
-				od = wd->fds[i].dw;
+			    wd->fds[i].driven >= 0)	/* open: its node lives */
+				od = wd->fds[i].driven;
 	d->ndone = 1;			/* never enqueued */
 	d->released = true;
 	if (!d->may_deadlock || od < 0 || o->tid != r->tid || o->tid_start != r->start ||
@@ -221,14 +221,14 @@ static int joined(struct world *wd, struct fuse_req *r, struct sfd *f)
 			  "exclusive" : "shared");
 	if (r->gone) {			/* never a descriptor: lockreq lets it go */
 		f->closed = true;
-		f->dw = -1;
+		f->driven = -1;
 		return -ENOENT;
 	}
 	if (od >= 0) {
-		f->dw = od;
-		wd->dws[od].nfds++;
+		f->driven = od;
+		wd->driven[od].nfds++;
 		sn_trace(&wd->net, "        (fd%d stands for w%d's entry: %d descriptors)",
-			 r->fd, od, wd->dws[od].nfds);
+			 r->fd, od, wd->driven[od].nfds);
 	}
 	f->opened = true;
 	return 0;
@@ -258,8 +258,8 @@ static int reply_open_k(fuse_req_t r, const struct fuse_file_info *fi)
 		return joined(wd, r, f);
 	to_waiter(wd, r, 0);
 	if (r->gone) {			/* the kernel closes nothing: lockreq drops */
-		wd->dws[r->dw].released = true;
-		f->dw = -1;
+		wd->driven[r->driven].released = true;
+		f->driven = -1;
 		f->closed = true;
 		return -ENOENT;
 	}
@@ -288,12 +288,12 @@ static int reply_err_k(fuse_req_t r, int err)
 	r->result = err;
 	if (!r->fdreq && !err)
 		sim_failf(wd, "reply: fd%d: OPEN answered 0 without a descriptor", r->fd);
-	if (r->dw >= 0 && (!err || err == EIO) && simfs_stands_for(wd, f, r->old)) {
+	if (r->driven >= 0 && (!err || err == EIO) && simfs_stands_for(wd, f, r->old)) {
 		/* the kind it holds, or its lock lost (EIO until LOCK_UN):
 		 * nothing was asked of the engine */
-		wd->dws[r->dw].ndone = 1;
-		wd->dws[r->dw].released = true;
-	} else if (r->dw >= 0) {
+		wd->driven[r->driven].ndone = 1;
+		wd->driven[r->driven].released = true;
+	} else if (r->driven >= 0) {
 		to_waiter(wd, r, -err);
 	}
 	if (!r->fdreq && err)
@@ -323,7 +323,7 @@ static void on_interrupt(fuse_req_t r, fuse_interrupt_func_t fn, void *arg)
 static void caller(fuse_req_t r, struct zklfs_caller *c)
 {
 	c->tid = r->tid;
-	c->pid = SIM_PID_BASE + r->dw;	/* the data names the waiter (check.c) */
+	c->pid = SIM_PID_BASE + r->driven;	/* the data names the waiter (check.c) */
 	c->start = r->start;
 	c->uid = 1000;
 	snprintf(c->cmd, sizeof(c->cmd), "sim\n");
@@ -431,8 +431,8 @@ void simfs_free(struct world *wd)
 	free(wd->fds);
 }
 
-/* A new request of the kernel's, about descriptor @fd for waiter @dw. */
-struct fuse_req *simfs_new_req(struct world *wd, int fd, int dw, bool fdreq)
+/* A new request of the kernel's, about descriptor @fd for waiter @driven. */
+struct fuse_req *simfs_new_req(struct world *wd, int fd, int driven, bool fdreq)
 {
 	struct fuse_req *r = calloc(1, sizeof(*r));
 
@@ -440,7 +440,7 @@ struct fuse_req *simfs_new_req(struct world *wd, int fd, int dw, bool fdreq)
 		abort();
 	sim_fs_requests++;
 	r->fd = fd;
-	r->dw = dw;
+	r->driven = driven;
 	r->fdreq = fdreq;
 	r->old = -1;
 	r->tid = wd->fds[fd].tid;	/* its descriptor's thread, unless told */
@@ -457,7 +457,7 @@ struct fuse_req *simfs_new_req(struct world *wd, int fd, int dw, bool fdreq)
 
 /* @d was just asked for on @f: the waiter lives from its enqueue until
  * its answer's give-back. */
-void simfs_after_ask(struct dw *d, struct sfd *f)
+void simfs_after_ask(struct driven *d, struct sfd *f)
 {
 	if (d->ndone == 0 && f->n->lr->w)
 		d->w = f->n->lr->w;
@@ -465,7 +465,7 @@ void simfs_after_ask(struct dw *d, struct sfd *f)
 }
 
 
-bool simfs_believes(struct world *wd, const struct dw *d)
+bool simfs_believes(struct world *wd, const struct driven *d)
 {
 	struct sfd *f = &wd->fds[d->fd];
 	struct fuse_file_info fi = { .fh = FH_HOLDER };
@@ -480,13 +480,13 @@ bool simfs_lost(struct world *wd, struct zkl_waiter *w, void *arg)
 	for (int i = wd->nfd - 1; i >= 0; i--)
 		if (wd->fds[i].n && (void *)wd->fds[i].n == arg) {
 			lockreq_lost(w, arg);
-			for (int k = 0; k < wd->ndw; k++) {
-				struct dw *d = &wd->dws[k];
+			for (int k = 0; k < wd->ndriven; k++) {
+				struct driven *d = &wd->driven[k];
 
 				if (d->w != w || d->released || d->fd != i)
 					continue;
 				if (d->ndone) {
-					sim_lost_dw(wd, d);
+					sim_lost_driven(wd, d);
 					continue;
 				}
 				/* granted, the answer not yet given: to_waiter() */

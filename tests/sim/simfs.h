@@ -16,7 +16,7 @@
 struct sfd {
 	struct node *n;			/* its lock node (fs/node.h) */
 	int mount, dir;
-	int dw;				/* the waiter it stands for now, -1: none */
+	int driven;				/* the waiter it stands for now, -1: none */
 	pid_t tid;			/* the thread that opened it */
 	unsigned long long start;	/* and when it started (fs/tid.h) */
 	struct fuse_req *req;		/* its latest request that waits */
@@ -38,7 +38,7 @@ void simfs_init(struct world *wd);
 void simfs_free(struct world *wd);
 
 /* simfs_open() - MKNOD and OPEN (@flags: ZKL_NONBLOCK is O_NONBLOCK) of a
- * lock of @kind in lock @dir on mount @m.  Return: its dw id, or -1. */
+ * lock of @kind in lock @dir on mount @m.  Return: its driven id, or -1. */
 int simfs_open(struct world *wd, int m, int dir, enum zkn_kind kind, int flags);
 
 /* simfs_open_by() - simfs_open(), by the thread of descriptor @by (-1: as
@@ -51,7 +51,7 @@ int simfs_fd_of(struct world *wd, int id, bool first);
 
 /* simfs_open_lockfile() - OPEN of lock @dir as a lock file on mount @m
  * (never waits), then flock(LOCK_SH/LOCK_EX per @kind, LOCK_NB per @flags)
- * by its one lock owner.  Return: the dw id of that request, or -1. */
+ * by its one lock owner.  Return: the driven id of that request, or -1. */
 int simfs_open_lockfile(struct world *wd, int m, int dir, enum zkn_kind kind, int flags);
 
 /* simfs_flush() - FLUSH of lock-file descriptor @fd (a close() of a copy,
@@ -61,12 +61,12 @@ void simfs_flush(struct world *wd, int fd);
 
 /* simfs_interrupt() - FUSE_INTERRUPT of the request @d waits in; with
  * @gone its caller dies of the signal (an OPEN's reply then finds nobody) */
-void simfs_interrupt(struct world *wd, struct dw *d, bool gone);
+void simfs_interrupt(struct world *wd, struct driven *d, bool gone);
 
 /* simfs_release() - RELEASE of one of the descriptors that stand for @d's
  * entry, at random (and maybe FORGET); simfs_close() - of descriptor @fd */
-void simfs_release(struct world *wd, struct dw *d);
-void simfs_close(struct world *wd, int fd, struct dw *d);
+void simfs_release(struct world *wd, struct driven *d);
+void simfs_close(struct world *wd, int fd, struct driven *d);
 
 /* simfs_end() - the end: every descriptor still open is closed, every
  * node forgotten */
@@ -74,7 +74,7 @@ void simfs_end(struct world *wd);
 
 /* simfs_believes() - does @d's descriptor say its lock holds (its read
  * would succeed: lockreq_holder_errno() is 0)? */
-bool simfs_believes(struct world *wd, const struct dw *d);
+bool simfs_believes(struct world *wd, const struct driven *d);
 
 /* simfs_lost() - the engine's lost callback, if @arg is a lock node of
  * fs/: lockreq_lost(), then the loss checked.  Return: whether it was. */

@@ -12,7 +12,7 @@
 /* A FUSE request, as the sim's kernel keeps it: until the world ends, so
  * that an answer to one already answered is found, not a use after free. */
 struct fuse_req {
-	int dw;				/* the waiter it asks for (-1: none) */
+	int driven;				/* the waiter it asks for (-1: none) */
 	int fd;				/* on this descriptor */
 	bool fdreq;			/* a flock request, not the OPEN */
 	pid_t tid;			/* the thread that asks: its id, */
@@ -40,14 +40,14 @@ struct simfs {
 };
 
 /* simfs_new_req() - a new request of the kernel's about descriptor @fd,
- * for waiter @dw (-1: none); @fdreq a flock request, else the OPEN */
-struct fuse_req *simfs_new_req(struct world *wd, int fd, int dw, bool fdreq);
+ * for waiter @driven (-1: none); @fdreq a flock request, else the OPEN */
+struct fuse_req *simfs_new_req(struct world *wd, int fd, int driven, bool fdreq);
 
 /* simfs_fuse_thread() - a call into fs/ on the FUSE thread begins (@on) or
  * ends: the ZooKeeper thread may preempt it where it takes a mutex */
 void simfs_fuse_thread(struct world *wd, bool on);
 
 /* simfs_after_ask() - @d was just asked for on @f: its waiter, if any */
-void simfs_after_ask(struct dw *d, struct sfd *f);
+void simfs_after_ask(struct driven *d, struct sfd *f);
 
 #endif

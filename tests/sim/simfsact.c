@@ -21,8 +21,8 @@
 static bool thread_busy(struct world *wd, pid_t tid, unsigned long long start,
 			const struct sfd *f)
 {
-	for (int i = 0; i < wd->ndw; i++) {
-		const struct dw *d = &wd->dws[i];
+	for (int i = 0; i < wd->ndriven; i++) {
+		const struct driven *d = &wd->driven[i];
 
 		if (d->fd >= 0 && &wd->fds[d->fd] != f && !d->released && d->tid == tid &&
 		    d->start == start && d->mount == f->mount && d->dir == f->dir)
@@ -71,7 +71,7 @@ static struct sfd *new_fd(struct world *wd, int m, int dir, enum zkn_kind kind, 
 {
 	struct sfd *f;
 
-	*id = sim_new_dw(wd, m, dir, kind, flags);
+	*id = sim_new_driven(wd, m, dir, kind, flags);
 	if (*id < 0)
 		return NULL;
 	if (wd->nfd == wd->fdcap) {
@@ -84,7 +84,7 @@ static struct sfd *new_fd(struct world *wd, int m, int dir, enum zkn_kind kind, 
 	memset(f, 0, sizeof(*f));
 	f->mount = m;
 	f->dir = dir;
-	f->dw = *id;
+	f->driven = *id;
 	return f;
 }
 
@@ -95,7 +95,7 @@ int simfs_open_by(struct world *wd, int m, int dir, enum zkn_kind kind, int flag
 	struct fuse_file_info fi = { 0 };
 	int id, fd = wd->nfd;
 	struct sfd *f = new_fd(wd, m, dir, kind, flags, &id);
-	struct dw *d;
+	struct driven *d;
 
 	if (!f)
 		return -1;
@@ -105,7 +105,7 @@ int simfs_open_by(struct world *wd, int m, int dir, enum zkn_kind kind, int flag
 	} else {
 		open_thread(wd, f, id);
 	}
-	d = &wd->dws[id];
+	d = &wd->driven[id];
 	d->fd = fd;
 	d->tid = f->tid;
 	d->start = f->start;
@@ -133,7 +133,7 @@ int simfs_open_by(struct world *wd, int m, int dir, enum zkn_kind kind, int flag
 	return id;
 }
 
-static bool part_done(struct world *wd, struct sfd *f, struct dw *d);
+static bool part_done(struct world *wd, struct sfd *f, struct driven *d);
 
 /* A lock request on @f, as the kernel's FLOCK: on a lock file, through
  * fs/lockfile.c (which finds the record), else on the holder's descriptor. */
@@ -155,14 +155,14 @@ int simfs_open_lockfile(struct world *wd, int m, int dir, enum zkn_kind kind, in
 	struct fuse_req *r0, *r;
 	int id, fd = wd->nfd;
 	struct sfd *f = new_fd(wd, m, dir, kind, flags, &id);
-	struct dw *d;
+	struct driven *d;
 
 	if (!f)
 		return -1;
 	open_thread(wd, f, id);
 	f->lockfile = true;
 	f->posix = sim_rng_chance(&wd->rng, 1, 2);
-	d = &wd->dws[id];
+	d = &wd->driven[id];
 	d->fd = fd;
 	d->tid = f->tid;
 	d->start = f->start;
@@ -230,7 +230,7 @@ void simfs_flush(struct world *wd, int fd)
 	struct zklfs *fs = &wd->fs[f->mount]->fs;
 	struct fuse_req *r = simfs_new_req(wd, fd, -1, true);
 	struct fuse_file_info fl = *f->lfi;
-	struct dw *d = f->dw >= 0 ? &wd->dws[f->dw] : NULL;
+	struct driven *d = f->driven >= 0 ? &wd->driven[f->driven] : NULL;
 	struct zkl_info info;
 	char *path = NULL;
 	bool went;
@@ -257,7 +257,7 @@ void simfs_flush(struct world *wd, int fd)
 	free(path);
 }
 
-void simfs_interrupt(struct world *wd, struct dw *d, bool gone)
+void simfs_interrupt(struct world *wd, struct driven *d, bool gone)
 {
 	struct fuse_req *r = d->req;
 
@@ -283,7 +283,7 @@ static void forget(struct world *wd, struct sfd *f)
 int simfs_fd_of(struct world *wd, int id, bool first)
 {
 	for (int i = 0; i < wd->nfd; i++)
-		if (wd->fds[i].dw == id && !wd->fds[i].closed &&
+		if (wd->fds[i].driven == id && !wd->fds[i].closed &&
 		    (first ? wd->fds[i].n->lr->state != LR_JOINED :
 			     wd->fds[i].n->lr->state == LR_JOINED))
 			return i;
@@ -291,26 +291,26 @@ int simfs_fd_of(struct world *wd, int id, bool first)
 }
 
 /* A descriptor that stands for @d's entry, open: at random. */
-static struct sfd *fd_of_dw(struct world *wd, const struct dw *d)
+static struct sfd *fd_of_driven(struct world *wd, const struct driven *d)
 {
 	int n = 0, k;
 
 	for (int i = 0; i < wd->nfd; i++)
-		n += wd->fds[i].dw == d->id && !wd->fds[i].closed;
+		n += wd->fds[i].driven == d->id && !wd->fds[i].closed;
 	if (!n)
 		return NULL;
 	k = (int)sim_rng_below(&wd->rng, (uint32_t)n);
 	for (int i = 0; i < wd->nfd; i++)
-		if (wd->fds[i].dw == d->id && !wd->fds[i].closed && k-- == 0)
+		if (wd->fds[i].driven == d->id && !wd->fds[i].closed && k-- == 0)
 			return &wd->fds[i];
 	return NULL;
 }
 
 /* @f's part of @d's entry is given up (RELEASE, LOCK_UN): the entry goes
  * with its last descriptor.  Return: whether it went. */
-static bool part_done(struct world *wd, struct sfd *f, struct dw *d)
+static bool part_done(struct world *wd, struct sfd *f, struct driven *d)
 {
-	f->dw = -1;
+	f->driven = -1;
 	if (--d->nfds > 0)
 		return false;
 	d->released = true;
@@ -318,14 +318,14 @@ static bool part_done(struct world *wd, struct sfd *f, struct dw *d)
 	return true;
 }
 
-void simfs_release(struct world *wd, struct dw *d)
+void simfs_release(struct world *wd, struct driven *d)
 {
-	struct sfd *f = fd_of_dw(wd, d);
+	struct sfd *f = fd_of_driven(wd, d);
 
 	simfs_close(wd, f ? (int)(f - wd->fds) : -1, d);
 }
 
-void simfs_close(struct world *wd, int fd, struct dw *d)
+void simfs_close(struct world *wd, int fd, struct driven *d)
 {
 	struct sfd *f = fd >= 0 ? &wd->fds[fd] : NULL;
 	struct zkl_info info;
@@ -391,7 +391,7 @@ static void asker_of(struct world *wd, const struct sfd *f, struct fuse_req *r)
  */
 static bool fdlock_shared(struct world *wd, struct sfd *f, int op, bool nb)
 {
-	int fd = (int)(f - wd->fds), dw = f->dw;
+	int fd = (int)(f - wd->fds), driven = f->driven;
 	struct fuse_req *r = simfs_new_req(wd, fd, -1, true);
 	const struct lockreq *e = lockreq_entry(f->n->lr);
 	bool last = false, lost = e->state == LR_LOST;
@@ -400,10 +400,10 @@ static bool fdlock_shared(struct world *wd, struct sfd *f, int op, bool nb)
 
 	sn_trace(&wd->net, "  fs: flock(fd%d, %s%s) on an entry shared by reentrant opens "
 		 "(w%d)", fd, op == LOCK_SH ? "LOCK_SH" : op == LOCK_EX ? "LOCK_EX" : "LOCK_UN",
-		 nb ? "|LOCK_NB" : "", dw);
-	if (op == LOCK_UN && dw >= 0) {
-		path = strdup(wd->dws[dw].path);
-		last = part_done(wd, f, &wd->dws[dw]);
+		 nb ? "|LOCK_NB" : "", driven);
+	if (op == LOCK_UN && driven >= 0) {
+		path = strdup(wd->driven[driven].path);
+		last = part_done(wd, f, &wd->driven[driven]);
 	}
 	fd_lock(wd, f, r, op, nb);
 	if (r->replies != 1 ||
@@ -415,7 +415,7 @@ static bool fdlock_shared(struct world *wd, struct sfd *f, int op, bool nb)
 		sim_failf(wd, "flock: fd%d, whose entry others stand for: answered %d "
 			  "times, with %d", fd, r->replies, r->result);
 	if (last)
-		sim_check_release(wd, &wd->dws[dw], path);
+		sim_check_release(wd, &wd->driven[driven], path);
 	free(path);
 	return true;
 }
@@ -428,20 +428,20 @@ static bool fdlock_shared(struct world *wd, struct sfd *f, int op, bool nb)
  */
 static bool fdlock_busy(struct world *wd, struct sfd *f, int op, bool nb)
 {
-	int fd = (int)(f - wd->fds), dw = f->dw, want = op == LOCK_UN ? 0 : nb ? EAGAIN : EDEADLK;
+	int fd = (int)(f - wd->fds), driven = f->driven, want = op == LOCK_UN ? 0 : nb ? EAGAIN : EDEADLK;
 	struct fuse_req *r = simfs_new_req(wd, fd, -1, true);
 
 	sn_trace(&wd->net, "  fs: flock(fd%d, %s%s) while its request (w%d) waits", fd,
 		 op == LOCK_SH ? "LOCK_SH" : op == LOCK_EX ? "LOCK_EX" : "LOCK_UN",
-		 nb ? "|LOCK_NB" : "", dw);
+		 nb ? "|LOCK_NB" : "", driven);
 	/* fdlock_op() decides under its first mutex; a lock file's record is
 	 * found under the one before */
 	wd->calm = f->lockfile ? 2 : 1;
 	fd_lock(wd, f, r, op, nb);
 	wd->calm = 0;
-	if (r->replies != 1 || r->result != want || f->dw != dw)
+	if (r->replies != 1 || r->result != want || f->driven != driven)
 		sim_failf(wd, "flock: fd%d: answered %d times, with %d, where %d at once was "
-			  "due while w%d waits", fd, r->replies, r->result, want, dw);
+			  "due while w%d waits", fd, r->replies, r->result, want, driven);
 	return true;
 }
 
@@ -460,7 +460,7 @@ bool act_fdlock(struct world *wd)
 {
 	static const int ops[] = { LOCK_SH, LOCK_EX, LOCK_UN };
 	struct sfd *f;
-	struct dw *old = NULL;
+	struct driven *old = NULL;
 	int n = 0, k, op, id = -1, fd;
 	bool nb, kept;
 	struct fuse_req *r;
@@ -476,18 +476,18 @@ bool act_fdlock(struct world *wd)
 	fd = (int)(f - wd->fds);
 	op = ops[sim_rng_below(&wd->rng, 3)];
 	nb = sim_rng_chance(&wd->rng, 1, 3);
-	if (f->dw >= 0)
-		old = &wd->dws[f->dw];
+	if (f->driven >= 0)
+		old = &wd->driven[f->driven];
 	if (f->n->lr->state == LR_JOINED || f->n->lr->njoined)
 		return fdlock_shared(wd, f, op, nb);
 	if (old && old->ndone == 0)
 		return fdlock_busy(wd, f, op, nb);
 	if (op != LOCK_UN) {
-		id = sim_new_dw(wd, f->mount, f->dir,
+		id = sim_new_driven(wd, f->mount, f->dir,
 				op == LOCK_EX ? ZKN_EXCLUSIVE : ZKN_SHARED, nb ? ZKL_NONBLOCK : 0);
 		if (id < 0)
 			return false;
-		wd->dws[id].fd = fd;
+		wd->driven[id].fd = fd;
 	}
 	sn_trace(&wd->net, "  fs: flock(fd%d, %s%s), which stands for w%d", fd,
 		 op == LOCK_SH ? "LOCK_SH" : op == LOCK_EX ? "LOCK_EX" : "LOCK_UN",
@@ -496,12 +496,12 @@ bool act_fdlock(struct world *wd)
 	r->old = old ? old->id : -1;
 	asker_of(wd, f, r);
 	if (id >= 0) {
-		wd->dws[id].tid = r->tid;
-		wd->dws[id].start = r->start;
-		wd->dws[id].may_deadlock = thread_busy(wd, r->tid, r->start, f);
+		wd->driven[id].tid = r->tid;
+		wd->driven[id].start = r->start;
+		wd->driven[id].may_deadlock = thread_busy(wd, r->tid, r->start, f);
 	}
 	if (id >= 0) {
-		f->dw = id;
+		f->driven = id;
 		f->req = r;
 	}
 	fd_lock(wd, f, r, op, nb);
@@ -512,17 +512,17 @@ bool act_fdlock(struct world *wd)
 		sim_failf(wd, "flock: fd%d: the kind held answered 0 on a lock that is lost",
 			  fd);
 	if (kept) {
-		f->dw = old->id;	/* the kind held, or EDEADLK */
+		f->driven = old->id;	/* the kind held, or EDEADLK */
 	} else if (old) {		/* given back inside fdlock_op() */
 		old->released = true;
 		wd->last_released = old->id + 1;
-		if (f->dw == old->id)
-			f->dw = -1;
+		if (f->driven == old->id)
+			f->driven = -1;
 		/* not sim_check_release(): the ZooKeeper thread may have run
 		 * since zkl_release() returned, inside fdlock_op() */
 	}
 	if (id >= 0)
-		simfs_after_ask(&wd->dws[id], f);
+		simfs_after_ask(&wd->driven[id], f);
 	if (kept && r->replies && r->result == EIO && simfs_believes(wd, old))
 		sim_failf(wd, "flock: fd%d: EIO on a lock that holds", fd);
 	if ((kept || op == LOCK_UN) &&
@@ -539,7 +539,7 @@ void simfs_end(struct world *wd)
 	for (int i = 0; i < wd->nfd; i++) {
 		struct sfd *f = &wd->fds[i];
 
-		if (f->opened && !f->closed && f->dw < 0) {
+		if (f->opened && !f->closed && f->driven < 0) {
 			sn_trace(&wd->net, "  fs: RELEASE of fd%d (holds nothing)", i);
 			struct node *g;
 
