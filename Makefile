@@ -30,7 +30,7 @@ SAN      = -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-re
 	   -DZKL_LOCKCHECK
 
 # the lock engine: what the simulator (tests/sim) drives without a server
-ENGINE_SRC = zk/waiter.c zk/release.c zk/linger.c zk/watch.c zk/create.c zk/sem.c zk/lock.c zk/mutex.c zk/metrics.c
+ENGINE_SRC = zk/queue.c zk/waiter.c zk/retry.c zk/wait.c zk/release.c zk/linger.c zk/watch.c zk/create.c zk/sem.c zk/lock.c zk/mutex.c zk/metrics.c
 ZK_SRC   = zk/escape.c zk/naming.c zk/grant.c zk/limit.c zk/errno.c zk/log.c zk/creds.c zk/digest.c zk/connect.c zk/session.c \
 	   zk/calls.c zk/transport.c $(ENGINE_SRC)
 FS_SRC   = fs/opts.c fs/node.c fs/attr.c fs/pending.c fs/observe.c fs/zop.c fs/ops.c fs/remove.c fs/readdir.c fs/read.c fs/reply.c fs/lockreq.c fs/reenter.c fs/lrquery.c fs/fdlock.c fs/confirm.c fs/lockops.c fs/wbuf.c fs/xcache.c fs/limitattr.c fs/revoke.c fs/flock.c fs/lockfile.c fs/lfns.c fs/lfqueue.c fs/fdops.c fs/slots.c fs/pool.c fs/watchdog.c fs/ready.c fs/main.c
@@ -173,8 +173,10 @@ check-unit: unit
 
 # what the docs must say as the code does: docs/DESIGN.md's tables of the
 # waiter's moves are printed from zk/moves.h and fs/lrmoves.h, the lists the
-# checker enforces, and the copy between its markers must match; and every
-# source file is named where a newcomer looks for it (tools/check-layout)
+# checker enforces, and the copy between its markers must match; every
+# source file is named where a newcomer looks for it (tools/check-layout);
+# and the engine's files call one another as zk/engine.h says
+# (tools/check-engine-calls)
 $(BUILD)/moves: $(call objs,$(BUILD)/obj,tools/moves.c)
 	$(CC) $(CFLAGS) -o $@ $^
 
@@ -185,6 +187,7 @@ check-docs: $(BUILD)/moves
 	  the tables of moves differ from zk/moves.h: put build/moves's output between \
 	  its markers"; exit 1; }
 	@tools/check-layout
+	@tools/check-engine-calls
 
 check-integration: $(BUILD)/zklockfs $(BUILD)/zklock
 	ZKLOCKFS=$(CURDIR)/$(BUILD)/zklockfs /usr/bin/python3 -m pytest tests/integration

@@ -2,11 +2,11 @@
  * zk/engine.h - the lock engine's insides, shared by its files (see
  * zk/lock.h for the contract and zk/lock.c for how a waiter lives).
  *
- * Not an API: only the engine's seven files (zk/lock.c, zk/waiter.c,
- * zk/create.c, zk/watch.c, zk/release.c, zk/linger.c, zk/sem.c) and the
- * simulator's checker (tests/sim/check.c) include it, as the ZooKeeper C
- * client's zk_adaptor.h is shared by its own files.  Every zke_*_locked() function runs with engine->lock
- * held (asserted in the sanitizer builds); the others take it.
+ * Not an API: only the engine's ten files (listed below, each with what
+ * it exports) and the simulator's checker (tests/sim/check.c) include it,
+ * as the ZooKeeper C client's zk_adaptor.h is shared by its own files.
+ * Every zke_*_locked() function runs with engine->lock held (asserted in
+ * the sanitizer builds); the others take it.
  */
 #ifndef ZK_ENGINE_H
 #define ZK_ENGINE_H
@@ -222,11 +222,28 @@ static inline bool rc_stalls(int rc)
 	       rc == ZSESSIONMOVED;
 }
 
-/* zk/waiter.c: references, answers, stalls, our own queues */
+/*
+ * The engine's files, each one job, bottom up: queue, waiter, retry, watch,
+ * wait, sem, release, create, linger, lock.  A file calls those below it,
+ * and calls back up only where one step of the machine starts another
+ * (tools/check-engine-calls, run by make check-docs, holds it to that):
+ *   zke_put_locked()    -> zke_dequeue_locked()  the last reference of a
+ *                                                 waiter still queued
+ *   zke_answer_locked() -> zke_rewait_locked()   the next waiter of ours
+ *   zke_fail_locked()   -> zke_unwatch_locked(), zke_delete_locked()
+ *   zke_lose_locked()   -> zke_delete_locked()
+ *   a watch that fires  -> zke_check_locked(), zke_unlinger_locked()
+ *   a listing of a semaphore -> zk/sem.c
+ * docs/DESIGN.md section 9 says why.
+ */
+
+/* zk/queue.c: the mount's own queue of entries in each lock */
 struct zke_queue *zke_queue_find_dir_locked(struct zkl_engine *e, const char *dir);
 void zke_queue_insert_locked(struct zkl_waiter *w);
 void zke_queue_unlink_locked(struct zkl_waiter *w);
 struct zkl_waiter *zke_queue_find_locked(struct zkl_waiter *w, int32_t seq);
+
+/* zk/waiter.c: the small machines, references, stalls, answers */
 void zke_free_cands(struct zkl_waiter *w);
 void zke_waiter_free(struct zkl_waiter *w);
 void zke_put_locked(struct zkl_waiter *w);
@@ -270,42 +287,39 @@ void zke_set_dirwatch_locked(struct zkl_waiter *w, enum own to);
  */
 bool zke_grant_locked(struct zkl_waiter *w, bool advance);
 
-/* zk/release.c: deletes, hand-offs, waiting on entries of ours */
-void zke_delete_locked(struct zkl_waiter *w);
-void zke_fail_locked(struct zkl_waiter *w, int err);
-void zke_lose_locked(struct zkl_waiter *w, enum zkm_loss cause, const char *why);
-void zke_call_failed_locked(struct zkl_waiter *w, int rc, enum stall redo,
-			const char *what);
-void zke_wait_locked(struct zkl_waiter *w);
-void zke_rewait_locked(struct zkl_waiter *w);
-void zke_dequeue_locked(struct zkl_waiter *l, bool deleted, bool handoff);
-void zke_learn_pred_locked(struct zkl_waiter *w, const struct zkg_child *pred,
-			   bool first);
-
-/* zk/watch.c: watches, listings, the decision */
-struct zkl_waiter *zke_watcher_enter(int type, int state, void *ctx);
+/* zk/retry.c: whether a waiter may send now; what a failed request does */
 bool zke_stale_locked(struct zkl_waiter *w);
 /* zke_fresh_locked() - may @w send on the session?  A stale waiter stalls
  * with @redo instead, and on_expired() starts it over: false. */
 bool zke_fresh_locked(struct zkl_waiter *w, enum stall redo);
+void zke_call_failed_locked(struct zkl_waiter *w, int rc, enum stall redo,
+			    const char *what);
+void zke_fail_locked(struct zkl_waiter *w, int err);
+void zke_lose_locked(struct zkl_waiter *w, enum zkm_loss cause, const char *why);
+
+/* zk/watch.c: the watch on our own entry, and on the one we must outlive */
+struct zkl_waiter *zke_watcher_enter(int type, int state, void *ctx);
 void zke_own_watcher(zhandle_t *zh, int type, int state, const char *path,
 		     void *ctx);
 void zke_own_watch_done(int rc, const char *value, int len,
 			const struct Stat *stat, const void *data);
 void zke_own_watch_locked(struct zkl_waiter *w);
+/* zke_unwatch_locked() - take our watch off @w's entry before its delete */
+void zke_unwatch_locked(struct zkl_waiter *w);
 /* zke_read_revoke_locked() - @w's entry's data, just read, is @value
  * (@len bytes): if it asks the holder to let go ("__REVOKE__"), remember it
  * and tell the holder (once), or end its linger. */
 void zke_read_revoke_locked(struct zkl_waiter *w, const char *value, int len);
 void zke_watch_locked(struct zkl_waiter *w);
+
+/* zk/wait.c: a listing and its decision; how a waiter waits */
 void zke_children_done(int rc, const struct String_vector *strings,
 		       const struct Stat *dir, const void *data);
 void zke_check_locked(struct zkl_waiter *w);
-
-/* zk/create.c: creating an entry, finding it again after an unknown create */
-int zke_send_create_locked(struct zkl_waiter *w);
-void zke_create_locked(struct zkl_waiter *w);
-void zke_resolve_locked(struct zkl_waiter *w);
+void zke_learn_pred_locked(struct zkl_waiter *w, const struct zkg_child *pred,
+			   bool first);
+void zke_wait_locked(struct zkl_waiter *w);
+void zke_rewait_locked(struct zkl_waiter *w);
 
 /* zk/sem.c: semaphores (a limit of N holders) */
 bool zke_limit_current_locked(struct zkl_waiter *w, const struct Stat *dir);
@@ -313,6 +327,15 @@ void zke_read_limit_locked(struct zkl_waiter *w);
 void zke_semwait_locked(struct zkl_waiter *w);
 void zke_poke_locked(struct zkl_waiter *l);
 void zke_sem_tick_locked(struct zkl_engine *e);
+
+/* zk/release.c: the delete, the hand-off it checks, leaving our queue */
+void zke_delete_locked(struct zkl_waiter *w);
+void zke_dequeue_locked(struct zkl_waiter *l, bool deleted, bool handoff);
+
+/* zk/create.c: creating an entry, finding it again after an unknown create */
+int zke_send_create_locked(struct zkl_waiter *w);
+void zke_create_locked(struct zkl_waiter *w);
+void zke_resolve_locked(struct zkl_waiter *w);
 
 /* zk/linger.c: lingering locks */
 bool zke_linger_locked(struct zkl_waiter *w);
@@ -324,8 +347,5 @@ void zke_regrant_locked(struct zkl_waiter *w, int flags, const char *data, int l
 void zke_unlinger_locked(struct zkl_waiter *w, bool already_deleted);
 void zke_unmark_locked(struct zkl_waiter *w);
 void zke_linger_tick_locked(struct zkl_waiter *w);
-
-/* zk/lock.c: the API */
-void zke_unwatch_locked(struct zkl_waiter *w);
 
 #endif

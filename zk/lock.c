@@ -390,56 +390,6 @@ void zkl_cancel(struct zkl_waiter *w)
 	zke_unlock_fire(e);
 }
 
-static void unwatch_done(int rc, const void *data)
-{
-	struct zkl_waiter *w = (struct zkl_waiter *)data;
-	struct zkl_engine *e = w->e;
-
-	zkmx_lock(&e->lock);
-	if (rc == ZOK)
-		zke_put_locked(w);		/* the watch's: it will never fire now */
-	zke_put_locked(w);
-	zke_unlock_fire(e);
-}
-
-/*
- * Does a waiter of ours watch @w's entry as another client's?  It can, if it
- * began to before @w found that entry again after an unknown create.
- */
-static bool watched_by_another_locked(struct zkl_waiter *w)
-{
-	ZKMX_ASSERT_HELD(&w->e->lock);
-	for (struct zkl_waiter *x = w->q ? w->qnext : NULL; x; x = x->qnext)
-		if (x->state == W_WATCHING && x->ahead != AHEAD_UNKNOWN && x->pred_seq == w->seq)
-			return true;
-	return false;
-}
-
-/*
- * Before we delete our own entry, take our watch off it, so that the delete
- * notifies nobody but a waiter of another client: at most one notification
- * per release.  No other watch of this session is on it (waiters of ours
- * wait for it locally; see also zke_dequeue_locked()) but in the case above, so
- * removing every one is removing ours.  Requests of one session are done in
- * order, so the removal comes first.  The client knows a watch only once
- * the reply that set it is in, so a release that comes sooner waits for it
- * (zkl_release(), zke_own_watch_done()).
- */
-void zke_unwatch_locked(struct zkl_waiter *w)
-{
-	ZKMX_ASSERT_HELD(&w->e->lock);
-	/*
-	 * Removing every watch on the path would take that waiter's too, and
-	 * with it the one event that gives its reference back: let both fire.
-	 */
-	if (w->own != OWN_ARMED || w->entry != ENTRY_LIVE || watched_by_another_locked(w))
-		return;
-	zke_set_own_locked(w, OWN_OFF);
-	w->refs++;
-	if (w->e->t.ops->unwatch(w->e->t.ctx, w->path, zke_own_watcher, w, unwatch_done, w) != ZOK)
-		w->refs--;		/* not there (it fired): nothing to undo */
-}
-
 void zkl_release(struct zkl_waiter *w)
 {
 	struct zkl_engine *e = w->e;

@@ -1,16 +1,11 @@
 /* zk/release.c - giving an entry back: the delete, the hand-off to the
- * waiters of ours right behind it, and waiting on entries of ours. */
+ * waiters of ours right behind it that the delete checks, and the entry
+ * leaving our queue, which moves those behind it on. */
 #include "zk/engine.h"
 
 #include <errno.h>
-#include <inttypes.h>
-#include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
-#include "zk/adopt.h"
-#include "zk/errno.h"
-#include "zk/grant.h"
 #include "zk/log.h"
 
 /* Our delete of @w's entry came back with @rc. */
@@ -222,84 +217,6 @@ void zke_delete_locked(struct zkl_waiter *w)
 		free(h);
 }
 
-void zke_fail_locked(struct zkl_waiter *w, int err)
-{
-	ZKMX_ASSERT_HELD(&w->e->lock);
-	zke_answer_locked(w, err, true);
-	zke_unwatch_locked(w);
-	zke_delete_locked(w);
-}
-
-/* A held lock is gone: tell the caller once, and make sure the entry goes. */
-void zke_lose_locked(struct zkl_waiter *w, enum zkm_loss cause, const char *why)
-{
-	ZKMX_ASSERT_HELD(&w->e->lock);
-	if (w->ans != ANS_GRANTED || w->released)
-		return;
-	zke_set_answer_locked(w, ANS_LOST);
-	w->loss = cause;
-	zkm_lost(cause);
-	zke_set_state_locked(w, W_DONE);
-	zklog(LOG_WARNING, "lock %s lost: %s", w->path ? w->path : w->dir, why);
-	w->e->lost(w, w->arg);
-	zke_delete_locked(w);
-}
-
-
-/* A request of @w's failed with @rc: stall it if the session may come back
- * (to redo @redo then), else fail it. */
-void zke_call_failed_locked(struct zkl_waiter *w, int rc, enum stall redo,
-			const char *what)
-{
-	ZKMX_ASSERT_HELD(&w->e->lock);
-	if (rc_stalls(rc)) {
-		zke_stall_locked(w, redo);
-		return;
-	}
-	zklog(LOG_WARNING, "%s %s: %s", what, w->path ? w->path : w->dir, zerror(rc));
-	zke_fail_locked(w, zk_errno(rc));
-}
-
-/*
- * How @w (created, not answered, no request in flight) waits now: parked
- * behind an entry of ours not yet granted; else, knowing whom it must
- * outlive, for our own delete of it or with a watch on another's; else it
- * lists the children.
- */
-void zke_wait_locked(struct zkl_waiter *w)
-{
-	ZKMX_ASSERT_HELD(&w->e->lock);
-	if (zke_answered(w) || w->e->shutdown)
-		return;
-	if ((w->flags & ZKL_NONBLOCK) && w->tried && w->ahead == AHEAD_THEIRS_LOWEST &&
-	    !(w->qprev && !zke_answered(w->qprev))) {
-		zke_watch_locked(w);	/* behind an entry that may only linger */
-	} else if (w->flags & ZKL_NONBLOCK) {
-		zke_check_locked(w);	/* it must know now */
-	} else if (w->qprev && !zke_answered(w->qprev)) {
-		zke_set_state_locked(w, W_PARKED);
-	} else if (w->limit) {
-		zke_semwait_locked(w);	/* until poked: zk/sem.c */
-	} else if (w->ahead == AHEAD_UNKNOWN) {
-		zke_check_locked(w);
-	} else if (zke_queue_find_locked(w, w->pred_seq)) {
-		zke_set_state_locked(w, W_LOCALWAIT);
-	} else if (w->ahead == AHEAD_OURS || w->ahead == AHEAD_OURS_LOWEST) {
-		zke_check_locked(w);	/* ours, and gone: look again */
-	} else {
-		zke_watch_locked(w);
-	}
-}
-
-/* Something @w waited for locally changed: wait anew. */
-void zke_rewait_locked(struct zkl_waiter *w)
-{
-	if (!w)
-		return;
-	ZKMX_ASSERT_HELD(&w->e->lock);
-	if (!zke_answered(w) && (w->state == W_PARKED || w->state == W_LOCALWAIT))
-		zke_wait_locked(w);
-}
 
 /*
  * @l leaves our queue.  The waiters that had to outlive it move on.  If our
@@ -337,24 +254,4 @@ void zke_dequeue_locked(struct zkl_waiter *l, bool deleted, bool handoff)
 		else
 			zke_rewait_locked(x);
 	}
-}
-
-/* Remember that @w must outlive @pred (from a listing that showed @w). */
-void zke_learn_pred_locked(struct zkl_waiter *w, const struct zkg_child *pred,
-			   bool first)
-{
-	char *path = zkn_join(w->dir, pred->name);
-
-	ZKMX_ASSERT_HELD(&w->e->lock);
-	if (!path) {
-		w->ahead = AHEAD_UNKNOWN;	/* it will list for itself */
-		return;
-	}
-	free(w->pred);
-	w->pred = path;
-	w->pred_seq = pred->seq;
-	if (zke_queue_find_locked(w, pred->seq))
-		w->ahead = first ? AHEAD_OURS_LOWEST : AHEAD_OURS;
-	else
-		w->ahead = first ? AHEAD_THEIRS_LOWEST : AHEAD_THEIRS;
 }

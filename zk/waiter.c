@@ -1,113 +1,13 @@
-/* zk/waiter.c - a waiter's references and answers, its stalls, and the
- * mount's own queue of entries in each lock (see zk/lock.c). */
+/* zk/waiter.c - a waiter's small machines and the one function that moves
+ * each (checked against zk/moves.h), its references, its stalls, and its
+ * answer: granted or refused, and the done callback queued to run once the
+ * engine's lock is dropped. */
 #include "zk/engine.h"
 
-#include <errno.h>
-#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
-#include "zk/adopt.h"
-#include "zk/errno.h"
-#include "zk/grant.h"
-#include "zk/log.h"
-
-/* queues ------------------------------------------------------------------ */
-
-static struct zke_queue **qslot(struct zkl_engine *e, const char *dir)
-{
-	return &e->qtab[zkn_hash(dir) % QBUCKETS];
-}
-
-/* Our entries in the lock @dir, or NULL if none. */
-struct zke_queue *zke_queue_find_dir_locked(struct zkl_engine *e, const char *dir)
-{
-	struct zke_queue *q;
-
-	ZKMX_ASSERT_HELD(&e->lock);
-	for (q = *qslot(e, dir); q && strcmp(q->dir, dir) != 0; q = q->hnext)
-		;
-	return q;
-}
-
-/* Put @w, whose entry now exists, among our entries in its lock. */
-void zke_queue_insert_locked(struct zkl_waiter *w)
-{
-	struct zke_queue **slot = qslot(w->e, w->dir);
-	struct zke_queue *q = zke_queue_find_dir_locked(w->e, w->dir);
-	struct zkl_waiter *x;
-
-	ZKMX_ASSERT_HELD(&w->e->lock);
-	if (!q) {
-		q = calloc(1, sizeof(*q));
-		if (q)
-			q->dir = strdup(w->dir);
-		if (!q || !q->dir) {
-			free(q);
-			return;		/* it lists for itself: slower, not wrong */
-		}
-		q->hnext = *slot;
-		*slot = q;
-	}
-	/* one session's creates complete in order: almost always the tail */
-	for (x = q->tail; x && zkn_seq_cmp(x->seq, w->seq) > 0; x = x->qprev)
-		;
-	w->q = q;
-	w->qprev = x;
-	w->qnext = x ? x->qnext : q->head;
-	if (w->qnext)
-		w->qnext->qprev = w;
-	else
-		q->tail = w;
-	if (x)
-		x->qnext = w;
-	else
-		q->head = w;
-}
-
-void zke_queue_unlink_locked(struct zkl_waiter *w)
-{
-	struct zke_queue *q = w->q, **pp;
-
-	ZKMX_ASSERT_HELD(&w->e->lock);
-	if (!q)
-		return;
-	if (w->qprev)
-		w->qprev->qnext = w->qnext;
-	else
-		q->head = w->qnext;
-	if (w->qnext)
-		w->qnext->qprev = w->qprev;
-	else
-		q->tail = w->qprev;
-	w->q = NULL;
-	w->qprev = w->qnext = NULL;
-	if (q->head)
-		return;
-	for (pp = qslot(w->e, q->dir); *pp != q; pp = &(*pp)->hnext)
-		;
-	*pp = q->hnext;
-	free(q->dir);
-	free(q);
-}
-
-/* The entry of ours with sequence number @seq before @w, or NULL. */
-struct zkl_waiter *zke_queue_find_locked(struct zkl_waiter *w, int32_t seq)
-{
-	ZKMX_ASSERT_HELD(&w->e->lock);
-	for (struct zkl_waiter *x = w->qprev; x; x = x->qprev) {
-		int c = zkn_seq_cmp(x->seq, seq);
-
-		if (c == 0)
-			return x;
-		if (c < 0)
-			break;
-	}
-	return NULL;
-}
-
-/* waiters ----------------------------------------------------------------- */
+#include "zk/naming.h"
 
 void zke_free_cands(struct zkl_waiter *w)
 {

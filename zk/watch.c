@@ -1,42 +1,12 @@
-/* zk/watch.c - watching our own entry and the one we must outlive, and
- * deciding from a listing (zk/grant.c) who holds and whom to watch. */
+/* zk/watch.c - the watches: on our own entry (a deletion not ours loses a
+ * holder or fails a waiter; its data may ask the holder to let go), and on
+ * the other client's entry a waiter must outlive. */
 #include "zk/engine.h"
 
 #include <errno.h>
-#include <inttypes.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
-#include "zk/adopt.h"
-#include "zk/errno.h"
-#include "zk/grant.h"
 #include "zk/log.h"
-
-/* watches ---------------------------------------------------------------- */
-
-/*
- * Was @w's entry made by a handle replaced since (its session expired, and
- * the entry with it)?  Then on_expired() is about to start @w over: until
- * it does, a request of @w's on the new session finds its entry missing.
- * So a stale waiter sends nothing on the new session (it stalls, and
- * on_expired() unstalls it): a listing or watch sent then would answer
- * after the waiter was started over, and drive it down a second path (a
- * grant out of order, or two entries for one waiter).
- */
-bool zke_stale_locked(struct zkl_waiter *w)
-{
-	ZKMX_ASSERT_HELD(&w->e->lock);
-	return w->gen != w->e->t.ops->generation(w->e->t.ctx);
-}
-
-bool zke_fresh_locked(struct zkl_waiter *w, enum stall redo)
-{
-	if (!zke_stale_locked(w))
-		return true;
-	zke_stall_locked(w, redo);	/* on_expired() starts it over */
-	return false;
-}
 
 /*
  * The start of each of our watchers: the waiter @ctx, with its engine's
@@ -286,125 +256,52 @@ bool zke_marked(const char *value, int len)
 	return false;
 }
 
-/* listing ---------------------------------------------------------------- */
-
-/*
- * A listing of @w's lock came.  It decides for @w, and for every waiter of
- * ours in that lock that it shows and that is parked: each is granted or
- * learns whom it must outlive (one pass over the sorted listing).
- */
-static void learn_locked(struct zkl_waiter *w, const struct String_vector *sv)
-{
-	struct zke_queue *q = w->q;
-	bool many = q && q->head != q->tail;
-	unsigned limit = q ? q->limit : 0;
-	enum zkg_verdict mine = ZKG_MISSING;
-	struct zkg_child *kids;
-	struct zkl_waiter *x;
-	const struct zkg_child *low;
-	struct zkg_walk wk;
-	size_t n;
-
-	ZKMX_ASSERT_HELD(&w->e->lock);
-	kids = zkg_parse_children(sv->data, sv->count, &n);
-	if (!kids) {
-		zke_fail_locked(w, -ENOMEM);
-		return;
-	}
-	if (many) {
-		zkg_sort(kids, n);
-		zkg_walk_init(&wk, kids, n);
-	}
-	low = many && n ? &kids[0] : zkg_lowest(kids, n);
-	for (x = many ? q->head : w; x; x = many ? x->qnext : NULL) {
-		const struct zkg_child *pred = NULL;
-		enum zkg_verdict v;
-
-		if (x != w && (zke_answered(x) ||
-			       (x->state != W_PARKED && x->state != W_SEMWAIT)))
-			continue;
-		x->limit = limit;
-		if (limit) {		/* a semaphore: no one entry to outlive */
-			x->ahead = AHEAD_UNKNOWN;
-			v = many ? zkg_walk_decide_limit(&wk, x->seq, limit)
-				 : zkg_decide_limit(kids, n, x->seq, limit);
-		} else {
-			v = many ? zkg_walk_decide(&wk, x->seq, x->kind, &pred)
-				 : zkg_decide(kids, n, x->seq, x->kind, &pred);
-		}
-		if (x == w)
-			mine = v;
-		if (v == ZKG_GRANTED)
-			x->marked = true;
-		else if (v == ZKG_WAIT && !limit)
-			zke_learn_pred_locked(x, pred, pred == low);
-		if (v == ZKG_WAIT && x != w && x->state == W_SEMWAIT)
-			zke_set_state_locked(x, W_PARKED);	/* waits anew below */
-	}
-	free(kids);
-
-	if (mine == ZKG_MISSING && zke_stale_locked(w)) {
-		zke_stall_locked(w, S_CHECK);	/* on_expired() starts it over */
-	} else if (mine == ZKG_MISSING) {
-		zklog(LOG_WARNING, "%s was deleted while it waited", w->path);
-		zke_fail_locked(w, -EIO);
-	} else if (mine == ZKG_WAIT && (w->flags & ZKL_NONBLOCK) && !w->tried &&
-		   w->ahead == AHEAD_THEIRS_LOWEST && !w->limit) {
-		/* one entry of another mount ahead: if it only lingers, the
-		 * try waits for it to go (pred_done() reads it) */
-		w->tried = true;
-		w->try_until = w->e->t.ops->now_ms(w->e->t.ctx) + ZKE_TRY_WAIT_MS;
-		w->e->t.ops->tick_by(w->e->t.ctx, w->try_until);
-		zke_set_state_locked(w, W_PARKED);	/* zke_wait_locked() watches it */
-	} else if (mine == ZKG_WAIT && (w->flags & ZKL_NONBLOCK)) {
-		zke_fail_locked(w, -EAGAIN);
-	} else if (mine == ZKG_WAIT) {
-		zke_set_state_locked(w, W_PARKED);	/* zke_wait_locked() below says how */
-	}
-	for (x = many ? q->head : w; x; x = many ? x->qnext : NULL)
-		if (x->marked) {
-			x->marked = false;
-			zke_grant_locked(x, false);
-		}
-	if (!many) {
-		zke_rewait_locked(zke_answered(w) ? w->qnext : w);
-		return;
-	}
-	for (x = q->head; x; x = x->qnext)
-		zke_rewait_locked(x);
-}
-
-void zke_children_done(int rc, const struct String_vector *strings,
-		       const struct Stat *dir, const void *data)
+static void unwatch_done(int rc, const void *data)
 {
 	struct zkl_waiter *w = (struct zkl_waiter *)data;
 	struct zkl_engine *e = w->e;
 
 	zkmx_lock(&e->lock);
-	if (zke_answered(w) || w->state != W_CHECKING)
-		;
-	else if (rc != ZOK)
-		zke_call_failed_locked(w, rc, S_CHECK, "cannot list the queue of");
-	else if (!zke_limit_current_locked(w, dir))
-		zke_read_limit_locked(w);	/* then lists again (zk/sem.c) */
-	else
-		learn_locked(w, strings);
+	if (rc == ZOK)
+		zke_put_locked(w);		/* the watch's: it will never fire now */
 	zke_put_locked(w);
 	zke_unlock_fire(e);
 }
 
-void zke_check_locked(struct zkl_waiter *w)
+/*
+ * Does a waiter of ours watch @w's entry as another client's?  It can, if it
+ * began to before @w found that entry again after an unknown create.
+ */
+static bool watched_by_another_locked(struct zkl_waiter *w)
 {
-	int rc;
-
 	ZKMX_ASSERT_HELD(&w->e->lock);
-	zke_set_state_locked(w, W_CHECKING);
-	if (!zke_fresh_locked(w, S_CHECK))
+	for (struct zkl_waiter *x = w->q ? w->qnext : NULL; x; x = x->qnext)
+		if (x->state == W_WATCHING && x->ahead != AHEAD_UNKNOWN && x->pred_seq == w->seq)
+			return true;
+	return false;
+}
+
+/*
+ * Before we delete our own entry, take our watch off it, so that the delete
+ * notifies nobody but a waiter of another client: at most one notification
+ * per release.  No other watch of this session is on it (waiters of ours
+ * wait for it locally; see also zke_dequeue_locked()) but in the case above, so
+ * removing every one is removing ours.  Requests of one session are done in
+ * order, so the removal comes first.  The client knows a watch only once
+ * the reply that set it is in, so a release that comes sooner waits for it
+ * (zkl_release(), zke_own_watch_done()).
+ */
+void zke_unwatch_locked(struct zkl_waiter *w)
+{
+	ZKMX_ASSERT_HELD(&w->e->lock);
+	/*
+	 * Removing every watch on the path would take that waiter's too, and
+	 * with it the one event that gives its reference back: let both fire.
+	 */
+	if (w->own != OWN_ARMED || w->entry != ENTRY_LIVE || watched_by_another_locked(w))
 		return;
+	zke_set_own_locked(w, OWN_OFF);
 	w->refs++;
-	rc = w->e->t.ops->children(w->e->t.ctx, w->dir, zke_children_done, w);
-	if (rc == ZOK)
-		return;
-	w->refs--;
-	zke_call_failed_locked(w, rc, S_CHECK, "cannot list the queue of");
+	if (w->e->t.ops->unwatch(w->e->t.ctx, w->path, zke_own_watcher, w, unwatch_done, w) != ZOK)
+		w->refs--;		/* not there (it fired): nothing to undo */
 }

@@ -1,0 +1,67 @@
+/* zk/retry.c - whether a waiter may send on its session now, and what a
+ * failed request does: stall the waiter, to redo the step when the session
+ * is back; fail it; or, for a held lock, lose it. */
+#include "zk/engine.h"
+
+#include "zk/errno.h"
+#include "zk/log.h"
+
+/*
+ * Was @w's entry made by a handle replaced since (its session expired, and
+ * the entry with it)?  Then on_expired() is about to start @w over: until
+ * it does, a request of @w's on the new session finds its entry missing.
+ * So a stale waiter sends nothing on the new session (it stalls, and
+ * on_expired() unstalls it): a listing or watch sent then would answer
+ * after the waiter was started over, and drive it down a second path (a
+ * grant out of order, or two entries for one waiter).
+ */
+bool zke_stale_locked(struct zkl_waiter *w)
+{
+	ZKMX_ASSERT_HELD(&w->e->lock);
+	return w->gen != w->e->t.ops->generation(w->e->t.ctx);
+}
+
+bool zke_fresh_locked(struct zkl_waiter *w, enum stall redo)
+{
+	if (!zke_stale_locked(w))
+		return true;
+	zke_stall_locked(w, redo);	/* on_expired() starts it over */
+	return false;
+}
+
+/* A request of @w's failed with @rc: stall it if the session may come back
+ * (to redo @redo then), else fail it. */
+void zke_call_failed_locked(struct zkl_waiter *w, int rc, enum stall redo,
+			const char *what)
+{
+	ZKMX_ASSERT_HELD(&w->e->lock);
+	if (rc_stalls(rc)) {
+		zke_stall_locked(w, redo);
+		return;
+	}
+	zklog(LOG_WARNING, "%s %s: %s", what, w->path ? w->path : w->dir, zerror(rc));
+	zke_fail_locked(w, zk_errno(rc));
+}
+
+void zke_fail_locked(struct zkl_waiter *w, int err)
+{
+	ZKMX_ASSERT_HELD(&w->e->lock);
+	zke_answer_locked(w, err, true);
+	zke_unwatch_locked(w);
+	zke_delete_locked(w);
+}
+
+/* A held lock is gone: tell the caller once, and make sure the entry goes. */
+void zke_lose_locked(struct zkl_waiter *w, enum zkm_loss cause, const char *why)
+{
+	ZKMX_ASSERT_HELD(&w->e->lock);
+	if (w->ans != ANS_GRANTED || w->released)
+		return;
+	zke_set_answer_locked(w, ANS_LOST);
+	w->loss = cause;
+	zkm_lost(cause);
+	zke_set_state_locked(w, W_DONE);
+	zklog(LOG_WARNING, "lock %s lost: %s", w->path ? w->path : w->dir, why);
+	w->e->lost(w, w->arg);
+	zke_delete_locked(w);
+}
