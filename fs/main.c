@@ -47,14 +47,14 @@ static void pend_sweep(void *arg, bool go)
 {
 	struct zklfs *fs = arg;
 
-	if (zklfs_pend_sweep(fs, zklfs_now_ms(), !go))
+	if (zpend_sweep(fs, zklfs_now_ms(), !go))
 		pend_arm(fs);
 }
 
 static void pend_arm(struct zklfs *fs)
 {
 	if (zks_later(zklfs_session(fs, fs->root->path), pend_sweep, fs) != 0)
-		zklfs_pend_sweep(fs, 0, true);	/* closing: none armed */
+		zpend_sweep(fs, 0, true);	/* closing: none armed */
 }
 
 /* Fork; the parent exits with the status the child reports via daemon_ready(). */
@@ -325,12 +325,12 @@ int main(int argc, char *argv[])
 	if (err)
 		goto out_nodes;
 	if (zklfs_nodes_init(&fs, zklfs_lock_node_end) != 0 || zklfs_owners_init(&fs) != 0 ||
-	    zklfs_xc_init(&fs) != 0 || zklfs_pend_init(&fs, pend_arm) != 0 ||
+	    zklfs_xc_init(&fs) != 0 || zpend_init(&fs, pend_arm) != 0 ||
 	    zklfs_observe_init(&fs) != 0) {
 		zklog(LOG_ERR, "out of memory");
 		goto out_nodes;
 	}
-	zklfs_pend_timeout(&fs, zks_timeout_ms(zklfs_session(&fs, fs.root->path)));
+	zpend_timeout(&fs, zks_timeout_ms(zklfs_session(&fs, fs.root->path)));
 	if (zklfs_pool_start(&fs, zklfs_watchdog_open(&fs, conf.sessions)) != 0)
 		goto out_nodes;
 	fs.se = fuse_session_new(&args, &zklfs_ops, sizeof(zklfs_ops), &fs);
@@ -366,7 +366,7 @@ out_nodes:
 	zklfs_nodes_free(&fs);
 	zklfs_owners_free(&fs);
 	zklfs_xc_free(&fs);
-	zklfs_pend_free(&fs);
+	zpend_free(&fs);
 	zklfs_observe_free(&fs);
 	zklfs_watchdog_close(&fs);
 	zkmx_destroy(&fs.lock);

@@ -16,7 +16,7 @@ struct zklfs_pending {
 	void (*arm)(struct zklfs *fs);	/* read only */
 };
 
-int zklfs_pend_init(struct zklfs *fs, void (*arm)(struct zklfs *fs))
+int zpend_init(struct zklfs *fs, void (*arm)(struct zklfs *fs))
 {
 	struct zklfs_pending *pl = calloc(1, sizeof(*pl));
 
@@ -30,14 +30,14 @@ int zklfs_pend_init(struct zklfs *fs, void (*arm)(struct zklfs *fs))
 	return 0;
 }
 
-void zklfs_pend_timeout(struct zklfs *fs, int timeout_ms)
+void zpend_timeout(struct zklfs *fs, int timeout_ms)
 {
 	zkmx_lock(&fs->pend->mu);
 	fs->pend->timeout_ms = timeout_ms;
 	zkmx_unlock(&fs->pend->mu);
 }
 
-void zklfs_pend_free(struct zklfs *fs)
+void zpend_free(struct zklfs *fs)
 {
 	if (!fs->pend)
 		return;
@@ -133,7 +133,7 @@ bool zpend_answered(struct zklfs *fs, struct zpend *p)
 	return answered;
 }
 
-bool zklfs_pend_sweep(struct zklfs *fs, uint64_t now_ms, bool stop)
+bool zpend_sweep(struct zklfs *fs, uint64_t now_ms, bool stop)
 {
 	struct zklfs_pending *pl = fs->pend;
 	fuse_req_t due[32];

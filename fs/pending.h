@@ -39,17 +39,17 @@ struct zpend {
 };
 
 /*
- * zklfs_pend_init() - the mount's list, empty; @arm is called (without any
+ * zpend_init() - the mount's list, empty; @arm is called (without any
  * lock, on the thread of a zpend_start()) when the list stops being empty
- * and no sweep is due: it must have zklfs_pend_sweep() called within the
+ * and no sweep is due: it must have zpend_sweep() called within the
  * session timeout's tenth, and again while it returns true.  NULL: no
  * deadlines are kept (the simulator).  Return: 0 or -ENOMEM.
- * zklfs_pend_timeout() - set the deadline's length: the session timeout
+ * zpend_timeout() - set the deadline's length: the session timeout
  * in ms (from the server, once known).
  */
-int zklfs_pend_init(struct zklfs *fs, void (*arm)(struct zklfs *fs));
-void zklfs_pend_timeout(struct zklfs *fs, int timeout_ms);
-void zklfs_pend_free(struct zklfs *fs);
+int zpend_init(struct zklfs *fs, void (*arm)(struct zklfs *fs));
+void zpend_timeout(struct zklfs *fs, int timeout_ms);
+void zpend_free(struct zklfs *fs);
 
 /*
  * zpend_start() - @p (zeroed, or claimed before) now waits for @req: it is
@@ -70,11 +70,11 @@ bool zpend_claim(struct zklfs *fs, struct zpend *p);
 bool zpend_answered(struct zklfs *fs, struct zpend *p);
 
 /*
- * zklfs_pend_sweep() - answer ETIMEDOUT every request due by @now_ms, with
+ * zpend_sweep() - answer ETIMEDOUT every request due by @now_ms, with
  * one log line for them all.  Return: whether any request still waits
  * (sweep again later).  @stop: the mount is going; then nothing is armed
  * again.
  */
-bool zklfs_pend_sweep(struct zklfs *fs, uint64_t now_ms, bool stop);
+bool zpend_sweep(struct zklfs *fs, uint64_t now_ms, bool stop);
 
 #endif

@@ -17,7 +17,7 @@
  * a regular file of the daemon's user that nobody else may open.  Checked
  * on the descriptor read from, so a swap after the check changes nothing.
  */
-int zks_read_auth(const char *file, char **out)
+int zkcred_read_auth(const char *file, char **out)
 {
 	char buf[512];
 	struct stat st;
@@ -83,12 +83,12 @@ static struct ACL_vector acl_vectors[] = {
 	[ZKACL_CREATOR] = { 1, acl_creator },
 };
 
-struct ACL_vector *zks_acl(enum zkacl acl)
+struct ACL_vector *zkcred_acl(enum zkacl acl)
 {
 	return &acl_vectors[acl];
 }
 
-int zks_may_create(zhandle_t *zh, const char *path, const char *auth)
+int zkcred_may_create(zhandle_t *zh, const char *path, const char *auth)
 {
 	struct ACL_vector acl = { 0, NULL };
 	struct Stat st;

@@ -10,16 +10,16 @@
 #include "zk/acl.h"
 
 /*
- * zks_read_auth() - read one line "user:password" from @file into a
+ * zkcred_read_auth() - read one line "user:password" from @file into a
  * malloc'ed *@out.  The file must be a regular file of the daemon's user
  * that group and others cannot open (checked on the descriptor read, as
  * ssh checks keys).  Return: 0; -EACCES or -EINVAL after one log line
  * naming the file; -ENOMEM.
  */
-int zks_read_auth(const char *file, char **out);
+int zkcred_read_auth(const char *file, char **out);
 
 /*
- * zks_may_create() - may the credentials @auth ("user:password") create
+ * zkcred_may_create() - may the credentials @auth ("user:password") create
  * children of @path, as its ACL says?  Read without writing anything: an
  * entry for world:anyone or for their digest id with the create
  * permission, or one of a scheme this cannot judge (ip, sasl, ...), says
@@ -27,9 +27,9 @@ int zks_read_auth(const char *file, char **out);
  * Return: 0, or -EACCES after one log line (a wrong password gives a
  * digest id no entry names: found at mount, not at the first lock).
  */
-int zks_may_create(zhandle_t *zh, const char *path, const char *auth);
+int zkcred_may_create(zhandle_t *zh, const char *path, const char *auth);
 
-/* zks_acl() - the ACL vector of @acl, static: never freed. */
-struct ACL_vector *zks_acl(enum zkacl acl);
+/* zkcred_acl() - the ACL vector of @acl, static: never freed. */
+struct ACL_vector *zkcred_acl(enum zkacl acl);
 
 #endif

@@ -215,7 +215,7 @@ static inline bool zke_silent_locked(struct zkl_engine *e)
 bool zke_marked(const char *value, int len);
 
 /* Failures after which the step can be redone when the session is back. */
-static inline bool rc_stalls(int rc)
+static inline bool zke_rc_stalls(int rc)
 {
 	return rc == ZCONNECTIONLOSS || rc == ZOPERATIONTIMEOUT ||
 	       rc == ZSESSIONEXPIRED || rc == ZINVALIDSTATE || rc == ZCLOSING ||

@@ -187,9 +187,9 @@ int zks_open(struct zks *s, const char *connect, int timeout_ms,
 	s->connect = strdup(connect);
 	if (!s->connect)
 		return -ENOMEM;
-	s->acl = zks_acl(auth_file ? acl : ZKACL_OPEN);
+	s->acl = zkcred_acl(auth_file ? acl : ZKACL_OPEN);
 	if (auth_file) {
-		err = zks_read_auth(auth_file, &s->auth);
+		err = zkcred_read_auth(auth_file, &s->auth);
 		if (err)
 			return err;
 	}
@@ -507,7 +507,7 @@ int zks_check_root(struct zks *s, const char *path, bool create, bool write)
 	if (rc == ZOK)
 		rc = list_root(s, path);
 	if (rc == ZOK && s->auth && write)
-		return zks_may_create(s->zh, path, s->auth);
+		return zkcred_may_create(s->zh, path, s->auth);
 	return zk_errno(rc);
 }
 

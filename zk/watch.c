@@ -112,7 +112,7 @@ void zke_own_watch_done(int rc, const char *value, int len,
 		w->refs--;		/* no watch was left */
 		if (rc == ZNONODE)
 			gone_self_locked(w);
-		else if (rc_stalls(rc) && w->ans == ANS_GRANTED && !w->released)
+		else if (zke_rc_stalls(rc) && w->ans == ANS_GRANTED && !w->released)
 			zke_stall_locked(w, S_OWNWATCH);	/* a waiter's own path redoes it */
 	}
 	zke_put_locked(w);
