@@ -62,7 +62,7 @@ static void shared_entry_answer(fuse_req_t req, struct node *n, int op, int err)
 			fdlock_end(fs, ended);
 	} else if (err == EDEADLK) {
 		zklog(LOG_NOTICE, "lock request on a descriptor whose entry other "
-			"descriptors stand for: EDEADLK");
+		      "descriptors stand for: EDEADLK");
 	}
 	fs->reply->err(req, err);
 }
@@ -100,7 +100,7 @@ void fdlock_op(fuse_req_t req, struct node *n, int op, bool nb)
 			return;
 		}
 		zklog(LOG_NOTICE, "lock request on a descriptor that already waits: %s",
-			nb ? "EAGAIN" : "EDEADLK");
+		      nb ? "EAGAIN" : "EDEADLK");
 		fs->reply->err(req, nb ? EAGAIN : EDEADLK);
 		return;
 	}

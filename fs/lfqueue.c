@@ -152,7 +152,7 @@ static void q_children_done(int rc, const struct String_vector *sv,
 					   : NULL;
 	if (q->kids && q->n > LF_QUEUE_MAX) {	/* past what an xattr can hold */
 		zklog(LOG_NOTICE, "queue of %zu entries refused: at most %d are listed",
-			q->n, LF_QUEUE_MAX);
+		      q->n, LF_QUEUE_MAX);
 		zop_reply_err(op, E2BIG);
 		zop_free(op);
 		q_free(q);

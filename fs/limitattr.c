@@ -131,8 +131,8 @@ static void got_for_set(int rc, const char *value, int len, const struct Stat *z
 	}
 	if (!zklfs_may_own(op->fs, op->uid, op->path, NODE_DIR, zs)) {
 		zklog(LOG_NOTICE, "setting %.*s refused: uid %u owns neither "
-			"the directory nor the mount", (int)strlen(ls->s->key) - 1, ls->s->key,
-			(unsigned)op->uid);
+		      "the directory nor the mount", (int)strlen(ls->s->key) - 1, ls->s->key,
+		      (unsigned)op->uid);
 		set_reply(ls, EPERM);
 		return;
 	}

@@ -158,7 +158,7 @@ static void lock_answer(struct zklfs *fs, struct node *n, fuse_req_t req,
 	if (err) {
 		if (err != -EAGAIN && err != -EINTR)
 			zklog(LOG_WARNING, "lock '%s' in %s failed: %s", lr->name,
-				lr->dir, strerror(-err));
+			      lr->dir, strerror(-err));
 		if (err == -ENOENT)	/* the directory is gone: its maker too */
 			zklfs_dir_gone(fs, lr->dir);
 		lockreq_drop(fs, n);		/* IDLE */

@@ -96,11 +96,11 @@ static bool stderr_keeps_log(void)
 
 	if (keep)
 		zklog(LOG_WARNING, "no syslog here (/dev/log): the log goes on to "
-			"standard error");
+		      "standard error");
 	else
 		zklog(LOG_WARNING, "no syslog here (/dev/log), and standard error is "
-			"a pipe: the daemon's log is lost from now on (run it with -f, "
-			"or under a syslog)");
+		      "a pipe: the daemon's log is lost from now on (run it with -f, "
+		      "or under a syslog)");
 	return keep;
 }
 

@@ -145,7 +145,7 @@ static void zklfs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 
 	if (strlen(name) > ZKN_NAME_MAX) {
 		zklog(LOG_NOTICE, "name of %zu bytes refused: at most %d",
-			strlen(name), ZKN_NAME_MAX);
+		      strlen(name), ZKN_NAME_MAX);
 		fuse_reply_err(req, ENAMETOOLONG);
 		return;
 	}
@@ -157,7 +157,7 @@ static void zklfs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	 * here, no directory or entry is made past the bounds */
 	if (zklfs_path_check(fs->root->path, p->path, name)) {
 		zklog(LOG_NOTICE, "path refused: longer than %d bytes or deeper "
-			"than %d levels below ROOT", ZKLFS_PATH_MAX, ZKLFS_DEPTH_MAX);
+		      "than %d levels below ROOT", ZKLFS_PATH_MAX, ZKLFS_DEPTH_MAX);
 		fuse_reply_err(req, ENAMETOOLONG);
 		return;
 	}
@@ -305,8 +305,8 @@ static void zklfs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 		refused &= FUSE_SET_ATTR_MODE | FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID;
 	if (refused) {
 		zklog(LOG_NOTICE, "%s refused: modes, owners and times are fixed",
-			refused & FUSE_SET_ATTR_MODE ? "chmod" :
-			refused & (FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID) ? "chown" : "utimes");
+		      refused & FUSE_SET_ATTR_MODE ? "chmod" :
+		      refused & (FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID) ? "chown" : "utimes");
 		fuse_reply_err(req, EPERM);
 	} else if (n->type == NODE_LOCKFILE || !(to_set & FUSE_SET_ATTR_SIZE)) {
 		zklfs_getattr(req, ino, fi);	/* nothing changes: as it is */

@@ -160,7 +160,7 @@ bool zpend_sweep(struct zklfs *fs, uint64_t now_ms, bool stop)
 	} while (n == sizeof(due) / sizeof(due[0]));
 	if (total)
 		zklog(LOG_WARNING, "%u request%s found no answer from ZooKeeper within "
-			"the session timeout (%d ms): answered ETIMEDOUT", total,
-			total == 1 ? "" : "s", timeout);
+		      "the session timeout (%d ms): answered ETIMEDOUT", total,
+		      total == 1 ? "" : "s", timeout);
 	return more && !stop;
 }

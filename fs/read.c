@@ -346,7 +346,7 @@ static void confirm_xattr(struct zklfs *fs, fuse_req_t req, struct node *n, size
 	}
 	if (!fs->reply->in_tree(req, holder)) {
 		zklog(LOG_NOTICE, "confirmation refused: the caller is not in the "
-			"process tree of the lock's holder (pid %d)", (int)holder);
+		      "process tree of the lock's holder (pid %d)", (int)holder);
 		fuse_reply_err(req, EPERM);
 		return;
 	}
@@ -541,7 +541,7 @@ static bool may_set(fuse_req_t req, struct node *n)
 	if (n->type != NODE_LOCKFILE || uid == 0 || uid == n->fs->uid)
 		return true;
 	zklog(LOG_NOTICE, "setting of a lock file refused: uid %u is not the "
-		"mount's owner", (unsigned)uid);
+	      "mount's owner", (unsigned)uid);
 	fuse_reply_err(req, EPERM);
 	return false;
 }

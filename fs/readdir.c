@@ -245,7 +245,7 @@ void zklfs_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 
 	if (flock_open(fi)) {
 		zklog(LOG_NOTICE, "open of a directory without O_DIRECTORY refused: "
-			"flock(1) on a directory would lock this host only; use zklock DIR");
+		      "flock(1) on a directory would lock this host only; use zklock DIR");
 		fuse_reply_err(req, EISDIR);
 		return;
 	}

@@ -35,7 +35,7 @@ static void *ready_main(void *arg)
 		;
 	if (err) {
 		zklog(LOG_ERR, "the mount at %s does not answer (%s): not telling "
-			"systemd it is ready", fs->mountpoint, strerror(err));
+		      "systemd it is ready", fs->mountpoint, strerror(err));
 		return NULL;
 	}
 	pthread_mutex_lock(&rd.mu);

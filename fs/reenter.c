@@ -87,7 +87,7 @@ bool lockreq_deadlocks(fuse_req_t req, struct node *n)
 	zkmx_unlock(&fs->lock);
 	if (busy)
 		zklog(LOG_NOTICE, "thread %d already holds or waits for %s: EDEADLK",
-			(int)tid, n->lr->dir);
+		      (int)tid, n->lr->dir);
 	return busy;
 }
 

@@ -56,7 +56,7 @@ static bool may_remove(struct zop *op, enum node_type type, const struct Stat *z
 	if (zklfs_may_own(op->fs, op->uid, op->path, type, zs))
 		return true;
 	zklog(LOG_NOTICE, "%s refused: uid %u owns neither it nor the mount",
-		type == NODE_DIR ? "rmdir" : "unlink", (unsigned)op->uid);
+	      type == NODE_DIR ? "rmdir" : "unlink", (unsigned)op->uid);
 	zop_reply_err(op, EPERM);
 	zop_free(op);
 	return false;

@@ -48,8 +48,8 @@ static void revoke_got(int rc, const struct Stat *zs, const void *data)
 	}
 	if (!zklfs_may_own(op->fs, op->uid, op->path, NODE_FILE, zs)) {
 		zklog(LOG_NOTICE, "%s refused: uid %u owns neither the "
-			"entry nor the mount", op->attr ? "break" : "revocation",
-			(unsigned)op->uid);
+		      "entry nor the mount", op->attr ? "break" : "revocation",
+		      (unsigned)op->uid);
 		zop_reply_err(op, EPERM);
 		zop_free(op);
 		return;
@@ -103,7 +103,7 @@ void zklfs_revoke_in(fuse_req_t req, struct node *n, const char *value, size_t l
 	name[len] = '\0';
 	if (!zkn_parse(name, &c)) {	/* only a queue entry is named */
 		zklog(LOG_NOTICE, "%s refused: not the name of a queue entry",
-			brk ? "break" : "revocation");
+		      brk ? "break" : "revocation");
 		fuse_reply_err(req, EINVAL);
 		return;
 	}

@@ -96,7 +96,7 @@ fail_unlink:
 	unlink(wd->path);
 fail:
 	zklog(LOG_WARNING, "no watchdog file in %s (%s): zklock cannot end its "
-		"command if this daemon stops answering", dir, strerror(errno));
+	      "command if this daemon stops answering", dir, strerror(errno));
 	if (fd >= 0)
 		close(fd);
 	free(wd);

@@ -221,10 +221,10 @@ static void flight_done(int rc, const struct Stat *zs, const void *data)
 	/* a call site per cause: the log's rate limit is per call site */
 	if (rc != ZOK && log && err == EAGAIN)
 		zklog(LOG_WARNING, "write to %s: %s; sent again at the next tick",
-			f->path, zerror(rc));
+		      f->path, zerror(rc));
 	else if (rc != ZOK && log)
 		zklog(LOG_WARNING, "write to %s refused: %s; the next fsync reports it",
-			f->path, zerror(rc));
+		      f->path, zerror(rc));
 	if (sched)
 		wb_schedule(fs, zks);
 	flight_free(f);
@@ -311,7 +311,7 @@ static int write_errno(struct zklfs *fs, struct node *n, const struct fuse_file_
 
 	if (!err && lockreq_joined(fs, n)) {
 		zklog(LOG_NOTICE, "write to a reentrant descriptor refused: the "
-			"descriptor that took the lock writes its entry");
+		      "descriptor that took the lock writes its entry");
 		err = EBADF;
 	}
 	return err;
@@ -339,7 +339,7 @@ void zklfs_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
 	}
 	if (off < 0 || end > ZKS_DATA_MAX) {
 		zklog(LOG_NOTICE, "write of %zu bytes at %lld refused: entries hold at most %d bytes",
-			size, (long long)off, ZKS_DATA_MAX);
+		      size, (long long)off, ZKS_DATA_MAX);
 		fuse_reply_err(req, EFBIG);
 		return;
 	}
@@ -349,7 +349,7 @@ void zklfs_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
 	if (end > max) {
 		zkmx_unlock(&fs->lock);
 		zklog(LOG_NOTICE, "write of %zu bytes at %lld refused: an entry this deep holds at most %zu bytes",
-			size, (long long)off, max);
+		      size, (long long)off, max);
 		fuse_reply_err(req, EFBIG);
 		return;
 	}
@@ -408,7 +408,7 @@ void zklfs_wbuf_setsize(fuse_req_t req, struct node *n, off_t size,
 	if (len > max) {
 		zkmx_unlock(&fs->lock);
 		zklog(LOG_NOTICE, "truncate to %zu bytes refused: the entry holds at most %zu bytes",
-			len, max);
+		      len, max);
 		fuse_reply_err(req, EFBIG);
 		return;
 	}
@@ -536,7 +536,7 @@ void zklfs_wbuf_close(struct zklfs *fs, struct node *n)
 	zkmx_unlock(&fs->wb_send);
 	if (lost)
 		zklog(LOG_WARNING, "the last data written to %s in %s not sent: out of memory",
-			n->lr->name, n->lr->dir);
+		      n->lr->name, n->lr->dir);
 }
 
 void zklfs_wbuf_forget_locked(struct zklfs *fs, struct node *n)

@@ -115,7 +115,7 @@ static void create_done(int rc, const char *path, const struct Stat *stat,
 		zke_stall_locked(w, S_CREATE);	/* never sent */
 	else {
 		zklog(LOG_WARNING, "cannot enqueue in %s: %s", w->dir,
-			rc == ZNONODE ? "the directory is gone" : zerror(rc));
+		      rc == ZNONODE ? "the directory is gone" : zerror(rc));
 		zke_answer_locked(w, zk_errno(rc), false);
 	}
 	zke_put_locked(w);
@@ -202,8 +202,8 @@ static void resolve_get_done(int rc, const char *value, int len,
 				  taken_locked(w, w->cands[w->ci]));
 	if (v == ZKA_PLANTED)
 		zklog(LOG_WARNING, "%s/%s carries our nonce but is not ours "
-			"(owner 0x%llx): left alone", w->dir, w->cands[w->ci],
-			(unsigned long long)stat->ephemeralOwner);
+		      "(owner 0x%llx): left alone", w->dir, w->cands[w->ci],
+		      (unsigned long long)stat->ephemeralOwner);
 	if (v == ZKA_OURS) {
 		char *path = zkn_join(w->dir, w->cands[w->ci]);
 

@@ -34,14 +34,14 @@ int zkcred_read_auth(const char *file, char **out)
 	}
 	if (st.st_uid != geteuid()) {
 		zklog(LOG_ERR, "auth_file %s is owned by uid %u, not by uid %u "
-			"that runs the daemon: chown it", file, (unsigned)st.st_uid,
-			(unsigned)geteuid());
+		      "that runs the daemon: chown it", file, (unsigned)st.st_uid,
+		      (unsigned)geteuid());
 		goto out_close;
 	}
 	if (st.st_mode & 077) {
 		zklog(LOG_ERR, "permissions %04o for auth_file %s are too open: "
-			"others may read it (chmod 600 %s)",
-			(unsigned)(st.st_mode & 07777), file, file);
+		      "others may read it (chmod 600 %s)",
+		      (unsigned)(st.st_mode & 07777), file, file);
 		goto out_close;
 	}
 	n = read(fd, buf, sizeof(buf) - 1);
@@ -116,7 +116,7 @@ int zkcred_may_create(zhandle_t *zh, const char *path, const char *auth)
 	if (may || unknown)
 		return 0;
 	zklog(LOG_ERR, "the credentials of auth_file (user %.*s) may not create in "
-		"ROOT %s: its ACL grants them no create (a wrong password, or another "
-		"user's tree)", (int)strcspn(auth, ":"), auth, path);
+	      "ROOT %s: its ACL grants them no create (a wrong password, or another "
+	      "user's tree)", (int)strcspn(auth, ":"), auth, path);
 	return -EACCES;
 }

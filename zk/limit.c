@@ -53,7 +53,7 @@ const char *zklim_data_value(const char *data, size_t len, const char *key, size
 }
 
 void zklim_data_field(const char *data, size_t len, const char *key, char *out,
-		    size_t size)
+		      size_t size)
 {
 	size_t vlen;
 	const char *v = zklim_data_value(data, len, key, &vlen);
@@ -73,7 +73,7 @@ long zklim_setting_parse(const struct zklim_setting *s, const char *data, size_t
 }
 
 int zklim_setting_value(const struct zklim_setting *s, const char *val, size_t len,
-		      unsigned *out)
+			unsigned *out)
 {
 	long v;
 
@@ -97,7 +97,7 @@ static bool put(char *out, size_t cap, size_t *at, const char *s, size_t n)
 }
 
 int zklim_setting_edit(const struct zklim_setting *s, const char *data, size_t len,
-		     long value, char *out, size_t cap)
+		       long value, char *out, size_t cap)
 {
 	char line[32];
 	size_t at = 0, i = 0;
@@ -142,8 +142,8 @@ int zklim_value(const char *val, size_t len, unsigned *out)
 }
 
 int zklim_edit(const char *data, size_t len, unsigned limit, char *out,
-		   size_t cap)
+	       size_t cap)
 {
 	return zklim_setting_edit(&zklim_setting_limit, data, len, limit ? (long)limit : -1,
-				out, cap);
+				  out, cap);
 }

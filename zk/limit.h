@@ -38,7 +38,7 @@ const char *zklim_data_value(const char *data, size_t len, const char *key, size
  * key, or an empty value.
  */
 void zklim_data_field(const char *data, size_t len, const char *key, char *out,
-		    size_t size);
+		      size_t size);
 
 /*
  * zklim_setting_parse() - the value @s has in @data (@len bytes, not
@@ -55,7 +55,7 @@ long zklim_setting_parse(const struct zklim_setting *s, const char *data, size_t
  * not clamped).
  */
 int zklim_setting_value(const struct zklim_setting *s, const char *val, size_t len,
-		      unsigned *out);
+			unsigned *out);
 
 /*
  * zklim_setting_edit() - @data with its lines of @s replaced by one line of
@@ -64,13 +64,13 @@ int zklim_setting_value(const struct zklim_setting *s, const char *val, size_t l
  * Return: the new length, or -E2BIG if it does not fit.
  */
 int zklim_setting_edit(const struct zklim_setting *s, const char *data, size_t len,
-		     long value, char *out, size_t cap);
+		       long value, char *out, size_t cap);
 
 /* The limit: 0 when none is set (a plain lock). */
 unsigned zklim_parse(const char *data, size_t len);
 int zklim_value(const char *val, size_t len, unsigned *out);
 /* @limit 0 removes it */
 int zklim_edit(const char *data, size_t len, unsigned limit, char *out,
-		   size_t cap);
+	       size_t cap);
 
 #endif

@@ -76,7 +76,7 @@ static void limit_read_done(int rc, const char *value, int len,
 	if (rc == ZOK && q) {
 		q->limit = zklim_parse(value, len > 0 ? (size_t)len : 0);
 		q->linger = zklim_setting_parse(&zklim_setting_linger, value,
-					      len > 0 ? (size_t)len : 0);
+						len > 0 ? (size_t)len : 0);
 		q->lknown = true;
 		q->lczxid = stat->czxid;
 		q->lversion = stat->version;
@@ -220,7 +220,7 @@ static void poke_get_done(int rc, const char *value, int len,
 			memcpy(p->data, value, (size_t)p->len);
 			/* the same bytes: only its version and watchers see it */
 			poke_sent(p, p->e->t.ops->set(e->t.ctx, p->path, p->data, p->len, 0,
-					       poke_set_done, p));
+						      poke_set_done, p));
 		}
 	}
 	zkmx_unlock(&e->lock);

@@ -93,7 +93,7 @@ static void zks_watcher(zhandle_t *zh, int type, int state, const char *path,
 		if (t > 0 && t != s->negotiated_ms) {
 			if (t != s->timeout_ms)
 				zklog(LOG_NOTICE, "ZooKeeper set the session timeout to %d ms (asked: %d)",
-					t, s->timeout_ms);
+				      t, s->timeout_ms);
 			s->negotiated_ms = t;
 		}
 		s->last_heard_ms = boot_ms();
@@ -197,7 +197,7 @@ int zks_open(struct zks *s, const char *connect, int timeout_ms,
 	s->zh = zks_init_handle(s);
 	if (!s->zh) {
 		zklog(LOG_ERR, "cannot start a ZooKeeper client for '%s': %s",
-			connect, strerror(errno));
+		      connect, strerror(errno));
 		return -EINVAL;
 	}
 	deadline_in(&deadline, timeout_ms);
@@ -211,7 +211,7 @@ int zks_open(struct zks *s, const char *connect, int timeout_ms,
 	pthread_mutex_unlock(&s->lock);
 	if (err)
 		zklog(LOG_ERR, "cannot reach ZooKeeper at %s within %d ms", connect,
-			timeout_ms);
+		      timeout_ms);
 	return err;
 }
 
@@ -402,7 +402,7 @@ static void *zks_supervise(void *arg)
 		}
 		if (silent) {
 			zklog(LOG_WARNING, "nothing heard from ZooKeeper for %d ms: held locks are lost",
-				timeout - period);
+			      timeout - period);
 			s->ev.silent(s->ev.arg);
 		}
 		if (renew) {
@@ -457,8 +457,8 @@ static int list_root(struct zks *s, const char *path)
 		deallocate_String_vector(&sv);
 	else if (rc == ZNOAUTH)
 		zklog(LOG_ERR, "cannot list root znode %s: %s", path, s->auth ?
-			"the credentials of auth_file may not read it" :
-			"it needs credentials (-o auth_file=PATH)");
+		      "the credentials of auth_file may not read it" :
+		      "it needs credentials (-o auth_file=PATH)");
 	else
 		zklog(LOG_ERR, "cannot list root znode %s: %s", path, zerror(rc));
 	return rc;
@@ -480,8 +480,8 @@ int zks_check_root(struct zks *s, const char *path, bool create, bool write)
 			rc = zoo_exists(s->zh, p, 0, &st);
 			if (rc == ZNONODE && !create) {
 				zklog(LOG_ERR, "ROOT %s does not exist in ZooKeeper (%s is "
-					"missing): check it for a typo, or mount with -o "
-					"create_root to make it", path, p);
+				      "missing): check it for a typo, or mount with -o "
+				      "create_root to make it", path, p);
 				free(p);
 				return -ENOENT;
 			}

@@ -118,11 +118,11 @@ static void test_linger_is_set_apart_from_the_limit(void **state)
 	assert_int_equal(v, 0);
 	assert_int_equal(zklim_setting_value(&zklim_setting_linger, "-1", 2, &v), -EINVAL);
 	n = zklim_setting_edit(&zklim_setting_linger, "limit=5\nlinger=9\n", 17, 100, out,
-			     sizeof(out));
+			       sizeof(out));
 	assert_int_equal(n, (int)strlen("limit=5\nlinger=100\n"));
 	assert_memory_equal(out, "limit=5\nlinger=100\n", (size_t)n);
 	n = zklim_setting_edit(&zklim_setting_linger, "limit=5\nlinger=9\n", 17, -1, out,
-			     sizeof(out));
+			       sizeof(out));
 	assert_int_equal(n, 8);
 	assert_memory_equal(out, "limit=5\n", 8);
 }

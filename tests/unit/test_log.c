@@ -179,7 +179,7 @@ static void test_a_long_argument_is_shortened_and_the_reason_kept(void **state)
 static void every_conversion(void)
 {
 	zklog(LOG_NOTICE, "%d %u %zu %lld %llx %04o %.3s %.*s %c %% %s", -1, 2u,
-		(size_t)3, -4LL, 0xabcULL, 8, "abcdef", 2, "xyz", 'q', "e\x1b");
+	      (size_t)3, -4LL, 0xabcULL, 8, "abcdef", 2, "xyz", 'q', "e\x1b");
 }
 
 static void test_conversions_as_printf(void **state)
