@@ -1,4 +1,20 @@
-# zklockfs - see README.md.  `make` builds, `make check` tests, `make run` tries it.
+# zklockfs - see README.md.  The targets (`make help` prints this list):
+#   make                 build/zklockfs (the daemon), build/zklock, build/zkbench
+#   make run             install what is missing, start a local ZooKeeper, mount, show a lock
+#   make stop            unmount and stop what make run started
+#   make check           every test below, as CI runs them (root, /dev/fuse)
+#   make check-unit      the cmocka unit tests (make unit T=grant: build and run one)
+#   make check-docs      the docs' tables and lists against the code
+#   make check-sim       the simulator: its scenarios and SIM_CHECK_SEEDS seeds
+#   make sim             SEEDS seeds from SEED_FIRST; SEED=s or SCENARIO=name: one, traced
+#   make check-integration  tests/integration against build/zklockfs
+#   make check-asan      the same against the ASan + UBSan build
+#   make fuzz            each libFuzzer target for FUZZ_SECONDS
+#   make bench           figures against the ZooKeeper C client recipe (docs/PERFORMANCE.md)
+#   make install         PREFIX, DESTDIR, MOUNTDIR, UNITDIR as usual; make uninstall
+#   make deb             the Debian package, in build/
+#   make deps            install the Debian packages the build and tests need
+#   make clean           remove build/
 CC      ?= cc
 PREFIX  ?= /usr/local
 BINDIR  ?= $(PREFIX)/bin
@@ -30,17 +46,22 @@ SAN      = -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-re
 	   -DZKL_LOCKCHECK
 
 # the lock engine: what the simulator (tests/sim) drives without a server
-ENGINE_SRC = zk/queue.c zk/waiter.c zk/retry.c zk/wait.c zk/release.c zk/linger.c zk/watch.c zk/create.c zk/sem.c zk/lock.c zk/mutex.c zk/metrics.c
-ZK_SRC   = zk/escape.c zk/naming.c zk/grant.c zk/limit.c zk/errno.c zk/log.c zk/creds.c zk/digest.c zk/connect.c zk/session.c \
-	   zk/calls.c zk/transport.c $(ENGINE_SRC)
-FS_SRC   = fs/opts.c fs/node.c fs/attr.c fs/pending.c fs/observe.c fs/zop.c fs/ops.c fs/remove.c fs/readdir.c fs/read.c fs/reply.c fs/lockreq.c fs/reenter.c fs/lrquery.c fs/fdlock.c fs/confirm.c fs/lockops.c fs/wbuf.c fs/xcache.c fs/limitattr.c fs/revoke.c fs/flock.c fs/lockfile.c fs/lfns.c fs/lfqueue.c fs/fdops.c fs/slots.c fs/pool.c fs/watchdog.c fs/ready.c fs/main.c
+ENGINE_SRC = zk/queue.c zk/waiter.c zk/retry.c zk/watch.c zk/wait.c zk/sem.c zk/release.c \
+	     zk/create.c zk/linger.c zk/lock.c zk/mutex.c zk/metrics.c
+ZK_SRC   = zk/escape.c zk/naming.c zk/grant.c zk/limit.c zk/errno.c zk/log.c zk/creds.c \
+	   zk/digest.c zk/connect.c zk/session.c zk/calls.c zk/transport.c $(ENGINE_SRC)
+FS_SRC   = fs/opts.c fs/node.c fs/attr.c fs/pending.c fs/observe.c fs/zop.c fs/ops.c fs/remove.c \
+	   fs/readdir.c fs/read.c fs/reply.c fs/lockreq.c fs/reenter.c fs/lrquery.c fs/fdlock.c \
+	   fs/confirm.c fs/lockops.c fs/wbuf.c fs/xcache.c fs/limitattr.c fs/revoke.c fs/flock.c \
+	   fs/lockfile.c fs/lfns.c fs/lfqueue.c fs/fdops.c fs/slots.c fs/pool.c fs/watchdog.c \
+	   fs/ready.c fs/main.c
 SRC      = $(ZK_SRC) $(FS_SRC)
 
 UNIT     = naming grant limit opts errno slots adopt log mutex tid connect digest
 UNIT_BIN = $(UNIT:%=$(BUILD)/unit/test_%)
 
 .PHONY: all asan unit check check-unit check-docs check-sim check-integration check-asan run stop deps bench \
-	clean install uninstall fuzz sim deb
+	clean install uninstall fuzz sim deb help
 
 # Every program links objects built one per source file, in a directory per
 # flavour, each with the list of headers it read (-MMD: $(BUILD)/.../x.d):
@@ -76,8 +97,6 @@ $(BUILD)/sim-fast/obj/%.o: %.c
 	$(fuse_guard)
 	@mkdir -p $(@D)
 	$(CC) $(WARN) $(CPPFLAGS) -DZKL_PREEMPT -O2 -g $(DEPFLAGS) -c -o $@ $<
-
--include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
 
 all: $(BUILD)/zklockfs $(BUILD)/zklock $(BUILD)/zkbench
 
@@ -287,3 +306,9 @@ deb:
 
 clean:
 	rm -rf $(BUILD)
+
+help:
+	@sed -n 's/^#   make/make/p' $(firstword $(MAKEFILE_LIST))
+
+# the headers each object read (-MMD), last: none of their rules is the default goal
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

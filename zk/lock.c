@@ -1,9 +1,10 @@
 /*
  * zk/lock.c - the lock engine (see lock.h): its API and the session's
- * events.  Its insides are shared through zk/engine.h by zk/waiter.c
- * (references, answers, stalls, our own queues), zk/release.c (deletes and
- * hand-offs), zk/watch.c (watches and listings) and zk/create.c (creating,
- * and finding an entry again after an unknown create).
+ * events.  Its insides are shared through zk/engine.h, which lists the
+ * engine's files (our own queues, a waiter's machines and answers, failed
+ * requests, watches, listings and waiting, semaphores, deletes and
+ * hand-offs, creates, lingering) and the order in which they call each
+ * other.
  *
  * Every waiter is counted: one reference for its caller, one per ZooKeeper
  * operation in flight, one per watch armed, one while its answer is being

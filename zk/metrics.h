@@ -8,8 +8,8 @@
  * open and close pay a few atomic adds.  A reader sees each figure whole,
  * not all of them at one instant.
  *
- * Writers: the engine (zk/waiter.c, zk/release.c, zk/lock.c: answers,
- * losses, releases), the session (zk/session.c: connection losses,
+ * Writers: the engine (zk/waiter.c, zk/retry.c, zk/release.c, zk/lock.c,
+ * zk/linger.c: answers, losses, releases, local grants), the session (zk/session.c: connection losses,
  * expiries, state) and fs/attr.c (the directory owners it keeps).
  * Reader: zkm_format(), on a FUSE thread.
  */
