@@ -10,7 +10,7 @@ import time
 import pytest
 
 import zkclient
-from harness import (lockdir, seen_dir, RDWR, SHARED, SLOW, WRITE, Locker, entries,
+from harness import (two_mounts, lockdir, RDWR, SHARED, SLOW, WRITE, Locker, entries,
                      errname, free_port, mount_entry, read_file, spawn, take,
                      wait_for, fusermount)
 
@@ -185,9 +185,7 @@ def test_mknod_regular_leaves_no_entry(mount, zkc):
     (os.O_WRONLY | os.O_CREAT | os.O_EXCL, "EEXIST"),
 ], ids=["wronly", "rdwr", "creat", "creat-excl"])
 def test_opening_someone_elses_entry_for_writing(mount, flags, err):
-    m1, m2 = mount(), mount()
-    d1 = lockdir(m1)
-    d2 = seen_dir(m2)
+    m1, m2, d1, d2 = two_mounts(mount)
     h = take(d1, "h")
     for d in (d1, d2):
         wait_for(lambda: h.entry in os.listdir(d), 5, "entry to show")
@@ -213,9 +211,7 @@ def test_zookeeper_acl_denial_is_eacces(mount, zkc):
 
 
 def test_unlink_deletes_an_entry(mount, zkc):
-    m1, m2 = mount(), mount()
-    d1 = lockdir(m1)
-    d2 = seen_dir(m2)
+    m1, m2, d1, d2 = two_mounts(mount)
     h = take(d1, "h")
     wait_for(lambda: h.entry in os.listdir(d2), 5, "entry to show")
     os.unlink(os.path.join(d2, h.entry))
