@@ -31,22 +31,36 @@ def assert_nothing_left(m, zkc, d, rel="L", allowed=()):
 
 # --- names --------------------------------------------------------------------
 
-BAD_ENTRY_NAMES = [
-    ("ends-in-10-digits", "x0123456789", errno.EINVAL),
+def refused_names(ten_digits, word, too_long, *specific):
+    """(id, name, errno) rows of the names refused, for an entry as for a
+    directory: @ten_digits (a name ending in 10 digits), the @specific
+    rows, @word after a character no name may hold, @too_long (256
+    bytes)."""
+    return ([("ends-in-10-digits", ten_digits, errno.EINVAL)] +
+            list(specific) +
+            [("control-char", "bad\x01" + word, errno.EINVAL),
+             ("del-char", "bad\x7f" + word, errno.EINVAL),
+             ("private-use-char", "bad\ue000" + word, errno.EINVAL),
+             ("invalid-utf8", "bad\udcff" + word, errno.EINVAL),  # raw byte 0xff
+             ("256-bytes", too_long, errno.ENAMETOOLONG)])
+
+
+def each_name(rows):
+    """Parametrise a test by (name, err) over refused_names() rows, with
+    their ids."""
+    return pytest.mark.parametrize("name,err", [(n, e) for _, n, e in rows],
+                                   ids=[i for i, _, _ in rows])
+
+
+BAD_ENTRY_NAMES = refused_names(
+    "x0123456789", "name", "a" * 256,
     ("looks-like-an-entry", "job-lock-0000000007", errno.EINVAL),
     # its exclusive entry "db-read-lock-N" would read as shared
-    ("reads-as-the-other-kind", "db-read", errno.EINVAL),
-    ("control-char", "bad\x01name", errno.EINVAL),
-    ("del-char", "bad\x7fname", errno.EINVAL),
-    ("private-use-char", "bad\ue000name", errno.EINVAL),
-    ("invalid-utf8", "bad\udcffname", errno.EINVAL),     # raw byte 0xff
-    ("256-bytes", "a" * 256, errno.ENAMETOOLONG),
-]
+    ("reads-as-the-other-kind", "db-read", errno.EINVAL))
 
 
 @pytest.mark.parametrize("flags", [WRITE, SHARED], ids=["exclusive", "shared"])
-@pytest.mark.parametrize("name,err", [(n, e) for _, n, e in BAD_ENTRY_NAMES],
-                         ids=[i for i, _, _ in BAD_ENTRY_NAMES])
+@each_name(BAD_ENTRY_NAMES)
 def test_bad_entry_name(mount, zkc, name, err, flags):
     m = mount()
     d = lockdir(m)
@@ -55,21 +69,14 @@ def test_bad_entry_name(mount, zkc, name, err, flags):
     assert_nothing_left(m, zkc, d)
 
 
-BAD_DIR_NAMES = [
-    ("ends-in-10-digits", "d0123456789", errno.EINVAL),
+BAD_DIR_NAMES = refused_names(
+    "d0123456789", "dir", "d" * 256,
     # "-123456789" is a negative sequence number: the directory would stand
     # in its parent's queue, ahead of every entry, for good
-    ("negative-sequence", "job-123456789", errno.EINVAL),
-    ("control-char", "bad\x01dir", errno.EINVAL),
-    ("del-char", "bad\x7fdir", errno.EINVAL),
-    ("private-use-char", "bad\ue000dir", errno.EINVAL),
-    ("invalid-utf8", "bad\udcffdir", errno.EINVAL),
-    ("256-bytes", "d" * 256, errno.ENAMETOOLONG),
-]
+    ("negative-sequence", "job-123456789", errno.EINVAL))
 
 
-@pytest.mark.parametrize("name,err", [(n, e) for _, n, e in BAD_DIR_NAMES],
-                         ids=[i for i, _, _ in BAD_DIR_NAMES])
+@each_name(BAD_DIR_NAMES)
 def test_bad_directory_name(mount, zkc, name, err):
     m = mount()
     with pytest.raises(OSError) as ei:
