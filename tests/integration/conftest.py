@@ -105,10 +105,10 @@ def logdir(tmp_path_factory):
 @pytest.fixture(scope="session")
 def zk(tmp_path_factory):
     """A standalone ZooKeeper; .hostport, .host, .port, .pid, .four(word),
-    .client(), .suspend()/.resume() (SIGSTOP/SIGCONT), .log."""
-    with harness.zookeeper(tmp_path_factory) as server:
-        with server.client() as c:
-            c.ensure_path("/t")
+    .client(), .suspend()/.resume() (SIGSTOP/SIGCONT), .log; /t, the parent
+    of every test's root, made. A module may override it with a server of
+    its own made the same way (test_containers.py)."""
+    with harness.zookeeper(tmp_path_factory, paths=["/t"]) as server:
         yield server
 
 

@@ -2,7 +2,8 @@
 
   * Locker   - a child process that open()s a path (usually taking a lock)
                and then obeys commands on its stdin (LOCKER_SCRIPT).
-  * take(), start_waiter() - a Locker whose entry has been found.
+  * take(), start_waiter() - a Locker whose entry has been found;
+               held_and_waited() - a holder and a waiter behind it.
   * entries, parse_entry, seq_of, ... - entry names in a lock directory.
   * lock_state() - the one way to read a lock's user.zklockfs.state (of a
                path, a descriptor or a Locker); assert_queued(), assert_lost().
@@ -476,6 +477,17 @@ def take(dirpath, name, flags=WRITE, timeout=GRANT_TIMEOUT, **kw):
     lk.wait_granted(timeout)
     return lk
 
+
+
+def held_and_waited(holder_dir, waiter_dir, flags=WRITE, wait=0.5,
+                    waiter="w"):
+    """A holder "h" taken in holder_dir (with @flags) and a waiter (named
+    @waiter) started in waiter_dir, seen not granted for @wait seconds:
+    (h, the waiter)."""
+    h = take(holder_dir, "h", flags)
+    w = start_waiter(waiter_dir, waiter)
+    w.assert_waiting(wait)
+    return h, w
 
 
 def lock_state(of):

@@ -3,7 +3,8 @@
   * Mount     - one zklockfs daemon ("one host") mounted on a temp dir;
                 registered for the watchdog (emergency_stop).
   * fusermount() - the one `fusermount3 -u [-z]`.
-  * mount_entry(), mountinfo(), sanitizer_report(), lockdir(), seen_dir().
+  * mount_entry(), mountinfo(), sanitizer_report(), lockdir(), seen_dir(),
+    two_mounts().
 """
 
 import os
@@ -270,5 +271,14 @@ def seen_dir(m, name="L", timeout=5):
     d = m.p(name)
     wait_for(lambda: os.path.isdir(d), timeout, "%s to appear" % d)
     return d
+
+
+def two_mounts(mount, name="L", **kw):
+    """Two mounts of the test's root, two "hosts" on the same locks (@mount:
+    the fixture's factory, called with @kw for each): (m1, m2, d1, d2), d1
+    the lock directory @name made on m1 (lockdir), d2 the same directory
+    once m2 sees it (seen_dir)."""
+    m1, m2 = mount(**kw), mount(**kw)
+    return m1, m2, lockdir(m1, name), seen_dir(m2, name)
 
 

@@ -34,21 +34,13 @@ RUN_TIMEOUT = 20 * SLOW
 
 
 @pytest.fixture(scope="module")
-def zkc_server(tmp_path_factory):
-    """A standalone ZooKeeper whose ContainerManager looks every CHECK_MS."""
+def zk(tmp_path_factory):
+    """conftest's `zk` for this module, on a server of its own whose
+    ContainerManager looks every CHECK_MS; `zkc` and `mount` use it."""
     flag = "-Dznode.container.checkIntervalMs=%d" % CHECK_MS
     with harness.zookeeper(tmp_path_factory, "zk-containers",
-                           jvm_flags=[flag]) as server:
-        with server.client() as c:
-            c.ensure_path("/t")
+                           jvm_flags=[flag], paths=["/t"]) as server:
         yield server
-
-
-@pytest.fixture
-def raw(zkc_server):
-    c = zkc_server.client()
-    yield c
-    c.close()
 
 
 def zklock(*args):
@@ -80,10 +72,10 @@ def zklock_under(wrap, *args):
     return p.returncode, err
 
 
-def await_gone(raw, path, what):
+def await_gone(zkc, path, what):
     """Wait until znode `path` is deleted; the seconds that took."""
     t0 = time.monotonic()
-    wait_for(lambda: raw.exists(path) is None, GONE_WITHIN,
+    wait_for(lambda: zkc.exists(path) is None, GONE_WITHIN,
              "the server to delete %s (%s)" % (path, what))
     return time.monotonic() - t0
 
@@ -99,21 +91,21 @@ def used_and_emptied(m, name):
 
 # --- the container goes ------------------------------------------------------
 
-def test_container_goes_after_its_last_entry(zkc_server, mount, raw):
-    m = mount(server=zkc_server, opts=["containers"])
+def test_container_goes_after_its_last_entry(mount, zkc):
+    m = mount(opts=["containers"])
     d = m.p("deploy")
     os.mkdir(d)
     assert os.path.isdir(d)
-    assert raw.exists(m.zkpath("deploy")) is not None
+    assert zkc.exists(m.zkpath("deploy")) is not None
     # two holders, one after the other: it stays while an entry is left
     h1 = take(d, "a")
     h2 = harness.start_waiter(d, "b")
     h1.release()
     h2.wait_granted()
-    assert raw.exists(m.zkpath("deploy")) is not None, \
+    assert zkc.exists(m.zkpath("deploy")) is not None, \
         "a container with an entry left was deleted"
     h2.release()
-    took = await_gone(raw, m.zkpath("deploy"), "emptied container")
+    took = await_gone(zkc, m.zkpath("deploy"), "emptied container")
     harness.record_figure(
         "-o containers: container deleted %.2f s after its last release "
         "(server checkIntervalMs=%d)" % (took, CHECK_MS))
@@ -124,40 +116,40 @@ def test_container_goes_after_its_last_entry(zkc_server, mount, raw):
     # mkdir makes it again, as a container again
     os.mkdir(d)
     take(d, "c").release()
-    await_gone(raw, m.zkpath("deploy"), "container made again")
+    await_gone(zkc, m.zkpath("deploy"), "container made again")
 
 
-def test_nested_containers_go_inner_first(zkc_server, mount, raw):
+def test_nested_containers_go_inner_first(mount, zkc):
     """mkdir -p a/b: both are containers; b goes after its last entry,
     then a, which has had b for a child."""
-    m = mount(server=zkc_server, opts=["containers"])
+    m = mount(opts=["containers"])
     os.makedirs(m.p("jobs", "nightly"))
     take(m.p("jobs", "nightly"), "h").release()
-    await_gone(raw, m.zkpath("jobs/nightly"), "inner container")
-    await_gone(raw, m.zkpath("jobs"), "outer container, emptied by the inner one")
+    await_gone(zkc, m.zkpath("jobs/nightly"), "inner container")
+    await_gone(zkc, m.zkpath("jobs"), "outer container, emptied by the inner one")
 
 
 # --- what stays ----------------------------------------------------------------
 
-def test_persistent_and_never_used_directories_stay(zkc_server, mount, raw):
+def test_persistent_and_never_used_directories_stay(mount, zkc):
     """Without the option a directory is a persistent znode: it stays when
     emptied. With it, a directory never used (no entry ever made in it)
     stays too: ZooKeeper deletes only containers whose child version has
     moved (cversion > 0), unless znode.container.maxNeverUsedIntervalMs
     (0, never, by default) says otherwise."""
-    plain = mount(server=zkc_server)
-    cont = mount(server=zkc_server, opts=["containers"])
+    plain = mount()
+    cont = mount(opts=["containers"])
     assert plain.zkpath() == cont.zkpath()       # one root, two hosts
     p, _ = used_and_emptied(plain, "persistent")
     os.mkdir(cont.p("unused"))
-    assert raw.exists(cont.zkpath("unused")).cversion == 0
+    assert zkc.exists(cont.zkpath("unused")).cversion == 0
     # a used container made after both: the checker's pass that deletes it
     # has looked at both of them
     used_and_emptied(cont, "sentinel")
-    await_gone(raw, cont.zkpath("sentinel"), "sentinel container")
-    assert raw.exists(plain.zkpath("persistent")) is not None, \
+    await_gone(zkc, cont.zkpath("sentinel"), "sentinel container")
+    assert zkc.exists(plain.zkpath("persistent")) is not None, \
         "a persistent directory was deleted"
-    assert raw.exists(cont.zkpath("unused")) is not None, \
+    assert zkc.exists(cont.zkpath("unused")) is not None, \
         "a container never used was deleted"
     assert os.path.isdir(p) and os.path.isdir(cont.p("unused"))
 
@@ -172,19 +164,19 @@ def dir_owners(m):
     raise AssertionError("no zklockfs_dir_owners in the metrics")
 
 
-def test_reaped_directories_leave_the_owner_table(zkc_server, mount, raw):
+def test_reaped_directories_leave_the_owner_table(mount, zkc):
     """The mount remembers who made each directory, in a bounded table
     (beyond it, new directories are the mount owner's). Containers the
     server reaps must leave it once the mount finds them gone, or one
     user's used-once directories fill it for everyone."""
-    m = mount(server=zkc_server, opts=["containers"])
+    m = mount(opts=["containers"])
     before = dir_owners(m)
     names = ["once%d" % i for i in range(5)]
     for name in names:
         used_and_emptied(m, name)
     assert dir_owners(m) == before + len(names)
     for name in names:
-        await_gone(raw, m.zkpath(name), "emptied container")
+        await_gone(zkc, m.zkpath(name), "emptied container")
     # found gone: a lookup (the kernel remembers a directory 1 s)
     for name in names[:3]:
         wait_for(lambda: not os.path.exists(m.p(name)), 5 * SLOW,
@@ -205,41 +197,40 @@ def test_reaped_directories_leave_the_owner_table(zkc_server, mount, raw):
 
 # --- races: the directory goes between lookup and create -------------------------
 
-def test_open_in_a_directory_gone_is_enoent_and_leaves_nothing(zkc_server,
-                                                                mount, raw):
+def test_open_in_a_directory_gone_is_enoent_and_leaves_nothing(mount, zkc):
     """The kernel remembers a directory for a second: an open(O_CREAT) in
     one the server deleted meanwhile reaches the daemon, whose create
     fails. It is ENOENT, with one line in the log, and nothing is made.
     mkdir then makes it again at once (the kernel revalidates the name it
     creates), and the open works."""
-    m = mount(server=zkc_server, opts=["containers"])
+    m = mount(opts=["containers"])
     d = m.p("gone")
     os.mkdir(d)
     os.stat(d)                          # the kernel remembers it
-    raw.delete(m.zkpath("gone"))        # as the container checker would
+    zkc.delete(m.zkpath("gone"))        # as the container checker would
     for flags in (os.O_CREAT | os.O_WRONLY, os.O_CREAT | os.O_RDONLY | os.O_NONBLOCK):
         with pytest.raises(OSError) as ei:
             os.close(os.open(os.path.join(d, "me"), flags))
         assert ei.value.errno == errno.ENOENT, os.strerror(ei.value.errno)
-    assert raw.exists(m.zkpath("gone")) is None, "the open made a znode"
+    assert zkc.exists(m.zkpath("gone")) is None, "the open made a znode"
     assert "/gone: the directory is gone" in m.log_tail(), m.log_tail()
     os.mkdir(d)
     h = take(d, "me")
-    assert raw.get_children(m.zkpath("gone")) == [h.entry]
+    assert zkc.get_children(m.zkpath("gone")) == [h.entry]
     h.release()
 
 
 @pytest.mark.timeout(60)
-def test_waiter_enqueued_again_after_expiry_in_a_directory_gone(zkc_server,
-                                                                 mount, raw):
+def test_waiter_enqueued_again_after_expiry_in_a_directory_gone(zk,
+                                                                 mount, zkc):
     """A waiting open is enqueued again after its session expired. If the
     server deleted its directory meanwhile (the expiry took every entry, so
     the container was empty), that open fails with ENOENT: the daemon never
     makes a directory on its own."""
-    px = faultproxy.FaultProxy(zkc_server.host, zkc_server.port).start()
+    px = faultproxy.FaultProxy(zk.host, zk.port).start()
     try:
         timeout_ms = 2000
-        P = mount(server=zkc_server, connect=px.hostport, opts=["containers"],
+        P = mount(connect=px.hostport, opts=["containers"],
                   session_timeout=timeout_ms)
         d = P.p("expiring")
         os.mkdir(d)
@@ -247,7 +238,7 @@ def test_waiter_enqueued_again_after_expiry_in_a_directory_gone(zkc_server,
         w = harness.start_waiter(d, "w")
         px.blackhole()
         try:
-            wait_for(lambda: raw.exists(P.zkpath("expiring")) is None,
+            wait_for(lambda: zkc.exists(P.zkpath("expiring")) is None,
                      timeout_ms / 1000.0 + GONE_WITHIN,
                      "the session to expire and the server to delete the "
                      "emptied container")
@@ -256,41 +247,40 @@ def test_waiter_enqueued_again_after_expiry_in_a_directory_gone(zkc_server,
         assert w.wait_error(GRANT_TIMEOUT) == "ENOENT"
         wait_for(lambda: lock_state(h) == "lost", GRANT_TIMEOUT,
                  "the holder to see its lock lost")
-        assert raw.exists(P.zkpath("expiring")) is None, \
+        assert zkc.exists(P.zkpath("expiring")) is None, \
             "the daemon made the directory again"
         h.release()
     finally:
         px.stop()
 
 
-def test_zklock_makes_a_gone_directory_again(zkc_server, mount, raw):
+def test_zklock_makes_a_gone_directory_again(mount, zkc):
     """zklock creates its lock directory if missing; when the directory
     goes between its mkdir and its open (or while the kernel still
     remembers it), it makes it again and opens again. Here the directory
     and its parent are deleted behind the kernel's back, right after it
     looked them up."""
-    m = mount(server=zkc_server, opts=["containers"])
+    m = mount(opts=["containers"])
     d = m.p("app", "cron")
     rc, err = zklock(d, "true")
     assert rc == 0, err
-    await_gone(raw, m.zkpath("app/cron"), "zklock's container")
-    await_gone(raw, m.zkpath("app"), "its parent")
+    await_gone(zkc, m.zkpath("app/cron"), "zklock's container")
+    await_gone(zkc, m.zkpath("app"), "its parent")
     for _ in range(3):
         os.makedirs(d, exist_ok=True)
         os.stat(d)
-        raw.delete(m.zkpath("app/cron"))
-        raw.delete(m.zkpath("app"))
+        zkc.delete(m.zkpath("app/cron"))
+        zkc.delete(m.zkpath("app"))
         rc, err = zklock(d, "sh", "-c", 'test -d "$ZKLOCK_DIR"')
         assert rc == 0, err
         assert err == "", err
     # one-off locks do not pile up
-    await_gone(raw, m.zkpath("app/cron"), "zklock's container")
-    await_gone(raw, m.zkpath("app"), "its parent")
+    await_gone(zkc, m.zkpath("app/cron"), "zklock's container")
+    await_gone(zkc, m.zkpath("app"), "its parent")
 
 
 @pytest.mark.parametrize("fails,rc", [(5, 0), (6, 66)])
-def test_zklock_opens_again_a_bounded_number_of_times(zkc_server, mount,
-                                                      fails, rc):
+def test_zklock_opens_again_a_bounded_number_of_times(mount, fails, rc):
     """The race itself, between zklock's mkdir and its open, is too narrow
     to hit at will: strace makes the lock's open() fail with ENOENT, as the
     daemon answers it then, the first `fails` times. zklock makes the
@@ -299,7 +289,7 @@ def test_zklock_opens_again_a_bounded_number_of_times(zkc_server, mount,
     strace = shutil.which("strace")
     if not strace:
         pytest.skip("strace not installed")
-    m = mount(server=zkc_server, opts=["containers"])
+    m = mount(opts=["containers"])
     d = m.p("flaky")
     os.mkdir(d)
     inject = "openat:error=ENOENT:when=1..%d" % fails
@@ -315,10 +305,10 @@ def test_zklock_opens_again_a_bounded_number_of_times(zkc_server, mount,
         assert err == "", err
 
 
-def test_zklock_over_a_checker_that_deletes_often(zkc_server, mount, raw):
+def test_zklock_over_a_checker_that_deletes_often(mount, zkc):
     """Many short zklock runs on one directory while the server deletes it
     whenever it is empty at a check: every run gets the lock."""
-    m = mount(server=zkc_server, opts=["containers"])
+    m = mount(opts=["containers"])
     d = m.p("often")
     t_end = time.monotonic() + 3 * CHECK_MS / 1000.0
     runs = 0
@@ -326,17 +316,17 @@ def test_zklock_over_a_checker_that_deletes_often(zkc_server, mount, raw):
         rc, err = zklock(d, "true")
         assert rc == 0, "run %d: %s" % (runs, err)
         runs += 1
-    await_gone(raw, m.zkpath("often"), "zklock's container")
+    await_gone(zkc, m.zkpath("often"), "zklock's container")
 
 
 # --- the option ------------------------------------------------------------------
 
 @pytest.mark.parametrize("opt", ["containers=1", "containers="])
-def test_containers_takes_no_value(daemon_path, zkc_server, opt):
+def test_containers_takes_no_value(daemon_path, zk, opt):
     mp = os.path.realpath(tempfile.mkdtemp(prefix="zklockfs-mnt-"))
     try:
         p = spawn([daemon_path, "-f", "-o", opt,
-                   zkc_server.hostport + "/t/containers-bad", mp],
+                   zk.hostport + "/t/containers-bad", mp],
                   stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         try:
             _, err = p.communicate(timeout=RUN_TIMEOUT)

@@ -28,7 +28,7 @@ import select
 import pytest
 
 import zkclient
-from harness import (session_watches, GRANT_TIMEOUT, NOT_GRANTED_WAIT, SHARED, SLOW, WRITE,
+from harness import (two_mounts, session_watches, GRANT_TIMEOUT, NOT_GRANTED_WAIT, SHARED, SLOW, WRITE,
                      Locker, entries, errname, lockdir, read_file, seen_dir,
                      start_waiter, take, tcp_peers, wait_for, wait_gone,
                      wait_no_entries)
@@ -170,9 +170,7 @@ def test_each_release_grants_only_the_next_waiter_across_mounts(mount, zk):
 # --- a write up to the limit -------------------------------------------------------
 
 def test_write_up_to_the_limit_works_one_byte_more_is_efbig(mount, zkc):
-    m1, m2 = mount(), mount()
-    d1 = lockdir(m1)
-    d2 = seen_dir(m2)
+    m1, m2, d1, d2 = two_mounts(mount)
     h = take(d1, "big")
     data = random.Random(11).randbytes(ZKLFS_DATA_MAX)
     ans = h.ok("write " + data.hex(), timeout=60 * SLOW)

@@ -10,7 +10,7 @@ import time
 import pytest
 
 import zkclient
-from harness import (lockdir, seen_dir, RDWR, SHARED, SLOW, WRITE, Locker, entries,
+from harness import (two_mounts, lockdir, RDWR, SHARED, SLOW, WRITE, Locker, entries,
                      errname, free_port, mount_entry, read_file, spawn, take,
                      wait_for, fusermount)
 
@@ -31,22 +31,36 @@ def assert_nothing_left(m, zkc, d, rel="L", allowed=()):
 
 # --- names --------------------------------------------------------------------
 
-BAD_ENTRY_NAMES = [
-    ("ends-in-10-digits", "x0123456789", errno.EINVAL),
+def refused_names(ten_digits, word, too_long, *specific):
+    """(id, name, errno) rows of the names refused, for an entry as for a
+    directory: @ten_digits (a name ending in 10 digits), the @specific
+    rows, @word after a character no name may hold, @too_long (256
+    bytes)."""
+    return ([("ends-in-10-digits", ten_digits, errno.EINVAL)] +
+            list(specific) +
+            [("control-char", "bad\x01" + word, errno.EINVAL),
+             ("del-char", "bad\x7f" + word, errno.EINVAL),
+             ("private-use-char", "bad\ue000" + word, errno.EINVAL),
+             ("invalid-utf8", "bad\udcff" + word, errno.EINVAL),  # raw byte 0xff
+             ("256-bytes", too_long, errno.ENAMETOOLONG)])
+
+
+def each_name(rows):
+    """Parametrise a test by (name, err) over refused_names() rows, with
+    their ids."""
+    return pytest.mark.parametrize("name,err", [(n, e) for _, n, e in rows],
+                                   ids=[i for i, _, _ in rows])
+
+
+BAD_ENTRY_NAMES = refused_names(
+    "x0123456789", "name", "a" * 256,
     ("looks-like-an-entry", "job-lock-0000000007", errno.EINVAL),
     # its exclusive entry "db-read-lock-N" would read as shared
-    ("reads-as-the-other-kind", "db-read", errno.EINVAL),
-    ("control-char", "bad\x01name", errno.EINVAL),
-    ("del-char", "bad\x7fname", errno.EINVAL),
-    ("private-use-char", "bad\ue000name", errno.EINVAL),
-    ("invalid-utf8", "bad\udcffname", errno.EINVAL),     # raw byte 0xff
-    ("256-bytes", "a" * 256, errno.ENAMETOOLONG),
-]
+    ("reads-as-the-other-kind", "db-read", errno.EINVAL))
 
 
 @pytest.mark.parametrize("flags", [WRITE, SHARED], ids=["exclusive", "shared"])
-@pytest.mark.parametrize("name,err", [(n, e) for _, n, e in BAD_ENTRY_NAMES],
-                         ids=[i for i, _, _ in BAD_ENTRY_NAMES])
+@each_name(BAD_ENTRY_NAMES)
 def test_bad_entry_name(mount, zkc, name, err, flags):
     m = mount()
     d = lockdir(m)
@@ -55,21 +69,14 @@ def test_bad_entry_name(mount, zkc, name, err, flags):
     assert_nothing_left(m, zkc, d)
 
 
-BAD_DIR_NAMES = [
-    ("ends-in-10-digits", "d0123456789", errno.EINVAL),
+BAD_DIR_NAMES = refused_names(
+    "d0123456789", "dir", "d" * 256,
     # "-123456789" is a negative sequence number: the directory would stand
     # in its parent's queue, ahead of every entry, for good
-    ("negative-sequence", "job-123456789", errno.EINVAL),
-    ("control-char", "bad\x01dir", errno.EINVAL),
-    ("del-char", "bad\x7fdir", errno.EINVAL),
-    ("private-use-char", "bad\ue000dir", errno.EINVAL),
-    ("invalid-utf8", "bad\udcffdir", errno.EINVAL),
-    ("256-bytes", "d" * 256, errno.ENAMETOOLONG),
-]
+    ("negative-sequence", "job-123456789", errno.EINVAL))
 
 
-@pytest.mark.parametrize("name,err", [(n, e) for _, n, e in BAD_DIR_NAMES],
-                         ids=[i for i, _, _ in BAD_DIR_NAMES])
+@each_name(BAD_DIR_NAMES)
 def test_bad_directory_name(mount, zkc, name, err):
     m = mount()
     with pytest.raises(OSError) as ei:
@@ -185,9 +192,7 @@ def test_mknod_regular_leaves_no_entry(mount, zkc):
     (os.O_WRONLY | os.O_CREAT | os.O_EXCL, "EEXIST"),
 ], ids=["wronly", "rdwr", "creat", "creat-excl"])
 def test_opening_someone_elses_entry_for_writing(mount, flags, err):
-    m1, m2 = mount(), mount()
-    d1 = lockdir(m1)
-    d2 = seen_dir(m2)
+    m1, m2, d1, d2 = two_mounts(mount)
     h = take(d1, "h")
     for d in (d1, d2):
         wait_for(lambda: h.entry in os.listdir(d), 5, "entry to show")
@@ -213,9 +218,7 @@ def test_zookeeper_acl_denial_is_eacces(mount, zkc):
 
 
 def test_unlink_deletes_an_entry(mount, zkc):
-    m1, m2 = mount(), mount()
-    d1 = lockdir(m1)
-    d2 = seen_dir(m2)
+    m1, m2, d1, d2 = two_mounts(mount)
     h = take(d1, "h")
     wait_for(lambda: h.entry in os.listdir(d2), 5, "entry to show")
     os.unlink(os.path.join(d2, h.entry))

@@ -36,7 +36,7 @@ import pytest
 
 import faultproxy
 import harness
-from harness import (POLL_SYSCALLS, asleep_in, fusermount, lock_state, proc_file, signal_proc,
+from harness import (two_mounts, held_and_waited, POLL_SYSCALLS, asleep_in, fusermount, lock_state, proc_file, signal_proc,
                      assert_lost, lockdir, seen_dir, GRANT_TIMEOUT, PY, RDWR, SLOW, WRITE,
                      XATTR_SEQ, Lines, Locker, parse_entry,
                      record_figure, seq_of, spawn, start_waiter, take,
@@ -295,12 +295,8 @@ def ensemble(tmp_path_factory):
 
 def test_operator_delete_wakes_blocked_poll_and_grants_next(mount, zkc,
                                                             request):
-    m1, m2 = mount(), mount()
-    d1 = lockdir(m1)
-    d2 = seen_dir(m2)
-    h = take(d1, "h", RDWR)
-    w = start_waiter(d2, "w")
-    w.assert_waiting(0.5)
+    m1, m2, d1, d2 = two_mounts(mount)
+    h, w = held_and_waited(d1, d2, RDWR)
     # two processes already blocked in poll() on the holder's descriptor:
     # one asking for nothing (events=0), one for POLLPRI
     pollers = [Poller(h, 0), Poller(h, select.POLLPRI)]
@@ -555,13 +551,8 @@ def test_server_restart_within_session_timeout_loses_nothing(zk_solo, mount,
                                                              request):
     srv = zk_solo
     timeout_ms = 10000
-    A = mount(server=srv, session_timeout=timeout_ms)
-    B = mount(server=srv, session_timeout=timeout_ms)
-    dA = lockdir(A)
-    dB = seen_dir(B)
-    h = take(dA, "h", RDWR)
-    w = start_waiter(dB, "w")
-    w.assert_waiting(0.3)
+    A, B, dA, dB = two_mounts(mount, server=srv, session_timeout=timeout_ms)
+    h, w = held_and_waited(dA, dB, RDWR, 0.3)
     with srv.client() as c:
         before = {n: c.exists(A.zkpath("L/" + n)).ephemeralOwner
                   for n in zk_entries(c, A)}
@@ -858,13 +849,8 @@ def test_write_failing_during_outage_is_logged(mount, zk, zkc, request):
 
 def test_daemon_killed_its_lock_goes_to_another_mount(mount, zkc, request):
     timeout_ms = 4000
-    A = mount(session_timeout=timeout_ms)
-    B = mount(session_timeout=timeout_ms)
-    dA = lockdir(A)
-    dB = seen_dir(B)
-    h = take(dA, "h", RDWR)
-    w = start_waiter(dB, "w")
-    w.assert_waiting(0.3)
+    A, B, dA, dB = two_mounts(mount, session_timeout=timeout_ms)
+    h, w = held_and_waited(dA, dB, RDWR, 0.3)
 
     tmo = timeout_ms / 1000.0
     # the session expires T after the server last heard from it (at most
@@ -910,10 +896,7 @@ def test_unmount_answers_pending_open_and_releases_at_once(mount, zkc,
     # "at once": the daemon's stop and a hand-over; an expiry would take T
     bound = NOTICE + GRANT_LATENCY
     assert bound < tmo - 1.0, "the bound would not tell a release from an expiry"
-    A = mount(session_timeout=timeout_ms)
-    B = mount(session_timeout=timeout_ms)
-    dA = lockdir(A)
-    dB = seen_dir(B)
+    A, B, dA, dB = two_mounts(mount, session_timeout=timeout_ms)
     h = take(dA, "h", RDWR)         # held on A
     wa = start_waiter(dA, "wa")     # pending open on A
     wb = start_waiter(dB, "wb")     # waiting on B, behind both
@@ -996,13 +979,9 @@ def test_ensemble_member_killed_holder_keeps_lock(ensemble, mount, scratch,
     fig(request, "3-server ensemble started and elected a leader in %.1f s"
         % ensemble.started_in)
     timeout_ms = 8000
-    A = mount(server=ensemble, session_timeout=timeout_ms)
-    B = mount(server=ensemble, session_timeout=timeout_ms)
-    dA = lockdir(A)
-    dB = seen_dir(B)
-    h = take(dA, "h", RDWR)
-    wb = start_waiter(dB, "wb")
-    wb.assert_waiting(0.3)
+    A, B, dA, dB = two_mounts(mount, server=ensemble,
+                              session_timeout=timeout_ms)
+    h, wb = held_and_waited(dA, dB, RDWR, 0.3, waiter="wb")
     poller = Poller(h, select.POLLPRI)
     c = ensemble.client()
     try:

@@ -372,9 +372,19 @@ class Client:
     """What the two scenarios below ask of a foreign client: its mount's
     naming, its entries' names, how it starts on a lock's znode, whether
     its acquire can time out, and what it shows of the queue (each check a
-    method; the default shows nothing)."""
+    method; the default shows nothing). `fixture` names what the client
+    needs (the test is skipped without it), `contender` is its Contender,
+    started as contender(what the fixture gave, host:port, lock znode)."""
     naming = None
     times_out = True
+    fixture = None
+    contender = None
+
+    def __init__(self, request):
+        self.needs = request.getfixturevalue(self.fixture)
+
+    def start(self, zk, zpath):
+        return self.contender(self.needs, zk.hostport, zpath)
 
     def marker(self, flags):
         return "-lock-" if flags == WRITE else "-read-lock-"
@@ -398,12 +408,8 @@ class Client:
 
 class CuratorClient(Client):
     node = CURATOR_NODE
-
-    def __init__(self, request):
-        self.cp = request.getfixturevalue("curator_cp")
-
-    def start(self, zk, zpath):
-        return Curator(self.cp, zk.hostport, zpath)
+    fixture = "curator_cp"
+    contender = Curator
 
     def queued_behind(self, c, d, h, cname, m, zk):
         assert c.participants() == [h.entry, cname]
@@ -419,9 +425,7 @@ class CuratorClient(Client):
 class KazooClient(Client):
     naming = "kazoo"
     node = KAZOO_NODE
-
-    def __init__(self, request):
-        request.getfixturevalue("kazoo_ok")
+    fixture = "kazoo_ok"
 
     def marker(self, flags):
         return "__lock__" if flags == WRITE else "__rlock__"
@@ -453,12 +457,8 @@ class GoClient(Client):
     zklockfs entry of either kind, watching it."""
     node = GO_NODE
     times_out = False
-
-    def __init__(self, request):
-        self.exe = request.getfixturevalue("go_lock_bin")
-
-    def start(self, zk, zpath):
-        return GoLock(self.exe, zk.hostport, zpath)
+    fixture = "go_lock_bin"
+    contender = GoLock
 
     def queued_behind(self, c, d, h, cname, m, zk):
         hpath = m.zkpath("L/" + h.entry)

@@ -11,7 +11,7 @@ import time
 import pytest
 
 import zkclient
-from harness import (watches_by_session, assert_queued, lock_state, lockdir, seen_dir, SHARED, SLOW, WRITE, RDWR, XATTR_KIND,
+from harness import (two_mounts, held_and_waited, watches_by_session, assert_queued, lock_state, lockdir, seen_dir, SHARED, SLOW, WRITE, RDWR, XATTR_KIND,
                      GRANT_TIMEOUT, PY, Lines, Locker, entries,
                      getxattr_str, kill9, parse_kv, read_file, record_figure,
                      seq_of, spawn,
@@ -40,9 +40,7 @@ def test_exclusive_lock_blocks_then_hands_over(mount):
 
 
 def test_hand_over_between_mounts(mount, zkc):
-    m1, m2 = mount(), mount()
-    d1 = lockdir(m1)
-    d2 = seen_dir(m2)
+    m1, m2, d1, d2 = two_mounts(mount)
     a = take(d1, "a")
     b = start_waiter(d2, "b")
     b.assert_waiting()
@@ -207,12 +205,8 @@ def test_holder_killed_next_waiter_granted_within_3s(mount):
     milliseconds. 3 s (x SLOW) is slack for a loaded 2-core machine; what
     this guards against, a lock kept until a session expires or forever,
     is far beyond it."""
-    m1, m2 = mount(), mount()
-    d1 = lockdir(m1)
-    d2 = seen_dir(m2)
-    h = take(d1, "h")
-    w = start_waiter(d2, "w")
-    w.assert_waiting(0.5)
+    m1, m2, d1, d2 = two_mounts(mount)
+    h, w = held_and_waited(d1, d2)
     bound = 3.0 * SLOW
     t0 = time.monotonic()
     h.kill(signal.SIGKILL)
@@ -224,12 +218,8 @@ def test_holder_killed_next_waiter_granted_within_3s(mount):
 
 
 def test_daemon_terminated_releases_its_locks(mount):
-    m1, m2 = mount(), mount()
-    d1 = lockdir(m1)
-    d2 = seen_dir(m2)
-    h = take(d2, "h")
-    w = start_waiter(d1, "w")
-    w.assert_waiting(0.5)
+    m1, m2, d1, d2 = two_mounts(mount)
+    h, w = held_and_waited(d2, d1)
     m2.kill(signal.SIGTERM)       # the other "host" shuts down
     w.wait_granted(5)
     wait_gone(d1, h.entry)
@@ -302,9 +292,7 @@ def test_passed_descriptor_keeps_lock(mount, scratch):
 # --- shared locks -------------------------------------------------------------
 
 def test_shared_locks(mount):
-    m1, m2 = mount(), mount()
-    d1 = lockdir(m1)
-    d2 = seen_dir(m2)
+    m1, m2, d1, d2 = two_mounts(mount)
     r1 = take(d1, "r1", SHARED)
     r2 = take(d2, "r2", SHARED)          # granted together, across mounts
     w = start_waiter(d1, "w", WRITE)
@@ -589,9 +577,7 @@ def test_waiter_behind_another_clients_waiter_that_gives_up_keeps_waiting(mount,
     """A waiter whose predecessor held the lock when it looked is granted on
     that entry's deletion, without looking again; one whose predecessor was
     itself waiting must look again: here f gives up while h still holds."""
-    m1, m2 = mount(), mount()
-    d1 = lockdir(m1)
-    d2 = seen_dir(m2)
+    m1, m2, d1, d2 = two_mounts(mount)
     h = take(d1, "h")
     f = zkc.create(m1.zkpath("L") + "/_c_f-lock-", b"", zkclient.EPHEMERAL_SEQUENTIAL)
     w = start_waiter(d2, "w")
@@ -902,9 +888,7 @@ def test_a_release_notifies_only_a_waiter_of_another_mount(mount, zk, zkc):
     """The holder's own watch is taken off before its delete, and a waiter of
     the same mount waits without a watch: a release fires no notification
     unless the next waiter is on another mount, and then exactly one."""
-    m1, m2 = mount(), mount()
-    d1 = lockdir(m1)
-    d2 = seen_dir(m2)
+    m1, m2, d1, d2 = two_mounts(mount)
     zpath = lambda lk: m1.zkpath("L/" + lk.entry)
 
     h = take(d1, "h")

@@ -7,7 +7,7 @@ import pytest
 
 import harness
 
-from harness import (lock_state, assert_lost, lockdir, seen_dir, RDWR, SLOW, XATTR_SEQ, XATTR_TOKEN,
+from harness import (two_mounts, held_and_waited, lock_state, assert_lost, lockdir, RDWR, SLOW, XATTR_SEQ, XATTR_TOKEN,
                      entries, seq_of, start_waiter, take, wait_for)
 
 # docs/SPEC.md, "When the lock is lost": once the mount has heard nothing
@@ -21,12 +21,8 @@ NOTICE = 1.5 * SLOW
 
 
 def test_unlink_by_another_host_breaks_the_lock(mount):
-    m1, m2 = mount(), mount()
-    d1 = lockdir(m1)
-    d2 = seen_dir(m2)
-    h = take(d1, "h", RDWR)
-    w = start_waiter(d1, "w")
-    w.assert_waiting(0.5)
+    m1, m2, d1, d2 = two_mounts(mount)
+    h, w = held_and_waited(d1, d1, RDWR)
     wait_for(lambda: h.entry in os.listdir(d2), 5, "entry on mount 2")
     os.unlink(os.path.join(d2, h.entry))      # break a "stale" lock
     w.wait_granted()

@@ -14,7 +14,7 @@ import time
 import pytest
 
 import zkclient
-from harness import (assert_queued, lock_state, lockdir, seen_dir, GRANT_TIMEOUT, SHARED, SLOW, WRITE,
+from harness import (two_mounts, assert_queued, lock_state, lockdir, seen_dir, GRANT_TIMEOUT, SHARED, SLOW, WRITE,
                      XATTR_HOLDERS, XATTR_KIND, XATTR_SEQ, XATTR_STATE,
                      XATTR_TOKEN, Locker, entries, getxattr_str, parse_kv,
                      read_file, seq_of, start_waiter, take, wait_for,
@@ -249,9 +249,7 @@ def test_entry_stat_times_are_the_znodes_creation_time(mount, zkc):
     keeps: for a holder's entry, after its data changed (the znode's mtime
     moved, the entry's times do not), for a waiter's, seen through another
     mount, and for an entry another ZooKeeper client made."""
-    m1, m2 = mount(), mount()
-    d1 = lockdir(m1)
-    d2 = seen_dir(m2)
+    m1, m2, d1, d2 = two_mounts(mount)
     zl = m1.zkpath("L")
     h = take(d1, "h")
     w = start_waiter(d1, "w")
@@ -345,9 +343,7 @@ def test_entry_of_a_thread_names_its_process(mount):
 
 
 def test_entry_read_through_another_mount(mount):
-    m1, m2 = mount(), mount()
-    d1 = lockdir(m1)
-    d2 = seen_dir(m2)
+    m1, m2, d1, d2 = two_mounts(mount)
     h = take(d1, "job")
     wait_for(lambda: h.entry in os.listdir(d2), 5, "entry on the other mount")
     kv = parse_kv(read_file(os.path.join(d2, h.entry)))
@@ -355,9 +351,7 @@ def test_entry_read_through_another_mount(mount):
 
 
 def test_holder_write_replaces_data(mount, zkc):
-    m1, m2 = mount(), mount()
-    d1 = lockdir(m1)
-    d2 = seen_dir(m2)
+    m1, m2, d1, d2 = two_mounts(mount)
     h = take(d1, "leader")
     p1 = os.path.join(d1, h.entry)
     first = b"addr=10.0.0.1:8080\n"
@@ -467,9 +461,7 @@ def _token_fields(tok):
 
 
 def test_fencing_token_grows_with_each_grant(mount, zkc):
-    m1, m2 = mount(), mount()
-    d1 = lockdir(m1)
-    d2 = seen_dir(m2)
+    m1, m2, d1, d2 = two_mounts(mount)
     firsts = []
     for d, m in ((d1, m1), (d2, m2), (d1, m1), (d2, m2)):
         lk = take(d, "t")
@@ -488,9 +480,7 @@ def test_fencing_token_grows_with_each_grant(mount, zkc):
 # --- liveness while waiting ---------------------------------------------------
 
 def test_directory_answers_at_once_while_waiters_wait(mount):
-    m1, m2 = mount(), mount()
-    d1 = lockdir(m1)
-    d2 = seen_dir(m2)
+    m1, m2, d1, d2 = two_mounts(mount)
     h = take(d1, "h")
     assert h.entry in entries(d1)
     wdirs = [d1 if i % 2 == 0 else d2 for i in range(4)]
@@ -528,9 +518,7 @@ def test_directory_answers_at_once_while_waiters_wait(mount):
 
 
 def test_two_mounts_show_the_same_queue(mount):
-    m1, m2 = mount(), mount()
-    d1 = lockdir(m1)
-    d2 = seen_dir(m2)
+    m1, m2, d1, d2 = two_mounts(mount)
     h = take(d1, "a")
     w = start_waiter(d2, "b")
     want = [h.entry, w.entry]
@@ -548,9 +536,7 @@ def test_two_mounts_show_the_same_queue(mount):
 def test_directory_made_elsewhere_is_seen_after_mkdir_says_eexist(mount):
     """In a busy lock directory lookups use a listing up to a second old;
     a mkdir that finds the name taken makes the mount look again."""
-    m1, m2 = mount(), mount()
-    d1 = lockdir(m1)
-    d2 = seen_dir(m2)
+    m1, m2, d1, d2 = two_mounts(mount)
     h = take(d1, "h")                      # d1 is a busy lock directory now
     assert not os.path.exists(os.path.join(d1, "other"))
     os.mkdir(os.path.join(d2, "sub"))      # another host makes it

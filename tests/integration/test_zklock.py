@@ -983,29 +983,28 @@ def test_command_reads_the_terminal(mount, zklock):
 
 # --- usage ---------------------------------------------------------------------------------------
 
+def bad_values(opt, *values):
+    """The argument lists `OPT VALUE {d} true`, one per refused value."""
+    return [[opt, v, "{d}", "true"] for v in values]
+
+
 @pytest.mark.parametrize("args", [
     [],
     ["{d}"],
     ["-x"],
     ["--bogus", "{d}", "true"],
-    ["-w", "abc", "{d}", "true"],
-    ["-w", "-1", "{d}", "true"],
-    ["-w", "nan", "{d}", "true"],
-    ["-E", "256", "{d}", "true"],
-    ["-E", "x", "{d}", "true"],
-    ["--kill-after", "soon", "{d}", "true"],
+    *bad_values("-w", "abc", "-1", "nan"),
+    *bad_values("-E", "256", "x"),
+    *bad_values("--kill-after", "soon"),
     ["{d}", "-c"],
     ["{d}", "-c", "true", "extra"],
     ["-c", "true", "{d}", "extra"],
     ["--list"],
     ["--list", "{d}", "ls"],
-    ["-N", "a/b", "{d}", "true"],
-    ["-N", "", "{d}", "true"],
-    ["-N", "..", "{d}", "true"],
-    ["-N", "host1234567890", "{d}", "true"],
-    ["-N", "db-read", "{d}", "true"],                # would read as shared
-    ["-N", "x" * 240, "{d}", "true"],
-    ["-N", "ctl\x01char", "{d}", "true"],            # refused by zklockfs
+    *bad_values("-N", "a/b", "", "..", "host1234567890",
+                "db-read",                  # would read as shared
+                "x" * 240,
+                "ctl\x01char"),             # refused by zklockfs
     ["", "true"],
 ])
 def test_usage_errors(mount, zklock, args):

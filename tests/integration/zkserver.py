@@ -369,12 +369,13 @@ class ZooKeeperEnsemble:
 
 
 @contextlib.contextmanager
-def zookeeper(tmp_path_factory, name="zookeeper", n=1, extra="", jvm_flags=()):
+def zookeeper(tmp_path_factory, name="zookeeper", n=1, extra="", jvm_flags=(),
+              paths=()):
     """A ZooKeeper of a fixture's own, in a fresh dir of tmp_path_factory:
     standalone (n=1; `extra` zoo.cfg lines override the test settings,
     `jvm_flags` are java options such as -Dprop=value) or an ensemble of
-    n; started (its .started_in: the seconds that took), yielded, stopped
-    by pid."""
+    n; started (its .started_in: the seconds that took), the znodes
+    `paths` made with their parents, yielded, stopped by pid."""
     workdir = str(tmp_path_factory.mktemp(name))
     if n == 1:
         server = ZooKeeperServer(workdir, extra=extra, jvm_flags=jvm_flags)
@@ -386,6 +387,10 @@ def zookeeper(tmp_path_factory, name="zookeeper", n=1, extra="", jvm_flags=()):
     try:
         server.start()
         server.started_in = time.monotonic() - t0
+        if paths:
+            with server.client() as c:
+                for p in paths:
+                    c.ensure_path(p)
         yield server
     finally:
         server.stop()

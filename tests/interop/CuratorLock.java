@@ -47,6 +47,20 @@ public class CuratorLock {
             .replace('\n', ' ');
     }
 
+    /** A command's work; it returns the command's answer line. */
+    private interface Step {
+        String run() throws Exception;
+    }
+
+    /** Says the step's answer, or "error ..." if it throws. */
+    private static void answer(Step step) {
+        try {
+            say(step.run());
+        } catch (Throwable e) {
+            say("error " + oneLine(e));
+        }
+    }
+
     private static void append(String file, String line) throws Exception {
         try (FileOutputStream f = new FileOutputStream(file, true)) {
             f.write(line.getBytes(StandardCharsets.UTF_8));   // one O_APPEND write
@@ -87,80 +101,57 @@ public class CuratorLock {
             }
             switch (w[0]) {
             case "acquire":
-                worker.submit(() -> {
-                    try {
-                        boolean ok = mutex.acquire(Long.parseLong(w[1]),
-                                                   TimeUnit.MILLISECONDS);
-                        say(ok ? "acquired" : "timeout");
-                    } catch (Throwable e) {
-                        say("error " + oneLine(e));
-                    }
-                });
+                worker.submit(() -> answer(() ->
+                    mutex.acquire(Long.parseLong(w[1]), TimeUnit.MILLISECONDS)
+                        ? "acquired" : "timeout"));
                 break;
             case "release":
-                worker.submit(() -> {
-                    try {
-                        mutex.release();
-                        say("released");
-                    } catch (Throwable e) {
-                        say("error " + oneLine(e));
-                    }
-                });
+                worker.submit(() -> answer(() -> {
+                    mutex.release();
+                    return "released";
+                }));
                 break;
             case "participants":
-                try {
+                answer(() -> {
                     Collection<String> nodes = mutex.getParticipantNodes();
                     StringBuilder sb = new StringBuilder("participants");
                     for (String n : nodes) {
                         sb.append(' ').append(n.substring(n.lastIndexOf('/') + 1));
                     }
-                    say(sb.toString());
-                } catch (Throwable e) {
-                    say("error " + oneLine(e));
-                }
-                break;
-            case "cycle":
-                worker.submit(() -> {
-                    try {
-                        int n = Integer.parseInt(w[1]);
-                        long pause = Long.parseLong(w[2]);
-                        for (int i = 0; i < n; i++) {
-                            if (!mutex.acquire(60, TimeUnit.SECONDS)) {
-                                say("error cycle " + i + ": acquire timed out");
-                                return;
-                            }
-                            try {
-                                append(w[3], "enter " + w[4] + "\n");
-                                Thread.sleep(pause);
-                                append(w[3], "exit " + w[4] + "\n");
-                            } finally {
-                                mutex.release();
-                            }
-                        }
-                        say("cycled " + n);
-                    } catch (Throwable e) {
-                        say("error " + oneLine(e));
-                    }
+                    return sb.toString();
                 });
                 break;
-            case "revocable":
-                mutex.makeRevocable(forLock -> worker.submit(() -> {
-                    try {
-                        mutex.release();
-                        say("revoked-released");
-                    } catch (Throwable e) {
-                        say("error " + oneLine(e));
+            case "cycle":
+                worker.submit(() -> answer(() -> {
+                    int n = Integer.parseInt(w[1]);
+                    long pause = Long.parseLong(w[2]);
+                    for (int i = 0; i < n; i++) {
+                        if (!mutex.acquire(60, TimeUnit.SECONDS)) {
+                            return "error cycle " + i + ": acquire timed out";
+                        }
+                        try {
+                            append(w[3], "enter " + w[4] + "\n");
+                            Thread.sleep(pause);
+                            append(w[3], "exit " + w[4] + "\n");
+                        } finally {
+                            mutex.release();
+                        }
                     }
+                    return "cycled " + n;
                 }));
+                break;
+            case "revocable":
+                mutex.makeRevocable(forLock -> worker.submit(() -> answer(() -> {
+                    mutex.release();
+                    return "revoked-released";
+                })));
                 say("revocable");
                 break;
             case "revoke":
-                try {
+                answer(() -> {
                     Revoker.attemptRevoke(client, w[1]);
-                    say("revoke-sent");
-                } catch (Throwable e) {
-                    say("error " + oneLine(e));
-                }
+                    return "revoke-sent";
+                });
                 break;
             case "quit":
                 client.close();

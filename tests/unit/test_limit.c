@@ -13,33 +13,59 @@
 
 #define PARSE(s) zklim_parse((s), sizeof(s) - 1)
 
+/* a lock znode's data (with its length: a NUL is a byte like any other)
+ * and the limit zklim_parse reads in it */
+struct parsed {
+	const char *data;
+	size_t len;
+	unsigned limit;
+};
+#define ROW(s, limit) { (s), sizeof(s) - 1, (limit) }
+
+static void parse_each(const struct parsed *rows, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (zklim_parse(rows[i].data, rows[i].len) != rows[i].limit)
+			fail_msg("zklim_parse(\"%.*s\"): %u, not %u", (int)rows[i].len,
+				 rows[i].data, zklim_parse(rows[i].data, rows[i].len),
+				 rows[i].limit);
+}
+
 static void test_parse_reads_the_first_limit_line(void **state)
 {
+	static const struct parsed rows[] = {
+		ROW("", 0),
+		ROW("limit=5", 5),
+		ROW("limit=5\n", 5),
+		ROW("owner=1000\nlimit=1000\n", 1000),
+		ROW("limit=3\nlimit=7\n", 3),
+		/* another client's data: no limit */
+		ROW("10.0.0.7", 0),
+		ROW("xlimit=5\n", 0),
+		ROW(" limit=5\n", 0),
+	};
+
 	(void)state;
-	assert_int_equal(PARSE(""), 0);
-	assert_int_equal(PARSE("limit=5"), 5);
-	assert_int_equal(PARSE("limit=5\n"), 5);
-	assert_int_equal(PARSE("owner=1000\nlimit=1000\n"), 1000);
-	assert_int_equal(PARSE("limit=3\nlimit=7\n"), 3);
-	/* another client's data: no limit */
-	assert_int_equal(PARSE("10.0.0.7"), 0);
-	assert_int_equal(PARSE("xlimit=5\n"), 0);
-	assert_int_equal(PARSE(" limit=5\n"), 0);
+	parse_each(rows, sizeof(rows) / sizeof(*rows));
 }
 
 static void test_parse_refuses_what_is_not_a_limit(void **state)
 {
+	static const struct parsed rows[] = {
+		ROW("limit=0\n", 0),
+		ROW("limit=1001\n", 0),
+		ROW("limit=05\n", 0),
+		ROW("limit=-5\n", 0),
+		ROW("limit=+5\n", 0),
+		ROW("limit=5 \n", 0),
+		ROW("limit=\n", 0),
+		ROW("limit=99999999999999999999\n", 0),
+		/* a NUL is a byte like any other, never the end */
+		ROW("limit=5\0", 0),
+	};
+
 	(void)state;
-	assert_int_equal(PARSE("limit=0\n"), 0);
-	assert_int_equal(PARSE("limit=1001\n"), 0);
-	assert_int_equal(PARSE("limit=05\n"), 0);
-	assert_int_equal(PARSE("limit=-5\n"), 0);
-	assert_int_equal(PARSE("limit=+5\n"), 0);
-	assert_int_equal(PARSE("limit=5 \n"), 0);
-	assert_int_equal(PARSE("limit=\n"), 0);
-	assert_int_equal(PARSE("limit=99999999999999999999\n"), 0);
-	/* a NUL is a byte like any other, never the end */
-	assert_int_equal(zklim_parse("limit=5\0", 8), 0);
+	parse_each(rows, sizeof(rows) / sizeof(*rows));
 }
 
 static void test_value_is_a_plain_number_in_range(void **state)
@@ -118,11 +144,11 @@ static void test_linger_is_set_apart_from_the_limit(void **state)
 	assert_int_equal(v, 0);
 	assert_int_equal(zklim_setting_value(&zklim_setting_linger, "-1", 2, &v), -EINVAL);
 	n = zklim_setting_edit(&zklim_setting_linger, "limit=5\nlinger=9\n", 17, 100, out,
-			       sizeof(out));
+			     sizeof(out));
 	assert_int_equal(n, (int)strlen("limit=5\nlinger=100\n"));
 	assert_memory_equal(out, "limit=5\nlinger=100\n", (size_t)n);
 	n = zklim_setting_edit(&zklim_setting_linger, "limit=5\nlinger=9\n", 17, -1, out,
-			       sizeof(out));
+			     sizeof(out));
 	assert_int_equal(n, 8);
 	assert_memory_equal(out, "limit=5\n", 8);
 }

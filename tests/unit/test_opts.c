@@ -113,56 +113,50 @@ static void test_our_options_and_fstab_ones(void **state)
 	fuse_opt_free_args(&args);
 }
 
-static void test_bad_options(void **state)
+/* zklfs_opts_parse refuses argv (argc words) with -EINVAL */
+static void refused(int argc, const char **argv)
 {
-	const char *naming[] = { "zklockfs", "-o", "naming=etcd", "zk:2181", "/mnt" };
-	const char *timeout[] = { "zklockfs", "-o", "session_timeout=5", "zk:2181", "/mnt" };
-	const char *nosource[] = { "zklockfs" };
-	const char *sessions[][5] = {
-		{ "zklockfs", "-o", "sessions=0", "zk:2181", "/mnt" },
-		{ "zklockfs", "-o", "sessions=9", "zk:2181", "/mnt" },
-		/* numbers as typed: nothing after, before or instead of digits */
-		{ "zklockfs", "-o", "session_timeout=5000x", "zk:2181", "/mnt" },
-		{ "zklockfs", "-o", "session_timeout=10s", "zk:2181", "/mnt" },
-		{ "zklockfs", "-o", "session_timeout=+5000", "zk:2181", "/mnt" },
-		{ "zklockfs", "-o", "session_timeout=", "zk:2181", "/mnt" },
-		{ "zklockfs", "-o", "linger=1e3", "zk:2181", "/mnt" },
-		{ "zklockfs", "-o", "sessions= 2", "zk:2181", "/mnt" },
-		{ "zklockfs", "-o", "create_root=yes", "zk:2181", "/mnt" },
-		{ "zklockfs", "-o", "lockfiles=1", "zk:2181", "/mnt" },
-	};
-	const char *badsrc[] = { "zklockfs", "zk:2181/a/../b", "/mnt" };
-	const char *containers[][5] = {	/* a flag: no value, not even an empty one */
-		{ "zklockfs", "-o", "containers=1", "zk:2181", "/mnt" },
-		{ "zklockfs", "-o", "containers=", "zk:2181", "/mnt" },
-		{ "zklockfs", "-o", "containers=no", "zk:2181", "/mnt" },
-	};
 	struct fuse_args args;
 	struct zklfs_conf conf;
 
+	assert_int_equal(parse(&conf, &args, argc, argv), -EINVAL);
+	zklfs_conf_free(&conf);
+	fuse_opt_free_args(&args);
+}
+
+static void test_bad_options(void **state)
+{
+	/* each as "zklockfs -o OPTS zk:2181 /mnt" */
+	static const char *const opts[] = {
+		"naming=etcd",
+		"session_timeout=5",
+		"sessions=0",
+		"sessions=9",
+		/* numbers as typed: nothing after, before or instead of digits */
+		"session_timeout=5000x",
+		"session_timeout=10s",
+		"session_timeout=+5000",
+		"session_timeout=",
+		"linger=1e3",
+		"sessions= 2",
+		"create_root=yes",
+		"lockfiles=1",
+		/* a flag: no value, not even an empty one */
+		"containers=1",
+		"containers=",
+		"containers=no",
+	};
+	const char *nosource[] = { "zklockfs" };
+	const char *badsrc[] = { "zklockfs", "zk:2181/a/../b", "/mnt" };
+
 	(void)state;
-	assert_int_equal(parse(&conf, &args, 5, naming), -EINVAL);
-	zklfs_conf_free(&conf);
-	fuse_opt_free_args(&args);
-	assert_int_equal(parse(&conf, &args, 5, timeout), -EINVAL);
-	zklfs_conf_free(&conf);
-	fuse_opt_free_args(&args);
-	assert_int_equal(parse(&conf, &args, 1, nosource), -EINVAL);
-	zklfs_conf_free(&conf);
-	fuse_opt_free_args(&args);
-	assert_int_equal(parse(&conf, &args, 3, badsrc), -EINVAL);
-	zklfs_conf_free(&conf);
-	fuse_opt_free_args(&args);
-	for (size_t i = 0; i < sizeof(sessions) / sizeof(*sessions); i++) {
-		assert_int_equal(parse(&conf, &args, 5, sessions[i]), -EINVAL);
-		zklfs_conf_free(&conf);
-		fuse_opt_free_args(&args);
+	for (size_t i = 0; i < sizeof(opts) / sizeof(*opts); i++) {
+		const char *argv[] = { "zklockfs", "-o", opts[i], "zk:2181", "/mnt" };
+
+		refused(5, argv);
 	}
-	for (size_t i = 0; i < sizeof(containers) / sizeof(*containers); i++) {
-		assert_int_equal(parse(&conf, &args, 5, containers[i]), -EINVAL);
-		zklfs_conf_free(&conf);
-		fuse_opt_free_args(&args);
-	}
+	refused(1, nosource);
+	refused(3, badsrc);
 }
 
 static void test_acl(void **state)
