@@ -7,8 +7,11 @@
 #   make check-docs      the docs' tables and lists against the code
 #   make check-sim       the simulator: its scenarios and SIM_CHECK_SEEDS seeds
 #   make sim             SEEDS seeds from SEED_FIRST; SEED=s or SCENARIO=name: one, traced
+#   make build/sim/sim-fast  the simulator without sanitizers, to time it
 #   make check-integration  tests/integration against build/zklockfs
 #   make check-asan      the same against the ASan + UBSan build
+#   make asan            that build: build/asan/zklockfs, build/asan/zklock
+#   make unit            the unit tests' programs, build/unit/test_*
 #   make fuzz            each libFuzzer target for FUZZ_SECONDS
 #   make bench           figures against the ZooKeeper C client recipe (docs/PERFORMANCE.md)
 #   make install         PREFIX, DESTDIR, MOUNTDIR, UNITDIR as usual; make uninstall
@@ -199,14 +202,14 @@ check-unit: unit
 $(BUILD)/moves: $(call objs,$(BUILD)/obj,tools/moves.c)
 	$(CC) $(CFLAGS) -o $@ $^
 
-check-docs: $(BUILD)/moves
+check-docs: $(BUILD)/moves $(call objs,$(BUILD)/obj,$(filter zk/%,$(ENGINE_SRC)))
 	@awk '/^<!-- moves: end/ { p = 0 } p; /^<!-- moves: begin/ { p = 1 }' docs/DESIGN.md \
 	  > $(BUILD)/moves.doc
 	@$(BUILD)/moves | diff -u $(BUILD)/moves.doc - || { echo "docs/DESIGN.md: \
 	  the tables of moves differ from zk/moves.h: put build/moves's output between \
 	  its markers"; exit 1; }
 	@tools/check-layout
-	@tools/check-engine-calls
+	@tools/check-engine-calls $(BUILD)/obj
 
 check-integration: $(BUILD)/zklockfs $(BUILD)/zklock
 	ZKLOCKFS=$(CURDIR)/$(BUILD)/zklockfs /usr/bin/python3 -m pytest tests/integration
@@ -249,12 +252,6 @@ fuzz: $(FUZZ_BIN)
 	  fi; \
 	  echo "fuzz_$$t: $$(grep -o 'Done [0-9]* runs in [0-9]* second' $(BUILD)/fuzz/fuzz_$$t.log), corpus $$(ls $$c | wc -l) inputs"; \
 	done
-
-# With `make run` or `make bench`, deps (which may install libfuse3-dev) goes
-# before any compile; a target's prerequisites alone are not ordered (make -j).
-ifneq ($(filter run bench,$(MAKECMDGOALS)),)
-$(call objs,$(BUILD)/obj,$(SRC) $(ZKLOCK_SRC) $(ZKBENCH_SRC)): | deps
-endif
 
 run: deps $(BUILD)/zklockfs $(BUILD)/zklock
 	@tools/run start
@@ -309,6 +306,16 @@ clean:
 
 help:
 	@sed -n 's/^#   make/make/p' $(firstword $(MAKEFILE_LIST))
+
+# With `make run` or `make bench`, deps (which may install libfuse3-dev) goes
+# before any compile; a target's prerequisites alone are not ordered (make -j).
+ifneq ($(filter run bench,$(MAKECMDGOALS)),)
+$(call objs,$(BUILD)/obj,$(SRC) $(ZKLOCK_SRC) $(ZKBENCH_SRC)): | deps
+endif
+
+# The version is compiled into these: a new changelog entry rebuilds them.
+$(call objs,$(BUILD)/obj,fs/main.c tools/zklock/opts.c) \
+$(call objs,$(BUILD)/asan/obj,fs/main.c tools/zklock/opts.c): debian/changelog
 
 # the headers each object read (-MMD), last: none of their rules is the default goal
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

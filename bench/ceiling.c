@@ -177,7 +177,7 @@ int run_ceiling(const struct opts *o)
 	}
 	for (; n < o->sessions; n++) {
 		s[n].slot = calloc((size_t)o->depth, sizeof(*s[n].slot));
-		s[n].zh = zk_connect(o->zk, &s[n].zc);
+		s[n].zh = zconn_connect(o->zk, &s[n].zc);
 		/* the server's limit, not the client's: no name resolution
 		 * at every poll (it halved this figure) */
 		if (s[n].zh)
@@ -190,7 +190,7 @@ int run_ceiling(const struct opts *o)
 			goto out;
 		}
 	}
-	rc = zk_mkdir_p(s[0].zh, o->dirs[0]);
+	rc = zconn_mkdir_p(s[0].zh, o->dirs[0]);
 	if (rc != ZOK) {
 		ceil_error("create %s: %s", o->dirs[0], zerror(rc));
 		goto out;

@@ -108,7 +108,7 @@ static void cycle_child(const struct opts *o, struct shared *sh, int id, int rea
 	} else if (o->fs) {
 		fmt(lk.path, sizeof(lk.path), "%s/c%d", lock, id);
 	} else {
-		lk.r.zh = zk_connect(o->zk, &lk.zc);
+		lk.r.zh = zconn_connect(o->zk, &lk.zc);
 		lk.r.lock = lock;
 		fmt(lk.r.prefix, sizeof(lk.r.prefix), "%s/c%d-lock-", lock, id);
 		fmt(lk.r.data, sizeof(lk.r.data), "host=localhost\npid=%d\n", (int)getpid());
@@ -202,7 +202,7 @@ static int setup_zk_locks(const struct opts *o, char *err, size_t size)
 {
 	char path[1024] = "";
 	struct zconn zc;
-	zhandle_t *zh = zk_connect(o->zk, &zc);
+	zhandle_t *zh = zconn_connect(o->zk, &zc);
 	int rc = ZOK;
 
 	if (!zh) {
@@ -211,7 +211,7 @@ static int setup_zk_locks(const struct opts *o, char *err, size_t size)
 	}
 	for (int j = 0; j < o->locks && rc == ZOK; j++) {
 		lock_path(o, 0, j, path, sizeof(path));
-		rc = zk_mkdir_p(zh, path);
+		rc = zconn_mkdir_p(zh, path);
 	}
 	zookeeper_close(zh);	/* ZooKeeper's threads would not survive fork */
 	if (rc != ZOK) {
@@ -432,7 +432,7 @@ int run_cycles(const struct opts *o)
 	if (have_m) {
 		/* the daemon deletes after close: wait for the queues to empty */
 		struct zconn zc;
-		zhandle_t *zh = zk_connect(o->zk, &zc);
+		zhandle_t *zh = zconn_connect(o->zk, &zc);
 		char zpath[1024];
 
 		for (int j = 0; zh && j < o->locks; j++) {

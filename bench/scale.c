@@ -255,7 +255,7 @@ int run_scale(const struct opts *o)
 	S.dir = o->dirs[0];
 	fmt(S.lock, sizeof(S.lock), "%s", o->fs ? o->znode : o->dirs[0]);
 	mntr_hostport = o->zk;
-	mon = zk_connect(o->zk, &zcm);
+	mon = zconn_connect(o->zk, &zcm);
 	if (!mon) {
 		scale_error("cannot connect to %s", o->zk);
 		goto out;
@@ -267,15 +267,15 @@ int run_scale(const struct opts *o)
 			goto out;
 		}
 	} else {
-		rc = zk_mkdir_p(mon, S.lock);
-		S.zh = zk_connect(o->zk, &zcw);
+		rc = zconn_mkdir_p(mon, S.lock);
+		S.zh = zconn_connect(o->zk, &zcw);
 		S.w = calloc((size_t)n, sizeof(*S.w));
 		if (rc != ZOK || !S.zh || !S.w) {
 			scale_error("setup %s: %s", S.lock, rc != ZOK ? zerror(rc) : "no session");
 			goto out;
 		}
 	}
-	if (zk_nkids(mon, S.lock) != 0) {
+	if (zconn_nkids(mon, S.lock) != 0) {
 		scale_error("%s is not an empty lock", S.lock);
 		goto out;
 	}
@@ -326,7 +326,7 @@ int run_scale(const struct opts *o)
 	pthread_join(mwt, NULL);
 	t_enq = mw.done;
 	if (!t_enq) {
-		scale_error("only %ld of %ld entries after %d s", zk_nkids(mon, S.lock), n,
+		scale_error("only %ld of %ld entries after %d s", zconn_nkids(mon, S.lock), n,
 			    o->timeout);
 		goto drain;
 	}

@@ -141,10 +141,10 @@ int run_watchcheck(const struct opts *o)
 	fmt(x, sizeof(x), "%s/x", base);
 	fmt(y, sizeof(y), "%s/y", base);
 	fmt(z, sizeof(z), "%s/z", base);
-	a = zk_connect(o->zk, &za);
-	b = zk_connect(o->zk, &zb);
-	c = zk_connect(o->zk, &zc);
-	d = zk_connect(o->zk, &zd);
+	a = zconn_connect(o->zk, &za);
+	b = zconn_connect(o->zk, &zb);
+	c = zconn_connect(o->zk, &zc);
+	d = zconn_connect(o->zk, &zd);
 	if (!a || !b || !c || !d) {
 		printf("{\"mode\":\"watchcheck\",\"ok\":false,\"error\":\"cannot connect\"}\n");
 		return 1;
@@ -152,7 +152,7 @@ int run_watchcheck(const struct opts *o)
 	zoo_delete(d, x, -1);
 	zoo_delete(d, y, -1);
 	zoo_delete(d, z, -1);
-	if (zk_mkdir_p(d, x) != ZOK || zk_mkdir_p(d, y) != ZOK) {
+	if (zconn_mkdir_p(d, x) != ZOK || zconn_mkdir_p(d, y) != ZOK) {
 		printf("{\"mode\":\"watchcheck\",\"ok\":false,"
 		       "\"error\":\"cannot create %s\"}\n", x);
 		return 1;

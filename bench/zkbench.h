@@ -130,13 +130,13 @@ long long mntr_fired(const struct mntr *a, const struct mntr *b);
 int run_watchcheck(const struct opts *o);
 int run_mntr(const struct opts *o);
 
-/* zkconn.c: a session, connected or not (zk_connect() waits); children
+/* zkconn.c: a session, connected or not (zconn_connect() waits); children
  * counted until a number is reached; one-shot gates a watcher opens */
 void zconn_watcher(zhandle_t *zh, int type, int state, const char *path,
 	void *ctx);
-zhandle_t *zk_connect(const char *hostport, struct zconn *c);
-int zk_mkdir_p(zhandle_t *zh, const char *path);
-long zk_nkids(zhandle_t *zh, const char *path);
+zhandle_t *zconn_connect(const char *hostport, struct zconn *c);
+int zconn_mkdir_p(zhandle_t *zh, const char *path);
+long zconn_nkids(zhandle_t *zh, const char *path);
 int64_t zk_wait_nkids(zhandle_t *zh, const char *path, long want,
 	int64_t deadline, int every_ms);
 int64_t zk_wait_nkids_marks(zhandle_t *zh, const char *path, long want,

@@ -23,8 +23,8 @@ void zconn_watcher(zhandle_t *zh, int type, int state, const char *path, void *c
 	pthread_mutex_unlock(&c->mu);
 }
 
-/* zk_connect() - a session on @hostport, connected. Return: NULL on failure. */
-zhandle_t *zk_connect(const char *hostport, struct zconn *c)
+/* zconn_connect() - a session on @hostport, connected. Return: NULL on failure. */
+zhandle_t *zconn_connect(const char *hostport, struct zconn *c)
 {
 	struct timespec dl;
 	zhandle_t *zh;
@@ -55,7 +55,7 @@ zhandle_t *zk_connect(const char *hostport, struct zconn *c)
 }
 
 /* Create @path and its missing parents (persistent). Return: a ZooKeeper rc. */
-int zk_mkdir_p(zhandle_t *zh, const char *path)
+int zconn_mkdir_p(zhandle_t *zh, const char *path)
 {
 	char buf[1024];
 	int rc = ZOK;
@@ -77,7 +77,7 @@ int zk_mkdir_p(zhandle_t *zh, const char *path)
 }
 
 /* numChildren of @path, or -1. */
-long zk_nkids(zhandle_t *zh, const char *path)
+long zconn_nkids(zhandle_t *zh, const char *path)
 {
 	struct Stat st;
 
@@ -89,7 +89,7 @@ int64_t zk_wait_nkids(zhandle_t *zh, const char *path, long want, int64_t deadli
 			     int every_ms)
 {
 	for (;;) {
-		long n = zk_nkids(zh, path);
+		long n = zconn_nkids(zh, path);
 		int64_t t = now_ns();
 
 		if (n == want)
@@ -110,7 +110,7 @@ int64_t zk_wait_nkids_marks(zhandle_t *zh, const char *path, long want,
 				   int nmarks, atomic_int *stop)
 {
 	while (!atomic_load(stop)) {
-		long n = zk_nkids(zh, path);
+		long n = zconn_nkids(zh, path);
 		int64_t t = now_ns();
 
 		for (int i = 0; i < nmarks; i++)

@@ -79,7 +79,7 @@ struct lr_wait {
 /*
  * A confirmation's round trip (fs/confirm.c), as a lock request sees it:
  * the requests it answers, and those that wait for the next one.  A loss or
- * a give-back answers them all EIO at once (lockreq_confirm_fail_locked())
+ * a give-back answers them all EIO at once (fs/lockreq.c, confirm_take_locked())
  * and, a give-back, lets the round trip's node go.  Under fs->lock.
  */
 struct lr_confirm {

@@ -283,7 +283,7 @@ enum listcache_answer listcache_lookup(struct zklfs *fs, const char *dir, const 
 		if (l->fresh_until_ms <= now)
 			a = LISTCACHE_STALE;
 		else if (l->n && bsearch(&name, l->names, l->n, sizeof(*l->names), cmp_str))
-			a = LSC_PRESENT;
+			a = LISTCACHE_PRESENT;
 		else
 			a = LISTCACHE_ABSENT;
 	}

@@ -115,13 +115,13 @@ char *zklfs_node_path(struct zklfs *fs, struct node *n);
 
 /*
  * The listing cache.  In a directory where this mount queued a lock during
- * the last ZKLFS_LISTCACHE_TTL_MS (listcache_busy() at MKNOD), a name that cannot be a
- * queue entry is looked up in a listing of that directory at most as old:
- * the kernel serialises the LOOKUPs that precede open(O_CREAT) in one
- * directory, and a round trip for each new lock name would bound how fast
- * waiters can queue.  Only the names that are not queue entries are kept
- * (sub-directories, mostly).  Direct-mapped, ZKLFS_LISTCACHE_SLOTS slots; any
- * thread, takes fs->lock.
+ * the last ZKLFS_LISTCACHE_TTL_MS (listcache_busy() at MKNOD), a name that
+ * cannot be a queue entry is looked up in a listing of that directory at
+ * most as old: the kernel serialises the LOOKUPs that precede open(O_CREAT)
+ * in one directory, and a round trip for each new lock name would bound how
+ * fast waiters can queue.  Only the names that are not queue entries are
+ * kept (sub-directories, mostly).  Direct-mapped, ZKLFS_LISTCACHE_SLOTS
+ * slots; any thread, takes fs->lock.
  */
 #define ZKLFS_LISTCACHE_SLOTS 256
 #define ZKLFS_LISTCACHE_TTL_MS 1000
@@ -129,7 +129,7 @@ enum listcache_answer {
 	LISTCACHE_UNKNOWN,	/* not a busy lock directory: ask ZooKeeper */
 	LISTCACHE_STALE,	/* busy, but the listing is old: list it (listcache_fill()) */
 	LISTCACHE_ABSENT,	/* no such child */
-	LSC_PRESENT,	/* a child of that name exists: ask ZooKeeper its stat */
+	LISTCACHE_PRESENT,	/* a child of that name exists: ask ZooKeeper its stat */
 };
 void listcache_busy(struct zklfs *fs, const char *dir);
 enum listcache_answer listcache_lookup(struct zklfs *fs, const char *dir, const char *name);

@@ -6,10 +6,10 @@
  * A thread that holds a lock and opens it again gets a descriptor that
  * stands for the entry it holds (JOINED), as Curator's InterProcessMutex
  * counts acquires: no second entry, and the entry goes when the last
- * descriptor that stands for it closes (fs/lockreq.c: lockreq_close()).
+ * descriptor that stands for it closes (lockreq_close(), below).
  * A thread is its id and its start time; a start unknown on either side
- * (/proc hid it) joins nothing: such an open is EDEADLK, as before
- * reentrancy, rather than a lock handed to another thread.
+ * (/proc hid it) joins nothing: such an open is EDEADLK, as for another
+ * thread's second open, rather than a lock handed to another thread.
  */
 #include "fs/lockreq.h"
 

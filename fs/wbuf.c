@@ -1,9 +1,9 @@
 /*
  * fs/wbuf.c - the holder's data: coalesced writes.
  *
- * A write() used to send the whole data written so far as a setData: 256
- * writes of 1 KiB cost ZooKeeper's transaction log 32 MiB.  Now a write
- * changes the node's buffer and answers; the latest buffer is sent once,
+ * A write() changes the node's buffer and answers (a setData of the whole
+ * data written so far for each write would cost ZooKeeper's transaction log
+ * 32 MiB for 256 writes of 1 KiB); the latest buffer is sent once,
  * at the first of: the next look of the lock's supervisor (zks_later(),
  * within a tenth of the session timeout, at most 1 s), an fsync, or the
  * give-back of the entry, just before its delete.

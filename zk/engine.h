@@ -6,7 +6,9 @@
  * it exports) and the simulator's checker (tests/sim/check.c) include it,
  * as the ZooKeeper C client's zk_adaptor.h is shared by its own files.
  * Every zke_*_locked() function runs with engine->lock held (asserted in
- * the sanitizer builds); the others take it.
+ * the sanitizer builds).  Of the others, the completions and watchers take
+ * it; zke_unlock_fire() drops it; zke_free_cands() and zke_waiter_free()
+ * need none (the waiter is no one else's by then).
  */
 #ifndef ZK_ENGINE_H
 #define ZK_ENGINE_H
@@ -211,9 +213,6 @@ static inline bool zke_silent_locked(struct zkl_engine *e)
 #define ZKE_LINGER_MARK "lingers=yes\n"
 #define ZKE_TRY_WAIT_MS 1000
 
-/* zke_marked() - does the entry data @value (@len bytes) carry the mark? */
-bool zke_marked(const char *value, int len);
-
 /* Failures after which the step can be redone when the session is back. */
 static inline bool zke_rc_stalls(int rc)
 {
@@ -226,7 +225,8 @@ static inline bool zke_rc_stalls(int rc)
  * The engine's files, each one job, bottom up: queue, waiter, retry, watch,
  * wait, sem, release, create, linger, lock.  A file calls those below it,
  * and calls back up only where one step of the machine starts another
- * (tools/check-engine-calls, run by make check-docs, holds it to that):
+ * (tools/check-engine-calls, run by make check-docs, reads the objects'
+ * symbols and holds them to that):
  *   zke_put_locked()    -> zke_dequeue_locked()  the last reference of a
  *                                                 waiter still queued
  *   zke_answer_locked() -> zke_rewait_locked()   the next waiter of ours

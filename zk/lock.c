@@ -11,7 +11,7 @@
  * delivered.  All waiter and queue fields are protected by engine->lock;
  * ZooKeeper calls made under it only queue a request and never wait for a
  * completion.  Answers are queued on e->fire under the lock and delivered by
- * unlock_fire() after it is dropped.
+ * zke_unlock_fire() after it is dropped.
  *
  * A request failing with a connection loss (or a closing/expired handle)
  * stalls the waiter (w->stall: what to redo); the session's connected

@@ -9,8 +9,9 @@
  * not all of them at one instant.
  *
  * Writers: the engine (zk/waiter.c, zk/retry.c, zk/release.c, zk/lock.c,
- * zk/linger.c: answers, losses, releases, local grants), the session (zk/session.c: connection losses,
- * expiries, state) and fs/attr.c (the directory owners it keeps).
+ * zk/linger.c: answers, losses, releases, local grants), the session
+ * (zk/session.c: connection losses, expiries, state) and fs/attr.c (the
+ * directory owners it keeps).
  * Reader: zkm_format(), on a FUSE thread.
  */
 #ifndef ZK_METRICS_H

@@ -32,7 +32,7 @@ bool zke_fresh_locked(struct zkl_waiter *w, enum stall redo)
 /* A request of @w's failed with @rc: stall it if the session may come back
  * (to redo @redo then), else fail it. */
 void zke_call_failed_locked(struct zkl_waiter *w, int rc, enum stall redo,
-			const char *what)
+			    const char *what)
 {
 	ZKMX_ASSERT_HELD(&w->e->lock);
 	if (zke_rc_stalls(rc)) {

@@ -29,7 +29,6 @@ void zke_waiter_free(struct zkl_waiter *w)
 	free(w);
 }
 
-
 void zke_put_locked(struct zkl_waiter *w)
 {
 	struct zkl_engine *e = w->e;

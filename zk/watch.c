@@ -25,7 +25,7 @@ struct zkl_waiter *zke_watcher_enter(int type, int state, void *ctx)
 }
 
 /* Our own entry was deleted, not by us: a holder lost it, a waiter fails. */
-static void gone_self_locked(struct zkl_waiter *w)
+static void deleted_by_other_locked(struct zkl_waiter *w)
 {
 	ZKMX_ASSERT_HELD(&w->e->lock);
 	if (w->state == W_CACHED) {
@@ -81,7 +81,7 @@ void zke_own_watcher(zhandle_t *zh, int type, int state, const char *path,
 	if (w->own == OWN_ARMED)	/* else removed, and maybe set again */
 		zke_set_own_locked(w, OWN_OFF);
 	if (type == ZOO_DELETED_EVENT) {
-		gone_self_locked(w);
+		deleted_by_other_locked(w);
 	} else if (type == ZOO_CHANGED_EVENT && w->ans != ANS_LOST &&
 		   (!w->released || w->state == W_CACHED)) {
 		if (poked_locked(w))
@@ -111,7 +111,7 @@ void zke_own_watch_done(int rc, const char *value, int len,
 	if (rc != ZOK) {
 		w->refs--;		/* no watch was left */
 		if (rc == ZNONODE)
-			gone_self_locked(w);
+			deleted_by_other_locked(w);
 		else if (zke_rc_stalls(rc) && w->ans == ANS_GRANTED && !w->released)
 			zke_stall_locked(w, S_OWNWATCH);	/* a waiter's own path redoes it */
 	}
@@ -156,7 +156,7 @@ static void confirm_done(int rc, const struct Stat *stat, const void *data)
 	else if (rc == ZOK)
 		zke_grant_locked(w, true);
 	else if (rc == ZNONODE)
-		gone_self_locked(w);
+		deleted_by_other_locked(w);
 	else
 		zke_call_failed_locked(w, rc, S_CHECK, "cannot look up");
 	zke_put_locked(w);
@@ -204,6 +204,18 @@ static void pred_watcher(zhandle_t *zh, int type, int state, const char *path,
 	zke_unlock_fire(e);
 }
 
+/* Does the entry data @value (@len bytes) carry ZKE_LINGER_MARK? */
+static bool data_lingers(const char *value, int len)
+{
+	size_t ml = strlen(ZKE_LINGER_MARK);
+
+	for (int i = 0; value && i + (int)ml <= len; i++)
+		if ((i == 0 || value[i - 1] == '\n') &&
+		    memcmp(value + i, ZKE_LINGER_MARK, ml) == 0)
+			return true;
+	return false;
+}
+
 static void pred_done(int rc, const char *value, int len,
 		      const struct Stat *stat, const void *data)
 {
@@ -213,7 +225,7 @@ static void pred_done(int rc, const char *value, int len,
 	(void)stat;
 	zkmx_lock(&e->lock);
 	if (rc == ZOK && (w->flags & ZKL_NONBLOCK) && !zke_answered(w) &&
-	    w->state == W_WATCHING && !zke_marked(value, len))
+	    w->state == W_WATCHING && !data_lingers(value, len))
 		zke_fail_locked(w, -EAGAIN);	/* held, not lingering: busy */
 	if (rc != ZOK) {
 		w->refs--;		/* no watch was left */
@@ -243,17 +255,6 @@ void zke_watch_locked(struct zkl_waiter *w)
 		return;
 	w->refs -= 2;
 	zke_call_failed_locked(w, rc, S_CHECK, "cannot watch before");
-}
-
-bool zke_marked(const char *value, int len)
-{
-	size_t ml = strlen(ZKE_LINGER_MARK);
-
-	for (int i = 0; value && i + (int)ml <= len; i++)
-		if ((i == 0 || value[i - 1] == '\n') &&
-		    memcmp(value + i, ZKE_LINGER_MARK, ml) == 0)
-			return true;
-	return false;
 }
 
 static void unwatch_done(int rc, const void *data)

@@ -610,7 +610,7 @@ def prime(d, name, zkc, m):
     ZooKeeper round trip before its create: the kernel keeps the
     directory's dentry for 1 s, and in a directory where the mount queued a
     lock during the last second the daemon answers the LOOKUP of a lock
-    name from a listing at most 1 s old (ZKLFS_LSC_TTL_MS). Without it an
+    name from a listing at most 1 s old (ZKLFS_LISTCACHE_TTL_MS). Without it an
     open during an outage waits in LOOKUP, not in the create."""
     os.stat(d)
     try:
@@ -714,13 +714,12 @@ def test_unknown_outcome_create_leaves_exactly_one_entry(proxy, mount, zk,
     wait_zk_entries(zkc, A, [])
 
 
-# Regression test (fixed in 29d321f): up to 9b0b120 a create still in flight
-# when its waiter was interrupted was never cleaned up. zkl_cancel() ->
-# answer_locked() set w->state = W_DONE and create_done() ignored every
-# completion whose state was not W_CREATING, so a create that then succeeded
-# was never adopted and deleted, and one failing with ZCONNECTIONLOSS was
-# never resolved. The orphan entry lived as long as the session and every
-# later waiter of the lock queued behind it for ever.
+# A create still in flight when its waiter is interrupted must still be
+# cleaned up: a create that then succeeds is adopted and deleted, and one
+# failing with ZCONNECTIONLOSS is resolved.  Were its completion ignored once
+# the waiter was answered (zkl_cancel()), the orphan entry would live as long
+# as the session and every later waiter of the lock would queue behind it
+# for ever.
 @pytest.mark.parametrize("how", [
     "replies-lost",     # done by ZooKeeper, its reply lost with the connection
     "reply-late",       # done by ZooKeeper, its reply late (no conn. loss)
@@ -771,12 +770,11 @@ def test_wait_interrupted_during_outage_leaves_no_entry(proxy, mount, zk, zkc,
     wait_zk_entries(zkc, A, [])
 
 
-# Regression test (docs/SPEC.md, "Errors": every failure is a clear errno and, in the
-# daemon's log, one line saying why; fixed in 29d321f): up to 9b0b120
-# requests failing because ZooKeeper was unreachable were answered silently
-# (the write path, now fs/wbuf.c; fs/zop.c zop_fail() after lookup_done() etc.):
-# write() on a held lock's descriptor failed with ETIMEDOUT (stopped server)
-# or EIO (leader election) with nothing in the log.
+# docs/SPEC.md, "Errors": every failure is a clear errno and, in the
+# daemon's log, one line saying why.  A request failing because ZooKeeper is
+# unreachable (the holder's data sent by fs/wbuf.c; fs/zop.c's zop_fail())
+# says so in the log: a write() on a held lock's descriptor that fails with
+# ETIMEDOUT (a stopped server) or EIO (a leader election) is never silent.
 @pytest.mark.timeout(120)
 def test_write_failing_during_outage_is_logged(mount, zk, zkc, request):
     """The write is sent while the server is stopped and the daemon's
