@@ -20,7 +20,7 @@ import pytest
 import harness
 from harness import GRANT_TIMEOUT, PY, spawn, wait_for
 from test_flock import channel_lock_cp, finish, sections  # noqa: F401 (fixture)
-from test_interop import Curator, curator_cp  # noqa: F401 (fixture)
+from interop import Curator, curator_cp  # noqa: F401 (fixture)
 
 FLOCK = shutil.which("flock") or "/usr/bin/flock"
 PERL = shutil.which("perl") or "/usr/bin/perl"
