@@ -5,6 +5,9 @@
   mount  (function) factory: mount(root=None, naming=None, session_timeout=4000,
                     opts=(), connect=None, server=None)
                     -> harness.Mount (.path .pid .proc .umount() .p())
+  proxy  (function) factory: proxy() -> a faultproxy.FaultProxy to `zk`
+                    (list it before `mount` in a test's arguments, so that
+                    it is torn down after the mounts)
 
 Run from the repository root:  /usr/bin/python3 -m pytest tests/integration
 The daemon is $ZKLOCKFS, default <repo>/build/zklockfs.
@@ -20,6 +23,7 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+import faultproxy  # noqa: E402
 import harness  # noqa: E402
 
 DEFAULT_TIMEOUT = int(os.environ.get("ZKLOCKFS_TEST_TIMEOUT", "90"))
@@ -186,6 +190,20 @@ def mount(daemon_path, zk, request, logdir, test_root):
     if reports:
         pytest.fail("sanitizer report from zklockfs:\n" + "\n".join(reports),
                     pytrace=False)
+
+
+@pytest.fixture
+def proxy(zk):
+    """factory: proxy() -> a FaultProxy to the session's ZooKeeper."""
+    made = []
+
+    def factory():
+        p = faultproxy.FaultProxy(zk.host, zk.port).start()
+        made.append(p)
+        return p
+    yield factory
+    for p in made:
+        p.stop()
 
 
 @pytest.fixture

@@ -7,6 +7,8 @@
   * entries, parse_entry, seq_of, ... - entry names in a lock directory.
   * lock_state() - the one way to read a lock's user.zklockfs.state (of a
                path, a descriptor or a Locker); assert_queued(), assert_lost().
+  * waiting() - a Locker's open() has not returned; round_trip() - a
+               holder's write and fsync, tried until both succeed.
 """
 
 import json
@@ -542,3 +544,31 @@ def assert_lost(h):
     assert h.cmd("fsync") == "error EIO"
     ev = int(h.ok("poll 2000"))
     assert ev & select.POLLERR and ev & select.POLLHUP, "poll gave %#x" % ev
+
+
+def waiting(lk):
+    """True if lk's open() has not returned (a zero timeout would not even
+    look: harness' readers give up before reading when the time is up)."""
+    return lk.poll_status(0.02) is None
+
+
+def round_trip(h, timeout, data=b"ping"):
+    """write() then fsync() on the holder's descriptor (a ZooKeeper round
+    trip: the data is sent at fsync at the latest) until both succeed;
+    return (seconds taken, [errors seen on the way]). An fsync while the
+    connection is down may fail (EAGAIN: the data is sent again)."""
+    t0 = time.monotonic()
+    errors = []
+    while True:
+        left = t0 + timeout - time.monotonic()
+        if left <= 0:
+            raise AssertionError("no successful write within %.1fs: %r"
+                                 % (timeout, errors))
+        ans = h.cmd("write " + data.hex(), timeout=max(left, 0.1))
+        if ans == "ok %d" % len(data):
+            left = t0 + timeout - time.monotonic()
+            ans = h.cmd("fsync", timeout=max(left, 0.1))
+            if ans == "ok":
+                return time.monotonic() - t0, errors
+        errors.append(ans)
+        time.sleep(0.05)

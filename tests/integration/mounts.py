@@ -5,6 +5,9 @@
   * fusermount() - the one `fusermount3 -u [-z]`.
   * mount_entry(), mountinfo(), sanitizer_report(), lockdir(), seen_dir(),
     two_mounts().
+  * log_has() - a pattern in a mount's daemon log.
+  * zk_entries(), named(), wait_zk_entries() - the queue of a mount's lock
+    as ZooKeeper has it (read with a raw client, not through a mount).
 """
 
 import os
@@ -16,7 +19,9 @@ import tempfile
 import threading
 import time
 
-from procs import REPO, kill_children, signal_proc, signals_preexec, wait_for
+from lockers import parse_entry, seq_of
+from procs import (GRANT_TIMEOUT, REPO, kill_children, signal_proc,
+                   signals_preexec, wait_for)
 
 FUSERMOUNT = shutil.which("fusermount3") or "/usr/bin/fusermount3"
 
@@ -282,3 +287,38 @@ def two_mounts(mount, name="L", **kw):
     return m1, m2, lockdir(m1, name), seen_dir(m2, name)
 
 
+def log_has(m, pattern):
+    """re.search(pattern) over mount m's daemon log so far (None if it
+    cannot be read)."""
+    try:
+        with open(m.logpath, "rb") as f:
+            return re.search(pattern, f.read().decode("utf-8", "replace"))
+    except OSError:
+        return None
+
+
+def zk_entries(zkc, m, rel="L"):
+    """Entry names in ZooKeeper (not through a mount: a partitioned mount
+    cannot list), in queue order."""
+    return sorted((n for n in zkc.get_children(m.zkpath(rel))
+                   if parse_entry(n)), key=seq_of)
+
+
+def named(names, base):
+    """The entries among `names` whose NAME is `base`."""
+    return [n for n in names if parse_entry(n)[0] == base]
+
+
+def wait_zk_entries(zkc, m, want, rel="L", timeout=GRANT_TIMEOUT):
+    """Wait until the queue in ZooKeeper is exactly `want` (a list)."""
+    seen = []
+
+    def cond():
+        now = zk_entries(zkc, m, rel)
+        seen[:] = [now]
+        return now == list(want)
+    try:
+        wait_for(cond, timeout, "queue %r" % (want,))
+    except AssertionError:
+        raise AssertionError("queue of %s in ZooKeeper is %r, expected %r"
+                             % (m.zkpath(rel), seen and seen[0], want))

@@ -4,8 +4,10 @@ Every child a test starts goes through spawn(): it starts with the default
 signal dispositions, in a session of its own, and is registered so that
 teardown kills it (and its process group) by pid, never by name. Also here:
 the one line reader with deadlines over a child's pipe (Lines), the errno
-names, the time bounds, and what /proc says about a process (state, the
-syscall it sleeps in, its sockets).
+names, the time bounds (those of the fault tests too: TICK, NOTICE,
+GRANT_LATENCY), what /proc says about a process (state, the syscall it
+sleeps in, its sockets), a process blocked in poll() on a holder's
+descriptor (Poller), and measured figures (record_figure(), fig()).
 """
 
 import errno
@@ -13,8 +15,10 @@ import os
 import platform
 import re
 import select
+import shutil
 import signal
 import subprocess
+import tempfile
 import threading
 import time
 
@@ -28,6 +32,22 @@ PY = "/usr/bin/python3"
 SLOW = 2.0 if os.environ.get("ZKLOCKFS_SANITIZED") else 1.0
 GRANT_TIMEOUT = float(os.environ.get("ZKLOCKFS_TEST_GRANT_TIMEOUT", "10")) * SLOW
 NOT_GRANTED_WAIT = float(os.environ.get("ZKLOCKFS_TEST_NEGATIVE_WAIT", "1.0"))
+
+# Bounds derived from docs/SPEC.md ("When the lock is lost", "Mounting"):
+#  * the server expires a session a session timeout T after it last heard
+#    from it, at the next tick of its clock (harness.zoo_cfg: tickTime 500
+#    ms), so a lock whose mount died goes to another host after at most
+#    T + TICK, plus the hand-over (a watch, a listing: GRANT_LATENCY);
+#  * the mount declares its held locks lost itself once it has heard
+#    nothing for T: at most T after the silence began, plus NOTICE, the
+#    time a loaded 2-core machine may take to run the daemon's check and
+#    wake the holder's poll();
+#  * unmounting releases the mount's locks "at once": a hand-over, far
+#    below the T that an expiry would take.
+# The slacks are doubled under sanitizers (SLOW).
+TICK = 0.5
+NOTICE = 1.5 * SLOW
+GRANT_LATENCY = 2.0 * SLOW
 
 # errno.errorcode picks an alias for some values (35 -> EDEADLOCK)
 _PREFERRED = {errno.EDEADLK: "EDEADLK", errno.EAGAIN: "EAGAIN",
@@ -355,6 +375,128 @@ def pid_listens_on(pid, port):
     return bool(listening and listening & socket_inodes(pid))
 
 
+# ---------------------------------------------------------------------------
+# A process blocked in poll() on a holder's descriptor
+# ---------------------------------------------------------------------------
+
+def blocked_in_poll(pid):
+    """Whether process pid is asleep in poll()/ppoll() waiting for events:
+    /proc/PID/syscall names the syscall, /proc/PID/stat says S (asleep), and
+    /proc/PID/wchan (where the kernel names it) is poll's own wait, not the
+    FUSE POLL request that poll() sends the daemon first (the answer of
+    which the process also sleeps for)."""
+    if not asleep_in(pid, POLL_SYSCALLS):
+        return False
+    wchan = proc_file(pid, "wchan")
+    if wchan in ("", "0"):          # not named: the syscall must do
+        return POLL_SYSCALLS is not None
+    return wchan.startswith(("poll_schedule_timeout", "do_poll",
+                             "do_sys_poll"))
+
+
+POLLER_SCRIPT = r'''
+import ctypes, os, select, signal, socket, sys, time
+libc = ctypes.CDLL(None, use_errno=True)
+libc.prctl(1, int(signal.SIGKILL), 0, 0, 0)      # PR_SET_PDEATHSIG
+path, events, timeout_ms = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+def out(s):
+    os.write(1, (s + "\n").encode())
+srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+srv.bind(path)
+srv.listen(1)
+out("listening")
+c, _ = srv.accept()
+msg, fds, _, _ = socket.recv_fds(c, 16, 4)
+c.close()
+srv.close()
+fd = fds[0]
+p = select.poll()
+p.register(fd, events)
+out("polling %.6f" % time.monotonic())
+ev = p.poll(timeout_ms)
+out("event %d %.6f" % (ev[0][1] if ev else 0, time.monotonic()))
+'''
+
+
+class Poller:
+    """A process blocked in poll() on a holder's open file description
+    (passed from the Locker over a unix socket), with `events` (0 or
+    POLLPRI: only POLLERR/POLLHUP/POLLNVAL can wake it). It prints
+    "event <revents> <CLOCK_MONOTONIC>" when poll() returns, then exits.
+    It shares the lock: stop() it before the holder releases."""
+
+    def __init__(self, holder, events, timeout_ms=600000):
+        self.dir = tempfile.mkdtemp(prefix="zklockfs-poller-")
+        path = os.path.join(self.dir, "s")
+        self._err = tempfile.TemporaryFile()
+        self.proc = spawn([PY, "-c", POLLER_SCRIPT, path, str(events),
+                           str(timeout_ms)], stdin=subprocess.DEVNULL,
+                          stdout=subprocess.PIPE, stderr=self._err)
+        self.lines = Lines(self.proc.stdout)
+        self.result = None
+        self._expect("listening")
+        try:
+            holder.ok("sendfd " + path)
+            self._expect("polling")
+        finally:
+            shutil.rmtree(self.dir, ignore_errors=True)
+        # it said "polling" just before it called poll(): wait until the
+        # kernel has it asleep there (the daemon answered FUSE's POLL
+        # request and holds the poll handle)
+        wait_for(lambda: blocked_in_poll(self.proc.pid) or
+                 self.proc.poll() is not None, GRANT_TIMEOUT,
+                 "the poller to block in poll() (/proc/%d/syscall, wchan)"
+                 % self.proc.pid)
+        self.assert_quiet()
+        assert self.proc.poll() is None, "the poller exited"
+
+    def _expect(self, word, timeout=10):
+        try:
+            line = self.lines.readline(timeout)
+        except TimeoutError:
+            line = "(nothing)"
+        if not line or not line.startswith(word):
+            self._err.seek(0)
+            raise AssertionError("poller: expected %r, got %r\n%s"
+                                 % (word, line, self._err.read().decode()))
+        return line
+
+    def _take(self, timeout):
+        if self.result is None:
+            try:
+                line = self.lines.readline(timeout)
+            except TimeoutError:
+                return None
+            if line is None:
+                raise AssertionError("poller exited without an event")
+            _, ev, t = line.split()
+            self.result = (int(ev), float(t))
+        return self.result
+
+    def wait_event(self, timeout):
+        """(revents, CLOCK_MONOTONIC time poll() returned); raises if it
+        did not return within timeout."""
+        r = self._take(timeout)
+        if r is None:
+            raise AssertionError("the holder's blocked poll() did not return "
+                                 "within %.1fs" % timeout)
+        return r
+
+    def quiet(self):
+        return self._take(0.01) is None
+
+    def assert_quiet(self):
+        r = self._take(0.01)
+        assert r is None, "a blocked poll() returned %#x (expected to stay " \
+            "blocked: the lock is not lost)" % r[0]
+
+    def stop(self):
+        self.proc.poll()
+        signal_proc(self.proc, signal.SIGKILL)
+        self.proc.wait(10)
+        self.proc.stdout.close()
+
+
 
 # ---------------------------------------------------------------------------
 # Measured figures (printed in the terminal summary by conftest.py)
@@ -376,3 +518,8 @@ def record_figure(text, test=""):
                 f.write("figure: %s%s\n" % (text, ("  [%s]" % test) if test else ""))
         except OSError:
             pass
+
+
+def fig(request, text):
+    """record_figure(text) under the name of `request`'s test."""
+    record_figure(text, request.node.name)

@@ -113,7 +113,7 @@ def test_each_release_grants_only_the_next_waiter_across_mounts(mount, zk):
     in queue order is granted, no other open() returns, and ZooKeeper sends
     at most one watch notification (a herd, every mount watching the lock
     znode or the holder's entry, would send up to three). End to end, from
-    the openers' side: test_locking.py's test_one_release_wakes_one_waiter_
+    the openers' side: test_herd.py's test_one_release_wakes_one_waiter_
     across_mounts looks at the watches themselves."""
     nmounts, per_mount = 3, 5
     ms = [mount() for _ in range(nmounts)]

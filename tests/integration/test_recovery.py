@@ -17,8 +17,9 @@ import pytest
 
 import faultproxy
 from harness import (GRANT_TIMEOUT, SLOW, WRITE, XATTR_SEQ, Locker, lockdir,
-                     parse_entry, seq_of, wait_for)
-from test_faults import log_has, named, prime, proxy, waiting, zk_entries  # noqa: F401
+                     log_has, named, parse_entry, seq_of, wait_for, waiting,
+                     zk_entries)
+from test_unknown_outcome import prime
 from zkclient import EPHEMERAL_SEQUENTIAL
 
 

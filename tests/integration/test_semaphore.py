@@ -251,7 +251,7 @@ def test_one_release_wakes_one_waiter_in_a_semaphore(mount, zk, zkc):
     round robin. Holders leave out of queue order (the middle one of those
     holding, each time): every release lets exactly the next waiter in and
     must notify that waiter's mount alone (its poke), never every mount."""
-    from test_locking import _fired_watches, _child_watches
+    from test_herd import _fired_watches, _child_watches
     from harness import record_figure
     nm, nw, limit = 5, 50, 5
     ms = [mount() for _ in range(nm)]
