@@ -111,7 +111,7 @@ static void create_done(int rc, const char *path, const struct Stat *stat,
 		adopt_locked(w, path, stat->czxid, pre, true);
 	else if (zk_rc_unknown(rc))
 		zke_stall_locked(w, S_RESOLVE);	/* it may exist: find it, never guess */
-	else if (zke_rc_stalls(rc))
+	else if (zk_rc_transient(rc))
 		zke_stall_locked(w, S_CREATE);	/* never sent */
 	else {
 		zklog(LOG_WARNING, "cannot enqueue in %s: %s", w->dir,
@@ -149,7 +149,7 @@ int zke_send_create_locked(struct zkl_waiter *w)
 		return ZOK;
 	}
 	w->refs--;
-	if (zke_rc_stalls(rc)) {
+	if (zk_rc_transient(rc)) {
 		zke_stall_locked(w, S_CREATE);
 		return ZOK;
 	}
@@ -214,7 +214,7 @@ static void resolve_get_done(int rc, const char *value, int len,
 		else
 			zke_fail_locked(w, -ENOMEM);
 		free(path);
-	} else if (zke_rc_stalls(rc)) {
+	} else if (zk_rc_transient(rc)) {
 		zke_free_cands(w);
 		zke_stall_locked(w, S_RESOLVE);
 	} else {

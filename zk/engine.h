@@ -17,6 +17,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "zk/errno.h"
 #include "zk/lock.h"
 #include "zk/metrics.h"
 #include "zk/moves.h"
@@ -212,14 +213,6 @@ static inline bool zke_silent_locked(struct zkl_engine *e)
  */
 #define ZKE_LINGER_MARK "lingers=yes\n"
 #define ZKE_TRY_WAIT_MS 1000
-
-/* Failures after which the step can be redone when the session is back. */
-static inline bool zke_rc_stalls(int rc)
-{
-	return rc == ZCONNECTIONLOSS || rc == ZOPERATIONTIMEOUT ||
-	       rc == ZSESSIONEXPIRED || rc == ZINVALIDSTATE || rc == ZCLOSING ||
-	       rc == ZSESSIONMOVED;
-}
 
 /*
  * The engine's files, each one job, bottom up: queue, waiter, retry, watch,

@@ -15,7 +15,8 @@ int zk_rc_unknown(int rc);
 /*
  * zk_rc_transient() - true if @rc says only that the connection or the
  * session was away (lost, timed out, expired, moved, being replaced): a
- * read may be sent again once the session is back.
+ * read may be sent again once the session is back, and the lock engine
+ * stalls the step to redo it then (zke_call_failed_locked()).
  */
 int zk_rc_transient(int rc);
 

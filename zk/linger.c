@@ -119,7 +119,7 @@ static void set_done(int rc, const struct Stat *stat, const void *data)
 		w->refs++;
 		if (w->e->t.ops->get(e->t.ctx, w->path, reread_done, w) != ZOK)
 			w->refs--;
-	} else if (rc != ZNONODE && !zke_rc_stalls(rc)) {
+	} else if (rc != ZNONODE && !zk_rc_transient(rc)) {
 		zklog(LOG_WARNING, "cannot write %s: %s", w->path, zerror(rc));
 	}
 	zke_put_locked(w);

@@ -16,7 +16,7 @@ static void deleted_locked(struct zkl_waiter *w, int rc)
 	ZKMX_ASSERT_HELD(&w->e->lock);
 	if (w->entry != ENTRY_DELETING)
 		return;		/* gone with its session meanwhile (on_expired()) */
-	if (zke_rc_stalls(rc)) {
+	if (zk_rc_transient(rc)) {
 		zke_set_entry_locked(w, ENTRY_LIVE);
 		zke_stall_locked(w, S_DELETE);	/* the session may live: delete later */
 		return;
@@ -77,12 +77,12 @@ static void handoff_done(int rc, const void *data)
 	int bad = 0;
 
 	zkmx_lock(&e->lock);
-	for (int i = 0; rc != ZOK && !zke_rc_stalls(rc) && i <= h->n; i++)
+	for (int i = 0; rc != ZOK && !zk_rc_transient(rc) && i <= h->n; i++)
 		if (h->res[i].err != ZOK && h->res[i].err != ZRUNTIMEINCONSISTENCY) {
 			bad = i;	/* the op that failed it */
 			break;
 		}
-	if (rc == ZOK || zke_rc_stalls(rc)) {
+	if (rc == ZOK || zk_rc_transient(rc)) {
 		for (int i = 0; rc == ZOK && i < h->n; i++) {
 			h->x[i]->marked = !zke_answered(h->x[i]);
 			h->x[i]->cohort = false;	/* checked */

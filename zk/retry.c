@@ -35,7 +35,7 @@ void zke_call_failed_locked(struct zkl_waiter *w, int rc, enum stall redo,
 			    const char *what)
 {
 	ZKMX_ASSERT_HELD(&w->e->lock);
-	if (zke_rc_stalls(rc)) {
+	if (zk_rc_transient(rc)) {
 		zke_stall_locked(w, redo);
 		return;
 	}

@@ -112,7 +112,7 @@ void zke_own_watch_done(int rc, const char *value, int len,
 		w->refs--;		/* no watch was left */
 		if (rc == ZNONODE)
 			deleted_by_other_locked(w);
-		else if (zke_rc_stalls(rc) && w->ans == ANS_GRANTED && !w->released)
+		else if (zk_rc_transient(rc) && w->ans == ANS_GRANTED && !w->released)
 			zke_stall_locked(w, S_OWNWATCH);	/* a waiter's own path redoes it */
 	}
 	zke_put_locked(w);
