@@ -54,13 +54,13 @@ ENGINE_SRC = zk/queue.c zk/waiter.c zk/retry.c zk/watch.c zk/wait.c zk/sem.c zk/
 ZK_SRC   = zk/escape.c zk/naming.c zk/grant.c zk/limit.c zk/errno.c zk/log.c zk/creds.c \
 	   zk/digest.c zk/connect.c zk/session.c zk/calls.c zk/transport.c $(ENGINE_SRC)
 FS_SRC   = fs/opts.c fs/node.c fs/attr.c fs/pending.c fs/observe.c fs/zop.c fs/ops.c fs/remove.c \
-	   fs/readdir.c fs/read.c fs/reply.c fs/lockreq.c fs/reenter.c fs/lrquery.c fs/fdlock.c \
+	   fs/readdir.c fs/read.c fs/reply.c fs/lockreq.c fs/lrquery.c fs/fdlock.c \
 	   fs/confirm.c fs/lockops.c fs/wbuf.c fs/xcache.c fs/limitattr.c fs/revoke.c fs/flock.c \
 	   fs/lockfile.c fs/lfns.c fs/lfqueue.c fs/fdops.c fs/slots.c fs/pool.c fs/watchdog.c \
 	   fs/ready.c fs/main.c
 SRC      = $(ZK_SRC) $(FS_SRC)
 
-UNIT     = naming grant limit opts errno slots adopt log mutex tid connect digest
+UNIT     = naming grant limit opts errno slots adopt log mutex connect digest
 UNIT_BIN = $(UNIT:%=$(BUILD)/unit/test_%)
 
 .PHONY: all asan unit check check-unit check-docs check-sim check-integration check-asan run stop deps bench \
@@ -135,7 +135,6 @@ UNIT_SRC_slots   = fs/slots.c zk/naming.c
 UNIT_SRC_log     = zk/log.c zk/escape.c
 UNIT_SRC_adopt   =
 UNIT_SRC_mutex   = zk/mutex.c
-UNIT_SRC_tid     =
 .SECONDEXPANSION:
 $(UNIT_BIN): $(BUILD)/unit/test_%: $$(call objs,$(BUILD)/asan/obj,tests/unit/test_%.c $$(UNIT_SRC_%))
 	@mkdir -p $(@D)
@@ -154,7 +153,7 @@ endif
 # `make sim SCENARIO=name` replays a scripted scenario with a trace.
 # check-sim (part of make check) runs every scenario and SIM_CHECK_SEEDS seeds.
 SIM_SRC   = $(ENGINE_SRC) zk/grant.c zk/limit.c zk/naming.c zk/errno.c zk/escape.c \
-	    fs/node.c fs/pending.c fs/lockreq.c fs/reenter.c fs/lrquery.c fs/fdlock.c fs/lockfile.c \
+	    fs/node.c fs/pending.c fs/lockreq.c fs/lrquery.c fs/fdlock.c fs/lockfile.c \
 	    tests/sim/sim.c tests/sim/actions.c tests/sim/simfs.c tests/sim/simfsact.c tests/sim/check.c tests/sim/script.c tests/sim/scenarios.c tests/sim/fsscenarios.c tests/sim/simnet.c tests/sim/simsess.c tests/sim/simzk.c
 SEEDS     ?= 10000
 SEED_FIRST ?= 1

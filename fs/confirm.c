@@ -143,7 +143,7 @@ void zklfs_confirm(struct zklfs *fs, struct node *n, fuse_req_t req, bool data,
 		   zklfs_confirm_answer_fn *answer_fn, size_t size)
 {
 	struct lr_wait *w = calloc(1, sizeof(*w));
-	struct lockreq *own = n->lr, *lr;
+	struct lockreq *lr = n->lr;
 	struct confirm *c = NULL;
 	int err = 0;
 
@@ -156,11 +156,9 @@ void zklfs_confirm(struct zklfs *fs, struct node *n, fuse_req_t req, bool data,
 	w->data = data;
 	zpend_start(fs, &w->pend, req);	/* before another thread may see @w */
 	zkmx_lock(&fs->lock);
-	lr = lockreq_entry(own);	/* a JOINED descriptor asks of its owner's */
-	n = lr->node;
 	if (lr->state == LR_LOST) {
 		err = EIO;
-	} else if (lr->state != LR_HELD || !n->path || (lr == own && own->parted)) {
+	} else if (lr->state != LR_HELD || !n->path) {
 		err = ENOLCK;		/* given back (LOCK_UN): nothing to confirm */
 	} else if (lr->cf) {		/* one is out: the next one is ours */
 		w->next = lr->cf->next;

@@ -27,17 +27,21 @@ static inline int fdlock_of(short l_type)
 
 /*
  * fdlock_op() - LOCK_SH, LOCK_EX or LOCK_UN (@op) asked by @req on the
- * holder's descriptor of @n; with @nb fail (EAGAIN) rather than wait.
+ * holder's descriptor of @n; with @nb fail (EWOULDBLOCK) rather than wait.
+ * A request while another of the same description waits joins that wait
+ * (lockreq_join()), or with @nb fails: never EDEADLK, whoever asks.
  * Answers @req through fs->reply: at once, or once the entry it enqueues
  * is granted or refused.  FUSE thread, without fs->lock.
  */
 void fdlock_op(fuse_req_t req, struct node *n, int op, bool nb);
 
 /*
- * fdlock_end() - the entry of @ended goes (the last descriptor that stood
- * for it closed, or gave its part up): its data sent first
- * (zklfs_wbuf_close()), then lockreq_end().  FUSE thread, without fs->lock.
+ * fdlock_end() - RELEASE of the holder's descriptor of @n (the last close
+ * of its open file description, or a lock file's record ending): its
+ * poller let go, its data sent (zklfs_wbuf_close()), then its entry
+ * deleted (lockreq_drop(), which may free @n).  FUSE thread, without
+ * fs->lock.
  */
-void fdlock_end(struct zklfs *fs, struct node *ended);
+void fdlock_end(struct zklfs *fs, struct node *n);
 
 #endif

@@ -271,7 +271,7 @@ void zklfs_fd_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd, void *arg,
 
 	(void)arg, (void)flags, (void)in_buf, (void)in_bufsz;
 	if ((cmd != ZKLFS_IOC_STATE && !token && cmd != ZKLFS_IOC_WATCHDOG &&
-	     cmd != ZKLFS_IOC_LOSS) ||
+	     cmd != ZKLFS_IOC_LOSS && cmd != ZKLFS_IOC_KIND) ||
 	    out_bufsz < (cmd == ZKLFS_IOC_WATCHDOG ? sizeof(struct zklfs_ioc_watchdog)
 						   : sizeof(t))) {
 		fuse_reply_err(req, ENOTTY);
@@ -295,6 +295,18 @@ void zklfs_fd_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd, void *arg,
 
 		if (ln && lockreq_own_state(fs, ln, &own) && own.lost && own.loss < ZKM_LOSS_N) {
 			snprintf(t.text, sizeof(t.text), "%s", why[own.loss]);
+			fuse_reply_ioctl(req, 0, &t, sizeof(t));
+		} else {
+			fuse_reply_err(req, ENOLCK);
+		}
+		return;
+	}
+	if (cmd == ZKLFS_IOC_KIND) {
+		enum zkn_kind kind;
+
+		if (ln && lockreq_held_kind(fs, ln, &kind)) {
+			snprintf(t.text, sizeof(t.text), "%s",
+				 kind == ZKN_SHARED ? "shared" : "exclusive");
 			fuse_reply_ioctl(req, 0, &t, sizeof(t));
 		} else {
 			fuse_reply_err(req, ENOLCK);

@@ -16,6 +16,10 @@
  * 64 bytes with a NUL-terminated text (Python:
  * fcntl.ioctl(fd, 0x80405a02, bytes(64)).rstrip(b"\0")).
  *
+ * ZKLFS_IOC_KIND (0x80405a05) gives the kind of the lock the descriptor
+ * holds, "exclusive" or "shared" (a nested zklock under a shared one must
+ * not run as if it held the lock exclusive); ENOLCK if it holds none.
+ *
  * ZKLFS_IOC_LOSS (0x80405a04) says why a lost lock was lost: "deleted"
  * (its entry was deleted by someone else), "silent" (the mount heard
  * nothing from ZooKeeper for the session timeout less the margin) or
@@ -50,5 +54,6 @@ struct zklfs_ioc_watchdog {
 #define ZKLFS_IOC_TOKEN _IOR('Z', 2, struct zklfs_ioc_text)
 #define ZKLFS_IOC_WATCHDOG _IOR('Z', 3, struct zklfs_ioc_watchdog)
 #define ZKLFS_IOC_LOSS _IOR('Z', 4, struct zklfs_ioc_text)
+#define ZKLFS_IOC_KIND _IOR('Z', 5, struct zklfs_ioc_text)
 
 #endif

@@ -140,7 +140,6 @@ static struct node *rec_get(struct zklfs *fs, struct lfd *d,
 static bool rec_end(struct zklfs *fs, struct node *n, struct lfrec *r)
 {
 	struct lfrec **pp;
-	struct node *ended;
 	bool busy;
 
 	zkmx_lock(&fs->lock);
@@ -154,9 +153,7 @@ static bool rec_end(struct zklfs *fs, struct node *n, struct lfrec *r)
 	zkmx_unlock(&fs->lock);
 	if (busy)
 		return false;
-	ended = lockreq_close(fs, r->rec);
-	if (ended)
-		fdlock_end(fs, ended);	/* its data, then the delete */
+	fdlock_end(fs, r->rec);		/* its data, then the delete */
 	node_forget(fs, r->rec, 1);	/* freed now, or once let go */
 	free(r);
 	return true;
@@ -270,32 +267,4 @@ struct node *lf_holder(struct zklfs *fs, const struct fuse_file_info *fi,
 	ln = r ? r->rec : NULL;
 	zkmx_unlock(&fs->lock);
 	return ln;
-}
-
-struct node *lf_tree_holder(struct zklfs *fs, fuse_req_t req, struct node *n)
-{
-	struct node **recs = NULL, *found = NULL;
-	pid_t *pids = NULL;
-	size_t k = 0, cap = 0;
-
-	/* the openers first, under fs->lock; their trees read outside it */
-	zkmx_lock(&fs->lock);
-	for (struct lfrec *r = n->recs; r; r = r->next)
-		cap += rec_holds_locked(r);
-	if (cap) {
-		pids = calloc(cap, sizeof(*pids));
-		recs = calloc(cap, sizeof(*recs));
-	}
-	for (struct lfrec *r = n->recs; pids && recs && r; r = r->next)
-		if (rec_holds_locked(r)) {
-			pids[k] = r->rec->lr->pid;
-			recs[k++] = r->rec;
-		}
-	zkmx_unlock(&fs->lock);
-	for (size_t i = 0; i < k && !found; i++)
-		if (pids[i] && fs->reply->in_tree(req, pids[i]))
-			found = recs[i];
-	free(pids);
-	free(recs);
-	return found;
 }

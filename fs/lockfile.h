@@ -87,14 +87,6 @@ struct node *lf_holder(struct zklfs *fs, const struct fuse_file_info *fi,
 		       uint64_t owner, bool waiting);
 void lf_read(fuse_req_t req, struct node *n, size_t size, off_t off);
 
-/*
- * lf_tree_holder() - the record of lock file @n held by a process whose
- * tree @req's caller is in (zklock --confirm, a nested zklock), or NULL.
- * The records are released between the look and the use only by the FUSE
- * thread that calls this.  FUSE thread, without fs->lock.
- */
-struct node *lf_tree_holder(struct zklfs *fs, fuse_req_t req, struct node *n);
-
 /* lf_queue_xattr() - getxattr of LF_QUEUE_XATTR on the lock @n (a lock
  * file or a lock directory): its queue as text (fs/lfqueue.c). */
 #define LF_QUEUE_XATTR "user.zklockfs.queue"

@@ -89,13 +89,9 @@ void zklfs_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	struct zklfs *fs = fuse_req_userdata(req);
 	struct node *n = node_of(fs, ino);
 
-	if (fi->fh == FH_HOLDER) {
-		/* the entry goes with its last descriptor (reentrant opens) */
-		struct node *ended = lockreq_close(fs, n);
-
-		if (ended)
-			fdlock_end(fs, ended);
-	}
+	/* the last close of the open file description: its entry goes */
+	if (fi->fh == FH_HOLDER)
+		fdlock_end(fs, n);
 	fuse_reply_err(req, 0);
 }
 

@@ -23,7 +23,6 @@
 
 #include "fs/attr.h"
 #include "fs/reply.h"
-#include "fs/tid.h"
 #include "fs/xcache.h"
 #include "zk/log.h"
 #include "zk/moves.h"
@@ -141,10 +140,42 @@ static void holder_fi(const struct lockreq *lr, struct fuse_file_info *fi)
 	fi->noflush = 1;	/* close() owes us nothing: the lock ends at RELEASE */
 }
 
+static void lock_enqueue(fuse_req_t req, struct node *n, enum zkn_kind kind,
+			 int flags, bool fdreq);
+
+/*
+ * The requests that joined @n's wait (lockreq_join()), answered with its
+ * answer @err (0: granted).  A wait refused for its own caller's sake
+ * (EAGAIN of LOCK_NB, EINTR of a signal) is not theirs: the first of them
+ * enqueues anew in its place, the others joined to it.  Without fs->lock.
+ */
+static void joins_answer(struct zklfs *fs, struct node *n, struct lr_join *all, int err)
+{
+	struct lockreq *lr = n->lr;
+	struct lr_join *j;
+
+	if (all && (err == -EAGAIN || err == -EINTR)) {
+		j = all;
+		all = j->next;
+		zkmx_lock(&fs->lock);
+		lr->joins = all;	/* joined to the new wait, for its answer */
+		zkmx_unlock(&fs->lock);
+		lock_enqueue(j->req, n, j->kind, 0, true);
+		free(j);
+		return;
+	}
+	while ((j = all)) {
+		all = j->next;
+		fs->reply->err(j->req, -err);
+		free(j);
+	}
+}
+
 /*
  * Answer the request waiting on @n with @err, or with the lock: its OPEN
  * (the holder's descriptor), or with @fdreq a flock/fcntl request on that
- * descriptor (0).  A refused request leaves @n holding nothing.
+ * descriptor (0), and the requests that joined it.  A refused request
+ * leaves @n holding nothing.
  */
 static void lock_answer(struct zklfs *fs, struct node *n, fuse_req_t req,
 			bool fdreq, int err)
@@ -152,9 +183,14 @@ static void lock_answer(struct zklfs *fs, struct node *n, fuse_req_t req,
 	struct lockreq *lr = n->lr;
 	struct fuse_file_info fi;
 	struct zkl_info info;
+	struct lr_join *joins;
 	char *path;
 
 	zklfs_xc_changed(fs);		/* an entry made, or gone */
+	zkmx_lock(&fs->lock);
+	joins = lr->joins;
+	lr->joins = NULL;
+	zkmx_unlock(&fs->lock);
 	if (err) {
 		if (err != -EAGAIN && err != -EINTR)
 			zklog(LOG_WARNING, "lock '%s' in %s failed: %s", lr->name,
@@ -163,6 +199,7 @@ static void lock_answer(struct zklfs *fs, struct node *n, fuse_req_t req,
 			zklfs_dir_gone(fs, lr->dir);
 		lockreq_drop(fs, n);		/* IDLE */
 		fs->reply->err(req, -err);
+		joins_answer(fs, n, joins, err);
 		return;
 	}
 	zkl_info(lr->w, &info, &path);
@@ -183,6 +220,7 @@ static void lock_answer(struct zklfs *fs, struct node *n, fuse_req_t req,
 	zkmx_unlock(&fs->lock);
 	if (fdreq) {
 		fs->reply->err(req, 0);
+		joins_answer(fs, n, joins, 0);
 		return;
 	}
 	if (fs->reply->open(req, &fi) == -ENOENT)	/* the opener is gone */
@@ -276,12 +314,39 @@ void lockreq_entry_gone(struct zklfs *fs, const char *path)
 	lockreq_unpin(fs, n);
 }
 
+/* The bucket of fs->locks for process @pid. */
+static struct lockreq **pid_bucket(struct zklfs *fs, pid_t pid)
+{
+	return &fs->locks[(unsigned)pid % ZKLFS_PID_BUCKETS];
+}
+
+/*
+ * Does @lr's process hold @lr's lock already, through another descriptor?
+ * Then it waits behind itself, as a local flock on a second descriptor
+ * does: told once per entry it waits behind, never refused (the tasks of
+ * one process exclude each other as two hosts do).  Under fs->lock.
+ * Return: the seq of that entry, or -1.
+ */
+static int32_t waits_behind_self_locked(struct zklfs *fs, struct lockreq *lr)
+{
+	ZKMX_ASSERT_HELD(&fs->lock);
+	if (!lr->pid)
+		return -1;
+	for (struct lockreq *l = *pid_bucket(fs, lr->pid); l; l = l->lnext)
+		if (l != lr && l->pid == lr->pid && l->state == LR_HELD &&
+		    !l->selfwait_told && strcmp(l->dir, lr->dir) == 0) {
+			l->selfwait_told = true;
+			return l->seq;
+		}
+	return -1;
+}
+
 /*
  * Enqueue @n's entry of @kind for @req (its OPEN, or with @fdreq a
- * flock/fcntl request) and leave the answer to lock_done().  The thread
- * that asks may already hold that lock: an OPEN then stands for its entry
- * at once (fs/reenter.c); a thread that waits there, or would wait on
- * itself, gets EDEADLK; one that lost it, EIO.
+ * flock/fcntl request) and leave the answer to lock_done().  Whoever asks,
+ * a new entry queues: the owner of a lock is the open file description,
+ * so nothing here looks at who the caller is but to write it in the
+ * entry's data and the log.
  */
 static void lock_enqueue(fuse_req_t req, struct node *n, enum zkn_kind kind,
 			 int flags, bool fdreq)
@@ -294,69 +359,55 @@ static void lock_enqueue(fuse_req_t req, struct node *n, enum zkn_kind kind,
 	fuse_req_t late = NULL;
 	struct lockreq **head;
 	int len, err, result = 0;
+	int32_t self;
 
-	switch (fdreq ? (lockreq_deadlocks(req, n) ? LR_DEADLOCK : LR_NEW) :
-		lockreq_reenter(req, n, kind)) {
-	case LR_NEW:
-		break;
-	case LR_JOIN: {
-		struct fuse_file_info fi;
-
-		zkmx_lock(&fs->lock);
-		holder_fi(lr, &fi);
-		zkmx_unlock(&fs->lock);
-		if (fs->reply->open(req, &fi) == -ENOENT) {	/* the opener is gone */
-			struct node *ended = lockreq_close(fs, n);
-
-			if (ended)	/* JOINED ones write nothing: no data to send */
-				lockreq_end(fs, ended);
-		}
-		return;
-	}
-	case LR_DEADLOCK:
-		fs->reply->err(req, EDEADLK);
-		return;
-	case LR_LOSTLOCK:
-		fs->reply->err(req, EIO);
-		return;
-	}
-	/* while the thread waits in @req its id is its own: read it now */
 	fs->reply->caller(req, &c);
 	len = holder_data(fs, &c, data, sizeof(data));
 	if (len >= (int)sizeof(data))
 		len = sizeof(data) - 1;
 	zkmx_lock(&fs->lock);
-	lr->tid = c.tid;
 	lr->pid = c.pid;
-	lr->tid_start = c.start;
 	lr->kind = kind;
 	lr->req = req;
 	lr->fdreq = fdreq;
 	lr->lost_early = false;
+	lr->selfwait_told = false;
 	lockreq_set_state_locked(lr, LR_ASKING);
 	zkmx_unlock(&fs->lock);
 	/* lr->uid: the opener's, whoever asks for a conversion on its fd */
 	err = zkl_enqueue(zklfs_engine(fs, lr->dir), lr->dir, lr->name, kind, flags,
 			  data, len, lr->uid, lock_done, n, &w);
 	if (err) {
+		struct lr_join *joins;
+
 		zkmx_lock(&fs->lock);
 		lr->req = NULL;
+		joins = lr->joins;
+		lr->joins = NULL;
 		lockreq_set_state_locked(lr, LR_IDLE);
 		zkmx_unlock(&fs->lock);
 		zklog(LOG_WARNING, "lock '%s' in %s: %s", lr->name, lr->dir, strerror(-err));
 		fs->reply->err(req, -err);
+		joins_answer(fs, n, joins, err);
 		return;
 	}
 	zkmx_lock(&fs->lock);
 	lr->w = w;
 	n->pinned = true;		/* until lockreq_drop() */
-	head = &fs->locks[(unsigned)lr->tid % ZKLFS_TID_BUCKETS];
+	head = pid_bucket(fs, lr->pid);
 	lr->lnext = *head;
 	lr->lprev = NULL;
 	if (*head)
 		(*head)->lprev = lr;
 	*head = lr;
+	self = lr->state == LR_ASKING && !(flags & ZKL_NONBLOCK) ?
+	       waits_behind_self_locked(fs, lr) : -1;
 	zkmx_unlock(&fs->lock);
+	if (self >= 0)
+		zklog(LOG_NOTICE, "process %d waits for %s behind its own entry %010d, "
+		      "held through another descriptor: it waits until that one is closed, "
+		      "as with a local flock on a second descriptor", (int)c.pid, lr->dir,
+		      (int)self);
 	fs->reply->on_interrupt(req, lock_interrupt, n);	/* last: may run now */
 	zkmx_lock(&fs->lock);
 	if (lr->state == LR_ANSWERED) {
@@ -451,8 +502,8 @@ void lockreq_drop(struct zklfs *fs, struct node *n)
 	if (w) {
 		if (lr->lprev)
 			lr->lprev->lnext = lr->lnext;
-		else if (fs->locks[(unsigned)lr->tid % ZKLFS_TID_BUCKETS] == lr)
-			fs->locks[(unsigned)lr->tid % ZKLFS_TID_BUCKETS] = lr->lnext;
+		else if (*pid_bucket(fs, lr->pid) == lr)
+			*pid_bucket(fs, lr->pid) = lr->lnext;
 		if (lr->lnext)
 			lr->lnext->lprev = lr->lprev;
 		lr->lnext = lr->lprev = NULL;
@@ -484,10 +535,75 @@ void lockreq_giveback(struct zklfs *fs, struct node *n)
 	free(n->path);
 	n->path = NULL;
 	lr->revoking = false;
-	lr->parted = false;
 	lr->seq = 0;
 	lr->czxid = 0;
 	zkmx_unlock(&fs->lock);
+}
+
+void lockreq_close(struct zklfs *fs, struct node *n)
+{
+	struct fuse_pollhandle *ph;
+
+	zkmx_lock(&fs->lock);
+	ph = n->lr->ph;
+	n->lr->ph = NULL;
+	zkmx_unlock(&fs->lock);
+	if (ph)
+		fs->reply->drop_poll(ph);
+}
+
+/*
+ * FUSE_INTERRUPT of a request that joined another's wait: answered EINTR
+ * alone, if it is still joined (else its answer is on its way).  Found by
+ * its address among the waits of the mount: libfuse keeps @req alive while
+ * this runs.  Rare enough for a walk of every waiting request.
+ */
+static void join_interrupt(fuse_req_t req, void *arg)
+{
+	struct zklfs *fs = arg;
+	struct lr_join *found = NULL;
+
+	zkmx_lock(&fs->lock);
+	for (unsigned i = 0; i < ZKLFS_PID_BUCKETS && !found; i++)
+		for (struct lockreq *l = fs->locks[i]; l && !found; l = l->lnext)
+			for (struct lr_join **pp = &l->joins; *pp; pp = &(*pp)->next)
+				if ((*pp)->req == req) {
+					found = *pp;
+					*pp = found->next;
+					break;
+				}
+	zkmx_unlock(&fs->lock);
+	if (!found)
+		return;
+	fs->reply->err(req, EINTR);
+	free(found);
+}
+
+bool lockreq_join(fuse_req_t req, struct node *n, enum zkn_kind kind)
+{
+	struct zklfs *fs = n->fs;
+	struct lockreq *lr = n->lr;
+	struct lr_join *j = calloc(1, sizeof(*j));
+	bool joined;
+
+	if (!j)
+		return false;
+	j->req = req;
+	j->kind = kind;
+	zkmx_lock(&fs->lock);
+	joined = lockreq_asking(lr) && lr->fdreq &&
+		 (lr->kind == ZKN_EXCLUSIVE || kind == lr->kind);
+	if (joined) {
+		j->next = lr->joins;
+		lr->joins = j;
+	}
+	zkmx_unlock(&fs->lock);
+	if (!joined) {
+		free(j);
+		return false;
+	}
+	fs->reply->on_interrupt(req, join_interrupt, fs);	/* last: may run now */
+	return true;
 }
 
 /* Under the engine's lock: record that @w's lock is lost (else that its
@@ -497,24 +613,14 @@ static void holder_event(struct zkl_waiter *w, void *arg, bool lost)
 	struct node *n = arg;
 	struct lockreq *lr = n->lr;
 	struct zklfs *fs = n->fs;
-	struct fuse_pollhandle *ph, **joined = NULL;
+	struct fuse_pollhandle *ph;
 	struct lr_wait *fsyncs = NULL;
-	unsigned nj = 0;
 
 	zkmx_lock(&fs->lock);
 	if (lr->w != w) {		/* given back, or not yet taken in */
 		zkmx_unlock(&fs->lock);
 		return;
 	}
-	/* the pollers of the descriptors JOINED to it are woken too (if
-	 * memory allows: else they see it at their next poll) */
-	if (lr->njoined)
-		joined = calloc(lr->njoined, sizeof(*joined));
-	for (struct lockreq *j = lr->joined; joined && j; j = j->jnext)
-		if (j->ph) {
-			joined[nj++] = j->ph;
-			j->ph = NULL;
-		}
 	if (lost)
 		lr->loss = zkl_loss_locked(w);	/* the engine's lock is held */
 	if (!lost)
@@ -531,9 +637,6 @@ static void holder_event(struct zkl_waiter *w, void *arg, bool lost)
 	lockreq_answer_waits(fs, fsyncs, false, 0);
 	if (ph)
 		fs->reply->notify_poll(ph);
-	for (unsigned i = 0; i < nj; i++)
-		fs->reply->notify_poll(joined[i]);
-	free(joined);
 }
 
 void lockreq_lost(struct zkl_waiter *w, void *arg)

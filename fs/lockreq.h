@@ -76,6 +76,14 @@ struct lr_wait {
 	struct lr_wait *next;
 };
 
+/* A flock/fcntl request that joined the wait of another request of the
+ * same description (lockreq_join()); under fs->lock while joined. */
+struct lr_join {
+	fuse_req_t req;
+	enum zkn_kind kind;
+	struct lr_join *next;
+};
+
 /*
  * A confirmation's round trip (fs/confirm.c), as a lock request sees it:
  * the requests it answers, and those that wait for the next one.  A loss or
@@ -111,10 +119,10 @@ struct lockreq {
 					   the OPEN */
 	struct fuse_file_info fi;	/* copied from that OPEN */
 	enum zkn_kind kind;		/* of w */
-	pid_t tid;			/* the thread that asked (EDEADLK) */
-	pid_t pid;			/* and its process (F_GETLK) */
-	unsigned long long tid_start;	/* and when it started, 0 if unknown:
-					   its id may be given again (fs/tid.h) */
+	pid_t pid;			/* the process that asked: told in
+					   F_GETLK and in the notice of a
+					   process waiting behind itself,
+					   never a grant or a refusal */
 	int result;			/* LR_ANSWERED: the engine's answer */
 	enum zkm_loss loss;		/* why, once lost */
 	bool lost_early;		/* lost while its grant was on its way
@@ -122,6 +130,8 @@ struct lockreq {
 	bool opened;			/* an OPEN took this node; only set */
 	bool revoking;			/* its holder is asked to let go:
 					   POLLPRI; until given back */
+	bool selfwait_told;		/* the notice that its process waits
+					   behind it was logged (once an entry) */
 	int32_t seq;			/* of our entry, once granted */
 	int64_t czxid;
 	uint32_t grants;		/* its entry's grants before (lingering) */
@@ -129,30 +139,17 @@ struct lockreq {
 	struct zklfs_wbuf wb;		/* written through the holder's fd */
 	struct lr_confirm *cf;		/* its confirmation out (fs/confirm.c),
 					   while HELD */
-	struct lockreq *lnext, *lprev;	/* fs->locks[tid % ZKLFS_TID_BUCKETS],
+	struct lr_join *joins;		/* flock/fcntl requests of the same
+					   description that joined the wait
+					   of req (lockreq_join()) */
+	struct lockreq *lnext, *lprev;	/* fs->locks[pid % ZKLFS_PID_BUCKETS],
 					   while w is set */
-	/* reentrant opens: several descriptors of a thread, one entry */
-	struct lockreq *owner;		/* JOINED: the request whose entry this
-					   descriptor stands for */
-	struct lockreq *joined;		/* the JOINED ones standing for ours, */
-	struct lockreq *jnext;		/* linked by jnext */
-	unsigned njoined;
-	bool closed;			/* our descriptor was released while
-					   JOINED ones stand for the entry */
-	bool parted;			/* ... or gave its part up (LOCK_UN) */
 };
 
 /* lockreq_granted() - was the entry granted (HELD or LOST)?  Under fs->lock. */
 static inline bool lockreq_granted(const struct lockreq *lr)
 {
 	return lr->state == LR_HELD || lr->state == LR_LOST;
-}
-
-/* lockreq_entry() - the request that holds the entry @lr's descriptor
- * stands for: its owner if JOINED, else @lr.  Under fs->lock. */
-static inline struct lockreq *lockreq_entry(struct lockreq *lr)
-{
-	return lr->state == LR_JOINED ? lr->owner : lr;
 }
 
 /* lockreq_asking() - does a request wait on the entry?  Under fs->lock. */
@@ -186,8 +183,11 @@ void lockreq_free(struct lockreq *lr);
  * lockreq_open() - the first OPEN @req of lock node @n (@fi copied):
  * enqueue an entry, shared for O_RDONLY, exclusive otherwise, and answer
  * @req later: the holder's descriptor (FH_HOLDER) once granted, or an
- * errno (EDEADLK, EAGAIN with O_NONBLOCK, EINTR, ...).  FUSE thread,
- * without fs->lock.
+ * errno (EAGAIN with O_NONBLOCK, EINTR, ...).  A new entry always queues,
+ * whoever asks: a process that holds the lock through another
+ * descriptor waits behind itself, as with a local flock on a second
+ * descriptor, and the mount logs a notice naming it (once an entry,
+ * rate-limited).  FUSE thread, without fs->lock.
  */
 void lockreq_open(fuse_req_t req, struct node *n, struct fuse_file_info *fi);
 
@@ -209,27 +209,20 @@ void lockreq_request(fuse_req_t req, struct node *n, enum zkn_kind kind,
 pid_t lockreq_pid(struct zklfs *fs, const char *dir, int32_t seq);
 
 /*
- * Who asks, and what it holds already (fs/reenter.c).  A thread is its id
- * and its start time (fs/tid.h): an entry asked for by a thread gone
- * since, whose id was given again, is not the caller's.  Each reads the
- * caller's /proc/TID/stat only if its id has an entry in @n's directory,
- * and logs why it refuses.  FUSE thread, without fs->lock.
- *
- * lockreq_deadlocks() - would @req's thread wait on itself: does it
- * already hold or wait for another entry in @n's directory?  (A flock
- * request.)
- *
- * lockreq_reenter() - an OPEN of @n for a lock of @kind by @req's thread,
- * which may hold that lock already: LR_JOIN when it holds it (any kind
- * over an exclusive hold, shared over a shared one), its id and start both
- * known and equal: @n is then JOINED to that entry (docs/SPEC.md:
- * reentrant locks); LR_DEADLOCK when it waits there, holds it shared and
- * asks exclusive, or cannot be told from a thread gone since; LR_LOSTLOCK
- * when the lock it held there is lost (EIO); LR_NEW otherwise.
+ * lockreq_join() - a blocking flock/fcntl request @req on the holder's
+ * descriptor of @n while another request of that same description waits
+ * for the lock (two threads sharing one descriptor): @req joins that wait
+ * and is answered with it, as a local flock on one description is.  The
+ * wait must satisfy it: a request for @kind joins a wait for the
+ * exclusive lock, or for the same kind.  A FUSE_INTERRUPT of @req answers
+ * it alone (EINTR), and a wait that ends refused by EAGAIN or EINTR
+ * passes its place on to the first request still joined (it enqueues
+ * anew), so that no joined request is refused for another's signal or
+ * LOCK_NB.  Return: true if @req joined (it is answered later); false if
+ * no request waits on @n any more, or the wait does not satisfy @kind.
+ * FUSE thread, without fs->lock.
  */
-enum lr_reentry { LR_NEW, LR_JOIN, LR_DEADLOCK, LR_LOSTLOCK };
-bool lockreq_deadlocks(fuse_req_t req, struct node *n);
-enum lr_reentry lockreq_reenter(fuse_req_t req, struct node *n, enum zkn_kind kind);
+bool lockreq_join(fuse_req_t req, struct node *n, enum zkn_kind kind);
 
 /*
  * lockreq_drop() - give back @n's place in its queue (deleting the entry)
@@ -241,29 +234,12 @@ void lockreq_drop(struct zklfs *fs, struct node *n);
 
 /*
  * lockreq_close() - RELEASE of the holder's descriptor of @n: its poller
- * let go and its part of the entry given up.  Return: the node whose entry
- * goes now (@n, or the owner that a last JOINED descriptor leaves), for
- * the caller to send its data (zklfs_wbuf_close()) and lockreq_end() it;
- * NULL if other descriptors still stand for the entry.  FUSE thread,
- * without fs->lock.
+ * let go.  The caller then sends the data (zklfs_wbuf_close()) and
+ * lockreq_drop()s the entry: the last close of the open file description
+ * is the only one the kernel sends, so the entry goes with it.  FUSE
+ * thread, without fs->lock.
  */
-struct node *lockreq_close(struct zklfs *fs, struct node *n);
-
-/*
- * lockreq_end() - the entry of @ended (from lockreq_close() or
- * lockreq_part()) goes now: lockreq_drop() if its descriptor is closed,
- * else lockreq_giveback().  Send its data first (zklfs_wbuf_close()).
- * Without fs->lock.
- */
-void lockreq_end(struct zklfs *fs, struct node *ended);
-
-/*
- * lockreq_part() - LOCK_UN on the descriptor of @n whose entry others
- * stand for too (JOINED, or the owner of JOINED ones): it stands for
- * nothing from now on, and the entry stays while another does.
- * Return: as lockreq_close().  Without fs->lock.
- */
-struct node *lockreq_part(struct zklfs *fs, struct node *n);
+void lockreq_close(struct zklfs *fs, struct node *n);
 
 /*
  * lockreq_giveback() - the holder's descriptor of @n gives its lock back
@@ -329,14 +305,13 @@ bool lockreq_holder_idle(struct zklfs *fs, struct node *n,
 int lockreq_holder_errno(struct zklfs *fs, struct node *n,
 			 const struct fuse_file_info *fi);
 bool lockreq_waiting(struct zklfs *fs, struct node *n);
-/* lockreq_joined() - does @n's descriptor stand for another's entry (a
- * reentrant open)?  Its writes go through the descriptor that made the
- * entry: it is refused them (EBADF). */
-bool lockreq_joined(struct zklfs *fs, struct node *n);
 /* lockreq_opener() - the process that took the lock held (or lost) through
  * @n, as the daemon saw it; 0 if @n holds none. */
 pid_t lockreq_opener(struct zklfs *fs, struct node *n);
 bool lockreq_own_state(struct zklfs *fs, struct node *n, struct zkl_info *info);
+/* lockreq_held_kind() - the kind of the lock held (not lost) through @n,
+ * into *@kind.  Return: false if @n holds none. */
+bool lockreq_held_kind(struct zklfs *fs, struct node *n, enum zkn_kind *kind);
 /* lockreq_own_text() - that state as user.zklockfs.state says it (held,
  * lost, revoking), or with @token the fencing token ("CZXID SEQ", and the
  * grants of a lingering entry), into @buf.  Return: its length, or -1 if

@@ -6,12 +6,12 @@
  * are docs/DESIGN.md's tables (build/moves prints them; make check-docs
  * compares).  No code of its own; any thread.
  *
- * The request's state: what its node's entry is to this descriptor.
- * Several descriptors of one thread may stand for one entry (reentrant
- * opens): the one that made it holds it (HELD, LOST) and counts the
- * others, each JOINED to it, and the entry goes when the last of them
- * closes.  A lock file's lock owners each have a request of their own, on
- * a lock node of their own (fs/lockfile.h): the same machine.
+ * The request's state: what its node's entry is to this descriptor.  The
+ * owner of an entry is the open file description that made it, never a
+ * thread or a process: dup(2), fork(2) and a passed descriptor share it
+ * because the kernel gives them one description, and nothing else does.
+ * A lock file's lock owners each have a request of their own, on a lock
+ * node of their own (fs/lockfile.h): the same machine.
  */
 #ifndef FS_LRMOVES_H
 #define FS_LRMOVES_H
@@ -23,8 +23,7 @@
 	X(ANSWERED, "the engine answered before the interrupt was armed: the answer waits for it") \
 	X(WAITING,  "the request waits for the engine's answer, its interrupt armed") \
 	X(HELD,     "granted: the entry holds the lock for this descriptor") \
-	X(LOST,     "granted, then lost: EIO, POLLERR|POLLHUP")		\
-	X(JOINED,   "a reentrant open: stands for the entry another descriptor of its thread holds (lr->owner), as long as it is open")
+	X(LOST,     "granted, then lost: EIO, POLLERR|POLLHUP")
 
 #define ZKLFS_LR_MOVES(X)						\
 	X(IDLE,     ASKING,   "a request enqueues (lockreq_open(), lockreq_request())") \
@@ -37,9 +36,7 @@
 	X(WAITING,  IDLE,     "refused (EAGAIN, EINTR, EIO, ...): its entry given back") \
 	X(HELD,     LOST,     "lost (its entry deleted, the session silent or expired)") \
 	X(HELD,     IDLE,     "given back: RELEASE, LOCK_UN, a conversion, the opener gone") \
-	X(LOST,     IDLE,     "given back")				\
-	X(IDLE,     JOINED,   "an OPEN by the thread that holds the lock: granted at once") \
-	X(JOINED,   IDLE,     "its part given up: RELEASE, LOCK_UN")
+	X(LOST,     IDLE,     "given back")
 
 /* enum lrintr, LI_<STATE>: a hold on the waiter by a call into the engine
  * outside the FUSE thread that owns it (lockreq_pin_locked()) */

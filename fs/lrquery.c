@@ -17,7 +17,7 @@ pid_t lockreq_pid(struct zklfs *fs, const char *dir, int32_t seq)
 	pid_t pid = 0;
 
 	zkmx_lock(&fs->lock);
-	for (unsigned i = 0; i < ZKLFS_TID_BUCKETS && !pid; i++)
+	for (unsigned i = 0; i < ZKLFS_PID_BUCKETS && !pid; i++)
 		for (struct lockreq *l = fs->locks[i]; l; l = l->lnext)
 			if (l->state == LR_HELD && l->seq == seq &&
 			    strcmp(l->dir, dir) == 0) {
@@ -35,10 +35,9 @@ unsigned lockreq_holder_poll(struct zklfs *fs, struct node *n,
 	struct fuse_pollhandle *old = NULL;
 	unsigned ev;
 
-	struct lockreq *e;
+	struct lockreq *e = lr;
 
 	zkmx_lock(&fs->lock);
-	e = lockreq_entry(lr);		/* a JOINED one reports its owner's */
 	ev = e->state == LR_LOST ? POLLERR | POLLHUP :
 	     POLLIN | POLLRDNORM | POLLOUT | POLLWRNORM | (e->revoking ? POLLPRI : 0);
 	if (ph && e->state != LR_LOST) {
@@ -63,7 +62,7 @@ bool lockreq_holder_lost(struct zklfs *fs, struct node *n,
 	if (!fi || fi->fh != FH_HOLDER || !lr)
 		return false;
 	zkmx_lock(&fs->lock);
-	lost = lockreq_entry(lr)->state == LR_LOST;
+	lost = lr->state == LR_LOST;
 	zkmx_unlock(&fs->lock);
 	return lost;
 }
@@ -89,7 +88,6 @@ pid_t lockreq_opener(struct zklfs *fs, struct node *n)
 	if (!lr)
 		return 0;
 	zkmx_lock(&fs->lock);
-	lr = lockreq_entry(lr);
 	if (lr->w && lockreq_granted(lr))
 		pid = lr->pid;
 	zkmx_unlock(&fs->lock);
@@ -105,8 +103,7 @@ bool lockreq_holder_idle(struct zklfs *fs, struct node *n,
 	if (!fi || fi->fh != FH_HOLDER || !lr)
 		return false;
 	zkmx_lock(&fs->lock);
-	idle = lr->state == LR_JOINED ? false :
-	       !lockreq_granted(lr) || !n->path || lr->parted;
+	idle = !lockreq_granted(lr) || !n->path;
 	zkmx_unlock(&fs->lock);
 	return idle;
 }
@@ -121,11 +118,7 @@ bool lockreq_own_state(struct zklfs *fs, struct node *n, struct zkl_info *info)
 		return false;
 	}
 	zkmx_lock(&fs->lock);
-	if (lr->state != LR_JOINED && lr->parted)
-		lr = NULL;		/* its part given up: it holds nothing */
-	else
-		lr = lockreq_entry(lr);
-	mine = lr && lr->w != NULL && lockreq_granted(lr);
+	mine = lr->w != NULL && lockreq_granted(lr);
 	if (!mine) {
 		zkmx_unlock(&fs->lock);
 		memset(info, 0, sizeof(*info));
@@ -142,24 +135,25 @@ bool lockreq_own_state(struct zklfs *fs, struct node *n, struct zkl_info *info)
 	return mine;
 }
 
+bool lockreq_held_kind(struct zklfs *fs, struct node *n, enum zkn_kind *kind)
+{
+	bool held;
+
+	if (!n->lr)
+		return false;
+	zkmx_lock(&fs->lock);
+	held = n->lr->w && n->lr->state == LR_HELD && n->path;
+	*kind = n->lr->kind;
+	zkmx_unlock(&fs->lock);
+	return held;
+}
+
 int lockreq_holder_errno(struct zklfs *fs, struct node *n,
 			 const struct fuse_file_info *fi)
 {
 	if (lockreq_holder_lost(fs, n, fi))
 		return EIO;
 	return lockreq_holder_idle(fs, n, fi) ? ENOLCK : 0;
-}
-
-bool lockreq_joined(struct zklfs *fs, struct node *n)
-{
-	bool joined;
-
-	if (!n->lr)
-		return false;
-	zkmx_lock(&fs->lock);
-	joined = n->lr->state == LR_JOINED;
-	zkmx_unlock(&fs->lock);
-	return joined;
 }
 
 int lockreq_own_text(struct zklfs *fs, struct node *n, bool token, char *buf,

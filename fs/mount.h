@@ -41,7 +41,7 @@ struct zklfs_pending;
 struct zklfs_watchdog;
 struct zklfs_observe;
 
-#define ZKLFS_TID_BUCKETS 256
+#define ZKLFS_PID_BUCKETS 256
 
 /*
  * zklfs_node_end_fn - a lock node ends (fs/node.c frees it): forget
@@ -72,9 +72,10 @@ struct zklfs {
 	struct listcache *listcache;		/* listings of busy lock dirs */
 	zklfs_node_end_fn *node_end;	/* read only */
 
-	/* lock requests with a live waiter, by their thread (fs/lockreq.c:
-	 * EDEADLK); fs->lock */
-	struct lockreq *locks[ZKLFS_TID_BUCKETS];
+	/* lock requests with a live waiter, by their process (fs/lockreq.c:
+	 * F_GETLK's pid, the notice of a process that waits behind itself;
+	 * never a grant); fs->lock */
+	struct lockreq *locks[ZKLFS_PID_BUCKETS];
 
 	/* the directories made through this mount (fs/attr.c) */
 	struct zkmx owners_mu;	/* owners, nowners, owners_sweep */

@@ -309,49 +309,9 @@ static void reply_metrics(fuse_req_t req, size_t size)
 	free(buf);
 }
 
-/* "user.zklockfs.confirm": not listed, an action (docs/SPEC.md). */
 /* "user.zklockfs.lockfiles": "1" on a folder of a lockfiles mount, where
  * zklock makes a missing LOCKDIR a lock file; not listed. */
 #define ZKLFS_LOCKFILES_XATTR "user.zklockfs.lockfiles"
-#define ZKLFS_CONFIRM_XATTR "user.zklockfs.confirm"
-
-static void confirm_answer(struct zklfs *fs, fuse_req_t req, size_t size, int err)
-{
-	(void)fs;
-	if (err)
-		fuse_reply_err(req, err);
-	else
-		zklfs_reply_value(req, size, "held", strlen("held"));
-}
-
-/*
- * The holder's process tree asks "do we still hold it?" of an entry this
- * mount holds (zklock --confirm): a round trip, as fsync on the holder's
- * descriptor makes.  Anyone else: EPERM (a round trip each would cost the
- * ensemble what only the holder may ask).
- */
-static void confirm_xattr(struct zklfs *fs, fuse_req_t req, struct node *n, size_t size)
-{
-	pid_t holder;
-
-	if (n->type == NODE_LOCKFILE && !(n = lf_tree_holder(fs, req, n))) {
-		fuse_reply_err(req, EPERM);	/* no lock of the caller's tree */
-		return;
-	}
-	holder = lockreq_opener(fs, n);
-
-	if (!holder) {			/* no lock of this mount's */
-		fuse_reply_err(req, ENODATA);
-		return;
-	}
-	if (!fs->reply->in_tree(req, holder)) {
-		zklog(LOG_NOTICE, "confirmation refused: the caller is not in the "
-		      "process tree of the lock's holder (pid %d)", (int)holder);
-		fuse_reply_err(req, EPERM);
-		return;
-	}
-	zklfs_confirm(fs, n, req, false, confirm_answer, size);
-}
 
 void zklfs_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 			   size_t size)
@@ -384,10 +344,6 @@ void zklfs_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 			zklfs_reply_value(req, size, "1", 1);
 		else
 			fuse_reply_err(req, ENODATA);
-		return;
-	}
-	if (strcmp(name, ZKLFS_CONFIRM_XATTR) == 0) {
-		confirm_xattr(fs, req, n, size);
 		return;
 	}
 	if (setting_of(name)) {

@@ -11,8 +11,6 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "fs/tid.h"
-
 static int reply_open(fuse_req_t req, const struct fuse_file_info *fi)
 {
 	return fuse_reply_open(req, fi);
@@ -45,18 +43,6 @@ static size_t proc_read(pid_t pid, const char *what, char *buf, size_t size)
 	n = n < 0 ? 0 : n;
 	buf[n] = '\0';
 	return (size_t)n;
-}
-
-/*
- * When thread @tid started (fs/tid.h): 0 if unknown.  /proc/TID/stat is
- * the thread's own even when TID is not a process: it is found by its id.
- */
-static unsigned long long thread_start(pid_t tid)
-{
-	char stat[1024];
-
-	proc_read(tid, "stat", stat, sizeof(stat));
-	return zklfs_stat_start(stat);
 }
 
 /*
@@ -93,55 +79,30 @@ static pid_t thread_group(pid_t tid)
 }
 
 /*
- * One read of /proc/TID/stat gives the thread's start and, when it leads
- * its process (the usual case), the process's command too.
+ * Who asks: its process, uid and command, for the entry's data and the
+ * log.  Information only: a thread or a process never decides a grant
+ * (the owner of a lock is the open file description).  One read of
+ * /proc/TID/stat gives the command when the thread leads its process,
+ * the usual case.
  */
 static void caller(fuse_req_t req, struct zklfs_caller *c)
 {
 	const struct fuse_ctx *ctx = fuse_req_ctx(req);
 	char stat[1024];
+	pid_t tid = ctx->pid;
 
 	stat[0] = '\0';
-	c->tid = ctx->pid;
 	c->uid = ctx->uid;
-	if (c->tid)
-		proc_read(c->tid, "stat", stat, sizeof(stat));
-	c->start = zklfs_stat_start(stat);
-	c->pid = thread_group(c->tid);
-	if (c->pid == c->tid && stat[0])
+	c->cmd[0] = '\0';
+	c->pid = tid ? thread_group(tid) : 0;
+	if (!c->pid)
+		return;
+	if (c->pid == tid) {
+		proc_read(tid, "stat", stat, sizeof(stat));
 		stat_comm(stat, c->cmd, sizeof(c->cmd));
-	else
+	} else {
 		proc_read(c->pid, "comm", c->cmd, sizeof(c->cmd));
-}
-
-/* The parent of process @pid (field 4 of /proc/PID/stat), 0 if unknown. */
-static pid_t parent_of(pid_t pid)
-{
-	char stat[1024];
-	const char *p;
-
-	proc_read(pid, "stat", stat, sizeof(stat));
-	p = strrchr(stat, ')');		/* the name may hold anything */
-	return p && p[1] == ' ' && p[2] && p[3] == ' ' ? (pid_t)atoi(p + 4) : 0;
-}
-
-/* Up the caller's ancestry, at most 256 generations: a walk of /proc, so
- * only for a request that asks it (zklock --confirm), never per open. */
-static bool in_tree(fuse_req_t req, pid_t root)
-{
-	pid_t pid = thread_group(fuse_req_ctx(req)->pid);
-
-	for (int i = 0; i < 256 && pid > 0 && root > 0; i++) {
-		if (pid == root)
-			return true;
-		pid = parent_of(pid);
 	}
-	return false;
-}
-
-static pid_t tid(fuse_req_t req)
-{
-	return fuse_req_ctx(req)->pid;
 }
 
 static void notify_poll(struct fuse_pollhandle *ph)
@@ -155,9 +116,6 @@ const struct zklfs_reply zklfs_fuse_reply = {
 	.err = reply_err,
 	.on_interrupt = on_interrupt,
 	.caller = caller,
-	.tid = tid,
-	.thread_start = thread_start,
-	.in_tree = in_tree,
 	.notify_poll = notify_poll,
 	.drop_poll = fuse_pollhandle_destroy,
 };

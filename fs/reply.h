@@ -1,7 +1,7 @@
 /*
  * fs/reply.h - the kernel's side of a lock request: who asks, and how the
  * answer goes back.  The seam between the lock requests (fs/lockreq.c,
- * fs/convert.c) and libfuse, as zk/transport.h is between the engine and
+ * fs/fdlock.c) and libfuse, as zk/transport.h is between the engine and
  * ZooKeeper: the daemon uses zklfs_fuse_reply (fs/reply.c, libfuse and
  * /proc), the simulator (tests/sim/simfs.c) its own, so that it drives
  * OPEN, INTERRUPT, RELEASE and flock/fcntl requests through the same code
@@ -15,14 +15,11 @@
 
 #include "fs/mount.h"
 
-/* Who asks for a lock: the caller of a request, read while it waits in it
- * (so its thread id is its own). */
+/* Who asks for a lock: the caller of a request, read while it waits in it.
+ * Information for the entry's data and the log, never a grant's reason. */
 struct zklfs_caller {
-	pid_t tid;			/* its thread; 0 if outside our pid
-					   namespace (then none is told apart) */
-	pid_t pid;			/* its process */
-	unsigned long long start;	/* when its thread started (fs/tid.h),
-					   0 if unknown */
+	pid_t pid;			/* its process; 0 if outside our pid
+					   namespace */
 	uid_t uid;
 	char cmd[64];			/* its process's name, raw */
 };
@@ -37,12 +34,6 @@ struct zklfs_reply {
 	void (*on_interrupt)(fuse_req_t req, fuse_interrupt_func_t fn, void *arg);
 	/* the caller of @req: every field */
 	void (*caller)(fuse_req_t req, struct zklfs_caller *c);
-	/* the caller's thread id alone (the cheap part of caller()) */
-	pid_t (*tid)(fuse_req_t req);
-	/* when thread @tid started (fs/tid.h), 0 if unknown */
-	unsigned long long (*thread_start)(pid_t tid);
-	/* is the caller of @req the process @root or one of its descendants? */
-	bool (*in_tree)(fuse_req_t req, pid_t root);
 	/* wake the poller @ph, and let it go; let @ph go unwoken */
 	void (*notify_poll)(struct fuse_pollhandle *ph);
 	void (*drop_poll)(struct fuse_pollhandle *ph);

@@ -301,20 +301,12 @@ static void wb_tick_run(void *arg, bool go)
  */
 /*
  * Why the holder's descriptor @fi of @n may not change the entry's data
- * (write, truncate): lockreq_holder_errno()'s EIO or ENOLCK, or EBADF for a
- * reentrant descriptor (the one that took the lock writes its entry).
- * Return: 0, or that errno.
+ * (write, truncate): lockreq_holder_errno()'s EIO or ENOLCK.  Return: 0,
+ * or that errno.
  */
 static int write_errno(struct zklfs *fs, struct node *n, const struct fuse_file_info *fi)
 {
-	int err = lockreq_holder_errno(fs, n, fi);
-
-	if (!err && lockreq_joined(fs, n)) {
-		zklog(LOG_NOTICE, "write to a reentrant descriptor refused: the "
-		      "descriptor that took the lock writes its entry");
-		err = EBADF;
-	}
-	return err;
+	return lockreq_holder_errno(fs, n, fi);
 }
 
 void zklfs_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,

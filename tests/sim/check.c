@@ -251,13 +251,8 @@ void sim_answered(struct world *wd, struct driven *d, int err)
 		if (!d->cancelled)
 			sim_failf(wd, "result: w%d EINTR but never cancelled", d->id);
 		break;
-	case -EDEADLK:
-		if (!d->may_deadlock)
-			sim_failf(wd, "result: w%d EDEADLK but its thread holds nothing "
-				  "there", d->id);
-		break;
 	case -EIO:
-		if (!d->unlinked && !d->may_deadlock)
+		if (!d->unlinked)
 			sim_failf(wd, "result: w%d EIO but nobody deleted its entry", d->id);
 		break;
 	default:

@@ -90,38 +90,28 @@ void lost_before_its_answer(struct world *wd)
 }
 
 /*
- * Reentrant opens: the thread that holds the lock opens it twice more (a
- * shared open over its exclusive hold among them), while a waiter of the
- * same mount waits behind.  The descriptor that made the entry closes
- * first: the entry stays for the two others, and the waiter waits; it is
- * granted (a cohort hand-off) only when the last of them closes.
+ * The owner of a lock is the descriptor: a second open of the lock on the
+ * same mount, whoever makes it, queues behind the first (no entry is
+ * shared, nothing is granted at once), and is granted, through a cohort
+ * hand-off, only once the first descriptor closes.
  */
-void reentrant_last_close_hands_over(struct world *wd)
+void second_open_queues(struct world *wd)
 {
-	int h, a, b, x, fh;
+	int h, a;
 
 	h = simfs_open(wd, 0, 0, ZKN_EXCLUSIVE, 0);
-	x = fs_waiter_behind(wd, h);
-	fh = wd->driven[h].fd;
-	a = simfs_open_by(wd, 0, 0, ZKN_EXCLUSIVE, 0, fh);
-	b = simfs_open_by(wd, 0, 0, ZKN_SHARED, 0, fh);
 	did(wd, true);
 	quiesce(wd);
-	expect(wd, wd->driven[h].nfds == 3 && wd->driven[a].released && wd->driven[b].released,
-	       "w%d's entry stands for 3 descriptors, no new entry", h);
-	simfs_close(wd, fh, &wd->driven[h]);	/* the one that made it, first */
+	a = simfs_open(wd, 0, 0, ZKN_SHARED, 0);
 	did(wd, true);
 	quiesce(wd);
-	simfs_close(wd, simfs_fd_of(wd, h, false), &wd->driven[h]);
+	expect(wd, granted(wd, h) && waits(wd, a),
+	       "w%d, a second open of w%d's lock on its mount, waits", a, h);
+	simfs_close(wd, wd->driven[h].fd, &wd->driven[h]);
 	did(wd, true);
 	quiesce(wd);
-	expect(wd, waits(wd, x) && !wd->driven[h].released,
-	       "w%d waits while a descriptor stands for w%d's entry", x, h);
-	simfs_close(wd, simfs_fd_of(wd, h, false), &wd->driven[h]);
-	did(wd, true);
-	quiesce(wd);
-	expect(wd, wd->driven[h].released && granted(wd, x),
-	       "w%d holds once the last descriptor closed", x);
+	expect(wd, wd->driven[h].released && granted(wd, a),
+	       "w%d holds once w%d's descriptor closed", a, h);
 }
 
 /*

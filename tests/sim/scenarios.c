@@ -461,7 +461,7 @@ static const struct scenario {
 	{ "cohort-delete-lost-unsent", cohort_delete_lost_unsent },
 	{ "interrupt-races-the-grant", interrupt_races_the_grant },
 	{ "lost-before-its-answer", lost_before_its_answer },
-	{ "reentrant-last-close-hands-over", reentrant_last_close_hands_over },
+	{ "second-open-queues", second_open_queues },
 	{ "lockfile-close-of-a-copy", lockfile_close_of_a_copy },
 };
 

@@ -45,7 +45,7 @@ void suspend(struct world *wd, int m);
 /* fsscenarios.c: the scenarios of the FUSE side */
 void interrupt_races_the_grant(struct world *wd);
 void lost_before_its_answer(struct world *wd);
-void reentrant_last_close_hands_over(struct world *wd);
+void second_open_queues(struct world *wd);
 void lockfile_close_of_a_copy(struct world *wd);
 
 #endif

@@ -45,13 +45,6 @@ struct driven {
 	int fd;			/* through fs/: its descriptor (simfs.h); -1:
 				   the driver called the engine itself */
 	struct fuse_req *req;	/* through fs/: the request it waits in */
-	int nfds;		/* through fs/, granted: the descriptors that
-				   stand for its entry (reentrant opens) */
-	pid_t tid;		/* through fs/: the thread that asked, */
-	unsigned long long start;	/* and when it started */
-	bool may_deadlock;	/* through fs/: its thread held or waited in
-				   the lock when it asked: EDEADLK, EIO (it
-				   lost it) or a reentrant open are right */
 	bool lost_early;	/* through fs/: lost while its grant was on its
 				   way to its request (lockreq.lost_early) */
 };

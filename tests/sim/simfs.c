@@ -164,10 +164,8 @@ static void to_waiter(struct world *wd, struct fuse_req *r, int err)
 	struct driven *d = &wd->driven[r->driven];
 	struct sfd *f = fd_of(wd, r);
 
-	if (!err) {
+	if (!err)
 		d->w = f->n->lr->w;
-		d->nfds = 1;
-	}
 	sim_answered(wd, d, err);
 	if (!err && d->lost_early) {	/* the descriptor must tell at once */
 		sim_lost_driven(wd, d);
@@ -191,49 +189,6 @@ static void to_waiter(struct world *wd, struct fuse_req *r, int err)
 	}
 }
 
-/*
- * A reentrant open: @f stands for the entry its thread holds through
- * another descriptor.  Its thread must hold that lock there, of a kind
- * that admits the one asked; the waiter made for the request is dropped
- * from the accounts (no entry was made).
- */
-static int joined(struct world *wd, struct fuse_req *r, struct sfd *f)
-{
-	const struct lockreq *o = f->n->lr->owner;
-	struct driven *d = &wd->driven[r->driven];
-	int od = -1;
-
-	for (int i = 0; i < wd->nfd; i++)
-		if (wd->fds[i].n == o->node && !wd->fds[i].forgotten)
-			od = wd->fds[i].driven;
-	if (od < 0)			/* its own descriptor gave its part up */
-		for (int i = 0; i < wd->nfd; i++)
-			if (!wd->fds[i].closed && wd->fds[i].n && wd->fds[i].n->lr &&
-			    wd->fds[i].n->lr->owner == o && &wd->fds[i] != f &&
-			    wd->fds[i].driven >= 0)	/* open: its node lives */
-				od = wd->fds[i].driven;
-	d->ndone = 1;			/* never enqueued */
-	d->released = true;
-	if (!d->may_deadlock || od < 0 || o->tid != r->tid || o->tid_start != r->start ||
-	    !(o->kind == ZKN_EXCLUSIVE || d->kind == ZKN_SHARED))
-		sim_failf(wd, "reentrant: fd%d (w%d, %s) joined an entry its thread does "
-			  "not hold so", r->fd, d->id, d->kind == ZKN_EXCLUSIVE ?
-			  "exclusive" : "shared");
-	if (r->gone) {			/* never a descriptor: lockreq lets it go */
-		f->closed = true;
-		f->driven = -1;
-		return -ENOENT;
-	}
-	if (od >= 0) {
-		f->driven = od;
-		wd->driven[od].nfds++;
-		sn_trace(&wd->net, "        (fd%d stands for w%d's entry: %d descriptors)",
-			 r->fd, od, wd->driven[od].nfds);
-	}
-	f->opened = true;
-	return 0;
-}
-
 static int reply_open_k(fuse_req_t r, const struct fuse_file_info *fi)
 {
 	struct world *wd = W();
@@ -254,8 +209,6 @@ static int reply_open_k(fuse_req_t r, const struct fuse_file_info *fi)
 	if (r->fdreq || fi->fh != FH_HOLDER)
 		sim_failf(wd, "reply: fd%d: an open reply that is not the holder's "
 			  "descriptor of an OPEN", r->fd);
-	if (f->n->lr->state == LR_JOINED)
-		return joined(wd, r, f);
 	to_waiter(wd, r, 0);
 	if (r->gone) {			/* the kernel closes nothing: lockreq drops */
 		wd->driven[r->driven].released = true;
@@ -318,35 +271,12 @@ static void on_interrupt(fuse_req_t r, fuse_interrupt_func_t fn, void *arg)
 		fn(r, arg);
 }
 
-/* The thread the request names (simfsact.c); the pid= line of an entry's
- * data names the waiter it is for. */
+/* The pid= line of an entry's data names the waiter it is for. */
 static void caller(fuse_req_t r, struct zklfs_caller *c)
 {
-	c->tid = r->tid;
 	c->pid = SIM_PID_BASE + r->driven;	/* the data names the waiter (check.c) */
-	c->start = r->start;
 	c->uid = 1000;
 	snprintf(c->cmd, sizeof(c->cmd), "sim\n");
-}
-
-static pid_t tid(fuse_req_t r)
-{
-	return r->tid;
-}
-
-/* The thread that asks now (world.asker) is alive; its id is its own. */
-static unsigned long long thread_start(pid_t t)
-{
-	struct fuse_req *r = W()->asker;
-
-	return r && r->tid == t ? r->start : 0;
-}
-
-/* No simulated caller asks for a confirmation. */
-static bool in_tree(fuse_req_t r, pid_t root)
-{
-	(void)r, (void)root;
-	return false;
 }
 
 /* A woken poller finds what woke it: the loss, or a request to let go. */
@@ -374,9 +304,6 @@ static const struct zklfs_reply sim_reply = {
 	.err = reply_err,
 	.on_interrupt = on_interrupt,
 	.caller = caller,
-	.tid = tid,
-	.thread_start = thread_start,
-	.in_tree = in_tree,
 	.notify_poll = notify_poll,
 	.drop_poll = drop_poll,
 };
@@ -443,8 +370,6 @@ struct fuse_req *simfs_new_req(struct world *wd, int fd, int driven, bool fdreq)
 	r->driven = driven;
 	r->fdreq = fdreq;
 	r->old = -1;
-	r->tid = wd->fds[fd].tid;	/* its descriptor's thread, unless told */
-	r->start = wd->fds[fd].start;
 	if (wd->nreq == wd->reqcap) {
 		wd->reqcap = wd->reqcap ? 2 * wd->reqcap : 64;
 		wd->reqs = realloc(wd->reqs, (size_t)wd->reqcap * sizeof(*wd->reqs));

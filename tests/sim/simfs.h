@@ -8,8 +8,7 @@
 
 #include "tests/sim/sim.h"
 
-/* Thread ids of the simulated callers: SIM_PID_BASE + the descriptor's
- * first waiter; an entry's pid= line is SIM_PID_BASE + its waiter. */
+/* An entry's pid= line is SIM_PID_BASE + its waiter (check.c). */
 #define SIM_PID_BASE 100000
 
 /* A descriptor of a lock node: MKNOD, OPEN, then flock requests on it. */
@@ -17,8 +16,6 @@ struct sfd {
 	struct node *n;			/* its lock node (fs/node.h) */
 	int mount, dir;
 	int driven;				/* the waiter it stands for now, -1: none */
-	pid_t tid;			/* the thread that opened it */
-	unsigned long long start;	/* and when it started (fs/tid.h) */
 	struct fuse_req *req;		/* its latest request that waits */
 	bool opened;			/* its OPEN was answered with the lock */
 	bool closed;			/* RELEASE done, or the OPEN failed */
@@ -41,13 +38,6 @@ void simfs_free(struct world *wd);
  * lock of @kind in lock @dir on mount @m.  Return: its driven id, or -1. */
 int simfs_open(struct world *wd, int m, int dir, enum zkn_kind kind, int flags);
 
-/* simfs_open_by() - simfs_open(), by the thread of descriptor @by (-1: as
- * the driver chooses).  simfs_fd_of() - an open descriptor that stands for
- * waiter @id's entry: the one that made it (@first), else a JOINED one;
- * -1 if none. */
-int simfs_open_by(struct world *wd, int m, int dir, enum zkn_kind kind, int flags,
-		  int by);
-int simfs_fd_of(struct world *wd, int id, bool first);
 
 /* simfs_open_lockfile() - OPEN of lock @dir as a lock file on mount @m
  * (never waits), then flock(LOCK_SH/LOCK_EX per @kind, LOCK_NB per @flags)

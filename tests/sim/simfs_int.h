@@ -15,8 +15,6 @@ struct fuse_req {
 	int driven;				/* the waiter it asks for (-1: none) */
 	int fd;				/* on this descriptor */
 	bool fdreq;			/* a flock request, not the OPEN */
-	pid_t tid;			/* the thread that asks: its id, */
-	unsigned long long start;	/* and when it started */
 	int old;			/* flock: the waiter its descriptor stood
 					   for when asked (-1: none) */
 	int replies;

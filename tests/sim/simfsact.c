@@ -15,55 +15,6 @@
 #include "fs/fdlock.h"
 #include "fs/lockfile.h"
 
-/* Does thread @tid started at @start hold or wait for an entry of @f's
- * lock through a descriptor other than @f (a waiter of fs/ it asked for,
- * not given back)? */
-static bool thread_busy(struct world *wd, pid_t tid, unsigned long long start,
-			const struct sfd *f)
-{
-	for (int i = 0; i < wd->ndriven; i++) {
-		const struct driven *d = &wd->driven[i];
-
-		if (d->fd >= 0 && &wd->fds[d->fd] != f && !d->released && d->tid == tid &&
-		    d->start == start && d->mount == f->mount && d->dir == f->dir)
-			return true;
-	}
-	return false;
-}
-
-/*
- * The thread that opens @f (waiter @id): one open in eight is made by the
- * thread of another descriptor of the mount, and one in sixteen by a new
- * thread given the id of another's (started later: not the same thread,
- * fs/tid.h); else a new thread.
- */
-static void open_thread(struct world *wd, struct sfd *f, int id)
-{
-	int n = 0, k;
-	bool same;
-
-	f->tid = SIM_PID_BASE + id;
-	f->start = 1 + (unsigned long long)id;
-	for (int i = 0; i < wd->nfd; i++)
-		n += &wd->fds[i] != f && wd->fds[i].mount == f->mount;
-	same = sim_rng_chance(&wd->rng, 1, 8);
-	if (!n || (!same && !sim_rng_chance(&wd->rng, 1, 15)))
-		return;
-	k = (int)sim_rng_below(&wd->rng, (uint32_t)n);
-	for (int i = 0; i < wd->nfd; i++)
-		if (&wd->fds[i] != f && wd->fds[i].mount == f->mount && k-- == 0) {
-			f->tid = wd->fds[i].tid;
-			if (same)
-				f->start = wd->fds[i].start;
-			return;
-		}
-}
-
-int simfs_open(struct world *wd, int m, int dir, enum zkn_kind kind, int flags)
-{
-	return simfs_open_by(wd, m, dir, kind, flags, -1);
-}
-
 /* A new waiter (*@id) and a new descriptor for it on mount @m of lock
  * @dir; NULL (no waiter) past the live waiters' bound. */
 static struct sfd *new_fd(struct world *wd, int m, int dir, enum zkn_kind kind, int flags,
@@ -88,8 +39,7 @@ static struct sfd *new_fd(struct world *wd, int m, int dir, enum zkn_kind kind, 
 	return f;
 }
 
-int simfs_open_by(struct world *wd, int m, int dir, enum zkn_kind kind, int flags,
-		  int by)
+int simfs_open(struct world *wd, int m, int dir, enum zkn_kind kind, int flags)
 {
 	struct simfs *s = wd->fs[m];
 	struct fuse_file_info fi = { 0 };
@@ -99,20 +49,9 @@ int simfs_open_by(struct world *wd, int m, int dir, enum zkn_kind kind, int flag
 
 	if (!f)
 		return -1;
-	if (by >= 0) {			/* the script's choice */
-		f->tid = wd->fds[by].tid;
-		f->start = wd->fds[by].start;
-	} else {
-		open_thread(wd, f, id);
-	}
 	d = &wd->driven[id];
 	d->fd = fd;
-	d->tid = f->tid;
-	d->start = f->start;
-	/* the thread holds or waits in that lock already: EDEADLK */
-	d->may_deadlock = thread_busy(wd, f->tid, f->start, f);
-	sn_trace(&wd->net, "  fs: MKNOD + OPEN fd%d for w%d, by thread %d (started %llu)",
-		 fd, id, (int)f->tid, f->start);
+	sn_trace(&wd->net, "  fs: MKNOD + OPEN fd%d for w%d", fd, id);
 	simfs_fuse_thread(wd, true);
 	f->n = lockreq_node(&s->fs, wd->dirs[dir], "job", 1000);
 	if (!f->n)
@@ -124,12 +63,6 @@ int simfs_open_by(struct world *wd, int m, int dir, enum zkn_kind kind, int flag
 	lockreq_open(f->req, f->n, &fi);
 	simfs_fuse_thread(wd, false);
 	simfs_after_ask(d, f);
-	/* a new entry of its own: only for a thread that has none there */
-	if (f->n->lr->state != LR_JOINED &&
-	    !(d->ndone && (d->result == -EDEADLK || d->result == -EIO)) &&
-	    thread_busy(wd, f->tid, f->start, f))
-		sim_failf(wd, "deadlock: w%d's thread %d queued behind itself in %s", id,
-			  (int)f->tid, wd->dirs[dir]);
 	return id;
 }
 
@@ -159,17 +92,13 @@ int simfs_open_lockfile(struct world *wd, int m, int dir, enum zkn_kind kind, in
 
 	if (!f)
 		return -1;
-	open_thread(wd, f, id);
 	f->lockfile = true;
 	f->posix = sim_rng_chance(&wd->rng, 1, 2);
 	d = &wd->driven[id];
 	d->fd = fd;
-	d->tid = f->tid;
-	d->start = f->start;
-	d->may_deadlock = thread_busy(wd, f->tid, f->start, f);
-	sn_trace(&wd->net, "  fs: OPEN fd%d of the lock file %s, then %s for w%d, by thread "
-		 "%d (%s owner)", fd, wd->dirs[dir], kind == ZKN_SHARED ? "LOCK_SH" : "LOCK_EX",
-		 id, (int)f->tid, f->posix ? "a POSIX" : "the description's");
+	sn_trace(&wd->net, "  fs: OPEN fd%d of the lock file %s, then %s for w%d (%s owner)",
+		 fd, wd->dirs[dir], kind == ZKN_SHARED ? "LOCK_SH" : "LOCK_EX", id,
+		 f->posix ? "a POSIX" : "the description's");
 	simfs_fuse_thread(wd, true);
 	zkmx_lock(&fs->lock);
 	f->file = node_lookup_locked(fs, wd->dirs[dir], NODE_LOCKFILE);
@@ -280,16 +209,6 @@ static void forget(struct world *wd, struct sfd *f)
 	node_forget(&wd->fs[f->mount]->fs, f->n, 1);
 }
 
-int simfs_fd_of(struct world *wd, int id, bool first)
-{
-	for (int i = 0; i < wd->nfd; i++)
-		if (wd->fds[i].driven == id && !wd->fds[i].closed &&
-		    (first ? wd->fds[i].n->lr->state != LR_JOINED :
-			     wd->fds[i].n->lr->state == LR_JOINED))
-			return i;
-	return -1;
-}
-
 /* A descriptor that stands for @d's entry, open: at random. */
 static struct sfd *fd_of_driven(struct world *wd, const struct driven *d)
 {
@@ -306,13 +225,11 @@ static struct sfd *fd_of_driven(struct world *wd, const struct driven *d)
 	return NULL;
 }
 
-/* @f's part of @d's entry is given up (RELEASE, LOCK_UN): the entry goes
- * with its last descriptor.  Return: whether it went. */
+/* @f gives @d's entry up (RELEASE, LOCK_UN): it goes with @f's open file
+ * description, the one owner it has.  Return: whether it went. */
 static bool part_done(struct world *wd, struct sfd *f, struct driven *d)
 {
 	f->driven = -1;
-	if (--d->nfds > 0)
-		return false;
 	d->released = true;
 	wd->last_released = d->id + 1;
 	return true;
@@ -329,106 +246,40 @@ void simfs_close(struct world *wd, int fd, struct driven *d)
 {
 	struct sfd *f = fd >= 0 ? &wd->fds[fd] : NULL;
 	struct zkl_info info;
-	struct node *gone;
 	char *path = NULL;
-	bool last;
 
 	if (!f) {
 		sim_failf(wd, "release: w%d has no descriptor open", d->id);
 		return;
 	}
 	zkl_info(d->w, &info, &path);
-	sn_trace(&wd->net, "  fs: RELEASE of fd%d (w%d, %s, %d descriptor(s))",
-		 (int)(f - wd->fds), d->id, path ? path : "no entry", d->nfds);
+	sn_trace(&wd->net, "  fs: RELEASE of fd%d (w%d, %s)", (int)(f - wd->fds), d->id,
+		 path ? path : "no entry");
 	/* before the call: a cohort hand-off inside it passes over the entry */
-	last = part_done(wd, f, d);
+	part_done(wd, f, d);
 	f->closed = true;
 	simfs_fuse_thread(wd, true);
-	if (f->lockfile) {
-		gone = f->n;		/* one owner, one descriptor: it goes */
+	if (f->lockfile)
 		lockfile_close(wd, f);
-	} else {
-		gone = lockreq_close(&wd->fs[f->mount]->fs, f->n);
-		if (gone)
-			lockreq_end(&wd->fs[f->mount]->fs, gone);
-	}
+	else
+		fdlock_end(&wd->fs[f->mount]->fs, f->n);
 	simfs_fuse_thread(wd, false);
-	if (last != (gone != NULL))
-		sim_failf(wd, "release: fd%d was %sthe last descriptor of w%d, and its "
-			  "entry %s", (int)(f - wd->fds), last ? "" : "not ", d->id,
-			  gone ? "went" : "stays");
-	if (last)
-		sim_check_release(wd, d, path);
+	sim_check_release(wd, d, path);
 	free(path);
 	if (sim_rng_chance(&wd->rng, 1, 2))
 		forget(wd, f);
 }
 
-/* Who asks for a lock on @f: one time in four the thread of another
- * descriptor of the mount (a process sharing @f), else @f's own. */
-static void asker_of(struct world *wd, const struct sfd *f, struct fuse_req *r)
-{
-	int n = 0, k;
-
-	for (int i = 0; i < wd->nfd; i++)
-		n += &wd->fds[i] != f && wd->fds[i].mount == f->mount;
-	if (!n || !sim_rng_chance(&wd->rng, 1, 4))
-		return;
-	k = (int)sim_rng_below(&wd->rng, (uint32_t)n);
-	for (int i = 0; i < wd->nfd; i++)
-		if (&wd->fds[i] != f && wd->fds[i].mount == f->mount && k-- == 0) {
-			r->tid = wd->fds[i].tid;
-			r->start = wd->fds[i].start;
-			return;
-		}
-}
-
 /*
- * flock(2) on a descriptor whose entry others stand for too (reentrant
- * opens): at once, and never a new entry.  LOCK_UN gives up its part (the
- * entry goes with the last one); the kind held is 0; another kind is
- * EDEADLK; any on a lost lock EIO.
- */
-static bool fdlock_shared(struct world *wd, struct sfd *f, int op, bool nb)
-{
-	int fd = (int)(f - wd->fds), driven = f->driven;
-	struct fuse_req *r = simfs_new_req(wd, fd, -1, true);
-	const struct lockreq *e = lockreq_entry(f->n->lr);
-	bool last = false, lost = e->state == LR_LOST;
-	enum zkn_kind kind = e->kind;
-	char *path = NULL;
-
-	sn_trace(&wd->net, "  fs: flock(fd%d, %s%s) on an entry shared by reentrant opens "
-		 "(w%d)", fd, op == LOCK_SH ? "LOCK_SH" : op == LOCK_EX ? "LOCK_EX" : "LOCK_UN",
-		 nb ? "|LOCK_NB" : "", driven);
-	if (op == LOCK_UN && driven >= 0) {
-		path = strdup(wd->driven[driven].path);
-		last = part_done(wd, f, &wd->driven[driven]);
-	}
-	fd_lock(wd, f, r, op, nb);
-	if (r->replies != 1 ||
-	    (op == LOCK_UN && r->result != 0) ||
-	    (op != LOCK_UN && lost && r->result != EIO) ||
-	    (op != LOCK_UN && !lost && r->result != 0 && r->result != EDEADLK) ||
-	    (op != LOCK_UN && !lost && r->result == 0 &&
-	     kind != (op == LOCK_EX ? ZKN_EXCLUSIVE : ZKN_SHARED)))
-		sim_failf(wd, "flock: fd%d, whose entry others stand for: answered %d "
-			  "times, with %d", fd, r->replies, r->result);
-	if (last)
-		sim_check_release(wd, &wd->driven[driven], path);
-	free(path);
-	return true;
-}
-
-/*
- * flock(2) on a descriptor whose conversion waits (another process sharing
- * the descriptor asked): one request at a time.  LOCK_UN is 0 and the
- * waiting one goes on; any other is EAGAIN with LOCK_NB, else EDEADLK; at
- * once, and nothing changes.
+ * flock(2) on a descriptor whose request waits (another thread or process
+ * sharing the description asked): LOCK_UN is 0 and the waiting one goes
+ * on; LOCK_NB is EWOULDBLOCK; at once, and nothing changes.  (A blocking
+ * one joins the wait, answered with it: the integration tests drive that,
+ * with real threads on one description.)
  */
 static bool fdlock_busy(struct world *wd, struct sfd *f, int op, bool nb)
 {
-	int fd = (int)(f - wd->fds), driven = f->driven, want = op == LOCK_UN ? 0 : nb ? EAGAIN : EDEADLK;
+	int fd = (int)(f - wd->fds), driven = f->driven, want = op == LOCK_UN ? 0 : EWOULDBLOCK;
 	struct fuse_req *r = simfs_new_req(wd, fd, -1, true);
 
 	sn_trace(&wd->net, "  fs: flock(fd%d, %s%s) while its request (w%d) waits", fd,
@@ -450,8 +301,7 @@ static bool fdlock_busy(struct world *wd, struct sfd *f, int op, bool nb)
  * LOCK_UN, with LOCK_NB or not, on an open descriptor that holds (or lost)
  * its lock or holds nothing since a LOCK_UN.  The outcome is read from the
  * descriptor afterwards, not foretold (the ZooKeeper thread may run first),
- * and checked: the kind held asked again is 0 at once; EDEADLK only for a
- * thread that held or waited in the lock, and then nothing changes;
+ * and checked: the kind held asked again is 0 at once (never EDEADLK);
  * anything else gives the entry back, and LOCK_SH/LOCK_EX enqueue a new
  * waiter on the same descriptor (a waiter made for the request and never
  * used is dropped from the accounts).
@@ -478,10 +328,8 @@ bool act_fdlock(struct world *wd)
 	nb = sim_rng_chance(&wd->rng, 1, 3);
 	if (f->driven >= 0)
 		old = &wd->driven[f->driven];
-	if (f->n->lr->state == LR_JOINED || f->n->lr->njoined)
-		return fdlock_shared(wd, f, op, nb);
 	if (old && old->ndone == 0)
-		return fdlock_busy(wd, f, op, nb);
+		return fdlock_busy(wd, f, op, op == LOCK_UN ? nb : true);
 	if (op != LOCK_UN) {
 		id = sim_new_driven(wd, f->mount, f->dir,
 				op == LOCK_EX ? ZKN_EXCLUSIVE : ZKN_SHARED, nb ? ZKL_NONBLOCK : 0);
@@ -494,25 +342,19 @@ bool act_fdlock(struct world *wd)
 		 nb ? "|LOCK_NB" : "", old ? old->id : -1);
 	r = simfs_new_req(wd, fd, id, true);
 	r->old = old ? old->id : -1;
-	asker_of(wd, f, r);
-	if (id >= 0) {
-		wd->driven[id].tid = r->tid;
-		wd->driven[id].start = r->start;
-		wd->driven[id].may_deadlock = thread_busy(wd, r->tid, r->start, f);
-	}
 	if (id >= 0) {
 		f->driven = id;
 		f->req = r;
 	}
 	fd_lock(wd, f, r, op, nb);
 	kept = old && simfs_stands_for(wd, f, old->id);
-	if (r->replies && r->result == EDEADLK && old && !kept)
-		sim_failf(wd, "flock: fd%d: EDEADLK, and its entry given back", fd);
+	if (r->replies && r->result == EDEADLK)
+		sim_failf(wd, "flock: fd%d: EDEADLK", fd);
 	if (kept && r->replies && r->result == 0 && !simfs_believes(wd, old))
 		sim_failf(wd, "flock: fd%d: the kind held answered 0 on a lock that is lost",
 			  fd);
 	if (kept) {
-		f->driven = old->id;	/* the kind held, or EDEADLK */
+		f->driven = old->id;	/* the kind held, or EIO */
 	} else if (old) {		/* given back inside fdlock_op() */
 		old->released = true;
 		wd->last_released = old->id + 1;
@@ -526,8 +368,7 @@ bool act_fdlock(struct world *wd)
 	if (kept && r->replies && r->result == EIO && simfs_believes(wd, old))
 		sim_failf(wd, "flock: fd%d: EIO on a lock that holds", fd);
 	if ((kept || op == LOCK_UN) &&
-	    (r->replies != 1 || (r->result != 0 && !(kept && (r->result == EDEADLK ||
-							       r->result == EIO)))))
+	    (r->replies != 1 || (r->result != 0 && !(kept && r->result == EIO))))
 		sim_failf(wd, "flock: fd%d: %s answered %d times, with %d, where 0 at once "
 			  "was due", fd, op == LOCK_UN ? "LOCK_UN" : "the kind held",
 			  r->replies, r->result);
@@ -541,16 +382,12 @@ void simfs_end(struct world *wd)
 
 		if (f->opened && !f->closed && f->driven < 0) {
 			sn_trace(&wd->net, "  fs: RELEASE of fd%d (holds nothing)", i);
-			struct node *g;
-
 			f->closed = true;
 			if (f->lockfile) {
 				lockfile_close(wd, f);
 				continue;
 			}
-			g = lockreq_close(&wd->fs[f->mount]->fs, f->n);
-			if (g)		/* it held nothing: nothing goes */
-				lockreq_end(&wd->fs[f->mount]->fs, g);
+			fdlock_end(&wd->fs[f->mount]->fs, f->n);	/* it held nothing */
 		}
 		if (f->closed)
 			forget(wd, f);

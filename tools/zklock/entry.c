@@ -185,6 +185,7 @@ static int cli_entry_find_in_dir(struct cli_run *r)
 /* See entry.h. */
 int cli_entry_export_env(struct cli_run *r)
 {
+	char fdstr[16];
 	ssize_t len;
 
 	if (r->lockfile) {	/* no entry file: the descriptor tells */
@@ -200,6 +201,16 @@ int cli_entry_export_env(struct cli_run *r)
 	}
 	if (len < 0)
 		return (int)len;
+	/*
+	 * The command gets the lock's descriptor (ZKLOCK_FD): through it, and
+	 * only through it, a nested zklock knows it runs under this lock and
+	 * --confirm asks the mount (fsync).  The lock lives as long as its
+	 * open file description, so it ends once zklock and the command's
+	 * whole tree, which zklock waits for, have closed it.
+	 */
+	snprintf(fdstr, sizeof(fdstr), "%d", r->lockfd);
+	if (fcntl(r->lockfd, F_SETFD, 0) < 0 || setenv("ZKLOCK_FD", fdstr, 1) < 0)
+		return -errno;
 	if (setenv("ZKLOCK_DIR", r->dir, 1) < 0 ||
 	    setenv("ZKLOCK_ENTRY", r->entry, 1) < 0 ||
 	    setenv("ZKLOCK_TOKEN", r->token, 1) < 0 ||

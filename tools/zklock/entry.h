@@ -65,10 +65,13 @@ int cli_entry_take(struct cli_run *r, const char *path);
 int cli_entry_find(struct cli_run *r);
 
 /*
- * cli_entry_export_env() - tell the command where its lock is: set
- * ZKLOCK_DIR, ZKLOCK_ENTRY, ZKLOCK_TOKEN (the fencing token, kept in
- * r->token; a lock file's from the ZKLFS_IOC_TOKEN ioctl) and ZKLOCK_MODE in zklock's environment, which the command
- * inherits. After cli_entry_find(). Return: 0 or a negative errno.
+ * cli_entry_export_env() - give the command its lock: r->lockfd stays
+ * open across exec, named by ZKLOCK_FD (what a nested zklock and
+ * --confirm act through), and ZKLOCK_DIR, ZKLOCK_ENTRY, ZKLOCK_TOKEN (the
+ * fencing token, kept in r->token; a lock file's from the ZKLFS_IOC_TOKEN
+ * ioctl) and ZKLOCK_MODE, for information, in zklock's environment, which
+ * the command inherits. After cli_entry_find(). Return: 0 or a negative
+ * errno.
  */
 int cli_entry_export_env(struct cli_run *r);
 

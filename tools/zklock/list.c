@@ -194,6 +194,36 @@ out_free_path:
 	return err;
 }
 
+/*
+ * Mark the waiters of @rows (in queue order) that wait behind their own
+ * process: a waiting row whose host and pid are those of a row ahead of
+ * it that holds the lock.  Such a process opened the lock again through
+ * another descriptor and waits until it closes the first (the owner of a
+ * lock is the descriptor): "waiting-self".  The host and pid are the
+ * entries' data, information as the mount's own notice is, never proof.
+ */
+static void cli_mark_self_waits(struct cli_row *rows, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		char *mark;
+
+		if (strcmp(rows[i].state, "waiting") != 0 || !strcmp(rows[i].pid, "-"))
+			continue;
+		for (size_t j = 0; j < i; j++) {
+			if (strcmp(rows[j].state, "held") != 0 ||
+			    strcmp(rows[j].host, rows[i].host) != 0 ||
+			    strcmp(rows[j].pid, rows[i].pid) != 0)
+				continue;
+			mark = strdup("waiting-self");
+			if (mark) {
+				free(rows[i].state);
+				rows[i].state = mark;
+			}
+			break;
+		}
+	}
+}
+
 /* Print @rows as the aligned --list table, with its header; with @json,
  * one JSON object a row.  @limit: the lock's ("-" for a mutex). */
 static void cli_print_table(const struct cli_row *rows, size_t n, const char *limit,
@@ -326,6 +356,7 @@ static int cli_list_file(const char *path, bool json)
 		n = cli_queue_rows(path, time(NULL), &rows);
 	if (n < 0)
 		return cli_lockdir_failed(path, (int)n);
+	cli_mark_self_waits(rows, (size_t)n);
 	cli_print_table(rows, (size_t)n, cli_limit_of(path, limit, sizeof(limit)), json);
 	if (fflush(stdout) == EOF)
 		status = CLI_EXIT_OSERR;
@@ -391,6 +422,7 @@ int cli_list(const char *dir, bool json)
 		warnx("%s: %s", dir, strerror(-err));
 		status = CLI_EXIT_OSERR;
 	} else {
+		cli_mark_self_waits(rows, n);
 		cli_print_table(rows, n, cli_limit_of(dir, limit, sizeof(limit)), json);
 		if (fflush(stdout) == EOF)
 			status = CLI_EXIT_OSERR;

@@ -73,14 +73,18 @@
 #include <err.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/wait.h>
 #include <sys/xattr.h>
 #include <unistd.h>
+
+#include "fs/ioctl.h"
 
 #include "tools/zklock/entry.h"
 #include "tools/zklock/list.h"
@@ -224,58 +228,94 @@ static int cli_prepare(struct cli_run *r)
 }
 
 /*
- * Does the lock of the entry @entry still hold, as a round trip to
- * ZooKeeper shows now?  The mount answers the entry's
- * "user.zklockfs.confirm" only to the process tree of its holder.
- * Return: 0, or the errno (EPERM: not that tree; EIO, ENOENT: not held).
+ * The lock descriptor a zklock we run under left us: ZKLOCK_FD, if it names
+ * a descriptor open in this process.  Return: it, or -1 (not set, not a
+ * number, or not open).
  */
-static int cli_confirm_entry(const char *entry)
+static int cli_inherited_fd(void)
 {
-	char val[16];
+	const char *v = getenv("ZKLOCK_FD");
+	char *end;
+	long fd;
 
-	return getxattr(entry, "user.zklockfs.confirm", val, sizeof(val)) < 0 ? errno : 0;
+	if (!v || !*v)
+		return -1;
+	errno = 0;
+	fd = strtol(v, &end, 10);
+	if (errno || *end || fd < 0 || fd > INT_MAX || fcntl((int)fd, F_GETFD) < 0)
+		return -1;
+	return (int)fd;
 }
 
 /*
- * Are we inside the command tree of a zklock that holds this very lock?
- * Its environment says so (ZKLOCK_DIR, ZKLOCK_ENTRY, ZKLOCK_MODE), and the
- * mount confirms it: it answers the entry's "user.zklockfs.confirm" only
- * to the holder's process tree, after a round trip.  Then the tree holds
- * the lock already and waiting would be waiting on our own parent: run
- * the command at once (shared under exclusive too; exclusive under
- * shared cannot be).  Return: -1 if not nested (take the lock), else the
- * exit status (the command is not run).
+ * Does descriptor @fd stand for the lock @dir: an entry in the lock
+ * directory @dir, or the lock file @dir itself?  The kernel says where
+ * the descriptor's file is (/proc/self/fd), whatever the environment says.
+ */
+static bool cli_fd_is_lock(int fd, const char *dir, bool lockfile)
+{
+	char link[64], path[PATH_MAX];
+	size_t dlen = strlen(dir);
+	ssize_t n;
+
+	snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+	n = readlink(link, path, sizeof(path) - 1);
+	if (n <= 0)
+		return false;
+	path[n] = '\0';
+	if (lockfile)
+		return strcmp(path, dir) == 0;
+	return (size_t)n > dlen + 1 && memcmp(path, dir, dlen) == 0 &&
+	       path[dlen] == '/' && !strchr(path + dlen + 1, '/');
+}
+
+/* ioctl @cmd's text on @fd into @buf.  Return: 0 or the errno. */
+static int cli_fd_text(int fd, unsigned long cmd, char *buf, size_t size)
+{
+	struct zklfs_ioc_text t;
+
+	if (ioctl(fd, cmd, &t) < 0)
+		return errno;
+	t.text[sizeof(t.text) - 1] = '\0';
+	snprintf(buf, size, "%s", t.text);
+	return 0;
+}
+
+/*
+ * Are we inside the command of a zklock that holds this very lock?  Only
+ * its descriptor says so: ZKLOCK_FD names a descriptor open here that
+ * stands for this lock and holds it.  Then waiting would be waiting on
+ * our own parent: run the command at once, holding the lock through that
+ * descriptor (shared under exclusive too; exclusive under shared cannot
+ * be).  The environment alone, or a descriptor of another lock, makes
+ * nothing nested: such a zklock queues like any other.  Return: -1 if not
+ * nested (take the lock), else the exit status (the command is not run).
  */
 static int cli_nested(struct cli_run *r)
 {
-	const char *dir = getenv("ZKLOCK_DIR"), *entry = getenv("ZKLOCK_ENTRY");
-	const char *mode = getenv("ZKLOCK_MODE");
-	char *real;
-	bool same;
+	int fd = cli_inherited_fd();
+	char state[64], kind[64];
 	int err;
 
-	if (!dir || !entry || !*entry)
+	if (fd < 0 || !cli_fd_is_lock(fd, r->dir, r->lockfile))
 		return -1;
-	real = realpath(dir, NULL);
-	same = real && strcmp(real, r->dir) == 0;
-	free(real);
-	if (!same)
-		return -1;
-	err = cli_confirm_entry(entry);
-	if (err) {
-		if (err != EIO && err != ENOENT)
-			return -1;	/* not the tree of its holder: take it */
-		warnx("the lock %s that this runs under is lost", entry);
+	err = cli_fd_text(fd, ZKLFS_IOC_STATE, state, sizeof(state));
+	if (!err && strcmp(state, "lost") == 0) {
+		warnx("the lock %s that this runs under is lost", r->dir);
 		return CLI_EXIT_LOST;
 	}
-	if (!r->o->shared && mode && strcmp(mode, "shared") == 0) {
+	if (!err)
+		err = cli_fd_text(fd, ZKLFS_IOC_KIND, kind, sizeof(kind));
+	if (err)		/* it holds nothing (given back, waiting) */
+		return -1;
+	if (!r->o->shared && strcmp(kind, "shared") == 0) {
 		warnx("%s is held shared by the zklock this runs under: it cannot be "
 		      "taken exclusive inside it", r->dir);
 		return CLI_EXIT_CONFLICT;
 	}
 	if (r->o->verbose)
-		warnx("%s is held by the zklock this runs under: executing %s at once",
-		      r->dir, r->argv[0]);
+		warnx("%s is held through descriptor %d (ZKLOCK_FD), by the zklock "
+		      "this runs under: executing %s at once", r->dir, fd, r->argv[0]);
 	fflush(NULL);
 	cli_sig_disarm_timer();		/* an exec keeps it */
 	cli_sig_restore(&r->orig_mask);
@@ -437,29 +477,25 @@ static int cli_metrics(const char *mnt)
 
 /*
  * --confirm: is the lock of the zklock we run under still held, as a round
- * trip to ZooKeeper shows now?  The daemon answers the getxattr of
- * "user.zklockfs.confirm" of the entry only for its holder's process tree,
- * which this command is in: zklock's own descriptor is close-on-exec.
+ * trip to ZooKeeper shows now?  fsync(2) on the descriptor it left us
+ * (ZKLOCK_FD) asks exactly that of the mount (docs/SPEC.md).
  */
 static int cli_confirm(void)
 {
-	const char *entry = getenv("ZKLOCK_ENTRY");
-	int err;
+	int fd = cli_inherited_fd();
 
-	if (!entry || !*entry) {
-		warnx("--confirm: ZKLOCK_ENTRY is not set: run it from a command that "
-		      "zklock runs");
+	if (fd < 0) {
+		warnx("--confirm: ZKLOCK_FD does not name an open descriptor: run it "
+		      "from a command that zklock runs");
 		return CLI_EXIT_USAGE;
 	}
-	err = cli_confirm_entry(entry);
-	if (!err)
+	if (fsync(fd) == 0)
 		return 0;
-	if (err == EPERM)
-		warnx("--confirm: %s: not held by a zklock this process runs under", entry);
-	else if (err == ENODATA || err == ENOTSUP)
-		warnx("--confirm: %s: not a lock this mount holds", entry);
-	else
-		warnx("--confirm: %s: the lock is not held: %s", entry, strerror(err));
+	if (errno == EINVAL || errno == EROFS || errno == EBADF) {
+		warnx("--confirm: descriptor %d (ZKLOCK_FD) is not a zklockfs lock", fd);
+		return CLI_EXIT_USAGE;
+	}
+	warnx("--confirm: the lock is not held: %s", strerror(errno));
 	return CLI_EXIT_LOST;
 }
 
