@@ -251,31 +251,39 @@ def test_a_lost_lock_is_never_held_again_by_asking(mount):
         os.close(fd)
 
 
-def test_edeadlk_of_a_conversion_leaves_its_entry_held(mount):
-    """A thread that holds an entry in a directory and converts another
-    descriptor's entry there gets EDEADLK before anything is given back:
-    the other entry stays held (it was deleted first)."""
+def test_conversion_beside_an_entry_of_the_same_thread_queues(mount):
+    """The owner is the descriptor: a thread that holds two shared entries
+    of one lock and converts one of them to exclusive queues behind its
+    other one, as a second descriptor's flock does locally. LOCK_NB fails
+    with EWOULDBLOCK (that descriptor then holds nothing); once the other
+    descriptor is closed the conversion is granted. Never EDEADLK."""
     import threading
     m = mount()
     d = os.path.join(m.path, "job")
     os.mkdir(d)
     a = os.open(os.path.join(d, "a"), os.O_CREAT | os.O_RDONLY)
-    got = []
-    t = threading.Thread(target=lambda: got.append(
-        os.open(os.path.join(d, "b"), os.O_CREAT | os.O_RDONLY)))
-    t.start()
-    t.join(GRANT_TIMEOUT)
-    (b,) = got
+    b = os.open(os.path.join(d, "b"), os.O_CREAT | os.O_RDONLY)
     try:
-        before = entries(d)
         assert kinds(d) == ["-read-lock-", "-read-lock-"]
         with pytest.raises(OSError) as e:
-            fcntl.flock(b, fcntl.LOCK_EX)
-        assert e.value.errno == errno.EDEADLK
-        assert entries(d) == before
+            fcntl.flock(b, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        assert e.value.errno == errno.EWOULDBLOCK
+        assert kinds(d) == ["-read-lock-"]
+        done = []
+        t = threading.Thread(target=lambda: done.append(fcntl.flock(b, fcntl.LOCK_EX)))
+        t.start()
+        wait_for(lambda: kinds(d) == ["-read-lock-", "-lock-"], GRANT_TIMEOUT,
+                 "the conversion queued behind the other entry")
+        t.join(0.3)
+        assert t.is_alive() and not done
+        os.close(a)
+        a = -1
+        t.join(GRANT_TIMEOUT)
+        assert done == [None]
         assert harness.lock_state(b) == "held"
     finally:
-        os.close(a)
+        if a >= 0:
+            os.close(a)
         os.close(b)
 
 
@@ -531,12 +539,13 @@ def test_loss_of_the_given_back_entry_does_not_taint_the_new_one(mount, zk, scra
         os.close(fd)
 
 
-def test_second_request_while_one_waits_is_edeadlk(mount):
-    """README: one lock request at a time per descriptor; a second one
-    (another process sharing it) is EDEADLK, EAGAIN with LOCK_NB; LOCK_UN
-    is 0 and gives nothing back, as with a local flock.  The waiting
-    conversion is not disturbed and is granted once the other host lets
-    go; no entry is left behind."""
+def test_second_request_while_one_waits_joins_the_wait(mount):
+    """Two requests on one open file description (a process sharing it, a
+    thread of ours): the second joins the wait of the first and both return
+    once it is granted, as with a local flock; LOCK_NB meanwhile fails with
+    EWOULDBLOCK, LOCK_UN is 0 and gives nothing back. One entry is queued
+    for the description, never two, and none is left behind."""
+    import threading
     m1, m2, d1 = two_hosts(mount)
     other = harness.take(os.path.join(m2.path, "job"), "o", harness.SHARED)
     fd = os.open(os.path.join(d1, "p"), os.O_CREAT | os.O_RDONLY)
@@ -549,20 +558,28 @@ def test_second_request_while_one_waits_is_edeadlk(mount):
         except OSError as e:
             os.write(w, str(e.errno).encode())
         os._exit(0)
+    joined = []
+    t = None
     try:
         wait_for(lambda: len([e for e in entries(d1) if "-read-lock-" not in e]) == 1,
                  GRANT_TIMEOUT, "the conversion's exclusive entry")
         fcntl.flock(fd, fcntl.LOCK_UN)
-        for op, want in ((fcntl.LOCK_SH, errno.EDEADLK),
-                         (fcntl.LOCK_EX | fcntl.LOCK_NB, errno.EAGAIN)):
-            with pytest.raises(OSError) as e:
-                fcntl.flock(fd, op)
-            assert e.value.errno == want
-        assert len([e for e in entries(d1) if "-read-lock-" not in e]) == 1
+        with pytest.raises(OSError) as e:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        assert e.value.errno == errno.EWOULDBLOCK
+        for op in (fcntl.LOCK_EX, fcntl.LOCK_SH):
+            t = threading.Thread(target=lambda op=op: joined.append(fcntl.flock(fd, op)))
+            t.start()
+            t.join(0.3)
+            assert t.is_alive() and not joined, "the second request did not wait"
+            assert len([e for e in entries(d1) if "-read-lock-" not in e]) == 1
         other.release()
         assert select.select([r], [], [], GRANT_TIMEOUT)[0]
         assert os.read(r, 16) == b"0"
+        wait_for(lambda: len(joined) == 2, GRANT_TIMEOUT, "the joined requests")
+        assert joined == [None, None]
         assert harness.lock_state(fd) == "held"
+        assert len(entries(d1)) == 1
     finally:
         os.waitpid(pid, 0)
         os.close(fd)

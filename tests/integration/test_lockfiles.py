@@ -186,17 +186,31 @@ def test_lockf_is_the_process_lock_and_any_close_ends_it(mount):
     f.close()
 
 
-def test_second_descriptor_of_one_thread_is_edeadlk(mount):
-    """flock through a second open file description while the thread holds
-    the lock through a first: EDEADLK, not the hang of a local lock file."""
+def test_second_descriptor_of_one_thread_waits(mount):
+    """flock through a second open file description while the same thread
+    holds the lock through a first: LOCK_NB fails with EWOULDBLOCK, and a
+    blocking request (from another thread here, as a goroutine or pool task
+    would on the holder's own thread) waits until the first lets go, as
+    with a local lock file. Never EDEADLK."""
+    import threading
     _, (d1,) = lockfiles(mount, 1)
     f = open(os.path.join(d1, "dl.lock"), "w")
     fcntl.flock(f, fcntl.LOCK_EX)
     with open(os.path.join(d1, "dl.lock")) as g:
-        with pytest.raises(OSError) as e:
-            fcntl.flock(g, fcntl.LOCK_SH)
-        assert e.value.errno == errno.EDEADLK
-    f.close()
+        for op in (fcntl.LOCK_SH | fcntl.LOCK_NB, fcntl.LOCK_EX | fcntl.LOCK_NB):
+            with pytest.raises(OSError) as e:
+                fcntl.flock(g, op)
+            assert e.value.errno == errno.EWOULDBLOCK
+        got = []
+        t = threading.Thread(target=lambda: got.append(fcntl.flock(g, fcntl.LOCK_SH)))
+        t.start()
+        t.join(harness.NOT_GRANTED_WAIT)
+        assert t.is_alive() and not got, "the second descriptor did not wait"
+        f.close()
+        t.join(harness.GRANT_TIMEOUT)
+        assert got == [None]
+    wait_for(lambda: not os.getxattr(d1 + "/dl.lock", "user.zklockfs.holders").strip(),
+             harness.GRANT_TIMEOUT, "the lock given back")
 
 
 def test_perl_flock(mount):
@@ -401,8 +415,8 @@ def zklock(*args, **kw):
 def test_zklock_takes_a_lock_file_as_flock_does(mount):
     """zklock FILE cmd flocks the lock file (made if missing): -n fails
     while another host holds it; the command finds its lock in
-    ZKLOCK_ENTRY (the file) and confirms it; a nested zklock of the same
-    file runs at once."""
+    ZKLOCK_ENTRY (the file) and confirms it through ZKLOCK_FD; a nested
+    zklock of the same file runs at once."""
     _, (d1, d2) = lockfiles(mount)
     tool = harness.zklock_binary()
     f1, f2 = os.path.join(d1, "z.lock"), os.path.join(d2, "z.lock")

@@ -1,6 +1,7 @@
 """Taking and giving back locks: blocking, hand-over, FIFO, O_NONBLOCK,
 giving up a wait (signals, kill, timeout(1)), a holder or its daemon gone,
-fork/dup/fd passing, shared locks, EDEADLK, the shell form.
+fork/dup/fd passing, shared locks, callers the daemon cannot see, the shell
+form.
 
 Other clients' entries in the same lock (foreign recipes, entries deleted
 by someone else) are in test_foreign.py; the watches a waiter sets and the
@@ -8,7 +9,6 @@ notifications a release sends (no herd effect) in test_herd.py.
 """
 
 import os
-import select
 import signal
 import socket
 import subprocess
@@ -17,8 +17,8 @@ import time
 import pytest
 
 from harness import (two_mounts, held_and_waited, assert_queued, lock_state, lockdir, seen_dir, SHARED, SLOW, WRITE, RDWR, XATTR_KIND,
-                     GRANT_TIMEOUT, PY, Lines, Locker, entries,
-                     getxattr_str, kill9, parse_kv, read_file,
+                     GRANT_TIMEOUT, Lines, Locker, entries,
+                     getxattr_str, parse_kv, read_file,
                      seq_of, spawn,
                      start_waiter, take, wait_for, wait_gone, wait_no_entries)
 
@@ -365,12 +365,12 @@ def test_readers_behind_a_writer_of_the_same_mount_are_granted_together(mount):
     wait_no_entries(d)
 
 
-# --- deadlock avoidance -------------------------------------------------------
+# --- callers the daemon cannot see -------------------------------------------
 
-def test_callers_outside_the_daemons_pid_namespace_are_not_edeadlk(mount):
+def test_callers_outside_the_daemons_pid_namespace_queue(mount):
     """A daemon in a container (here: its own pid namespace) is told pid 0
-    for every caller it cannot see. They all looked like one thread, so a
-    second caller's open in a held lock was EDEADLK instead of a wait."""
+    for every caller it cannot see: they queue like anyone, the pid= line
+    of their entries says 0."""
     m = mount(wrap=["unshare", "--pid", "--fork", "--kill-child"])
     d = lockdir(m)
     h = take(d, "a")
@@ -380,131 +380,6 @@ def test_callers_outside_the_daemons_pid_namespace_are_not_edeadlk(mount):
     h.release()
     w.wait_granted()
     w.release()
-    wait_no_entries(d)
-
-
-@pytest.mark.parametrize("first", [WRITE, SHARED], ids=["exclusive", "shared"])
-def test_same_thread_second_open_in_same_lock_reenters_or_is_edeadlk(mount, first):
-    """The thread that holds a lock opens it again: over an exclusive hold
-    it reenters (the same entry, test_reentrant.py); asking exclusive over
-    its shared hold would wait on itself: EDEADLK, and nothing is left."""
-    m = mount()
-    d = lockdir(m)
-    other = lockdir(m, "other")
-    h = take(d, "a", first)
-    ans = h.cmd("open %d %s" % (WRITE, os.path.join(d, "b").encode().hex()))
-    assert ans == ("error EDEADLK" if first == SHARED else ans)
-    assert ans.startswith("ok") == (first == WRITE), ans
-    wait_for(lambda: entries(d) == [h.entry], 5,
-             "no second entry")
-    assert lock_state(os.path.join(d, h.entry)) == "held"
-    # another lock is fine for the same thread
-    ans = h.cmd("open %d %s" % (WRITE, os.path.join(other, "c").encode().hex()))
-    assert ans.startswith("ok"), ans
-    # another process just waits
-    w = start_waiter(d, "w")
-    w.assert_waiting()
-    h.release()
-    w.wait_granted()
-
-
-# A holder that takes a shared entry, forks a child that keeps the
-# descriptor (and so the lock) in a session of its own (so that no process
-# group or session keeps the holder's id), says its id, its child's and
-# when it started (field 22 of /proc/self/stat), and exits: its id is free.
-_FORK_HOLDER = r"""
-import os, sys
-fd = os.open(os.path.join(sys.argv[1], "a"), os.O_CREAT | os.O_RDONLY)
-r, w = os.pipe()
-child = os.fork()
-if child == 0:
-    os.setsid()
-    os.close(r)
-    os.close(w)             # tells the holder: setsid is done
-    os.close(1)
-    sys.stdin.read()        # holds until the test closes our stdin
-    os._exit(0)
-os.close(w)
-os.read(r, 1)
-with open("/proc/self/stat") as f:
-    start = f.read().rsplit(")", 1)[1].split()[19]
-print(os.getpid(), child, start, flush=True)
-os._exit(0)
-"""
-
-# A newcomer that, once told, takes a shared entry in the same lock.
-_NEWCOMER = r"""
-import errno, os, sys
-sys.stdin.readline()
-try:
-    os.close(os.open(os.path.join(sys.argv[1], "b"),
-                     os.O_CREAT | os.O_RDONLY | os.O_NONBLOCK))
-    print("ok", flush=True)
-except OSError as e:
-    print("EDEADLK" if e.errno == errno.EDEADLK else
-          errno.errorcode.get(e.errno, e.errno), flush=True)
-"""
-
-
-def _boot_ticks():
-    """Now, in the clock ticks of a start time in /proc/PID/stat."""
-    return time.clock_gettime_ns(time.CLOCK_BOOTTIME) // (
-        10**9 // os.sysconf("SC_CLK_TCK"))
-
-
-def test_recycled_thread_id_is_not_edeadlk(mount):
-    """EDEADLK is for the thread, not its id alone: a process given the id
-    of a thread gone since (its entry held by a child it forked) is another
-    thread, and takes a shared lock there at once. The id is given again on
-    purpose through /proc/sys/kernel/ns_last_pid (the daemon shares our pid
-    namespace: FUSE tells it our ids). A thread is its id and its start time,
-    which /proc gives in clock ticks: the new process is started after the
-    tick the holder started in is over (waited for, almost always already
-    the case), else the two could not be told apart."""
-    if not os.access("/proc/sys/kernel/ns_last_pid", os.W_OK):
-        pytest.skip("cannot choose the next pid (ns_last_pid)")
-    m = mount()
-    d = lockdir(m)
-    a = spawn([PY, "-c", _FORK_HOLDER, d], stdin=subprocess.PIPE,
-              stdout=subprocess.PIPE)
-    child = -1
-    try:
-        said = Lines(a.stdout).readline(GRANT_TIMEOUT)
-        gone, cpid, start = (int(x) for x in (said or "").split())
-        child = os.pidfd_open(cpid)     # it is alive: it waits on stdin
-        assert a.wait(GRANT_TIMEOUT) == 0
-        held = entries(d)
-        assert len(held) == 1, held
-        wait_for(lambda: _boot_ticks() > start, 1,
-                 "the tick pid %d started in to end" % gone)
-        # another process with the holder's id (again if another process
-        # of this host takes it first)
-        for _ in range(200):
-            with open("/proc/sys/kernel/ns_last_pid", "w") as f:
-                f.write(str(gone - 1))
-            b = spawn([PY, "-c", _NEWCOMER, d], stdin=subprocess.PIPE,
-                      stdout=subprocess.PIPE)
-            if b.pid == gone:
-                break
-            kill9(b)
-        else:
-            pytest.fail("could not get pid %d again" % gone)
-        b.stdin.write(b"go\n")
-        b.stdin.flush()
-        ans = Lines(b.stdout).readline(GRANT_TIMEOUT)
-        assert b.wait(GRANT_TIMEOUT) == 0
-        assert ans == "ok", "pid %d given again got %s taking a shared " \
-            "entry beside %r" % (gone, ans, held)
-        assert entries(d) == held
-    finally:
-        a.stdin.close()                 # the forked holder lets go
-        if child >= 0:
-            try:
-                if not select.select([child], [], [], GRANT_TIMEOUT)[0]:
-                    signal.pidfd_send_signal(child, signal.SIGKILL)
-                    pytest.fail("the forked holder did not exit")
-            finally:
-                os.close(child)
     wait_no_entries(d)
 
 

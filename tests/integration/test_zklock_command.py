@@ -68,16 +68,21 @@ def test_default_entry_name_is_the_host_name(mount, zklock):
     assert parse_entry(out.strip())[0] == expect
 
 
-def test_child_does_not_inherit_the_lock_descriptor(mount, zklock):
+def test_the_command_holds_the_lock_through_zklock_fd(mount, zklock):
+    """The command inherits the lock's descriptor, and no other of the
+    mount: ZKLOCK_FD names it (the file it opened in $ZKLOCK_DIR: the
+    kernel knows it by the name opened, the entry by its full name)."""
     m = mount()
     d = m.p("L")
     rc, out, err = zk(zklock, d, "sh", "-c",
-                      'test -e "$ZKLOCK_ENTRY" && echo HELD; '
+                      'test -e "$ZKLOCK_ENTRY" && echo HELD; echo "$ZKLOCK_DIR"; '
+                      'readlink "/proc/$$/fd/$ZKLOCK_FD"; '
                       'for f in /proc/$$/fd/*; do readlink "$f" || :; done')
     assert rc == 0, err
     lines = out.splitlines()
     assert lines[0] == "HELD"
-    assert not [t for t in lines[1:] if t.startswith(m.path)], lines
+    assert os.path.dirname(lines[2]) == lines[1], lines
+    assert [t for t in lines[3:] if t.startswith(m.path)] == [lines[2]], lines
 
 
 def test_verbose(mount, zklock):
@@ -282,9 +287,9 @@ def test_lost_lock_sigkill_after_grace(mount, zklock):
 
 def test_nested_zklock_of_the_same_lock_runs_at_once(mount, zklock):
     """A script under zklock that itself runs zklock on the same lock would
-    wait on its own parent forever: the tree holds the lock, and the mount
-    confirms it, so the inner one runs its command at once (shared under
-    exclusive too), and makes no entry of its own."""
+    wait on its own parent forever: the command holds the lock through the
+    descriptor zklock left it (ZKLOCK_FD), so the inner one runs its command
+    at once (shared under exclusive too), and makes no entry of its own."""
     m = mount()
     d = m.p("L")
     inner = ('%s %s sh -c "echo inner-x"; %s -s %s sh -c "echo inner-s; '
@@ -304,19 +309,31 @@ def test_nested_exclusive_under_shared_is_refused_at_once(mount, zklock):
     assert "held shared by the zklock this runs under" in err, err
 
 
-def test_zklock_environment_of_another_tree_takes_the_lock(mount, zklock):
-    """ZKLOCK_* in the environment is a claim, checked against the mount:
-    a process outside the holder's tree that inherits or forges it waits
-    for the lock as anyone does (here, -n: it is held)."""
+@pytest.mark.parametrize("fd", ["", "0", "other-lock"])
+def test_a_zklock_without_the_locks_descriptor_queues(mount, zklock, fd):
+    """Only the lock's own descriptor makes a zklock nested: ZKLOCK_* copied
+    into another process's environment (no ZKLOCK_FD, one that names a
+    descriptor that is no lock, or one of another lock) is no claim, and
+    such a zklock queues as anyone does (here, -n: it is held)."""
     m = mount()
     d = m.p("L")
     r = Run(zklock, d, "sh", "-c", 'echo "$ZKLOCK_ENTRY"; sleep 60')
+    other = None
     try:
         entry = r.expect_line().strip()
-        env = {"ZKLOCK_DIR": d, "ZKLOCK_ENTRY": entry, "ZKLOCK_MODE": "exclusive"}
-        rc, _, err = zk(zklock, "-n", d, "true", env=env)
+        env = {"ZKLOCK_DIR": d, "ZKLOCK_ENTRY": entry, "ZKLOCK_MODE": "exclusive",
+               "ZKLOCK_FD": fd}
+        pass_fds = ()
+        if fd == "other-lock":
+            os.mkdir(m.p("M"))
+            other = os.open(m.p("M/mine"), os.O_CREAT | os.O_WRONLY)
+            env["ZKLOCK_FD"] = str(other)
+            pass_fds = (other,)
+        rc, _, err = zk(zklock, "-n", d, "true", env=env, pass_fds=pass_fds)
         assert rc == 1, err                 # busy: it did not run inside
     finally:
+        if other is not None:
+            os.close(other)
         os.killpg(r.pid, signal.SIGTERM)
         r.finish()
 
@@ -324,8 +341,9 @@ def test_zklock_environment_of_another_tree_takes_the_lock(mount, zklock):
 # --- --confirm: "are we still the leader?" ---------------------------------------
 
 def test_confirm_in_the_command_says_held_then_lost(mount, zklock, zkc, scratch):
-    """zklock --confirm, run by the command, asks ZooKeeper (a round trip
-    on the entry's session) whether the lock of $ZKLOCK_ENTRY still holds:
+    """zklock --confirm, run by the command, asks ZooKeeper (fsync of
+    $ZKLOCK_FD: a round trip on the entry's session) whether its lock still
+    holds:
     0 while it does; 75 once another client deleted the entry (the
     command ignores the SIGTERM of the loss, to ask), and zklock ends
     with 75 too."""
@@ -346,11 +364,11 @@ def test_confirm_in_the_command_says_held_then_lost(mount, zklock, zkc, scratch)
     wait_no_entries(d)
 
 
-def test_confirm_is_only_for_the_holders_process_tree(mount, zklock):
-    """Anyone may read an entry's state, but only the holder and the
-    processes it started may ask for a confirmation (each is a round trip
-    on the ensemble): others get EPERM, and --confirm outside a zklock
-    command is a usage error."""
+def test_confirm_acts_only_through_the_locks_descriptor(mount, zklock):
+    """--confirm asks through the descriptor zklock left its command
+    (ZKLOCK_FD), never by an entry's name: the mount has no confirmation
+    by name (ENODATA), and --confirm without that descriptor is a usage
+    error (64), whatever ZKLOCK_ENTRY says."""
     m = mount()
     d = m.p("L")
     r = Run(zklock, d, "sh", "-c", 'echo "$ZKLOCK_ENTRY"; sleep 60')
@@ -358,17 +376,16 @@ def test_confirm_is_only_for_the_holders_process_tree(mount, zklock):
         entry = r.expect_line().strip()
         with pytest.raises(OSError) as e:
             os.getxattr(entry, "user.zklockfs.confirm")
-        assert e.value.errno == errno.EPERM
+        assert e.value.errno == errno.ENODATA
         assert getxattr_str(entry, "user.zklockfs.state") == "held"
-        rc, _, err = zk(zklock, "--confirm", env={"ZKLOCK_ENTRY": entry})
-        assert rc == 75 and "not held by a zklock this process runs under" in err, err
+        rc, _, err = zk(zklock, "--confirm", env={"ZKLOCK_ENTRY": entry, "ZKLOCK_FD": ""})
+        assert rc == 64 and "ZKLOCK_FD does not name an open descriptor" in err, err
+        rc, _, err = zk(zklock, "--confirm", env={"ZKLOCK_ENTRY": entry,
+                                                   "ZKLOCK_FD": "0"})   # /dev/null
+        assert rc == 64 and "is not a zklockfs lock" in err, err
     finally:
         os.killpg(r.pid, signal.SIGTERM)
         r.finish()
-    env = dict(os.environ)
-    env.pop("ZKLOCK_ENTRY", None)
-    rc, _, err = zk(zklock, "--confirm", env={"ZKLOCK_ENTRY": ""})
-    assert rc == 64 and "ZKLOCK_ENTRY is not set" in err, err
     assert zk(zklock, "--confirm", d)[0] == 64
 
 

@@ -110,7 +110,7 @@ class Run:
     for teardown. stdout is a pipe read with deadlines (.lines); .finish()
     sets .rc, .out, .err and .elapsed."""
 
-    def __init__(self, tool, *args, env=None):
+    def __init__(self, tool, *args, env=None, pass_fds=()):
         self.argv = [tool] + [str(a) for a in args]
         full_env = dict(os.environ)
         full_env.update(env or {})
@@ -120,7 +120,7 @@ class Run:
         self._err = tempfile.TemporaryFile()
         self.proc = spawn(self.argv, stdin=subprocess.DEVNULL,
                           stdout=subprocess.PIPE, stderr=self._err,
-                          env=full_env)
+                          env=full_env, pass_fds=pass_fds)
         self.pid = self.proc.pid
         self.lines = Lines(self.proc.stdout)
         self.out = ""
@@ -157,9 +157,10 @@ class Run:
         return self.rc
 
 
-def zk(tool, *args, timeout=RUN_TIMEOUT, env=None):
-    """Run zklock to completion: (rc, stdout, stderr)."""
-    r = Run(tool, *args, env=env)
+def zk(tool, *args, timeout=RUN_TIMEOUT, env=None, pass_fds=()):
+    """Run zklock to completion: (rc, stdout, stderr); @pass_fds stay open
+    in it."""
+    r = Run(tool, *args, env=env, pass_fds=pass_fds)
     r.finish(timeout)
     return r.rc, r.out, r.err
 
