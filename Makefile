@@ -109,11 +109,12 @@ $(BUILD)/zklockfs: $(call objs,$(BUILD)/obj,$(SRC))
 $(BUILD)/asan/zklockfs: $(call objs,$(BUILD)/asan/obj,$(SRC))
 	$(CC) -O1 -g $(SAN) -o $@ $^ $(LDLIBS)
 
-# the tool speaks only to the mount (and reads its heartbeat file): libc alone
+# the tool speaks only to the mount (and reads its heartbeat file): libc
+# alone, and the daemon's pure escaping and name checks
 ZKLOCK_SRC = tools/zklock/main.c tools/zklock/opts.c tools/zklock/lockdir.c \
 	     tools/zklock/entry.c tools/zklock/signals.c tools/zklock/tree.c tools/zklock/list.c \
 	     tools/zklock/why.c tools/zklock/watchdog.c tools/zklock/watch.c tools/zklock/waitinfo.c \
-	     zk/escape.c
+	     zk/escape.c zk/naming.c
 $(BUILD)/zklock: $(call objs,$(BUILD)/obj,$(ZKLOCK_SRC))
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -pthread
 

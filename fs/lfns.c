@@ -4,7 +4,8 @@
  * open(O_CREAT), and what reading it gives: the data of the entry that
  * holds it now.
  *
- * Depends on: fs/lockfile.h, fs/zop.h, fs/attr.h, fs/pool.h, fs/xcache.h.
+ * Depends on: fs/lockfile.h, fs/zop.h, fs/attr.h, fs/pool.h, fs/xcache.h,
+ * fs/wbuf.h (what a holder of this mount wrote, read back at once).
  */
 #include "fs/lockfile.h"
 
@@ -16,6 +17,7 @@
 #include "fs/attr.h"
 #include "fs/limits.h"
 #include "fs/lockreq.h"
+#include "fs/wbuf.h"
 #include "fs/xcache.h"
 #include "fs/zop.h"
 #include "zk/errno.h"
@@ -130,6 +132,29 @@ static void read_data_done(int rc, const char *value, int len, const struct Stat
 	zop_free(op);
 }
 
+/*
+ * Read-your-writes on the holder's mount: if @entry, the lock file's
+ * holder, is a record of this mount with data written here that ZooKeeper
+ * has not answered for, that data (zklfs_wbuf_copy_locked()), as @op
+ * asks.  Return: 1 (*@buf, *@len), 0 if ZooKeeper has the entry's data,
+ * -ENOMEM.
+ */
+static int written_here(struct zop *op, const char *entry, char **buf, size_t *len)
+{
+	struct zklfs *fs = op->fs;
+	struct node *ln;
+	int ours = 0;
+
+	*buf = NULL;
+	*len = 0;
+	zkmx_lock(&fs->lock);
+	ln = lf_entry_holder_locked(op->node, entry);
+	if (ln)
+		ours = zklfs_wbuf_copy_locked(ln, op->size, op->off, buf, len);
+	zkmx_unlock(&fs->lock);
+	return ours;
+}
+
 static void read_children_done(int rc, const struct String_vector *sv,
 			       const struct Stat *dir, const void *data)
 {
@@ -151,6 +176,22 @@ static void read_children_done(int rc, const struct String_vector *sv,
 		return;
 	}
 	h = zkg_lowest(kids, n);
+	if (h) {		/* held through this mount: what was written here */
+		char *buf;
+		size_t len;
+		int ours = written_here(op, h->name, &buf, &len);
+
+		if (ours) {
+			free(kids);
+			if (ours < 0)
+				zop_reply_err(op, -ours);
+			else
+				zop_reply_buf(op, buf, len);
+			free(buf);
+			zop_free(op);
+			return;
+		}
+	}
 	path = h ? zkn_join(op->path, h->name) : NULL;
 	free(kids);
 	if (!path) {			/* nobody holds it: no data */

@@ -268,3 +268,13 @@ struct node *lf_holder(struct zklfs *fs, const struct fuse_file_info *fi,
 	zkmx_unlock(&fs->lock);
 	return ln;
 }
+
+struct node *lf_entry_holder_locked(struct node *n, const char *entry)
+{
+	ZKMX_ASSERT_HELD(&n->fs->lock);
+	for (struct lfrec *r = n->recs; r; r = r->next)
+		if (rec_holds_locked(r) && r->rec->path &&
+		    strcmp(zkn_base(r->rec->path), entry) == 0)
+			return r->rec;
+	return NULL;
+}

@@ -20,7 +20,7 @@
  * of a descriptor act on the record that holds through it.
  *
  * Depends on: fs/node.h, fs/lockreq.h, fs/fdlock.h, fs/reply.h (fs/lockfile.c,
- * which the simulator drives); fs/zop.h, fs/attr.h (fs/lfns.c,
+ * which the simulator drives); fs/zop.h, fs/attr.h, fs/wbuf.h (fs/lfns.c,
  * fs/lfqueue.c).  Called by fs/fdops.c for every request on a
  * NODE_LOCKFILE inode, by fs/read.c for its xattrs, and by fs/ops.c's
  * lookup and mkdir (lf_classify(), LF_FOLDER_MARK).
@@ -73,7 +73,8 @@ enum lf_class lf_children_class(const struct String_vector *sv);
  * and the ioctls go; NULL if none.
  * lf_read() - READ by a descriptor that holds nothing: the data of the
  * entry that holds the lock now (a holder's READ is its record's, as its
- * WRITE is: fs/fdops.c).
+ * WRITE is: fs/fdops.c); when that entry is a record's of this mount,
+ * what its holder wrote, sent or not.
  */
 void lf_mknod(fuse_req_t req, struct node *p, const char *name);
 void lf_open(fuse_req_t req, struct node *n, struct fuse_file_info *fi);
@@ -86,6 +87,11 @@ struct node *lf_record(struct zklfs *fs, const struct fuse_file_info *fi, bool m
 struct node *lf_holder(struct zklfs *fs, const struct fuse_file_info *fi,
 		       uint64_t owner, bool waiting);
 void lf_read(fuse_req_t req, struct node *n, size_t size, off_t off);
+
+/* lf_entry_holder_locked() - the lock node of the record of lock file @n
+ * that holds through the entry @entry (a child's name), or NULL.  Under
+ * fs->lock. */
+struct node *lf_entry_holder_locked(struct node *n, const char *entry);
 
 /* lf_queue_xattr() - getxattr of LF_QUEUE_XATTR on the lock @n (a lock
  * file or a lock directory): its queue as text (fs/lfqueue.c). */

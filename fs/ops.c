@@ -279,37 +279,44 @@ static void zklfs_getattr(fuse_req_t req, fuse_ino_t ino,
 }
 
 /*
- * Only the size of the holder's own entry can change (truncate, O_TRUNC,
- * whose times come with it).  Mode, owner and times are ZooKeeper's or
- * ours to say: chmod, chown and utimes are EPERM, never a 0 that changed
- * nothing.
+ * Only the size of the holder's own entry can change (truncate).  Mode,
+ * owner and times are ZooKeeper's or ours to say: chmod, chown and
+ * setting explicit times (utimes, touch -d) are EPERM, never a 0 that
+ * changed nothing.  Times "now" (touch of an existing file: ATIME with
+ * ATIME_NOW, MTIME with MTIME_NOW) succeed and change nothing, as does
+ * CTIME, which no caller chooses (the kernel's stamp of its own change).
  */
-#define SET_ATTR_REFUSED (FUSE_SET_ATTR_MODE | FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID | \
-			  FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME | \
-			  FUSE_SET_ATTR_ATIME_NOW | FUSE_SET_ATTR_MTIME_NOW | \
-			  FUSE_SET_ATTR_CTIME)
+static int setattr_refused(int to_set)
+{
+	int refused = to_set & (FUSE_SET_ATTR_MODE | FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID);
+
+	if ((to_set & FUSE_SET_ATTR_ATIME) && !(to_set & FUSE_SET_ATTR_ATIME_NOW))
+		refused |= FUSE_SET_ATTR_ATIME;
+	if ((to_set & FUSE_SET_ATTR_MTIME) && !(to_set & FUSE_SET_ATTR_MTIME_NOW))
+		refused |= FUSE_SET_ATTR_MTIME;
+	return refused;
+}
 
 static void zklfs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 			  int to_set, struct fuse_file_info *fi)
 {
 	struct zklfs *fs = fs_of(req);
 	struct node *n = node_of(fs, ino);
-	int refused = to_set & SET_ATTR_REFUSED;
+	int refused = setattr_refused(to_set);
 
-	if (n->type == NODE_HOLDERS) {
-		fuse_reply_err(req, EPERM);	/* .holders is read-only */
-		return;
-	}
-	/* touch and `exec 9>F` on a lock file succeed and change nothing */
-	if (n->type == NODE_LOCKFILE)
-		refused &= FUSE_SET_ATTR_MODE | FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID;
 	if (refused) {
 		zklog(LOG_NOTICE, "%s refused: modes, owners and times are fixed",
 		      refused & FUSE_SET_ATTR_MODE ? "chmod" :
 		      refused & (FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID) ? "chown" : "utimes");
 		fuse_reply_err(req, EPERM);
+	} else if (n->type == NODE_HOLDERS) {
+		if (to_set & FUSE_SET_ATTR_SIZE)
+			fuse_reply_err(req, EPERM);	/* .holders is read-only */
+		else
+			obs_getattr(req, n);
 	} else if (n->type == NODE_LOCKFILE || !(to_set & FUSE_SET_ATTR_SIZE)) {
-		zklfs_getattr(req, ino, fi);	/* nothing changes: as it is */
+		/* touch, and `exec 9>F` on a lock file: nothing changes */
+		zklfs_getattr(req, ino, fi);
 	} else {
 		zklfs_wbuf_setsize(req, n, attr->st_size, fi);
 	}

@@ -3,15 +3,16 @@
  * subdirectories.  OPENDIR lists the znode once; READDIR pages through
  * that listing; RELEASEDIR frees it.
  *
- * Depends on: fs/handlers.h, fs/zop.h, fs/attr.h.
+ * Depends on: fs/handlers.h, fs/zop.h, fs/attr.h, fs/reply.h (the caller's
+ * name).
  */
 #include "fs/handlers.h"
 
 #include "fs/attr.h"
+#include "fs/reply.h"
 #include "fs/zop.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -219,22 +220,40 @@ static int opendir_send(struct zop *op)
 }
 
 /*
- * flock(1)'s open of a directory (`flock DIR cmd`): the kernel keeps locks
- * on a FUSE directory to itself, so it would lock this host only.
- * Refused, loudly; zklock takes the same options and the real lock.  The
- * kernel shows it as O_RDONLY and nothing else (O_LARGEFILE aside; it
- * passes no O_NOCTTY nor O_CLOEXEC): opendir(3) sets O_DIRECTORY, tar
- * O_NONBLOCK and O_NOFOLLOW, `sync -f` O_NONBLOCK, and they go on
- * working.  Python's os.open(DIR, os.O_RDONLY) looks the same and is
- * refused too.
+ * flock(1)'s open of a lock directory (`flock DIR cmd`): the kernel keeps
+ * locks on a FUSE directory to itself, so it would lock this host only.
+ * Nothing in that open sets it apart (O_RDONLY, as Python's os.open(DIR,
+ * O_RDONLY), Go's os.Open and Java's Files.list open a directory to list
+ * or remove it), so the caller's name decides: util-linux's and BusyBox's
+ * flock(1) are both "flock".  A name decides a refusal, never a grant:
+ * every other open of a directory succeeds, whatever its flags.  A caller
+ * the daemon cannot see (pid 0: another pid namespace; or gone) is let
+ * through, and said once.  On a lockfiles mount a directory is a folder,
+ * no lock: flock(1) on it is the kernel's, as on any FUSE mount.  FUSE
+ * thread (the only one that reads or sets told_unseen).
  */
-static bool flock_open(const struct fuse_file_info *fi)
+static bool flock_open(struct zklfs *fs, fuse_req_t req, const char *path)
 {
-	/* the kernel's O_LARGEFILE is not the 0 userspace sees on 64 bits:
-	 * every other flag is named */
-	return (fi->flags & O_ACCMODE) == O_RDONLY &&
-	       !(fi->flags & (O_DIRECTORY | O_NONBLOCK | O_NOFOLLOW | O_NOATIME |
-			      O_SYNC | O_DSYNC | O_APPEND | O_ASYNC | O_DIRECT | O_PATH));
+	static bool told_unseen;
+	pid_t tid = fuse_req_ctx(req)->pid;
+	char comm[32];
+
+	if (fs->conf->lockfiles)
+		return false;
+	zklfs_thread_comm(tid, comm, sizeof(comm));
+	if (!comm[0]) {
+		if (!told_unseen)
+			zklog(LOG_NOTICE, "a directory opened by a process this mount cannot "
+			      "see (pid %d): if it is flock(1), its lock of %s holds on this "
+			      "host only (said once)", (int)tid, path);
+		told_unseen = true;
+		return false;
+	}
+	if (strcmp(comm, "flock") != 0)
+		return false;
+	zklog(LOG_NOTICE, "flock(1) on directory %s refused (pid %d): its lock would "
+	      "hold on this host only; use zklock DIR", path, (int)tid);
+	return true;
 }
 
 void zklfs_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
@@ -243,16 +262,14 @@ void zklfs_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	struct node *n = node_of(fs, ino);
 	struct zop *op;
 
-	if (flock_open(fi)) {
-		zklog(LOG_NOTICE, "open of a directory without O_DIRECTORY refused: "
-		      "flock(1) on a directory would lock this host only; use zklock DIR");
-		fuse_reply_err(req, EISDIR);
-		return;
-	}
 	op = zop_new(req, n, zklfs_node_path(fs, n));
-
 	if (!op) {
 		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	if (flock_open(fs, req, op->path)) {
+		zop_reply_err(op, EISDIR);
+		zop_free(op);
 		return;
 	}
 	op->fi = *fi;

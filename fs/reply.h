@@ -42,4 +42,11 @@ struct zklfs_reply {
 /* The daemon's: libfuse, and /proc for the caller. */
 extern const struct zklfs_reply zklfs_fuse_reply;
 
+/*
+ * zklfs_thread_comm() - the name of thread @tid (/proc/TID/comm, the
+ * process's own for a single-threaded process) into @buf, without its
+ * newline: "" if @tid is 0 or gone.  Any thread.
+ */
+void zklfs_thread_comm(pid_t tid, char *buf, size_t size);
+
 #endif

@@ -464,32 +464,44 @@ void zklfs_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
 		zklfs_confirm(fs, n, req, true, fsync_answer, 0);	/* still held? */
 }
 
+int zklfs_wbuf_copy_locked(const struct node *n, size_t size, off_t off,
+			   char **buf, size_t *len)
+{
+	ZKMX_ASSERT_HELD(&n->fs->lock);
+	*buf = NULL;
+	*len = 0;
+	if (!n->lr || (!n->lr->wb.dirty && !n->lr->wb.flights))
+		return 0;		/* ZooKeeper has it: ask there */
+	if (off < 0 || (size_t)off >= n->lr->wb.len)
+		return 1;
+	*len = n->lr->wb.len - (size_t)off < size ? n->lr->wb.len - (size_t)off : size;
+	if (!*len)
+		return 1;
+	*buf = malloc(*len);
+	if (!*buf)
+		return -ENOMEM;
+	memcpy(*buf, n->lr->wb.buf + off, *len);
+	return 1;
+}
+
 bool zklfs_wbuf_read(struct zklfs *fs, struct node *n, fuse_req_t req,
 		     size_t size, off_t off)
 {
-	char *copy = NULL;
-	size_t len = 0;
+	char *copy;
+	size_t len;
+	int ours;
 
 	if (!n->lr)
 		return false;		/* not a lock node: no data of ours */
 	zkmx_lock(&fs->lock);
-	if (!n->lr->wb.dirty && !n->lr->wb.flights) {
-		zkmx_unlock(&fs->lock);
-		return false;		/* ZooKeeper has it: ask there */
-	}
-	if (off >= 0 && (size_t)off < n->lr->wb.len) {
-		len = n->lr->wb.len - (size_t)off < size ? n->lr->wb.len - (size_t)off : size;
-		copy = malloc(len);
-		if (copy)
-			memcpy(copy, n->lr->wb.buf + off, len);
-	}
+	ours = zklfs_wbuf_copy_locked(n, size, off, &copy, &len);
 	zkmx_unlock(&fs->lock);
-	if (len && !copy)
-		fuse_reply_err(req, ENOMEM);
-	else
+	if (ours < 0)
+		fuse_reply_err(req, -ours);
+	else if (ours)
 		fuse_reply_buf(req, copy, len);
 	free(copy);
-	return true;
+	return ours != 0;
 }
 
 void zklfs_wbuf_attr(struct zklfs *fs, struct node *n, struct stat *st)

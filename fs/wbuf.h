@@ -37,7 +37,17 @@ void zklfs_wbuf_setsize(fuse_req_t req, struct node *n, off_t size,
 bool zklfs_wbuf_read(struct zklfs *fs, struct node *n, fuse_req_t req,
 		     size_t size, off_t off);
 
-/* zklfs_wbuf_attr() - the same for the size in @st.  Any node; any
+/*
+ * zklfs_wbuf_copy_locked() - the bytes of lock node @n's data from @off,
+ * at most @size, while @n has data ZooKeeper has not answered for: a
+ * malloc'ed copy in *@buf (NULL if none past @off), its length in *@len.
+ * Return: 1 if so; 0 if ZooKeeper has what @n wrote (or @n wrote
+ * nothing); -ENOMEM.  Under fs->lock.
+ */
+int zklfs_wbuf_copy_locked(const struct node *n, size_t size, off_t off,
+			   char **buf, size_t *len);
+
+/* zklfs_wbuf_attr() - as zklfs_wbuf_read(), for the size in @st.  Any node; any
  * thread, without fs->lock. */
 void zklfs_wbuf_attr(struct zklfs *fs, struct node *n, struct stat *st);
 

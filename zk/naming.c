@@ -6,7 +6,23 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const shared_markers[] = { "-read-lock-", "__READ__", "__rlock__" };
+/*
+ * The markers of every recipe whose entries we read, each right before the
+ * number: ours (zkn_marker()), go-zookeeper's ("-lock-", as Curator's
+ * mutex), Curator's read/write lock ("__READ__", "__WRIT__"), kazoo's.
+ * "-read-lock-" ends in "-lock-": the longer comes first.
+ */
+static const struct {
+	const char *marker;
+	enum zkn_kind kind;
+} markers[] = {
+	{ "-read-lock-", ZKN_SHARED },
+	{ "-lock-", ZKN_EXCLUSIVE },
+	{ "__rlock__", ZKN_SHARED },
+	{ "__lock__", ZKN_EXCLUSIVE },
+	{ "__READ__", ZKN_SHARED },
+	{ "__WRIT__", ZKN_EXCLUSIVE },
+};
 
 static bool ends_with(const char *s, size_t len, const char *suffix)
 {
@@ -15,40 +31,55 @@ static bool ends_with(const char *s, size_t len, const char *suffix)
 	return len >= n && memcmp(s + len - n, suffix, n) == 0;
 }
 
-static size_t trailing_digits(const char *s, size_t len)
+/*
+ * Is @s exactly what ZooKeeper appends to a sequential node, "%010d" of a
+ * signed 32-bit counter ("0000000042", "-000000005", "-1500000000")?
+ * Then *seq is its value.
+ */
+static bool seq_suffix(const char *s, int32_t *seq)
 {
-	size_t d = 0;
+	char canon[16];
+	char *end;
+	long long v;
 
-	while (d < len && s[len - 1 - d] >= '0' && s[len - 1 - d] <= '9')
-		d++;
-	return d;
+	if (!(*s == '-' || (*s >= '0' && *s <= '9')))
+		return false;		/* strtoll would skip spaces, a '+' */
+	errno = 0;
+	v = strtoll(s, &end, 10);
+	if (errno || *end || v < INT32_MIN || v > INT32_MAX)
+		return false;
+	snprintf(canon, sizeof(canon), "%010d", (int)v);
+	if (strcmp(canon, s) != 0)
+		return false;
+	*seq = (int32_t)v;
+	return true;
 }
 
 bool zkn_parse(const char *name, struct zkg_child *out)
 {
-	size_t len = strlen(name), d = trailing_digits(name, len), sfx;
-	long long v;
+	size_t len = strlen(name);
+	int32_t seq;
 
-	if (d == 9 && len >= 10 && name[len - 10] == '-') {
-		sfx = 10;				/* -000000005 */
-	} else if (d == 10 && len >= 12 && name[len - 11] == '-' &&
-		   (name[len - 12] == '-' || name[len - 12] == '_')) {
-		sfx = 11;				/* -lock--1500000000 */
-	} else if (d >= 10) {
-		sfx = 10;
-	} else {
-		return false;
+	/*
+	 * The number takes 10 bytes, or 11 ("-2147483648").  A name has one
+	 * reading at most: when both tails are numbers, the 10-byte one
+	 * follows the 11-byte one's '-', and no marker ends in "--" or "_-"
+	 * ("a-lock--1500000000" is -1500000000 after "-lock-", not
+	 * 1500000000 after "a-lock--").
+	 */
+	for (size_t sfx = 10; sfx <= 11 && sfx <= len; sfx++) {
+		if (!seq_suffix(name + len - sfx, &seq))
+			continue;
+		for (size_t i = 0; i < sizeof(markers) / sizeof(*markers); i++) {
+			if (!ends_with(name, len - sfx, markers[i].marker))
+				continue;
+			out->name = name;
+			out->seq = seq;
+			out->kind = markers[i].kind;
+			return true;
+		}
 	}
-	v = strtoll(name + len - sfx, NULL, 10);
-	if (v > INT32_MAX || v < INT32_MIN)
-		return false;
-	out->name = name;
-	out->seq = (int32_t)v;
-	out->kind = ZKN_EXCLUSIVE;
-	for (size_t i = 0; i < sizeof(shared_markers) / sizeof(*shared_markers); i++)
-		if (ends_with(name, len - sfx, shared_markers[i]))
-			out->kind = ZKN_SHARED;
-	return true;
+	return false;
 }
 
 const char *zkn_marker(enum zkn_naming scheme, enum zkn_kind kind)
@@ -110,8 +141,9 @@ int zkn_check_name(const char *name)
 		return -EINVAL;
 	if (len > ZKN_NAME_MAX)
 		return -ENAMETOOLONG;
-	/* a child that reads as a sequence number would join the queue */
-	if (trailing_digits(name, len) >= 10 || zkn_parse(name, &c))
+	/* a child every client reads as a queue entry would join the queue,
+	 * and the mount would show it as an entry: the one parser decides */
+	if (zkn_parse(name, &c))
 		return -EINVAL;
 	for (size_t i = 0; i < len;) {
 		unsigned cp;
@@ -138,7 +170,7 @@ static bool reads_back(const char *name, const char *marker, int32_t seq,
 int zkn_check_entry_name(const char *name, enum zkn_naming scheme,
 			 enum zkn_kind kind)
 {
-	static const int32_t seqs[] = { 0, INT32_MIN };	/* both number forms */
+	static const int32_t seqs[] = { 0, -5, INT32_MIN };	/* each number form */
 	int err = zkn_check_name(name);
 
 	if (err)
@@ -146,7 +178,13 @@ int zkn_check_entry_name(const char *name, enum zkn_naming scheme,
 	/* the number takes at most 11 bytes ("-2147483648") */
 	if (strlen(name) + strlen(zkn_marker(scheme, kind)) + 11 > ZKN_NAME_MAX)
 		return -ENAMETOOLONG;
-	/* every client must read our entry back as what it is, of either kind */
+	/*
+	 * Every client must read our entry back as what it is, of either
+	 * kind, whatever its number: NAME+marker must end in that kind's
+	 * marker and no other.  A NAME that ends so that it does not ("db-read"
+	 * + "-lock-" ends in "-read-lock-") is refused; digits at its end do
+	 * no harm, as the number is read after the marker.
+	 */
 	for (int k = ZKN_EXCLUSIVE; k <= ZKN_SHARED; k++)
 		for (size_t i = 0; i < sizeof(seqs) / sizeof(*seqs); i++)
 			if (!reads_back(name, zkn_marker(scheme, (enum zkn_kind)k),

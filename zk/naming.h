@@ -29,10 +29,15 @@ struct zkg_child {
 #define ZKN_NAME_MAX 255
 
 /*
- * zkn_parse() - read the sequence number and kind of a child's name.
- * Return: true and *out filled if @name ends in a ZooKeeper sequence suffix
- * (ten digits, or a minus sign and the digits of a negative counter); false
- * for a child that takes no part in the queue.
+ * zkn_parse() - read the sequence number and kind of a child's name: the
+ * one definition of a queue entry, for the grant, the listing and the
+ * names refused (zkn_check_name()).
+ * Return: true and *out filled if @name ends in one of the markers of the
+ * recipes we read ("-lock-", "-read-lock-", "__lock__", "__rlock__",
+ * "__READ__", "__WRIT__") right before exactly what ZooKeeper appends,
+ * "%010d" of its signed 32-bit counter ("0000000042", "-000000005",
+ * "-1500000000"); false for a child that takes no part in the queue, as
+ * "tmp.1234567890" (a name that merely ends in digits).
  */
 bool zkn_parse(const char *name, struct zkg_child *out);
 
@@ -52,12 +57,12 @@ static inline int zkn_seq_cmp(int32_t a, int32_t b)
 const char *zkn_marker(enum zkn_naming scheme, enum zkn_kind kind);
 
 /*
- * zkn_check_name() - may @name become a znode we create (mkdir, or the NAME
- * of a lock request)?
- * Return: 0; -EINVAL for "", ".", "..", a name ending in ten digits or in
- * "-" and nine (a negative sequence number: a directory "job-123456789"
- * would join its parent's queue, ahead of every entry, for good), invalid
- * UTF-8 or a character ZooKeeper refuses; -ENAMETOOLONG past 255 bytes.
+ * zkn_check_name() - may @name become a znode we create (mkdir, a lock
+ * file, or the NAME of a lock request)?
+ * Return: 0; -EINVAL for "", ".", "..", a queue entry's name (zkn_parse():
+ * a directory "job-lock-0000000007" would join its parent's queue, and
+ * every client would wait behind it, for good), invalid UTF-8 or a
+ * character ZooKeeper refuses; -ENAMETOOLONG past 255 bytes.
  */
 int zkn_check_name(const char *name);
 
@@ -66,7 +71,8 @@ int zkn_check_name(const char *name);
  * must itself fit in 255 bytes (-ENAMETOOLONG) and read back, for either
  * kind, as that kind and number (-EINVAL): with the curator markers an
  * exclusive "db-read" would make "db-read-lock-0000000042", which every
- * client reads as shared.
+ * client reads as shared.  What NAME ends in otherwise does not matter
+ * (digits included): the number is read after the marker.
  */
 int zkn_check_entry_name(const char *name, enum zkn_naming scheme,
 			 enum zkn_kind kind);

@@ -36,7 +36,7 @@ XATTR_TOKEN = "user.zklockfs.token"
 
 # An entry: NAME + marker + signed 32-bit sequence number printed as %010d.
 ENTRY_RE = re.compile(
-    r"^(?P<name>.*?)(?P<marker>-read-lock-|-lock-|__rlock__|__lock__|__READ__)"
+    r"^(?P<name>.*?)(?P<marker>-read-lock-|-lock-|__rlock__|__lock__|__READ__|__WRIT__)"
     r"(?P<seq>-?\d{10})$", re.S)
 
 

@@ -217,11 +217,11 @@ def _os_error(fn, *args):
 # directory on it holding "sub" (a directory) and t.h.entry (an entry held
 # through another mount), t.mine a holder through t.m (of lock E), t.zkc.
 def _einval_entry(t):
-    return _locker_error(os.path.join(t.d, "x0123456789"), WRITE)
+    return _locker_error(os.path.join(t.d, "x-lock-0000000099"), WRITE)
 
 
 def _einval_mkdir(t):
-    return _os_error(os.mkdir, os.path.join(t.d, "d0123456789"))
+    return _os_error(os.mkdir, os.path.join(t.d, "d-lock-0000000099"))
 
 
 def _enametoolong_256(t):

@@ -1,6 +1,7 @@
 """Errors: bad names, unsupported operations, permissions, failed mounts."""
 
 import errno
+import fcntl
 import os
 import stat
 import subprocess
@@ -31,12 +32,26 @@ def assert_nothing_left(m, zkc, d, rel="L", allowed=()):
 
 # --- names --------------------------------------------------------------------
 
-def refused_names(ten_digits, word, too_long, *specific):
+# The exact shapes of queue entries, of every naming scheme read: a child
+# of such a name would stand in its parent's queue, ahead of every waiter,
+# for good.  Names that merely end in digits are ordinary (below).
+ENTRY_SHAPES = [
+    ("curator-entry", "x-lock-0000000001"),
+    ("curator-shared-entry", "x-read-lock-0000000001"),
+    ("kazoo-entry", "x__lock__0000000001"),
+    ("kazoo-shared-entry", "x__rlock__0000000001"),
+    ("curator-rwlock-reader", "_c_a-__READ__0000000001"),
+    ("curator-rwlock-writer", "_c_a-__WRIT__0000000001"),
+    ("negative-number", "x-lock--000000005"),
+]
+
+
+def refused_names(word, too_long, *specific):
     """(id, name, errno) rows of the names refused, for an entry as for a
-    directory: @ten_digits (a name ending in 10 digits), the @specific
+    directory: every shape of a queue entry (ENTRY_SHAPES), the @specific
     rows, @word after a character no name may hold, @too_long (256
     bytes)."""
-    return ([("ends-in-10-digits", ten_digits, errno.EINVAL)] +
+    return ([(i, n, errno.EINVAL) for i, n in ENTRY_SHAPES] +
             list(specific) +
             [("control-char", "bad\x01" + word, errno.EINVAL),
              ("del-char", "bad\x7f" + word, errno.EINVAL),
@@ -53,8 +68,7 @@ def each_name(rows):
 
 
 BAD_ENTRY_NAMES = refused_names(
-    "x0123456789", "name", "a" * 256,
-    ("looks-like-an-entry", "job-lock-0000000007", errno.EINVAL),
+    "name", "a" * 256,
     # its exclusive entry "db-read-lock-N" would read as shared
     ("reads-as-the-other-kind", "db-read", errno.EINVAL))
 
@@ -69,11 +83,7 @@ def test_bad_entry_name(mount, zkc, name, err, flags):
     assert_nothing_left(m, zkc, d)
 
 
-BAD_DIR_NAMES = refused_names(
-    "d0123456789", "dir", "d" * 256,
-    # "-123456789" is a negative sequence number: the directory would stand
-    # in its parent's queue, ahead of every entry, for good
-    ("negative-sequence", "job-123456789", errno.EINVAL))
+BAD_DIR_NAMES = refused_names("dir", "d" * 256)
 
 
 @each_name(BAD_DIR_NAMES)
@@ -84,6 +94,58 @@ def test_bad_directory_name(mount, zkc, name, err):
     assert_errno(ei, err)
     assert os.listdir(m.path) == []
     assert zkc.get_children(m.root) == []
+
+
+# Go's os.MkdirTemp and mktemp(1) names, a negative-looking number, a
+# number too short: names that end in digits but not after a marker
+DIGIT_NAMES = ["go-build1234567890", "tmp.1234567890", "job-123456789",
+               "x-lock-123"]
+
+
+def test_names_that_end_in_digits_are_ordinary(mount, zkc):
+    """A directory may have any name but an entry's: those of DIGIT_NAMES are
+    made, listed as directories after the queue, and stand in no queue (a
+    lock taken beside them is granted at once); a NAME may end in digits."""
+    m = mount()
+    d = lockdir(m)
+    for name in DIGIT_NAMES:
+        os.mkdir(os.path.join(d, name))
+    h = take(d, "web1234567890")
+    assert h.entry.startswith("web1234567890-lock-")
+    assert os.listdir(d) == [h.entry] + sorted(DIGIT_NAMES)
+    for name in DIGIT_NAMES:
+        assert stat.S_ISDIR(os.stat(os.path.join(d, name)).st_mode), name
+    assert sorted(zkc.get_children(m.zkpath("L"))) == sorted(DIGIT_NAMES + [h.entry])
+    h.release()
+    # each is a lock directory of its own
+    inner = take(os.path.join(d, "go-build1234567890"), "h")
+    inner.release()
+    for name in DIGIT_NAMES:
+        os.rmdir(os.path.join(d, name))
+
+
+def test_lock_files_and_folders_that_end_in_digits_are_ordinary(mount):
+    """On a lockfiles mount, a folder and a lock file named as mktemp(1)
+    and os.MkdirTemp name them are made, and the lock file locks."""
+    m = mount(opts=("lockfiles",))
+    folder = m.p("go-build1234567890")
+    os.mkdir(folder)
+    path = os.path.join(folder, "tmp.1234567890")
+    fd = os.open(path, os.O_RDWR | os.O_CREAT)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        assert stat.S_ISREG(os.stat(path).st_mode)
+        assert stat.S_ISDIR(os.stat(folder).st_mode)
+        assert os.listdir(folder) == ["tmp.1234567890"]
+    finally:
+        os.close(fd)
+    with pytest.raises(OSError) as ei:
+        os.close(os.open(os.path.join(folder, "x-lock-0000000001"),
+                         os.O_RDWR | os.O_CREAT))
+    assert_errno(ei, errno.EINVAL)
+    with pytest.raises(OSError) as ei:
+        os.mkdir(m.p("x-lock-0000000001"))
+    assert_errno(ei, errno.EINVAL)
 
 
 def test_255_byte_directory_name_is_fine(mount):
@@ -404,8 +466,8 @@ def test_without_syslog_the_log_goes_to_stderr(daemon_path, zk, test_root, tmp_p
     try:
         assert r.returncode == 0
         with pytest.raises(OSError):
-            os.mkdir(str(mp / "job-0123456789"))      # a name the mount refuses
-        wait_for(lambda: "mkdir 'job-0123456789'" in errlog.read_text(), 10,
+            os.mkdir(str(mp / "job-lock-0000000001"))  # a name the mount refuses
+        wait_for(lambda: "mkdir 'job-lock-0000000001'" in errlog.read_text(), 10,
                  "the refusal in the daemon's stderr")
         assert "no syslog" in errlog.read_text()
     finally:

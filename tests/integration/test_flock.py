@@ -689,9 +689,10 @@ def test_a_conversion_waiting_through_an_expiry_goes_on_waiting(mount, zk):
 
 def test_flock_on_a_lock_directory_is_refused_loudly(mount):
     """`flock DIR cmd` would lock this host only (the kernel keeps locks on
-    a FUSE directory to itself): the open flock(1) makes of a directory
-    (O_RDONLY, nothing else) is refused, so it fails without running cmd.
-    Directory walkers, which open otherwise, go on working."""
+    a FUSE directory to itself): the open of a lock directory by flock(1)
+    (a caller whose comm is "flock") is refused with EISDIR and one line in
+    the log, so it fails without running cmd.  Directory walkers go on
+    working."""
     m = mount()
     d = m.p("deploy")
     os.mkdir(d)
@@ -699,8 +700,73 @@ def test_flock_on_a_lock_directory_is_refused_loudly(mount):
                        timeout=GRANT_TIMEOUT, cwd="/")
     assert r.returncode != 0 and "ran" not in r.stdout, r
     assert "Is a directory" in r.stderr, r
+    assert harness.log_has(m, r"flock\(1\) on directory \S*/deploy refused "
+                              r"\(pid \d+\).*use zklock DIR")
     assert os.listdir(m.path) == ["deploy"]
     assert subprocess.run(["tar", "cf", "/dev/null", "-C", m.path, "."], cwd="/",
                           timeout=GRANT_TIMEOUT).returncode == 0
     assert subprocess.run(["find", m.path], capture_output=True, cwd="/",
                           timeout=GRANT_TIMEOUT).returncode == 0
+
+
+@pytest.mark.parametrize("flags", [
+    os.O_RDONLY, os.O_RDONLY | os.O_CLOEXEC, os.O_RDONLY | os.O_NOCTTY,
+    os.O_RDONLY | os.O_DIRECTORY, os.O_RDONLY | os.O_NONBLOCK],
+    ids=["rdonly", "cloexec", "noctty", "directory", "nonblock"])
+def test_any_other_open_of_a_lock_directory_succeeds(mount, flags):
+    """Python's os.open(DIR, os.O_RDONLY) opens as flock(1) does, as Go's
+    os.Open and Java's Files.list do: every open of a directory by a
+    program that is not flock(1) succeeds, whatever its flags, and lists."""
+    m = mount()
+    d = m.p("deploy")
+    os.mkdir(d)
+    os.mkdir(os.path.join(d, "sub"))
+    fd = os.open(d, flags)
+    try:
+        assert os.listdir(fd) == ["sub"]
+    finally:
+        os.close(fd)
+
+
+def test_shutil_rmtree_removes_a_lock_tree(mount, zkc):
+    """Python 3.11's shutil.rmtree opens each directory O_RDONLY (no
+    O_DIRECTORY), as flock(1) does: a lock tree goes as a local one."""
+    m = mount()
+    t = m.p("tree")
+    for sub in ("a/b/c", "a/d", "e"):
+        os.makedirs(os.path.join(t, sub))
+    h = harness.take(os.path.join(t, "a"), "h")
+    h.release()
+    wait_for(lambda: entries(os.path.join(t, "a")) == [], GRANT_TIMEOUT,
+             "the entry gone")
+    shutil.rmtree(t)
+    assert os.listdir(m.path) == []
+    assert zkc.get_children(m.root) == []
+
+
+def test_flock_on_a_folder_of_a_lockfiles_mount_is_the_kernels(mount):
+    """On a lockfiles mount a directory is a folder, no lock: flock(1) on
+    it is not refused (its lock is this host's, as on any FUSE mount;
+    the docs say so)."""
+    m = mount(opts=("lockfiles",))
+    d = m.p("cron")
+    os.mkdir(d)
+    r = subprocess.run([FLOCK, d, "echo", "ran"], capture_output=True, text=True,
+                       timeout=GRANT_TIMEOUT, cwd="/")
+    assert r.returncode == 0 and r.stdout == "ran\n", r
+
+
+def test_flock_by_a_caller_the_daemon_cannot_see_is_allowed(mount):
+    """A daemon in a container (here: its own pid namespace) is told pid 0
+    for a caller it cannot see, and cannot tell flock(1) from a directory
+    walker: the open is let through, and the log says so once."""
+    m = mount(wrap=["unshare", "--pid", "--fork", "--kill-child"])
+    d = m.p("deploy")
+    os.mkdir(d)
+    for _ in range(2):
+        r = subprocess.run([FLOCK, d, "echo", "ran"], capture_output=True,
+                           text=True, timeout=GRANT_TIMEOUT, cwd="/")
+        assert r.returncode == 0 and r.stdout == "ran\n", r
+    with open(m.logpath) as f:
+        told = [ln for ln in f if "cannot see (pid 0)" in ln]
+    assert len(told) == 1, told

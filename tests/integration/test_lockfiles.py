@@ -154,6 +154,27 @@ def test_exec_9_pidfile_idiom(mount):
     wait_for(lambda: open(f2).read() == "", GRANT_TIMEOUT, "no holder, no data")
 
 
+def test_the_holders_mount_reads_its_writes_at_once(mount):
+    """Read-your-writes: `exec 9>F; flock -n 9; echo $$ >&9; cat F` in one
+    bash shows the pid at once, though the data reaches ZooKeeper only at
+    the next tick (a tenth of the session timeout, at most 1 s); a later
+    write is read at once too.  Another mount sees it once it is sent."""
+    m1 = mount(opts=("lockfiles",), session_timeout=20000)
+    m2 = mount(opts=("lockfiles",))
+    f1, f2 = m1.p("deploy.lock"), m2.p("deploy.lock")
+    p = spawn(["bash", "-c", 'exec 9>%s; flock -n 9 || exit 1; echo $$ >&9; cat %s; '
+               'echo ---; echo more >&9; cat %s; echo ---; read x; exit 0'
+               % (f1, f1, f1)], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    out = harness.Lines(p.stdout)
+    lines = [out.readline(GRANT_TIMEOUT) for _ in range(5)]
+    assert lines == [str(p.pid), "---", str(p.pid), "more", "---"], lines
+    wait_for(lambda: open(f2).read() == "%d\nmore\n" % p.pid, GRANT_TIMEOUT,
+             "the holder's data on the other mount")
+    p.stdin.close()
+    assert finish([p], GRANT_TIMEOUT) == [0]
+    wait_for(lambda: open(f1).read() == "", GRANT_TIMEOUT, "no holder, no data")
+
+
 @pytest.mark.parametrize("how", ["flock", "lockf"])
 def test_python_excludes_across_mounts(mount, how):
     """Python's fcntl.flock and fcntl.lockf, with and without LOCK_NB."""

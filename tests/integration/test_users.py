@@ -4,7 +4,8 @@ users (no accounts needed); the daemon runs as root, the mount's owner.
 
 Ownership never comes from the uid= line of an entry's data (its holder,
 or any ZooKeeper client, can write it); rmdir checks permission; chmod,
-chown and utimes are refused with EPERM, not answered 0."""
+chown and explicit times (utimes, touch -d) are refused with EPERM, not
+answered 0; touch (times "now") succeeds."""
 
 import errno
 import json
@@ -136,7 +137,10 @@ def test_a_directory_made_again_elsewhere_is_not_its_first_makers(mount, zkc):
 
 
 @pytest.mark.parametrize("uid", [None, ALICE], ids=["root", "user"])
-def test_chmod_chown_and_utimes_are_eperm(mount, uid):
+def test_chmod_chown_and_explicit_times_are_eperm(mount, uid):
+    """chmod, chown and os.utime with times are EPERM, never a 0 that
+    changed nothing; os.utime(path) (times "now", as touch) succeeds and
+    changes nothing either."""
     m = shared_mount(mount)
     mkdir_as(uid, m.p("L"))
     d = m.p("L")
@@ -147,10 +151,48 @@ def test_chmod_chown_and_utimes_are_eperm(mount, uid):
         assert attempt(uid, "chmod", path, 0o600) == "EPERM", path
         assert attempt(uid, "chown", path, BOB, BOB) == "EPERM", path
         assert attempt(uid, "utime", path) == "EPERM", path
-        assert attempt(uid, "touch", path) == "EPERM", path
+        assert attempt(uid, "touch", path) == "ok", path
         after = os.stat(path)
         assert (after.st_mode, after.st_uid, after.st_mtime) == \
             (before.st_mode, before.st_uid, before.st_mtime)
+    h.release()
+
+
+def touch(*args):
+    return subprocess.run(["touch", *args], capture_output=True, text=True,
+                          timeout=GRANT_TIMEOUT, cwd="/")
+
+
+def test_touch_succeeds_and_touch_d_is_eperm(mount):
+    """On an entry, a lock directory and a lock file: touch(1) (times
+    "now") succeeds; touch -d and os.utime with times are EPERM ("Operation
+    not permitted"), and change nothing."""
+    m = mount()
+    d = lockdir(m)
+    h = take(d, "h")
+    entry = os.path.join(d, h.entry)
+    lm = mount(opts=("lockfiles",))
+    lockfile = os.path.join(lm.path, "cron.lock")
+    os.close(os.open(lockfile, os.O_RDWR | os.O_CREAT))
+    for path in (d, entry, lockfile):
+        before = os.stat(path).st_mtime
+        r = touch(path)
+        assert r.returncode == 0, (path, r)
+        r = touch("-c", "-d", "2001-01-01", path)
+        assert r.returncode != 0 and "Operation not permitted" in r.stderr, (path, r)
+        with pytest.raises(OSError) as ei:
+            os.utime(path, (1, 1))
+        assert ei.value.errno == errno.EPERM, path
+        assert os.stat(path).st_mtime == before, path
+    # without -c, touch(1) opens the file for writing first: a lock
+    # directory says EISDIR and a lock file opens, so the times are what
+    # fails; an entry opens for writing only through its holder (EACCES),
+    # and touch reports that open's error
+    for path in (d, lockfile):
+        r = touch("-d", "2001-01-01", path)
+        assert r.returncode != 0 and "Operation not permitted" in r.stderr, (path, r)
+    r = touch("-d", "2001-01-01", entry)
+    assert r.returncode != 0, r
     h.release()
 
 

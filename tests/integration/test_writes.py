@@ -9,6 +9,7 @@ falls among them.
 """
 
 import os
+import subprocess
 
 import pytest
 
@@ -109,6 +110,26 @@ def test_holder_reads_back_what_it_wrote_before_it_is_sent(mount, zkc):
     assert zkc.get_data(m1.zkpath("L/" + h.entry))[0] == data
     wait_for(lambda: h.entry in os.listdir(d2), 5, "entry on the other mount")
     assert read_file(os.path.join(d2, h.entry)) == data
+
+
+def test_another_process_of_the_holders_mount_reads_its_write_at_once(mount):
+    """Read-your-writes on a lock directory: once the holder's write
+    returns, another process on the same mount (cat) reads it from the
+    entry, and stat's size agrees, though the data is sent only at the
+    next tick (1 s with a 20 s session timeout)."""
+    m = mount(session_timeout=20000)
+    d = lockdir(m)
+    h = take(d, "r", RDWR)
+    p = os.path.join(d, h.entry)
+    data = b""
+    for more in (b"leader=10.0.0.7:8080\n", b"term=2\n"):     # each write continues
+        h.ok("write " + more.hex())
+        data += more
+        r = subprocess.run(["cat", p], capture_output=True, timeout=GRANT_TIMEOUT,
+                           cwd="/")
+        assert r.stdout == data, r
+        assert os.stat(p).st_size == len(data)
+    h.release()
 
 
 def test_data_is_sent_by_the_tick_without_fsync(mount, zkc):

@@ -401,7 +401,7 @@ def bad_values(opt, *values):
     ["-c", "true", "{d}", "extra"],
     ["--list"],
     ["--list", "{d}", "ls"],
-    *bad_values("-N", "a/b", "", "..", "host1234567890",
+    *bad_values("-N", "a/b", "", "..", "host-lock-0000000001",
                 "db-read",                  # would read as shared
                 "x" * 240,
                 "ctl\x01char"),             # refused by zklockfs

@@ -42,6 +42,9 @@ static void test_other_recipes(void **state)
 	parses("_c_2b0fd7c4-5c4e-4f0b-9c6b-1c1d6c0b2d8e-__WRIT__0000000003", 3, ZKN_EXCLUSIVE);
 	parses("_c_0123456789abcdef0123456789abcdef-lock-0000000004", 4, ZKN_EXCLUSIVE);
 	parses("0f1e2d3c4b5a__lock__2147483647", INT32_MAX, ZKN_EXCLUSIVE);
+	/* a NAME that ends in digits or looks like an entry itself */
+	parses("host1234567890-lock-0000000009", 9, ZKN_EXCLUSIVE);
+	parses("a-lock-0000000001-read-lock-0000000002", 2, ZKN_SHARED);
 }
 
 static void test_negative_sequence_after_wrap(void **state)
@@ -64,6 +67,18 @@ static void test_children_outside_the_queue(void **state)
 	assert_false(zkn_parse("a-lock-123", &c));
 	assert_false(zkn_parse("", &c));
 	assert_false(zkn_parse("a-lock-9999999999", &c));	/* > INT32_MAX */
+	/* digits alone make no entry: only a marker and ZooKeeper's number */
+	assert_false(zkn_parse("tmp.1234567890", &c));
+	assert_false(zkn_parse("go-build1234567890", &c));	/* os.MkdirTemp */
+	assert_false(zkn_parse("1234567890", &c));
+	assert_false(zkn_parse("job-123456789", &c));
+	assert_false(zkn_parse("_c_2b0f-latch-0000000001", &c));	/* not a lock's */
+	/* not "%010d" of a 32-bit counter */
+	assert_false(zkn_parse("a-lock-00000000042", &c));
+	assert_false(zkn_parse("a-lock- 000000042", &c));
+	assert_false(zkn_parse("a-lock-+000000042", &c));
+	assert_false(zkn_parse("a-lock--0000000005", &c));
+	assert_false(zkn_parse("a-lock--000000000", &c));
 }
 
 static void test_check_name(void **state)
@@ -77,11 +92,23 @@ static void test_check_name(void **state)
 	assert_int_equal(zkn_check_name("."), -EINVAL);
 	assert_int_equal(zkn_check_name(".."), -EINVAL);
 	assert_int_equal(zkn_check_name(""), -EINVAL);
-	assert_int_equal(zkn_check_name("job0123456789"), -EINVAL);
-	assert_int_equal(zkn_check_name("job123456789"), 0);	/* nine digits */
-	assert_int_equal(zkn_check_name("job-123456789"), -EINVAL);	/* seq -123456789 */
-	assert_int_equal(zkn_check_name("job_123456789"), 0);
-	assert_int_equal(zkn_check_name("-123456789"), -EINVAL);
+	/* names that merely end in digits are ordinary */
+	assert_int_equal(zkn_check_name("job0123456789"), 0);
+	assert_int_equal(zkn_check_name("tmp.1234567890"), 0);
+	assert_int_equal(zkn_check_name("go-build1234567890"), 0);
+	assert_int_equal(zkn_check_name("job-123456789"), 0);
+	assert_int_equal(zkn_check_name("-123456789"), 0);
+	assert_int_equal(zkn_check_name("a-lock-123"), 0);
+	/* the exact shapes of queue entries, of every scheme read */
+	assert_int_equal(zkn_check_name("x-lock-0000000001"), -EINVAL);
+	assert_int_equal(zkn_check_name("x-read-lock-0000000001"), -EINVAL);
+	assert_int_equal(zkn_check_name("x__lock__0000000001"), -EINVAL);
+	assert_int_equal(zkn_check_name("x__rlock__0000000001"), -EINVAL);
+	assert_int_equal(zkn_check_name("_c_a-__READ__0000000001"), -EINVAL);
+	assert_int_equal(zkn_check_name("_c_a-__WRIT__0000000001"), -EINVAL);
+	assert_int_equal(zkn_check_name("x-lock--000000005"), -EINVAL);
+	assert_int_equal(zkn_check_name("x-lock--2147483648"), -EINVAL);
+	assert_int_equal(zkn_check_name("-lock-0000000001"), -EINVAL);
 	assert_int_equal(zkn_check_name("a\x01z"), -EINVAL);
 	assert_int_equal(zkn_check_name("a\x7fz"), -EINVAL);
 	assert_int_equal(zkn_check_name("bad\xff"), -EINVAL);	/* not UTF-8 */
@@ -119,6 +146,13 @@ static void test_entry_name_reads_back_as_its_kind(void **state)
 	assert_int_equal(zkn_check_entry_name("db-read", ZKN_KAZOO, ZKN_EXCLUSIVE), 0);
 	assert_int_equal(zkn_check_entry_name("x__r", ZKN_KAZOO, ZKN_EXCLUSIVE), 0);
 	assert_int_equal(zkn_check_entry_name("x__READ_", ZKN_CURATOR, ZKN_EXCLUSIVE), 0);
+	/* the number is read after the marker: digits before it do no harm */
+	assert_int_equal(zkn_check_entry_name("host1234567890", ZKN_CURATOR, ZKN_EXCLUSIVE), 0);
+	assert_int_equal(zkn_check_entry_name("host1234567890", ZKN_KAZOO, ZKN_SHARED), 0);
+	assert_int_equal(zkn_check_entry_name("job-123456789", ZKN_CURATOR, ZKN_SHARED), 0);
+	/* an entry's name is no NAME: it would open that entry */
+	assert_int_equal(zkn_check_entry_name("x-lock-0000000001", ZKN_CURATOR, ZKN_EXCLUSIVE),
+			 -EINVAL);
 }
 
 static void test_markers_and_schemes(void **state)

@@ -370,9 +370,9 @@ static int cli_acquire(struct cli_run *r)
 	case -EINVAL:
 	case -ENAMETOOLONG:
 		warnx("%s: the mount refused the entry name (%s): a NAME may not be "
-		      "'.' or '..', end in ten digits (or '-' and nine: it would read "
-		      "as a queue entry), end in '-read' (it would read as shared), hold "
-		      "a character ZooKeeper refuses, or make a path too long or deep",
+		      "'.' or '..', have the shape of a queue entry (as 'x-lock-0000000001': "
+		      "it would join the queue), end in '-read' (it would read as shared), "
+		      "hold a character ZooKeeper refuses, or make a path too long or deep",
 		      path, strerror(-err));
 		err = CLI_EXIT_USAGE;
 		break;

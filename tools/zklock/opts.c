@@ -5,7 +5,6 @@
  */
 #include "tools/zklock/opts.h"
 
-#include <ctype.h>
 #include <err.h>
 #include <errno.h>
 #include <getopt.h>
@@ -17,14 +16,11 @@
 #include <string.h>
 #include <strings.h>
 
+#include "zk/naming.h"
+
 #ifndef ZKLOCKFS_VERSION
 #error "ZKLOCKFS_VERSION comes from debian/changelog (the Makefile passes it)"
 #endif
-
-/* An entry name: NAME + marker + sequence number ("-2147483648" at most). */
-#define CLI_NAME_MAX	255
-#define CLI_SEQ_MAX_LEN	11
-#define CLI_MARKER_MAX	(sizeof("-read-lock-") - 1)
 
 #define CLI_SECONDS_MAX		1e9	/* any -w/--kill-after must fit a time_t */
 
@@ -164,21 +160,16 @@ static bool cli_stop_signal(int sig)
 	return sig == SIGSTOP || sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU;
 }
 
-/* See opts.h. A NAME leaves room for the longest marker and number. */
+/* See opts.h.  The daemon's own check (zk/naming.c), for either naming
+ * scheme and kind: a NAME no mount takes is refused before one is asked. */
 bool cli_opts_name_ok(const char *name)
 {
-	size_t len = strlen(name), digits = 0;
-
-	if (len == 0 || strcmp(name, ".") == 0 || strcmp(name, "..") == 0 ||
-	    strchr(name, '/'))
-		return false;
-	if (len + CLI_MARKER_MAX + CLI_SEQ_MAX_LEN > CLI_NAME_MAX)
-		return false;
-	if (len >= 5 && strcmp(name + len - 5, "-read") == 0)
-		return false;
-	while (digits < len && isdigit((unsigned char)name[len - 1 - digits]))
-		digits++;
-	return digits < 10;
+	for (int s = ZKN_CURATOR; s <= ZKN_KAZOO; s++)
+		for (int k = ZKN_EXCLUSIVE; k <= ZKN_SHARED; k++)
+			if (zkn_check_entry_name(name, (enum zkn_naming)s,
+						 (enum zkn_kind)k))
+				return false;
+	return true;
 }
 
 /*

@@ -22,12 +22,11 @@
 int cli_opts_parse(int argc, char **argv, struct cli_opts *o);
 
 /*
- * cli_opts_name_ok() - whether @name can be the NAME of an entry: not what
- * zklockfs would refuse for any marker (empty, ".", "..", a '/', 10
- * trailing digits, too long) or with the default one ("-read": its
- * exclusive entry would read as shared). The daemon checks the rest
- * (UTF-8, characters ZooKeeper refuses). Used for -N and by
- * cli_entry_default_name().
+ * cli_opts_name_ok() - whether @name can be the NAME of an entry with every
+ * naming scheme and kind: zkn_check_entry_name() (empty, ".", "..", a
+ * '/', a queue entry's own name, invalid UTF-8 or a character ZooKeeper
+ * refuses, too long, or a NAME whose entry would read as the other kind:
+ * "-read"). Used for -N and by cli_entry_default_name().
  */
 bool cli_opts_name_ok(const char *name);
 
