@@ -188,28 +188,36 @@ def run_one(argv, env=None, timeout=ONE_THREAD_TIMEOUT):
 
 def check_log(log):
     """Read the sections' log in its order: (overlaps, sections done per
-    task, first few overlaps described).  An overlap is an "enter" while
-    another task is inside."""
+    task, the first few overlaps described, sections never left).  An
+    overlap is a section that began while another complete section was
+    inside.  A section never left is one whose program died in it (a task
+    that failed ends its program): the lock went with the process, at a
+    moment the log does not show, so it is reported as such, not as an
+    overlap."""
     with open(log) as f:
         lines = [ln.split() for ln in f.read().split("\n") if ln.strip()]
-    inside, done, overlaps, firsts = {}, collections.Counter(), 0, []
+    inside, done, sections = {}, collections.Counter(), []
     for k, f in enumerate(lines, 1):
         what, tid = f[0], f[1]
         if what == "enter":
             assert tid not in inside, "log line %d: %s entered twice" % (k, tid)
-            if inside:
-                overlaps += 1
-                if len(firsts) < 3:
-                    firsts.append("log line %d: %s granted while %s held the "
-                                  "lock" % (k, tid, " and ".join(sorted(inside))))
             inside[tid] = k
         elif what == "leave":
             assert tid in inside, "log line %d: %s left without entering" % (k, tid)
-            del inside[tid]
+            sections.append((inside.pop(tid), k, tid))
             done[tid] += 1
         else:
             raise AssertionError("log line %d: %r" % (k, f))
-    return overlaps, done, firsts
+    overlaps, firsts = 0, []
+    for enter, _, tid in sections:
+        holders = sorted(t for e, l, t in sections if e < enter < l)
+        if holders:
+            overlaps += 1
+            if len(firsts) < 3:
+                firsts.append("log line %d: %s granted while %s held the lock"
+                              % (enter, tid, " and ".join(holders)))
+    unfinished = ["%s (log line %d)" % (t, k) for t, k in sorted(inside.items())]
+    return overlaps, done, firsts, unfinished
 
 
 # --- the cases --------------------------------------------------------------
@@ -290,7 +298,7 @@ def mutual_exclusion(request, mount, zkc, scratch, c, nmounts, lockfiles):
                                      str(HOLD_MS), prefix, p], c.env))
     deadline = time.monotonic() + RUN_TIMEOUT
     codes = [r.wait(deadline) for r in runs]
-    overlaps, done, firsts = check_log(log)
+    overlaps, done, firsts, unfinished = check_log(log)
     total = sum(done.values())
     problems = []
     if overlaps:
@@ -304,6 +312,9 @@ def mutual_exclusion(request, mount, zkc, scratch, c, nmounts, lockfiles):
         elif rc != 0:
             problems.append("%s exited %d: %s" % (" ".join(r.argv[-7:]), rc,
                                                   r.stderr().strip()))
+    if unfinished:
+        problems.append("sections entered and never left (their program "
+                        "failed in them): %s" % ", ".join(unfinished))
     want = len(runs) * c.tasks
     short = sorted("%s %d" % (t, n) for t, n in done.items() if n != CYCLES)
     if len(done) != want or short:
