@@ -35,8 +35,9 @@ void fdlock_op(fuse_req_t req, struct node *n, int op, bool nb)
 	struct zklfs *fs = n->fs;
 	enum zkn_kind want = op == LOCK_EX ? ZKN_EXCLUSIVE : ZKN_SHARED;
 	bool busy, has, holds, lost;
+	int looks = 0;
 
-	/* one look decides, whatever the ZooKeeper thread does meanwhile */
+again:	/* one look decides, whatever the ZooKeeper thread does meanwhile */
 	zkmx_lock(&fs->lock);
 	busy = lockreq_asking(n->lr);
 	has = n->lr->w != NULL;
@@ -51,19 +52,26 @@ void fdlock_op(fuse_req_t req, struct node *n, int op, bool nb)
 		 * (the waiting request goes on); LOCK_NB fails, the lock not
 		 * being free; a blocking request joins that wait.  One the
 		 * wait cannot satisfy (the exclusive lock over a wait for the
-		 * shared one) is refused rather than answered with a lock it
-		 * did not get.
+		 * shared one, or a blocking request beside a LOCK_NB one) is
+		 * refused rather than answered with a lock it did not get.
 		 */
-		if (op == LOCK_UN) {
-			fs->reply->err(req, 0);
+		if (op == LOCK_UN || nb) {
+			fs->reply->err(req, op == LOCK_UN ? 0 : EWOULDBLOCK);
 			return;
 		}
-		if (!nb && lockreq_join(req, n, want))
+		switch (lockreq_join(req, n, want)) {
+		case LR_JOINED:
 			return;
-		if (!nb)
-			zklog(LOG_NOTICE, "exclusive lock asked on a descriptor whose "
-			      "request for the shared lock waits: ENOLCK");
-		fs->reply->err(req, nb ? EWOULDBLOCK : ENOLCK);
+		case LR_JOIN_GONE:	/* answered meanwhile: look again */
+			if (++looks < 3)
+				goto again;
+			break;
+		case LR_JOIN_UNFIT:
+			break;
+		}
+		zklog(LOG_NOTICE, "lock request on a descriptor whose other request "
+		      "waits for a lock that would not satisfy it: ENOLCK");
+		fs->reply->err(req, ENOLCK);
 		return;
 	}
 	if (op != LOCK_UN && holds) {

@@ -140,32 +140,31 @@ static void holder_fi(const struct lockreq *lr, struct fuse_file_info *fi)
 	fi->noflush = 1;	/* close() owes us nothing: the lock ends at RELEASE */
 }
 
-static void lock_enqueue(fuse_req_t req, struct node *n, enum zkn_kind kind,
-			 int flags, bool fdreq);
-
 /*
- * The requests that joined @n's wait (lockreq_join()), answered with its
- * answer @err (0: granted).  A wait refused for its own caller's sake
- * (EAGAIN of LOCK_NB, EINTR of a signal) is not theirs: the first of them
- * enqueues anew in its place, the others joined to it.  Without fs->lock.
+ * Answer the requests that joined a wait (lockreq_join(), taken from the
+ * request with its answer) with that wait's answer @err (0: granted).  One
+ * whose interrupt is not armed yet is left to lockreq_join(), which answers
+ * it once armed.  Without fs->lock.
  */
-static void joins_answer(struct zklfs *fs, struct node *n, struct lr_join *all, int err)
+static void joins_answer(struct zklfs *fs, struct lr_join *all, int err)
 {
-	struct lockreq *lr = n->lr;
-	struct lr_join *j;
+	struct lr_join *j, *armed = NULL, **tail = &armed;
 
-	if (all && (err == -EAGAIN || err == -EINTR)) {
-		j = all;
-		all = j->next;
-		zkmx_lock(&fs->lock);
-		lr->joins = all;	/* joined to the new wait, for its answer */
-		zkmx_unlock(&fs->lock);
-		lock_enqueue(j->req, n, j->kind, 0, true);
-		free(j);
-		return;
-	}
+	zkmx_lock(&fs->lock);
 	while ((j = all)) {
 		all = j->next;
+		j->next = NULL;
+		if (j->armed) {
+			*tail = j;
+			tail = &j->next;
+		} else {
+			j->answered = true;
+			j->result = err;
+		}
+	}
+	zkmx_unlock(&fs->lock);
+	while ((j = armed)) {
+		armed = j->next;
 		fs->reply->err(j->req, -err);
 		free(j);
 	}
@@ -174,23 +173,18 @@ static void joins_answer(struct zklfs *fs, struct node *n, struct lr_join *all, 
 /*
  * Answer the request waiting on @n with @err, or with the lock: its OPEN
  * (the holder's descriptor), or with @fdreq a flock/fcntl request on that
- * descriptor (0), and the requests that joined it.  A refused request
- * leaves @n holding nothing.
+ * descriptor (0), and @joins, the requests that joined it (taken with
+ * @req).  A refused request leaves @n holding nothing.
  */
 static void lock_answer(struct zklfs *fs, struct node *n, fuse_req_t req,
-			bool fdreq, int err)
+			bool fdreq, int err, struct lr_join *joins)
 {
 	struct lockreq *lr = n->lr;
 	struct fuse_file_info fi;
 	struct zkl_info info;
-	struct lr_join *joins;
 	char *path;
 
 	zklfs_xc_changed(fs);		/* an entry made, or gone */
-	zkmx_lock(&fs->lock);
-	joins = lr->joins;
-	lr->joins = NULL;
-	zkmx_unlock(&fs->lock);
 	if (err) {
 		if (err != -EAGAIN && err != -EINTR)
 			zklog(LOG_WARNING, "lock '%s' in %s failed: %s", lr->name,
@@ -199,7 +193,7 @@ static void lock_answer(struct zklfs *fs, struct node *n, fuse_req_t req,
 			zklfs_dir_gone(fs, lr->dir);
 		lockreq_drop(fs, n);		/* IDLE */
 		fs->reply->err(req, -err);
-		joins_answer(fs, n, joins, err);
+		joins_answer(fs, joins, err);
 		return;
 	}
 	zkl_info(lr->w, &info, &path);
@@ -220,7 +214,7 @@ static void lock_answer(struct zklfs *fs, struct node *n, fuse_req_t req,
 	zkmx_unlock(&fs->lock);
 	if (fdreq) {
 		fs->reply->err(req, 0);
-		joins_answer(fs, n, joins, 0);
+		joins_answer(fs, joins, 0);
 		return;
 	}
 	if (fs->reply->open(req, &fi) == -ENOENT)	/* the opener is gone */
@@ -233,6 +227,7 @@ static void lock_done(struct zkl_waiter *w, int err, void *arg)
 	struct node *n = arg;
 	struct lockreq *lr = n->lr;
 	struct zklfs *fs = n->fs;
+	struct lr_join *joins;
 	fuse_req_t req;
 	bool fdreq;
 
@@ -247,28 +242,85 @@ static void lock_done(struct zkl_waiter *w, int err, void *arg)
 	req = lr->req;
 	fdreq = lr->fdreq;
 	lr->req = NULL;
+	joins = lr->joins;		/* with the request: none joins after */
+	lr->joins = NULL;
 	zkmx_unlock(&fs->lock);
 	if (req)
-		lock_answer(fs, n, req, fdreq, err);
+		lock_answer(fs, n, req, fdreq, err, joins);
 }
 
 /*
- * FUSE_INTERRUPT of a waiting OPEN: runs with the request's lock held, which
- * the reply does not take: the answer may come on a ZooKeeper thread at the
- * same time, and its lockreq_drop() would let @w go while we use it.  So
- * that drop waits (lockreq_pin_locked(): LI_BUSY -> LI_DEFER) and is done
- * by lockreq_unpin(), after zkl_cancel().
+ * @lr's request is armed now (ASKING): WAITING, or the answer that came
+ * meanwhile (ANSWERED) given, with the requests joined to it.  Without
+ * fs->lock.
+ */
+static void lock_armed(struct zklfs *fs, struct node *n)
+{
+	struct lockreq *lr = n->lr;
+	struct lr_join *joins = NULL;
+	fuse_req_t late = NULL;
+	bool fdreq;
+	int result = 0;
+
+	zkmx_lock(&fs->lock);
+	fdreq = lr->fdreq;
+	if (lr->state == LR_ANSWERED) {
+		late = lr->req;
+		lr->req = NULL;
+		joins = lr->joins;
+		lr->joins = NULL;
+		result = lr->result;
+	} else if (lr->state == LR_ASKING) {
+		lockreq_set_state_locked(lr, LR_WAITING);
+	}
+	zkmx_unlock(&fs->lock);
+	if (late)
+		lock_answer(fs, n, late, fdreq, result, joins);
+}
+
+/*
+ * FUSE_INTERRUPT of a waiting OPEN or lock request: runs with the request's
+ * lock held, which the reply does not take: the answer may come on a
+ * ZooKeeper thread at the same time, and its lockreq_drop() would let @w go
+ * while we use it.  So that drop waits (lockreq_pin_locked(): LI_BUSY ->
+ * LI_DEFER) and is done by lockreq_unpin(), after zkl_cancel().
+ *
+ * A wait that other requests of the same description joined is theirs too:
+ * it is not cancelled, but handed to the first of them whose interrupt is
+ * armed (ASKING until this callback is registered on it, so that an answer
+ * meanwhile waits: lock_armed()), and only the interrupted request is
+ * answered EINTR.  The entry keeps its place in the queue.
  */
 static void lock_interrupt(fuse_req_t req, void *arg)
 {
 	struct node *n = arg;
 	struct zklfs *fs = n->fs;
-	struct zkl_waiter *w;
+	struct lockreq *lr = n->lr;
+	struct lr_join *heir = NULL, **pp;
+	struct zkl_waiter *w = NULL;
 
-	(void)req;
 	zkmx_lock(&fs->lock);
-	w = lockreq_pin_locked(n->lr);
+	if (lr->req == req && lr->fdreq &&
+	    (lr->state == LR_WAITING || lr->state == LR_ASKING))
+		for (pp = &lr->joins; *pp; pp = &(*pp)->next)
+			if ((*pp)->armed) {
+				heir = *pp;
+				*pp = heir->next;
+				lr->req = heir->req;
+				if (lr->state == LR_WAITING)
+					lockreq_set_state_locked(lr, LR_ASKING);
+				break;
+			}
+	if (!heir)
+		w = lockreq_pin_locked(lr);
 	zkmx_unlock(&fs->lock);
+	if (heir) {
+		fs->reply->err(req, EINTR);
+		fs->reply->on_interrupt(heir->req, lock_interrupt, n);	/* may run now */
+		free(heir);
+		lock_armed(fs, n);
+		return;
+	}
 	if (!w)
 		return;
 	zkl_cancel(w);			/* answers EINTR through lock_done */
@@ -334,6 +386,7 @@ static int32_t waits_behind_self_locked(struct zklfs *fs, struct lockreq *lr)
 		return -1;
 	for (struct lockreq *l = *pid_bucket(fs, lr->pid); l; l = l->lnext)
 		if (l != lr && l->pid == lr->pid && l->state == LR_HELD &&
+		    (l->kind == ZKN_EXCLUSIVE || lr->kind == ZKN_EXCLUSIVE) &&
 		    !l->selfwait_told && strcmp(l->dir, lr->dir) == 0) {
 			l->selfwait_told = true;
 			return l->seq;
@@ -356,9 +409,8 @@ static void lock_enqueue(fuse_req_t req, struct node *n, enum zkn_kind kind,
 	struct zkl_waiter *w = NULL;
 	struct zklfs_caller c = { 0 };
 	char data[1024];
-	fuse_req_t late = NULL;
 	struct lockreq **head;
-	int len, err, result = 0;
+	int len, err;
 	int32_t self;
 
 	fs->reply->caller(req, &c);
@@ -370,6 +422,7 @@ static void lock_enqueue(fuse_req_t req, struct node *n, enum zkn_kind kind,
 	lr->kind = kind;
 	lr->req = req;
 	lr->fdreq = fdreq;
+	lr->nb = flags & ZKL_NONBLOCK;
 	lr->lost_early = false;
 	lr->selfwait_told = false;
 	lockreq_set_state_locked(lr, LR_ASKING);
@@ -378,17 +431,12 @@ static void lock_enqueue(fuse_req_t req, struct node *n, enum zkn_kind kind,
 	err = zkl_enqueue(zklfs_engine(fs, lr->dir), lr->dir, lr->name, kind, flags,
 			  data, len, lr->uid, lock_done, n, &w);
 	if (err) {
-		struct lr_join *joins;
-
 		zkmx_lock(&fs->lock);
 		lr->req = NULL;
-		joins = lr->joins;
-		lr->joins = NULL;
 		lockreq_set_state_locked(lr, LR_IDLE);
 		zkmx_unlock(&fs->lock);
 		zklog(LOG_WARNING, "lock '%s' in %s: %s", lr->name, lr->dir, strerror(-err));
 		fs->reply->err(req, -err);
-		joins_answer(fs, n, joins, err);
 		return;
 	}
 	zkmx_lock(&fs->lock);
@@ -409,17 +457,7 @@ static void lock_enqueue(fuse_req_t req, struct node *n, enum zkn_kind kind,
 		      "as with a local flock on a second descriptor", (int)c.pid, lr->dir,
 		      (int)self);
 	fs->reply->on_interrupt(req, lock_interrupt, n);	/* last: may run now */
-	zkmx_lock(&fs->lock);
-	if (lr->state == LR_ANSWERED) {
-		late = lr->req;
-		lr->req = NULL;
-		result = lr->result;
-	} else if (lr->state == LR_ASKING) {
-		lockreq_set_state_locked(lr, LR_WAITING);
-	}
-	zkmx_unlock(&fs->lock);
-	if (late)
-		lock_answer(fs, n, late, fdreq, result);
+	lock_armed(fs, n);
 }
 
 void lockreq_open(fuse_req_t req, struct node *n, struct fuse_file_info *fi)
@@ -554,9 +592,10 @@ void lockreq_close(struct zklfs *fs, struct node *n)
 
 /*
  * FUSE_INTERRUPT of a request that joined another's wait: answered EINTR
- * alone, if it is still joined (else its answer is on its way).  Found by
- * its address among the waits of the mount: libfuse keeps @req alive while
- * this runs.  Rare enough for a walk of every waiting request.
+ * alone if it is still joined (else its answer is on its way).  Found by
+ * its address among the waits of the mount (a wait with joins holds a
+ * waiter, so it is in fs->locks): libfuse keeps @req alive while this
+ * runs.  One not armed yet is only marked: lockreq_join() answers it.
  */
 static void join_interrupt(fuse_req_t req, void *arg)
 {
@@ -569,9 +608,15 @@ static void join_interrupt(fuse_req_t req, void *arg)
 			for (struct lr_join **pp = &l->joins; *pp; pp = &(*pp)->next)
 				if ((*pp)->req == req) {
 					found = *pp;
+					if (!found->armed) {
+						found->interrupted = true;
+						found = NULL;
+						goto out;
+					}
 					*pp = found->next;
 					break;
 				}
+out:
 	zkmx_unlock(&fs->lock);
 	if (!found)
 		return;
@@ -579,31 +624,53 @@ static void join_interrupt(fuse_req_t req, void *arg)
 	free(found);
 }
 
-bool lockreq_join(fuse_req_t req, struct node *n, enum zkn_kind kind)
+enum lr_joined lockreq_join(fuse_req_t req, struct node *n, enum zkn_kind kind)
 {
 	struct zklfs *fs = n->fs;
 	struct lockreq *lr = n->lr;
-	struct lr_join *j = calloc(1, sizeof(*j));
-	bool joined;
+	struct lr_join *j = calloc(1, sizeof(*j)), **pp;
+	enum lr_joined r = LR_JOIN_GONE;
+	int err = 0;
+	bool done = false;
 
 	if (!j)
-		return false;
+		return LR_JOIN_UNFIT;
 	j->req = req;
-	j->kind = kind;
 	zkmx_lock(&fs->lock);
-	joined = lockreq_asking(lr) && lr->fdreq &&
-		 (lr->kind == ZKN_EXCLUSIVE || kind == lr->kind);
-	if (joined) {
-		j->next = lr->joins;
-		lr->joins = j;
+	if (lr->req && lr->fdreq && lr->state == LR_WAITING) {
+		r = lr->nb || (lr->kind != ZKN_EXCLUSIVE && kind != lr->kind) ?
+		    LR_JOIN_UNFIT : LR_JOINED;
+	}
+	if (r == LR_JOINED) {		/* at the tail: the first to join is the heir */
+		for (pp = &lr->joins; *pp; pp = &(*pp)->next)
+			;
+		*pp = j;
 	}
 	zkmx_unlock(&fs->lock);
-	if (!joined) {
+	if (r != LR_JOINED) {
 		free(j);
-		return false;
+		return r;
 	}
-	fs->reply->on_interrupt(req, join_interrupt, fs);	/* last: may run now */
-	return true;
+	fs->reply->on_interrupt(req, join_interrupt, fs);	/* may run now */
+	zkmx_lock(&fs->lock);
+	j->armed = true;
+	if (j->answered) {		/* taken with the wait's answer meanwhile */
+		err = j->result;
+		done = true;
+	} else if (j->interrupted) {	/* still joined: it leaves */
+		for (pp = &lr->joins; *pp && *pp != j; pp = &(*pp)->next)
+			;
+		if (*pp)
+			*pp = j->next;
+		err = -EINTR;
+		done = true;
+	}
+	zkmx_unlock(&fs->lock);
+	if (done) {
+		fs->reply->err(req, -err);
+		free(j);
+	}
+	return LR_JOINED;
 }
 
 /* Under the engine's lock: record that @w's lock is lost (else that its

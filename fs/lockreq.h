@@ -77,10 +77,15 @@ struct lr_wait {
 };
 
 /* A flock/fcntl request that joined the wait of another request of the
- * same description (lockreq_join()); under fs->lock while joined. */
+ * same description (lockreq_join()); every field under fs->lock. */
 struct lr_join {
 	fuse_req_t req;
-	enum zkn_kind kind;
+	bool armed;			/* its interrupt is registered: whoever
+					   takes it answers it */
+	bool interrupted;		/* FUSE_INTERRUPT came before that */
+	bool answered;			/* ... the wait's answer came before
+					   that: @result, for lockreq_join() */
+	int result;
 	struct lr_join *next;
 };
 
@@ -117,6 +122,7 @@ struct lockreq {
 	bool fdreq;			/* req is a flock/fcntl lock request
 					   on the holder's descriptor, not
 					   the OPEN */
+	bool nb;			/* ... with LOCK_NB (or O_NONBLOCK) */
 	struct fuse_file_info fi;	/* copied from that OPEN */
 	enum zkn_kind kind;		/* of w */
 	pid_t pid;			/* the process that asked: told in
@@ -141,7 +147,8 @@ struct lockreq {
 					   while HELD */
 	struct lr_join *joins;		/* flock/fcntl requests of the same
 					   description that joined the wait
-					   of req (lockreq_join()) */
+					   of req, first first; taken with req
+					   (lockreq_join()) */
 	struct lockreq *lnext, *lprev;	/* fs->locks[pid % ZKLFS_PID_BUCKETS],
 					   while w is set */
 };
@@ -209,20 +216,23 @@ void lockreq_request(fuse_req_t req, struct node *n, enum zkn_kind kind,
 pid_t lockreq_pid(struct zklfs *fs, const char *dir, int32_t seq);
 
 /*
- * lockreq_join() - a blocking flock/fcntl request @req on the holder's
- * descriptor of @n while another request of that same description waits
- * for the lock (two threads sharing one descriptor): @req joins that wait
- * and is answered with it, as a local flock on one description is.  The
- * wait must satisfy it: a request for @kind joins a wait for the
- * exclusive lock, or for the same kind.  A FUSE_INTERRUPT of @req answers
- * it alone (EINTR), and a wait that ends refused by EAGAIN or EINTR
- * passes its place on to the first request still joined (it enqueues
- * anew), so that no joined request is refused for another's signal or
- * LOCK_NB.  Return: true if @req joined (it is answered later); false if
- * no request waits on @n any more, or the wait does not satisfy @kind.
- * FUSE thread, without fs->lock.
+ * lockreq_join() - a blocking flock/fcntl request @req for @kind on the
+ * holder's descriptor of @n while another request of that description
+ * waits for the lock (threads or processes sharing one description): @req
+ * joins that wait and is answered with it, as a local flock on one
+ * description is.  The wait must be a blocking one that satisfies it (a
+ * wait for the exclusive lock, or for @kind).  A FUSE_INTERRUPT of @req
+ * answers it alone (EINTR); a FUSE_INTERRUPT of the request that waits
+ * hands the wait, with its place in the queue, to the first request that
+ * joined it (lock_interrupt()), so no joined request is refused for
+ * another's signal.  Nothing here makes or deletes an entry.
+ * Return: LR_JOINED (@req is answered, now or later); LR_JOIN_GONE if no
+ * request waits on @n any more (decide again); LR_JOIN_UNFIT if the wait
+ * is a LOCK_NB one or does not satisfy @kind (@req is the caller's to
+ * answer).  FUSE thread, without fs->lock.
  */
-bool lockreq_join(fuse_req_t req, struct node *n, enum zkn_kind kind);
+enum lr_joined { LR_JOINED, LR_JOIN_GONE, LR_JOIN_UNFIT };
+enum lr_joined lockreq_join(fuse_req_t req, struct node *n, enum zkn_kind kind);
 
 /*
  * lockreq_drop() - give back @n's place in its queue (deleting the entry)

@@ -34,6 +34,7 @@
 	X(ANSWERED, IDLE,     "refused: answered once armed, its entry given back") \
 	X(WAITING,  HELD,     "granted")					\
 	X(WAITING,  IDLE,     "refused (EAGAIN, EINTR, EIO, ...): its entry given back") \
+	X(WAITING,  ASKING,   "its caller interrupted, a request that joined it takes the wait over; that one's interrupt is not armed yet") \
 	X(HELD,     LOST,     "lost (its entry deleted, the session silent or expired)") \
 	X(HELD,     IDLE,     "given back: RELEASE, LOCK_UN, a conversion, the opener gone") \
 	X(LOST,     IDLE,     "given back")

@@ -240,7 +240,7 @@ static bool flock_open(struct zklfs *fs, fuse_req_t req, const char *path)
 
 	if (fs->conf->lockfiles)
 		return false;
-	zklfs_thread_comm(tid, comm, sizeof(comm));
+	zklfs_process_comm(tid, comm, sizeof(comm));
 	if (!comm[0]) {
 		if (!told_unseen)
 			zklog(LOG_NOTICE, "a directory opened by a process this mount cannot "

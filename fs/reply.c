@@ -120,13 +120,13 @@ const struct zklfs_reply zklfs_fuse_reply = {
 	.drop_poll = fuse_pollhandle_destroy,
 };
 
-void zklfs_thread_comm(pid_t tid, char *buf, size_t size)
+void zklfs_process_comm(pid_t tid, char *buf, size_t size)
 {
 	size_t n = 0;
 
 	buf[0] = '\0';
 	if (tid > 0)
-		n = proc_read(tid, "comm", buf, size);
+		n = proc_read(thread_group(tid), "comm", buf, size);
 	if (n && buf[n - 1] == '\n')
 		buf[n - 1] = '\0';
 }

@@ -43,10 +43,11 @@ struct zklfs_reply {
 extern const struct zklfs_reply zklfs_fuse_reply;
 
 /*
- * zklfs_thread_comm() - the name of thread @tid (/proc/TID/comm, the
- * process's own for a single-threaded process) into @buf, without its
- * newline: "" if @tid is 0 or gone.  Any thread.
+ * zklfs_process_comm() - the name of the process of thread @tid (its
+ * thread-group leader's /proc/PID/comm: a thread may name itself
+ * anything) into @buf, without its newline: "" if @tid is 0 or gone.  For
+ * a message or a refusal, never a grant.  Any thread.
  */
-void zklfs_thread_comm(pid_t tid, char *buf, size_t size);
+void zklfs_process_comm(pid_t tid, char *buf, size_t size);
 
 #endif

@@ -79,6 +79,22 @@ bool zkn_parse(const char *name, struct zkg_child *out)
 			return true;
 		}
 	}
+	/*
+	 * No marker: another recipe's contender all the same when the number
+	 * follows a '-' or '_' (ZooKeeper's own lock recipe names its entries
+	 * "x-SESSION-NNNNNNNNNN"), exclusive, as every client reads one.  A
+	 * number glued to a name ("tmp.1234567890", "go-build1234567890") is
+	 * part of an ordinary name.  The 11-byte reading first, as above.
+	 */
+	for (size_t sfx = 11; sfx >= 10; sfx--) {
+		if (sfx >= len || !seq_suffix(name + len - sfx, &seq) ||
+		    (name[len - sfx - 1] != '-' && name[len - sfx - 1] != '_'))
+			continue;
+		out->name = name;
+		out->seq = seq;
+		out->kind = ZKN_EXCLUSIVE;
+		return true;
+	}
 	return false;
 }
 

@@ -36,8 +36,10 @@ struct zkg_child {
  * recipes we read ("-lock-", "-read-lock-", "__lock__", "__rlock__",
  * "__READ__", "__WRIT__") right before exactly what ZooKeeper appends,
  * "%010d" of its signed 32-bit counter ("0000000042", "-000000005",
- * "-1500000000"); false for a child that takes no part in the queue, as
- * "tmp.1234567890" (a name that merely ends in digits).
+ * "-1500000000"), or, with no marker, if that number follows a '-' or '_'
+ * (ZooKeeper's own recipe, "x-SESSION-0000000042": an exclusive entry);
+ * false for a child that takes no part in the queue, as "tmp.1234567890"
+ * or "go-build1234567890" (a name that merely ends in digits).
  */
 bool zkn_parse(const char *name, struct zkg_child *out);
 

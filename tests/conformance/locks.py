@@ -114,26 +114,24 @@ def main():
             os.close(fd)
             time.sleep(0.001)
 
-    def file_thread(tid):
+    def file_cycles(tid, lock=fcntl.flock):
+        """Cycles on the lock file through a descriptor of its own, locked
+        by `lock` (fcntl.flock: the description's; fcntl.lockf: the
+        process's POSIX lock)."""
         with open(path, "a+") as f:
             for _ in range(cycles):
-                fcntl.flock(f, fcntl.LOCK_EX)
+                lock(f, fcntl.LOCK_EX)
                 section(tid)
-                fcntl.flock(f, fcntl.LOCK_UN)
+                lock(f, fcntl.LOCK_UN)
                 time.sleep(0.001)
 
     def lockf_proc(tid):
-        with open(path, "a+") as f:
-            for _ in range(cycles):
-                fcntl.lockf(f, fcntl.LOCK_EX)
-                section(tid)
-                fcntl.lockf(f, fcntl.LOCK_UN)
-                time.sleep(0.001)
+        file_cycles(tid, fcntl.lockf)
 
     if mode == "dir-threads":
         threads(dir_thread)
     elif mode == "file-threads":
-        threads(file_thread)
+        threads(file_cycles)
     elif mode.startswith("dir-pool") or mode == "file-pool1":
         workers = int(mode[-1])
         with concurrent.futures.ThreadPoolExecutor(max_workers=workers) as pool:

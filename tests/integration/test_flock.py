@@ -586,6 +586,79 @@ def test_second_request_while_one_waits_joins_the_wait(mount):
     wait_for(lambda: entries(d1) == [], GRANT_TIMEOUT, "every entry gone")
 
 
+# Two processes sharing one open file description (the descriptor argv[1],
+# inherited), each asking LOCK_EX through libc once told: SIGUSR1
+# interrupts (no restart).
+SHARER = r'''
+import ctypes, os, signal, sys
+libc = ctypes.CDLL(None, use_errno=True)
+signal.signal(signal.SIGUSR1, lambda *a: None)
+signal.siginterrupt(signal.SIGUSR1, True)
+sys.stdin.readline()
+rc = libc.flock(int(sys.argv[1]), 2)      # LOCK_EX
+print("flock %d %d" % (rc, ctypes.get_errno() if rc else 0), flush=True)
+sys.stdin.readline()
+'''
+
+
+FLOCK_SYSCALL = {"x86_64": 73, "aarch64": 32}.get(os.uname().machine)
+
+
+def _sharer(fd):
+    """A SHARER child that inherits `fd`: (process, lines)."""
+    p = spawn([PY, "-c", SHARER, str(fd)], stdin=subprocess.PIPE,
+              stdout=subprocess.PIPE, pass_fds=(fd,))
+    return p, harness.Lines(p.stdout)
+
+
+def _ask(p):
+    p.stdin.write(b"go\n")
+    p.stdin.flush()
+
+
+def _in_flock(p):
+    return harness.asleep_in(p.pid, {FLOCK_SYSCALL} if FLOCK_SYSCALL else None)
+
+
+@pytest.mark.parametrize("who", ["first", "joined"])
+def test_a_signal_ends_only_its_own_request_of_a_shared_wait(mount, who):
+    """Two requests on one description, the second joined to the first's
+    wait: a signal to the one that asked first hands the wait, with its
+    entry and place in the queue, to the joined one; a signal to the joined
+    one ends it alone. Only the signalled one returns EINTR; the other is
+    granted once the other host lets go."""
+    m1, m2, d1 = two_hosts(mount)
+    other = harness.take(os.path.join(m2.path, "job"), "o", harness.SHARED)
+    fd = os.open(os.path.join(d1, "p"), os.O_CREAT | os.O_RDONLY)
+    a, out_a = _sharer(fd)
+    b, out_b = _sharer(fd)
+    try:
+        _ask(a)
+        wait_for(lambda: any("-read-lock-" not in e for e in entries(d1)),
+                 GRANT_TIMEOUT, "the first request's exclusive entry")
+        (queued,) = [e for e in entries(d1) if "-read-lock-" not in e]
+        _ask(b)
+        wait_for(lambda: _in_flock(b), GRANT_TIMEOUT, "the second request to wait")
+        hit, rest = (a, out_a), (b, out_b)
+        if who == "joined":
+            hit, rest = rest, hit
+        os.kill(hit[0].pid, signal.SIGUSR1)
+        assert hit[1].readline(GRANT_TIMEOUT) == "flock -1 %d" % errno.EINTR
+        assert [e for e in entries(d1) if "-read-lock-" not in e] == [queued], \
+            "the wait kept its entry"
+        with pytest.raises(TimeoutError):       # still waiting
+            rest[1].readline(harness.NOT_GRANTED_WAIT)
+        other.release()
+        assert rest[1].readline(GRANT_TIMEOUT) == "flock 0 0"
+        assert harness.lock_state(fd) == "held"
+    finally:
+        for p in (a, b):
+            p.stdin.close()
+            p.wait(GRANT_TIMEOUT)
+        os.close(fd)
+    wait_for(lambda: entries(d1) == [], GRANT_TIMEOUT, "every entry gone")
+
+
 # flock() through libc: a signal makes it return -1/EINTR where Python's
 # fcntl.flock would retry (PEP 475); SA_RESTART makes the kernel restart it.
 SIGNALED = r'''

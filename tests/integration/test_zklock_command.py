@@ -123,7 +123,7 @@ def test_killed_zklock_releases_and_terminates_the_command(mount, zklock,
     wait_entry_of(d, "k9")
     os.kill(r.pid, signal.SIGKILL)
     r.proc.wait(RUN_TIMEOUT)
-    wait_no_entries(d)                   # the lock went with zklock
+    wait_no_entries(d)                   # went with the command, told by SIGTERM
     wait_for(lambda: os.path.exists(mark), 5 * SLOW,
              "the command to get SIGTERM (PR_SET_PDEATHSIG)")
 

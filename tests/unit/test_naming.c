@@ -58,6 +58,18 @@ static void test_negative_sequence_after_wrap(void **state)
 	parses("a-lock-1500000000", 1500000000, ZKN_EXCLUSIVE);
 }
 
+static void test_markerless_contenders(void **state)
+{
+	(void)state;
+	/* ZooKeeper's own lock recipe, and any number after '-' or '_' */
+	parses("x-72057594037927936-0000000001", 1, ZKN_EXCLUSIVE);
+	parses("_c_2b0f-latch-0000000001", 1, ZKN_EXCLUSIVE);
+	parses("lock_0000000007", 7, ZKN_EXCLUSIVE);
+	parses("x--1500000000", -1500000000, ZKN_EXCLUSIVE);
+	/* "a-lock-" + "-0000000005" is no number: "a-lock--" + "0000000005" is */
+	parses("a-lock--0000000005", 5, ZKN_EXCLUSIVE);
+}
+
 static void test_children_outside_the_queue(void **state)
 {
 	struct zkg_child c;
@@ -72,12 +84,10 @@ static void test_children_outside_the_queue(void **state)
 	assert_false(zkn_parse("go-build1234567890", &c));	/* os.MkdirTemp */
 	assert_false(zkn_parse("1234567890", &c));
 	assert_false(zkn_parse("job-123456789", &c));
-	assert_false(zkn_parse("_c_2b0f-latch-0000000001", &c));	/* not a lock's */
 	/* not "%010d" of a 32-bit counter */
 	assert_false(zkn_parse("a-lock-00000000042", &c));
 	assert_false(zkn_parse("a-lock- 000000042", &c));
 	assert_false(zkn_parse("a-lock-+000000042", &c));
-	assert_false(zkn_parse("a-lock--0000000005", &c));
 	assert_false(zkn_parse("a-lock--000000000", &c));
 }
 
@@ -101,6 +111,8 @@ static void test_check_name(void **state)
 	assert_int_equal(zkn_check_name("a-lock-123"), 0);
 	/* the exact shapes of queue entries, of every scheme read */
 	assert_int_equal(zkn_check_name("x-lock-0000000001"), -EINVAL);
+	assert_int_equal(zkn_check_name("x-1234567890"), -EINVAL);	/* a contender's */
+	assert_int_equal(zkn_check_name("x_0000000001"), -EINVAL);
 	assert_int_equal(zkn_check_name("x-read-lock-0000000001"), -EINVAL);
 	assert_int_equal(zkn_check_name("x__lock__0000000001"), -EINVAL);
 	assert_int_equal(zkn_check_name("x__rlock__0000000001"), -EINVAL);
@@ -213,6 +225,7 @@ int main(void)
 		cmocka_unit_test(test_our_kazoo_names),
 		cmocka_unit_test(test_other_recipes),
 		cmocka_unit_test(test_negative_sequence_after_wrap),
+		cmocka_unit_test(test_markerless_contenders),
 		cmocka_unit_test(test_children_outside_the_queue),
 		cmocka_unit_test(test_check_name),
 		cmocka_unit_test(test_entry_name_fits_with_marker),

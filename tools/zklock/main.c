@@ -17,9 +17,12 @@
  *   finds LOCKDIR gone (zklockfs -o containers: the server deletes emptied
  *   directories), LOCKDIR is made again and opened again, 5 times at most.
  * - The lock is taken with open(LOCKDIR/NAME, O_CREAT|O_EXCL|O_CLOEXEC and
- *   O_WRONLY (exclusive) or O_RDONLY (shared)). The descriptor is close-on-
- *   exec: the command never inherits it, so the lock lives exactly as long as
- *   zklock holds it, and zklock alone watches it for loss.
+ *   O_WRONLY (exclusive) or O_RDONLY (shared)). Once granted, the descriptor
+ *   is handed to the command (close-on-exec cleared, its number in
+ *   ZKLOCK_FD): the owner of a lock is its open file description, and
+ *   through that descriptor alone a nested zklock of the same lock knows it
+ *   runs under it and --confirm asks the mount (fsync). zklock watches it for
+ *   loss and closes its own copy only once the command's whole tree is gone.
  * - -n adds O_NONBLOCK (EAGAIN: conflict). -n and -w arm ITIMER_REAL at
  *   the start (-n: 0.8 s, -w: SECONDS), whose SIGALRM handler (installed
  *   without SA_RESTART) interrupts whichever call into the mount is under
@@ -55,8 +58,9 @@
  *   whole process group (a terminal's ^C, si_code SI_KERNEL): the processes
  *   in the group got those already. Signals that were ignored when zklock
  *   started stay ignored, in zklock and in the command.
- * - The command gets PR_SET_PDEATHSIG SIGTERM: if zklock dies (kill -9), its
- *   lock goes at once and the command is told (its descendants are not).
+ * - The command gets PR_SET_PDEATHSIG SIGTERM: if zklock dies (kill -9), the
+ *   command is told (its descendants are not), and the lock goes once the
+ *   processes that hold its descriptor have ended.
  *
  * Exit status: the command's; 128+N if it died of signal N; the conflict code
  * (-E, default 1) for -n/-w; 64 usage; 66 LOCKDIR missing, not on zklockfs or
@@ -478,24 +482,28 @@ static int cli_metrics(const char *mnt)
 /*
  * --confirm: is the lock of the zklock we run under still held, as a round
  * trip to ZooKeeper shows now?  fsync(2) on the descriptor it left us
- * (ZKLOCK_FD) asks exactly that of the mount (docs/SPEC.md).
+ * (ZKLOCK_FD) asks exactly that of the mount (docs/SPEC.md), once the
+ * mount said that descriptor holds a lock (ZKLFS_IOC_KIND): an fsync of
+ * any other file, or of a zklockfs file that holds nothing, would say 0.
  */
 static int cli_confirm(void)
 {
-	int fd = cli_inherited_fd();
+	int fd = cli_inherited_fd(), err;
+	char kind[64];
 
 	if (fd < 0) {
 		warnx("--confirm: ZKLOCK_FD does not name an open descriptor: run it "
 		      "from a command that zklock runs");
 		return CLI_EXIT_USAGE;
 	}
-	if (fsync(fd) == 0)
-		return 0;
-	if (errno == EINVAL || errno == EROFS || errno == EBADF) {
+	err = cli_fd_text(fd, ZKLFS_IOC_KIND, kind, sizeof(kind));
+	if (err && err != ENOLCK && err != EIO) {
 		warnx("--confirm: descriptor %d (ZKLOCK_FD) is not a zklockfs lock", fd);
 		return CLI_EXIT_USAGE;
 	}
-	warnx("--confirm: the lock is not held: %s", strerror(errno));
+	if (!err && fsync(fd) == 0)
+		return 0;
+	warnx("--confirm: the lock is not held: %s", strerror(err ? err : errno));
 	return CLI_EXIT_LOST;
 }
 
