@@ -5,10 +5,10 @@
  *
  * Depends on: fs/lockreq.h (the request and its state; struct lr_confirm),
  * fs/pool.h (the lock's session).  Called by the FSYNC handler (fs/wbuf.c)
- * once the holder's data is on its way, and by the getxattr of
- * "user.zklockfs.confirm" (fs/read.c: zklock --confirm, for the holder's
- * process tree); answered from ZooKeeper's completion thread, or at once
- * by a loss or a give-back (fs/lockreq.c).
+ * once the holder's data is on its way (zklock --confirm is an fsync of
+ * the descriptor zklock left its command: only a holder can ask);
+ * answered from ZooKeeper's completion thread, or at once by a loss or a
+ * give-back (fs/lockreq.c).
  *
  * The round trip is a sync of the lock's directory, then an exists of the
  * entry, on the entry's session: ZooKeeper does one session's requests in
@@ -27,7 +27,7 @@
 
 /*
  * zklfs_confirm() - answer @req (an FSYNC on the holder's descriptor of
- * @n, or a getxattr of its entry's "user.zklockfs.confirm") with @answer,
+ * @n) with @answer,
  * later: 0 once a round trip has shown its entry exists and the lock is
  * still held (with @data, an FSYNC's, the error of a data send not
  * reported yet, if any), EIO if the entry is gone, the lock lost or given

@@ -60,13 +60,13 @@ struct zklfs_wbuf {
 
 /*
  * How a request waiting for a confirmation (fs/confirm.h) is answered:
- * @err 0 once confirmed, else an errno; @size is the request's (an
- * xattr's buffer size).  Any thread, without fs->lock.
+ * @err 0 once confirmed, else an errno; @size is what the caller of
+ * zklfs_confirm() gave for its request.  Any thread, without fs->lock.
  */
 typedef void zklfs_confirm_answer_fn(struct zklfs *fs, fuse_req_t req, size_t size,
 				     int err);
 
-/* A request waiting for a confirmation: an FSYNC, or a getxattr; pending
+/* A request waiting for a confirmation (an FSYNC); pending
  * (fs/pending.h): a signal or its deadline may answer it first. */
 struct lr_wait {
 	struct zpend pend;

@@ -12,7 +12,6 @@
 #include "fs/lockfile.h"
 #include "fs/lockreq.h"
 #include "fs/reply.h"
-#include "fs/confirm.h"
 #include "fs/revoke.h"
 #include "fs/wbuf.h"
 #include "fs/xcache.h"

@@ -49,6 +49,27 @@ def test_foreign_recipe_entries_take_part_in_the_queue(mount, zkc):
     zkc.delete(c)
 
 
+@pytest.mark.parametrize("prefix", ["x-72057594037927936-", "lock_"])
+def test_a_markerless_contender_takes_part_in_the_queue(mount, zkc, prefix):
+    """ZooKeeper's own lock recipe names its entries "x-SESSION-N", with no
+    marker: a sequence number after '-' or '_' is a contender, exclusive,
+    and ours waits for it. A number glued to a name is not: a child
+    "tmp.N" takes no part."""
+    m = mount()
+    d = lockdir(m)
+    zdir = m.zkpath("L")
+    zkc.create(zdir + "/tmp.", b"", zkclient.EPHEMERAL_SEQUENTIAL)
+    f = zkc.create(zdir + "/" + prefix, b"", zkclient.EPHEMERAL_SEQUENTIAL)
+    fname = f.rsplit("/", 1)[1]
+    wait_for(lambda: fname in os.listdir(d), 5, "the contender to show")
+    assert lock_state(os.path.join(d, fname)) == "held"
+    w = start_waiter(d, "w")
+    w.assert_waiting()
+    zkc.delete(f)
+    w.wait_granted()
+    w.release()
+
+
 def test_no_local_hand_off_past_another_clients_entry(mount, zkc):
     """The mount's waiters queue behind its own entries without watches and
     are granted in the delete's completion when the held entry right before

@@ -6,9 +6,10 @@
  *
  * The lock is open(LOCKDIR/NAME, O_CREAT|O_EXCL|O_CLOEXEC and O_WRONLY
  * (exclusive) or O_RDONLY (shared)); zklockfs queues an entry NAME + marker
- * + sequence number for it. The descriptor is close-on-exec: the command
- * never inherits it, so the lock lives exactly as long as zklock holds it.
- * Called from main.c, in this order.
+ * + sequence number for it. Once granted, the descriptor is handed to the
+ * command (ZKLOCK_FD, cli_entry_export_env()): the lock is that open file
+ * description's, and zklock closes its own copy only once the command's
+ * whole tree has ended. Called from main.c, in this order.
  */
 #ifndef TOOLS_ZKLOCK_ENTRY_H
 #define TOOLS_ZKLOCK_ENTRY_H
