@@ -331,6 +331,8 @@ def test_a_zklock_without_the_locks_descriptor_queues(mount, zklock, fd):
             pass_fds = (other,)
         rc, _, err = zk(zklock, "-n", d, "true", env=env, pass_fds=pass_fds)
         assert rc == 1, err                 # busy: it did not run inside
+        if fd:
+            assert "this zklock queued as any other" in err, err
     finally:
         if other is not None:
             os.close(other)

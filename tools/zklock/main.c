@@ -285,6 +285,10 @@ static int cli_fd_text(int fd, unsigned long cmd, char *buf, size_t size)
 	return 0;
 }
 
+/* Why an inherited ZKLOCK_FD did not make this zklock a nested one (NULL:
+ * none was inherited), said when the lock is then found busy. */
+static const char *cli_not_nested;
+
 /*
  * Are we inside the command of a zklock that holds this very lock?  Only
  * its descriptor says so: ZKLOCK_FD names a descriptor open here that
@@ -297,12 +301,17 @@ static int cli_fd_text(int fd, unsigned long cmd, char *buf, size_t size)
  */
 static int cli_nested(struct cli_run *r)
 {
+	const char *env = getenv("ZKLOCK_FD");
 	int fd = cli_inherited_fd();
 	char state[64], kind[64];
 	int err;
 
-	if (fd < 0 || !cli_fd_is_lock(fd, r->dir, r->lockfile))
+	if (fd < 0 || !cli_fd_is_lock(fd, r->dir, r->lockfile)) {
+		if (env && *env)
+			cli_not_nested = fd < 0 ? "names no open descriptor" :
+					 "is not a descriptor of this lock";
 		return -1;
+	}
 	err = cli_fd_text(fd, ZKLFS_IOC_STATE, state, sizeof(state));
 	if (!err && strcmp(state, "lost") == 0) {
 		warnx("the lock %s that this runs under is lost", r->dir);
@@ -310,8 +319,10 @@ static int cli_nested(struct cli_run *r)
 	}
 	if (!err)
 		err = cli_fd_text(fd, ZKLFS_IOC_KIND, kind, sizeof(kind));
-	if (err)		/* it holds nothing (given back, waiting) */
+	if (err) {		/* it holds nothing (given back, waiting) */
+		cli_not_nested = "holds nothing of this lock";
 		return -1;
+	}
 	if (!r->o->shared && strcmp(kind, "shared") == 0) {
 		warnx("%s is held shared by the zklock this runs under: it cannot be "
 		      "taken exclusive inside it", r->dir);
@@ -354,6 +365,9 @@ static int cli_acquire(struct cli_run *r)
 	case -EAGAIN:
 		if (o->verbose)
 			warnx("failed to get lock");
+		if (cli_not_nested)
+			warnx("ZKLOCK_FD (%s) %s: this zklock queued as any other",
+			      getenv("ZKLOCK_FD"), cli_not_nested);
 		err = cli_why_not(r, err);
 		break;
 	case -ETIMEDOUT:
