@@ -276,6 +276,8 @@ void sim_end_phase(struct world *wd)
 	}
 	if (!wd->fail[0])
 		sim_check_end(wd);
+	if (!wd->fail[0])
+		simfs_check_joins(wd);
 }
 
 /* one seed ---------------------------------------------------------------- */

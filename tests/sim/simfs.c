@@ -229,6 +229,49 @@ static int reply_open(fuse_req_t r, const struct fuse_file_info *fi)
 	return rc;
 }
 
+/*
+ * A flock that joined w's wait (lockreq_join()) is answered: with w's own
+ * answer, which came first (0 only once w is granted), or EINTR for its
+ * own signal.
+ */
+static int joined_answered(struct world *wd, struct fuse_req *r, int err)
+{
+	struct driven *d = &wd->driven[r->joined];
+
+	sn_trace(&wd->net, "        (fd%d's flock joined w%d's wait)", r->fd, d->id);
+	if (err == EINTR ? !r->interrupted : d->ndone != 1 || d->result != -err)
+		sim_failf(wd, "join: fd%d's flock joined to w%d answered %d, w%d %s %d", r->fd,
+			  d->id, err, d->id, d->ndone ? "answered" : "not answered", d->result);
+	return 0;
+}
+
+/*
+ * An interrupted request's wait handed to a request that joined it
+ * (lock_interrupt()): the waiter goes on for the heir, which the request
+ * of @f now is; nothing is answered to the waiter.  Return: whether so.
+ */
+static bool handed_over(struct world *wd, struct fuse_req *r, struct sfd *f)
+{
+	struct fuse_req *heir = f->n->lr->req;
+	struct driven *d;
+
+	if (r->driven < 0 || !r->fdreq || !heir || heir == r)
+		return false;
+	d = &wd->driven[r->driven];
+	if (heir->joined != d->id || !f->n->lr->w || f->n->lr->w != d->w)
+		sim_failf(wd, "join: w%d's wait went on for fd%d's request, which did "
+			  "not join it", d->id, heir->fd);
+	sn_trace(&wd->net, "        (w%d's wait handed to fd%d's joined flock)", d->id,
+		 heir->fd);
+	heir->driven = d->id;
+	heir->joined = -1;
+	d->req = heir;
+	f->req = heir;
+	d->cancelled = false;		/* the heir asked for no cancel */
+	r->driven = -1;
+	return true;
+}
+
 static int reply_err_k(fuse_req_t r, int err)
 {
 	struct world *wd = W();
@@ -239,6 +282,10 @@ static int reply_err_k(fuse_req_t r, int err)
 	if (!answered(wd, r, "err"))
 		return 0;
 	r->result = err;
+	if (r->joined >= 0)
+		return joined_answered(wd, r, err);
+	if (err == EINTR && handed_over(wd, r, f))
+		return 0;
 	if (!r->fdreq && !err)
 		sim_failf(wd, "reply: fd%d: OPEN answered 0 without a descriptor", r->fd);
 	if (r->driven >= 0 && (!err || err == EIO) && simfs_stands_for(wd, f, r->old)) {
@@ -370,6 +417,7 @@ struct fuse_req *simfs_new_req(struct world *wd, int fd, int driven, bool fdreq)
 	r->driven = driven;
 	r->fdreq = fdreq;
 	r->old = -1;
+	r->joined = -1;
 	if (wd->nreq == wd->reqcap) {
 		wd->reqcap = wd->reqcap ? 2 * wd->reqcap : 64;
 		wd->reqs = realloc(wd->reqs, (size_t)wd->reqcap * sizeof(*wd->reqs));

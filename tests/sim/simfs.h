@@ -62,6 +62,10 @@ void simfs_close(struct world *wd, int fd, struct driven *d);
  * node forgotten */
 void simfs_end(struct world *wd);
 
+/* simfs_check_joins() - after the end: every flock that joined a wait was
+ * answered, exactly once */
+void simfs_check_joins(struct world *wd);
+
 /* simfs_believes() - does @d's descriptor say its lock holds (its read
  * would succeed: lockreq_holder_errno() is 0)? */
 bool simfs_believes(struct world *wd, const struct driven *d);

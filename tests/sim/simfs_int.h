@@ -13,6 +13,8 @@
  * that an answer to one already answered is found, not a use after free. */
 struct fuse_req {
 	int driven;				/* the waiter it asks for (-1: none) */
+	int joined;			/* a flock that joined the wait of this
+					   waiter (-1: none), answered with it */
 	int fd;				/* on this descriptor */
 	bool fdreq;			/* a flock request, not the OPEN */
 	int old;			/* flock: the waiter its descriptor stood

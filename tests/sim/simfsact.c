@@ -270,29 +270,78 @@ void simfs_close(struct world *wd, int fd, struct driven *d)
 		forget(wd, f);
 }
 
+/* A flock of @f joined to a wait and not answered yet, or NULL. */
+static struct fuse_req *pending_join(struct world *wd, int fd)
+{
+	for (int i = 0; i < wd->nreq; i++)
+		if (wd->reqs[i]->fd == fd && wd->reqs[i]->joined >= 0 &&
+		    !wd->reqs[i]->replies && !wd->reqs[i]->interrupted)
+			return wd->reqs[i];
+	return NULL;
+}
+
+/*
+ * FUSE_INTERRUPT of a flock that joined a wait: answered EINTR at once,
+ * alone; the wait goes on.
+ */
+static bool join_interrupted(struct world *wd, struct fuse_req *r)
+{
+	int driven = wd->fds[r->fd].driven;
+
+	sn_trace(&wd->net, "  fs: INTERRUPT of fd%d's flock joined to w%d", r->fd, r->joined);
+	r->interrupted = true;
+	simfs_fuse_thread(wd, true);
+	if (r->intr)
+		r->intr(r, r->intr_arg);
+	simfs_fuse_thread(wd, false);
+	if (r->replies != 1 || r->result != EINTR || wd->fds[r->fd].driven != driven)
+		sim_failf(wd, "join: fd%d's interrupted flock answered %d times, with %d",
+			  r->fd, r->replies, r->result);
+	return true;
+}
+
 /*
  * flock(2) on a descriptor whose request waits (another thread or process
  * sharing the description asked): LOCK_UN is 0 and the waiting one goes
- * on; LOCK_NB is EWOULDBLOCK; at once, and nothing changes.  (A blocking
- * one joins the wait, answered with it: the integration tests drive that,
- * with real threads on one description.)
+ * on; LOCK_NB is EWOULDBLOCK, at once, and nothing changes.  A blocking
+ * one joins the wait (lockreq_join()), answered with it later, when that
+ * wait is a blocking one that satisfies it; else it is ENOLCK at once.
+ * One time in three, a flock joined before is interrupted instead.
  */
 static bool fdlock_busy(struct world *wd, struct sfd *f, int op, bool nb)
 {
 	int fd = (int)(f - wd->fds), driven = f->driven, want = op == LOCK_UN ? 0 : EWOULDBLOCK;
-	struct fuse_req *r = simfs_new_req(wd, fd, -1, true);
+	const struct driven *d = &wd->driven[driven];
+	bool join = op != LOCK_UN && !nb, fits;
+	struct fuse_req *r = pending_join(wd, fd);
+
+	if (r && sim_rng_chance(&wd->rng, 1, 3))
+		return join_interrupted(wd, r);
+	r = simfs_new_req(wd, fd, -1, true);
+	fits = !(d->flags & ZKL_NONBLOCK) &&
+	       (d->kind == ZKN_EXCLUSIVE || (op == LOCK_SH) == (d->kind == ZKN_SHARED));
+	if (join)
+		want = fits ? -1 : ENOLCK;	/* -1: not answered yet */
 
 	sn_trace(&wd->net, "  fs: flock(fd%d, %s%s) while its request (w%d) waits", fd,
 		 op == LOCK_SH ? "LOCK_SH" : op == LOCK_EX ? "LOCK_EX" : "LOCK_UN",
 		 nb ? "|LOCK_NB" : "", driven);
-	/* fdlock_op() decides under its first mutex; a lock file's record is
-	 * found under the one before */
-	wd->calm = f->lockfile ? 2 : 1;
+	/* fdlock_op() decides under its first mutex, and lockreq_join()
+	 * publishes the join under the next (a lock file's record is found
+	 * under the one before): the wait may be answered only from then on,
+	 * before the join's interrupt is armed among others */
+	wd->calm = (f->lockfile ? 2 : 1) + join;
 	fd_lock(wd, f, r, op, nb);
 	wd->calm = 0;
-	if (r->replies != 1 || r->result != want || f->driven != driven)
-		sim_failf(wd, "flock: fd%d: answered %d times, with %d, where %d at once was "
-			  "due while w%d waits", fd, r->replies, r->result, want, driven);
+	if (join && r->replies && want < 0 && d->ndone == 1 && r->result == -d->result)
+		want = r->result;	/* joined, and answered with the wait */
+	if (join && want < 0)
+		r->joined = driven;	/* answered with w's wait, later */
+	if ((want < 0 ? r->replies != 0 : r->replies != 1 || r->result != want) ||
+	    f->driven != driven)
+		sim_failf(wd, "flock: fd%d: answered %d times, with %d, where %s %d was "
+			  "due while w%d waits", fd, r->replies, r->result,
+			  want < 0 ? "a join, not" : "at once", want, driven);
 	return true;
 }
 
@@ -329,7 +378,7 @@ bool act_fdlock(struct world *wd)
 	if (f->driven >= 0)
 		old = &wd->driven[f->driven];
 	if (old && old->ndone == 0)
-		return fdlock_busy(wd, f, op, op == LOCK_UN ? nb : true);
+		return fdlock_busy(wd, f, op, nb);
 	if (op != LOCK_UN) {
 		id = sim_new_driven(wd, f->mount, f->dir,
 				op == LOCK_EX ? ZKN_EXCLUSIVE : ZKN_SHARED, nb ? ZKL_NONBLOCK : 0);
@@ -373,6 +422,14 @@ bool act_fdlock(struct world *wd)
 			  "was due", fd, op == LOCK_UN ? "LOCK_UN" : "the kind held",
 			  r->replies, r->result);
 	return true;
+}
+
+void simfs_check_joins(struct world *wd)
+{
+	for (int i = 0; i < wd->nreq; i++)
+		if (wd->reqs[i]->joined >= 0 && wd->reqs[i]->replies != 1)
+			sim_failf(wd, "join: fd%d's flock joined to w%d answered %d times",
+				  wd->reqs[i]->fd, wd->reqs[i]->joined, wd->reqs[i]->replies);
 }
 
 void simfs_end(struct world *wd)
