@@ -639,6 +639,9 @@ def test_a_signal_ends_only_its_own_request_of_a_shared_wait(mount, who):
         (queued,) = [e for e in entries(d1) if "-read-lock-" not in e]
         _ask(b)
         wait_for(lambda: _in_flock(b), GRANT_TIMEOUT, "the second request to wait")
+        # the daemon reads requests in order, one at a time: once a request
+        # of ours made after b's is answered, b's has been taken in (joined)
+        os.getxattr(os.path.join(d1, queued), "user.zklockfs.kind")
         hit, rest = (a, out_a), (b, out_b)
         if who == "joined":
             hit, rest = rest, hit
