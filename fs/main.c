@@ -10,6 +10,7 @@
 #include "fs/attr.h"
 #include "fs/handlers.h"
 #include "fs/lockreq.h"
+#include "fs/mntwatch.h"
 #include "fs/node.h"
 #include "fs/observe.h"
 #include "fs/pending.h"
@@ -347,13 +348,17 @@ int main(int argc, char *argv[])
 		keep_stderr = stderr_keeps_log();
 	daemon_ready(keep_stderr);
 	zklfs_ready_start(&fs);			/* systemd's READY=1, once it answers */
+	zklfs_mntwatch_start(&fs);		/* an umount here ends us, copies or not */
 
 	ret = loop_status(fuse_session_loop(fs.se));
 	zklfs_ready_stopping(&fs);
+	zklfs_mntwatch_stop();
 
 	zklfs_pool_shutdown(&fs);		/* answer every waiting open */
 	zklfs_pool_close(&fs);			/* the server drops our entries */
-	fuse_session_unmount(fs.se);
+	/* gone from here already: its path may be another mount's now */
+	if (!zklfs_mntwatch_gone())
+		fuse_session_unmount(fs.se);
 	zklfs_ready_join(&fs);
 out_signals:
 	fuse_remove_signal_handlers(fs.se);

@@ -1,5 +1,6 @@
 """A mount that goes while it holds locks: its daemon killed (kill -9), or
-unmounted (SIGTERM, umount -f, a lazy fusermount3 -u).
+unmounted (SIGTERM, umount -f, a lazy fusermount3 -u, an umount while
+another mount namespace holds a copy).
 
 docs/SPEC.md: a dead daemon's locks go to another host once the server
 expires its session (within the session timeout and a tick, plus a
@@ -18,8 +19,9 @@ import time
 import pytest
 
 from harness import (two_mounts, held_and_waited, fusermount, lock_state,
-                     GRANT_LATENCY, NOTICE, RDWR, SLOW, TICK, fig,
-                     start_waiter, take, wait_zk_entries, waiting)
+                     GRANT_LATENCY, GRANT_TIMEOUT, NOTICE, PY, RDWR, SLOW, TICK,
+                     Lines, fig, kill9, spawn, start_waiter, take,
+                     wait_zk_entries, waiting)
 
 # ---------------------------------------------------------------------------
 # kill -9 of the daemon holding a lock
@@ -86,58 +88,92 @@ def test_unmount_answers_pending_open_and_releases_at_once(mount, zkc,
         r = fusermount(A.path)
         assert r.returncode != 0 and b"busy" in r.stderr, r
         assert A.mounted() and A.proc.poll() is None
+    t0 = time.monotonic()
+    if how == "sigterm":
+        A.kill(signal.SIGTERM)
+    elif how == "fusermount-lazy":
+        # detached from this namespace: the session ends at once, the
+        # open files left on the detached mount notwithstanding
         r = fusermount(A.path, lazy=True)
         assert r.returncode == 0, r
-        assert not A.mounted()
-        # the kernel keeps the detached mount alive while files are open on
-        # it and tells the daemon nothing: the lock stays held, the open
-        # stays pending (the files are still served)
-        assert wa.poll_status(0.5) is None
-        assert lock_state(h) == "held"
-        assert A.proc.poll() is None
-        # the pending open's process gives up; when the holder closes the
-        # last file, the daemon exits
-        wa.kill()
-        assert wa.wait_exit(5) is not None
-        t0 = time.monotonic()
-        h.release()
-        wb.wait_granted(tmo - 1.0)
-        granted = time.monotonic() - t0
-        rc = A.proc.wait(5 * SLOW)
-        fig(request, "lazy unmount, last close on it -> waiter on other mount "
-            "granted: %.3f s, daemon exited (rc %d) after %.3f s"
-            % (granted, rc, time.monotonic() - t0))
-        assert granted <= bound, "granted %.2f s after the last close, " \
-            "bound %.2f s (session timeout %.0f s)" % (granted, bound, tmo)
-        assert rc == 0
     else:
+        r = subprocess.run(["umount", "-f", A.path], capture_output=True,
+                           timeout=20)
+        # busy (h holds a file there) but the connection is aborted
+    err = wa.wait_error(5 * SLOW)   # an error, not a hang
+    answered = time.monotonic() - t0
+    # up to just short of an expiry, so that a late grant is measured
+    wb.wait_granted(max(0.1, t0 + tmo - 1.0 - time.monotonic()))
+    granted = time.monotonic() - t0
+    rc = A.proc.wait(5 * SLOW)
+    fig(request, "%s of a mount holding a lock -> its pending open fails "
+        "(%s): %.3f s, waiter on other mount granted: %.3f s "
+        "(session timeout %d s); daemon exit status %d"
+        % (how, err, answered, granted, timeout_ms // 1000, rc))
+    assert granted <= bound, "granted %.2f s after the %s, bound " \
+        "%.2f s (session timeout %.0f s)" % (granted, how, bound, tmo)
+    # a stop asked for (SIGTERM, umount -f, umount -l) is a clean exit, as systemd
+    # expects of a unit's main process
+    assert rc == 0
+    # h still has its file open (on the dead or detached mount);
+    # its lock is gone all the same
+    assert h.alive()
+    h.kill()
+    h.wait_exit(5)
+    wait_zk_entries(zkc, B, [wb.entry])
+    wb.release()
+    wait_zk_entries(zkc, B, [])
+
+
+# A process in a mount namespace of its own (as systemd's PrivateTmp= and
+# containers make them) that holds a lock through its copy of the mount.
+IN_NS = r"""
+import os, sys
+fd = os.open(sys.argv[1], os.O_CREAT | os.O_WRONLY)
+print("held", flush=True)
+sys.stdin.readline()
+try:
+    os.write(fd, b"x")
+    print("ok", flush=True)
+except OSError as e:
+    print(e.errno, flush=True)
+"""
+
+
+def test_umount_ends_the_session_whatever_other_namespaces_hold(mount, zkc, request):
+    """Another mount namespace holds a copy of the mount, and a lock through
+    it: the kernel tells the daemon nothing when this namespace's mount
+    goes. The daemon watches its own mount table: the umount here (not
+    busy: no file is open on it in this namespace) ends the session at
+    once, the waiter on the other mount is granted, and the copy reads
+    ENOTCONN."""
+    timeout_ms = 10000
+    tmo = timeout_ms / 1000.0
+    bound = NOTICE + GRANT_LATENCY
+    A, B, dA, dB = two_mounts(mount, session_timeout=timeout_ms)
+    p = spawn(["unshare", "-m", "--propagation", "private", PY, "-c", IN_NS,
+               os.path.join(dA, "ns")], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    out = Lines(p.stdout)
+    try:
+        assert out.readline(GRANT_TIMEOUT) == "held"
+        wb = start_waiter(dB, "wb")
+        assert waiting(wb)
         t0 = time.monotonic()
-        if how == "sigterm":
-            A.kill(signal.SIGTERM)
-        else:
-            r = subprocess.run(["umount", "-f", A.path], capture_output=True,
-                               timeout=20)
-            # busy (h holds a file there) but the connection is aborted
-        err = wa.wait_error(5 * SLOW)   # an error, not a hang
-        answered = time.monotonic() - t0
-        # up to just short of an expiry, so that a late grant is measured
+        r = fusermount(A.path)
+        assert r.returncode == 0, r
         wb.wait_granted(max(0.1, t0 + tmo - 1.0 - time.monotonic()))
         granted = time.monotonic() - t0
         rc = A.proc.wait(5 * SLOW)
-        fig(request, "%s of a mount holding a lock -> its pending open fails "
-            "(%s): %.3f s, waiter on other mount granted: %.3f s "
-            "(session timeout %d s); daemon exit status %d"
-            % (how, err, answered, granted, timeout_ms // 1000, rc))
-        assert granted <= bound, "granted %.2f s after the %s, bound " \
-            "%.2f s (session timeout %.0f s)" % (granted, how, bound, tmo)
-        # a stop asked for (SIGTERM, umount -f) is a clean exit, as systemd
-        # expects of a unit's main process
+        fig(request, "umount while another namespace holds a copy and a lock "
+            "through it -> waiter on other mount granted: %.3f s; daemon exit "
+            "status %d" % (granted, rc))
+        assert granted <= bound, "granted %.2f s after the umount, bound %.2f s" \
+            % (granted, bound)
         assert rc == 0
-        # h still has its file open (on the dead or detached mount);
-        # its lock is gone all the same
-        assert h.alive()
-        h.kill()
-        h.wait_exit(5)
-    wait_zk_entries(zkc, B, [wb.entry])
-    wb.release()
+        p.stdin.write(b"go\n")
+        p.stdin.flush()
+        assert out.readline(GRANT_TIMEOUT) == str(errno.ENOTCONN)
+        wb.release()
+    finally:
+        kill9(p)
     wait_zk_entries(zkc, B, [])
