@@ -129,10 +129,17 @@ static void got_for_set(int rc, const char *value, int len, const struct Stat *z
 		set_free(ls);
 		return;
 	}
-	if (!zklfs_may_own(op->fs, op->uid, op->path, NODE_DIR, zs)) {
-		zklog(LOG_NOTICE, "setting %.*s refused: uid %u owns neither "
-		      "the directory nor the mount", (int)strlen(ls->s->key) - 1, ls->s->key,
-		      (unsigned)op->uid);
+	/*
+	 * A limit turns every user's plain lock there (open, exec 9>, Python,
+	 * Java) into a semaphore slot, and on a shared mount anyone may make a
+	 * directory first: only the mount's owner and root set or remove one.
+	 * The other settings stay the directory owner's too.
+	 */
+	if (ls->s == &zklim_setting_limit ? op->uid != 0 && op->uid != op->fs->uid :
+	    !zklfs_may_own(op->fs, op->uid, op->path, NODE_DIR, zs)) {
+		zklog(LOG_NOTICE, "setting %.*s refused: uid %u owns %s", (int)strlen(ls->s->key) - 1,
+		      ls->s->key, (unsigned)op->uid, ls->s == &zklim_setting_limit ?
+		      "not the mount" : "neither the directory nor the mount");
 		set_reply(ls, EPERM);
 		return;
 	}

@@ -196,9 +196,12 @@ def setx_as(uid, d, value):
     return r.stdout.strip()
 
 
-def test_only_the_directorys_owner_sets_the_limit(mount, zkc):
-    """As chmod: alice's directory, alice (or root) sets its limit; bob
-    may read it, not set or remove it."""
+def test_only_the_mounts_owner_sets_the_limit(mount, zkc, zklock):
+    """A limit turns everyone's plain lock in a directory into a semaphore
+    slot, and on a shared mount anyone may make a directory first: so not
+    even its maker, only the mount's owner (root here) sets or removes
+    one. Anyone may read it; zklock -L of anyone else only checks it, and
+    refuses (77) no limit or another one, saying who may set it."""
     alice, bob = 4201, 4202
     m = mount(opts=["allow_other"])
     top = lockdir(m)
@@ -206,11 +209,22 @@ def test_only_the_directorys_owner_sets_the_limit(mount, zkc):
     r = subprocess.run(as_user(alice) + [PY, "-c", "import os,sys; os.mkdir(sys.argv[1])", d],
                        capture_output=True, text=True, timeout=GRANT_TIMEOUT, cwd="/")
     assert r.returncode == 0, r.stderr
-    assert setx_as(bob, d, "2") == "EPERM"
+    for uid in (alice, bob):
+        assert setx_as(uid, d, "2") == "EPERM"
     assert zkc.get_data(m.zkpath("L/alices"))[0] == b""
-    assert setx_as(alice, d, "2") == "ok"
+    r = subprocess.run(as_user(alice) + [zklock, "-n", "-L", "2", d, "true"],
+                       capture_output=True, text=True, timeout=GRANT_TIMEOUT, cwd="/")
+    assert r.returncode == 77 and "only the mount's owner or root" in r.stderr, r
+    assert setx_as(None, d, "2") == "ok"
     assert os.getxattr(d, LIMIT) == b"2"
-    assert setx_as(bob, d, "") == "EPERM"
+    r = subprocess.run(as_user(alice) + [zklock, "-n", "-L", "2", d, "true"],
+                       capture_output=True, text=True, timeout=GRANT_TIMEOUT, cwd="/")
+    assert r.returncode == 0, r
+    r = subprocess.run(as_user(alice) + [zklock, "-n", "-L", "3", d, "true"],
+                       capture_output=True, text=True, timeout=GRANT_TIMEOUT, cwd="/")
+    assert r.returncode == 77, r
+    for uid in (alice, bob):
+        assert setx_as(uid, d, "") == "EPERM"
     assert setx_as(None, d, "") == "ok"
 
 

@@ -202,16 +202,26 @@ int cli_lockdir_limit(const char *dir, unsigned limit)
 	char want[16], *have = NULL;
 	int n = snprintf(want, sizeof(want), "%u", limit), err = 0;
 
+	bool may_set = true;
+
 	if (setxattr(dir, XATTR_LIMIT, want, (size_t)n, XATTR_CREATE) == 0)
 		return 0;
-	if (errno != EEXIST)
+	if (errno == EPERM)		/* only the mount's owner and root set one */
+		may_set = false;
+	else if (errno != EEXIST)
 		return -errno;
 	n = (int)cli_lockdir_xattr(-1, dir, XATTR_LIMIT, &have);
+	if (n == -ENODATA && !may_set) {
+		warnx("%s has no limit, and only the mount's owner or root may set one: "
+		      "ask them for a limit of %s, or run without -L", dir, want);
+		return -EPERM;
+	}
 	if (n < 0)
 		return n == -ENODATA ? -EAGAIN : n;	/* removed meanwhile */
 	if (strcmp(have, want) != 0) {
-		warnx("%s: a semaphore of %s holders, not %s", dir, have, want);
-		err = -EEXIST;
+		warnx("%s: a semaphore of %s holders, not %s%s", dir, have, want,
+		      may_set ? "" : " (only the mount's owner or root may change it)");
+		err = may_set ? -EEXIST : -EPERM;
 	}
 	free(have);
 	return err;

@@ -205,6 +205,8 @@ static int cli_prepare(struct cli_run *r)
 		return cli_why_not(r, -ETIMEDOUT);
 	if (err == -EEXIST)
 		return CLI_EXIT_NODIR;		/* another limit, or one unasked: said */
+	if (err == -EPERM)
+		return CLI_EXIT_NOPERM;		/* a limit only the mount's owner sets: said */
 	if (err)
 		return cli_lockdir_failed(o->lockdir, err);
 	if (o->name) {

@@ -25,6 +25,8 @@ enum {
 						   (--list, --metrics) */
 	CLI_EXIT_OSERR = EX_OSERR,	/* 71 */
 	CLI_EXIT_LOST = EX_TEMPFAIL,	/* 75: the lock was lost */
+	CLI_EXIT_NOPERM = EX_NOPERM,	/* 77: -L asks a limit only the mount's
+					   owner or root may set */
 	CLI_EXIT_NOEXEC = 126,
 	CLI_EXIT_NOTFOUND = 127,
 };
