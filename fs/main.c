@@ -357,7 +357,7 @@ int main(int argc, char *argv[])
 	zklfs_pool_shutdown(&fs);		/* answer every waiting open */
 	zklfs_pool_close(&fs);			/* the server drops our entries */
 	/* gone from here already: its path may be another mount's now */
-	if (!zklfs_mntwatch_gone())
+	if (zklfs_mntwatch_may_unmount(&fs))
 		fuse_session_unmount(fs.se);
 	zklfs_ready_join(&fs);
 out_signals:

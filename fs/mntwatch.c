@@ -162,9 +162,27 @@ int zklfs_mntwatch_start(struct zklfs *fs)
 	return 0;
 }
 
-bool zklfs_mntwatch_gone(void)
+bool zklfs_mntwatch_may_unmount(struct zklfs *fs)
 {
-	return mw.gone;
+	char want[4096 * 4 + 1], *info, *save = NULL, *dev, *point;
+	bool taken = false, read_it;
+	int fd;
+
+	if (!mw.gone)
+		return true;
+	fd = open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC);
+	info = fd >= 0 ? read_all(fd) : NULL;
+	if (fd >= 0)
+		close(fd);
+	escape(fs->mountpoint, want, sizeof(want));
+	for (char *l = info ? strtok_r(info, "\n", &save) : NULL; l && !taken;
+	     l = strtok_r(NULL, "\n", &save))
+		taken = fields(l, &dev, &point) && strcmp(point, want) == 0;
+	read_it = info != NULL;
+	free(info);
+	if (taken)
+		zklog(LOG_NOTICE, "%s is another mount's now: left alone", fs->mountpoint);
+	return read_it && !taken;
 }
 
 void zklfs_mntwatch_stop(void)

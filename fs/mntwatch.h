@@ -36,9 +36,15 @@
  */
 int zklfs_mntwatch_start(struct zklfs *fs);
 
-/* zklfs_mntwatch_gone() - did the watch end the loop: the mount is gone
- * from this namespace (then nothing is left to unmount here)? */
-bool zklfs_mntwatch_gone(void);
+/*
+ * zklfs_mntwatch_may_unmount() - may fuse_session_unmount() run, which
+ * closes the FUSE connection and frees libfuse's copy of the path, and
+ * detaches whatever is mounted at fs->mountpoint?  Yes, unless the watch
+ * ended the loop and something is mounted there now: another mount's,
+ * since ours is gone from this namespace.  Main thread, after
+ * zklfs_mntwatch_stop().
+ */
+bool zklfs_mntwatch_may_unmount(struct zklfs *fs);
 
 /* zklfs_mntwatch_stop() - stop the thread and wait for it. */
 void zklfs_mntwatch_stop(void);
