@@ -35,12 +35,10 @@ unsigned lockreq_holder_poll(struct zklfs *fs, struct node *n,
 	struct fuse_pollhandle *old = NULL;
 	unsigned ev;
 
-	struct lockreq *e = lr;
-
 	zkmx_lock(&fs->lock);
-	ev = e->state == LR_LOST ? POLLERR | POLLHUP :
-	     POLLIN | POLLRDNORM | POLLOUT | POLLWRNORM | (e->revoking ? POLLPRI : 0);
-	if (ph && e->state != LR_LOST) {
+	ev = lr->state == LR_LOST ? POLLERR | POLLHUP :
+	     POLLIN | POLLRDNORM | POLLOUT | POLLWRNORM | (lr->revoking ? POLLPRI : 0);
+	if (ph && lr->state != LR_LOST) {
 		old = lr->ph;		/* the newest poller is the one to wake */
 		lr->ph = ph;
 		ph = NULL;

@@ -88,21 +88,43 @@ static void escape(const char *path, char *out, size_t size)
 	out[o] = '\0';
 }
 
-/* Does @info hold a mount of device mw.dev?  Cuts @info up. */
-static bool dev_mounted(char *info)
-{
-	char *save = NULL, *dev, *point;
+/*
+ * One look at the mount table: the device of the newest mount at @point
+ * (escaped as mountinfo writes it; NULL: not asked) into @at ("" if
+ * none), and whether a mount of device @dev (NULL: not asked) is there.
+ */
+struct mt_look {
+	const char *point, *dev;	/* what is asked */
+	char at[32];
+	bool dev_seen;
+};
 
-	for (char *l = strtok_r(info, "\n", &save); l; l = strtok_r(NULL, "\n", &save))
-		if (fields(l, &dev, &point) && strcmp(dev, mw.dev) == 0)
-			return true;
-	return false;
+/* Read the table from @fd (from its start) and answer @lk.  Return: false
+ * if it could not be read. */
+static bool mt_look(int fd, struct mt_look *lk)
+{
+	char *info = read_all(fd), *save = NULL, *dev, *point;
+
+	if (!info)
+		return false;
+	lk->at[0] = '\0';
+	lk->dev_seen = false;
+	for (char *l = strtok_r(info, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
+		if (!fields(l, &dev, &point))
+			continue;
+		if (lk->point && strcmp(point, lk->point) == 0)
+			snprintf(lk->at, sizeof(lk->at), "%s", dev);
+		if (lk->dev && strcmp(dev, lk->dev) == 0)
+			lk->dev_seen = true;
+	}
+	free(info);
+	return true;
 }
 
 static void *watch_main(void *arg)
 {
+	struct mt_look lk = { .dev = mw.dev };
 	struct pollfd p[2];
-	char *info;
 	bool there = true;
 
 	p[0].fd = (int)(intptr_t)arg;
@@ -119,9 +141,7 @@ static void *watch_main(void *arg)
 		}
 		if (p[1].revents)
 			break;
-		info = read_all(p[0].fd);
-		there = !info || dev_mounted(info);
-		free(info);
+		there = !mt_look(p[0].fd, &lk) || lk.dev_seen;
 	}
 	if (!there) {
 		zklog(LOG_NOTICE, "the mount is gone from this namespace (device %s): "
@@ -135,18 +155,15 @@ static void *watch_main(void *arg)
 
 int zklfs_mntwatch_start(struct zklfs *fs)
 {
-	char want[4096 * 4 + 1], *info, *save = NULL, *dev, *point;
+	char want[4096 * 4 + 1];
+	struct mt_look lk = { .point = want };
 	int fd, err;
 
-	fd = open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC);
-	info = fd >= 0 ? read_all(fd) : NULL;
 	escape(fs->mountpoint, want, sizeof(want));
-	mw.dev[0] = '\0';
-	for (char *l = info ? strtok_r(info, "\n", &save) : NULL; l;
-	     l = strtok_r(NULL, "\n", &save))
-		if (fields(l, &dev, &point) && strcmp(point, want) == 0)
-			snprintf(mw.dev, sizeof(mw.dev), "%s", dev);	/* the newest */
-	free(info);
+	fd = open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || !mt_look(fd, &lk))
+		lk.at[0] = '\0';
+	memcpy(mw.dev, lk.at, sizeof(mw.dev));		/* the newest there */
 	err = !mw.dev[0] ? ENOENT : pipe2(mw.stop, O_CLOEXEC) < 0 ? errno : 0;
 	mw.main = pthread_self();
 	if (!err)
@@ -164,25 +181,21 @@ int zklfs_mntwatch_start(struct zklfs *fs)
 
 bool zklfs_mntwatch_may_unmount(struct zklfs *fs)
 {
-	char want[4096 * 4 + 1], *info, *save = NULL, *dev, *point;
-	bool taken = false, read_it;
+	char want[4096 * 4 + 1];
+	struct mt_look lk = { .point = want };
+	bool read_it;
 	int fd;
 
 	if (!mw.gone)
 		return true;
+	escape(fs->mountpoint, want, sizeof(want));
 	fd = open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC);
-	info = fd >= 0 ? read_all(fd) : NULL;
+	read_it = fd >= 0 && mt_look(fd, &lk);
 	if (fd >= 0)
 		close(fd);
-	escape(fs->mountpoint, want, sizeof(want));
-	for (char *l = info ? strtok_r(info, "\n", &save) : NULL; l && !taken;
-	     l = strtok_r(NULL, "\n", &save))
-		taken = fields(l, &dev, &point) && strcmp(point, want) == 0;
-	read_it = info != NULL;
-	free(info);
-	if (taken)
+	if (lk.at[0])
 		zklog(LOG_NOTICE, "%s is another mount's now: left alone", fs->mountpoint);
-	return read_it && !taken;
+	return read_it && !lk.at[0];
 }
 
 void zklfs_mntwatch_stop(void)

@@ -13,6 +13,7 @@
 #include "fs/zop.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -225,20 +226,22 @@ static int opendir_send(struct zop *op)
  * Nothing in that open sets it apart (O_RDONLY, as Python's os.open(DIR,
  * O_RDONLY), Go's os.Open and Java's Files.list open a directory to list
  * or remove it), so the caller's name decides: util-linux's and BusyBox's
- * flock(1) are both "flock".  A name decides a refusal, never a grant:
- * every other open of a directory succeeds, whatever its flags.  A caller
+ * flock(1) are both "flock".  Neither sets O_DIRECTORY, which opendir(3)
+ * always does: such an open (ls, find, every walker on libc) is not
+ * flock(1)'s, and costs no read of /proc.  A name decides a refusal,
+ * never a grant: every other open of a directory succeeds.  A caller
  * the daemon cannot see (pid 0: another pid namespace; or gone) is let
  * through, and said once.  On a lockfiles mount a directory is a folder,
  * no lock: flock(1) on it is the kernel's, as on any FUSE mount.  FUSE
  * thread (the only one that reads or sets told_unseen).
  */
-static bool flock_open(struct zklfs *fs, fuse_req_t req, const char *path)
+static bool flock_open(struct zklfs *fs, fuse_req_t req, int flags, const char *path)
 {
 	static bool told_unseen;
 	pid_t tid = fuse_req_ctx(req)->pid;
 	char comm[32];
 
-	if (fs->conf->lockfiles)
+	if (fs->conf->lockfiles || (flags & O_DIRECTORY))
 		return false;
 	zklfs_process_comm(tid, comm, sizeof(comm));
 	if (!comm[0]) {
@@ -267,7 +270,7 @@ void zklfs_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
-	if (flock_open(fs, req, op->path)) {
+	if (flock_open(fs, req, fi->flags, op->path)) {
 		zop_reply_err(op, EISDIR);
 		zop_free(op);
 		return;

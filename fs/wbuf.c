@@ -297,17 +297,9 @@ static void wb_tick_run(void *arg, bool go)
 /*
  * write() on the holder's descriptor replaces its entry's data: a write at
  * offset 0 starts it afresh, a write further on continues it as in a file
- * (the kernel splits one large write(2) into several).
+ * (the kernel splits one large write(2) into several).  A descriptor whose
+ * lock is lost, or that holds none, changes nothing: lockreq_holder_errno().
  */
-/*
- * Why the holder's descriptor @fi of @n may not change the entry's data
- * (write, truncate): lockreq_holder_errno()'s EIO or ENOLCK.  Return: 0,
- * or that errno.
- */
-static int write_errno(struct zklfs *fs, struct node *n, const struct fuse_file_info *fi)
-{
-	return lockreq_holder_errno(fs, n, fi);
-}
 
 void zklfs_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
 		 off_t off, struct fuse_file_info *fi)
@@ -324,7 +316,7 @@ void zklfs_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
 		fuse_reply_err(req, EACCES);
 		return;
 	}
-	err = write_errno(fs, n, fi);
+	err = lockreq_holder_errno(fs, n, fi);
 	if (err) {
 		fuse_reply_err(req, err);
 		return;
@@ -385,7 +377,7 @@ void zklfs_wbuf_setsize(fuse_req_t req, struct node *n, off_t size,
 		fuse_reply_err(req, EACCES);
 		return;
 	}
-	err = write_errno(fs, n, fi);
+	err = lockreq_holder_errno(fs, n, fi);
 	if (err) {
 		fuse_reply_err(req, err);
 		return;

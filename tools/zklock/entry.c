@@ -183,19 +183,29 @@ static int cli_entry_find_in_dir(struct cli_run *r)
 }
 
 /* See entry.h. */
+int cli_entry_fd_text(int fd, unsigned long cmd, char *buf, size_t size)
+{
+	struct zklfs_ioc_text t;
+
+	if (ioctl(fd, cmd, &t) < 0)
+		return errno;
+	t.text[sizeof(t.text) - 1] = '\0';
+	snprintf(buf, size, "%s", t.text);
+	return 0;
+}
+
+/* See entry.h. */
 int cli_entry_export_env(struct cli_run *r)
 {
-	char fdstr[16];
+	char fdstr[16], token[sizeof(((struct zklfs_ioc_text *)0)->text)];
 	ssize_t len;
 
 	if (r->lockfile) {	/* no entry file: the descriptor tells */
-		struct zklfs_ioc_text t;
-
-		if (ioctl(r->lockfd, ZKLFS_IOC_TOKEN, &t) < 0)
-			return -errno;
-		t.text[sizeof(t.text) - 1] = '\0';
-		r->token = strdup(t.text);
-		len = r->token ? 0 : -ENOMEM;
+		len = -cli_entry_fd_text(r->lockfd, ZKLFS_IOC_TOKEN, token, sizeof(token));
+		if (!len) {
+			r->token = strdup(token);
+			len = r->token ? 0 : -ENOMEM;
+		}
 	} else {
 		len = cli_lockdir_xattr(r->lockfd, NULL, XATTR_TOKEN, &r->token);
 	}

@@ -66,6 +66,14 @@ int cli_entry_take(struct cli_run *r, const char *path);
 int cli_entry_find(struct cli_run *r);
 
 /*
+ * cli_entry_fd_text() - the text an ioctl of zklockfs (fs/ioctl.h: its
+ * state, kind, fencing token) gives for the lock descriptor @fd, into
+ * @buf.  Return: 0 or the errno (ENOLCK: it holds no lock; ENOTTY: no
+ * zklockfs descriptor).
+ */
+int cli_entry_fd_text(int fd, unsigned long cmd, char *buf, size_t size);
+
+/*
  * cli_entry_export_env() - give the command its lock: r->lockfd stays
  * open across exec, named by ZKLOCK_FD (what a nested zklock and
  * --confirm act through), and ZKLOCK_DIR, ZKLOCK_ENTRY, ZKLOCK_TOKEN (the

@@ -83,7 +83,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
 #include <sys/wait.h>
 #include <sys/xattr.h>
 #include <unistd.h>
@@ -275,18 +274,6 @@ static bool cli_fd_is_lock(int fd, const char *dir, bool lockfile)
 	       path[dlen] == '/' && !strchr(path + dlen + 1, '/');
 }
 
-/* ioctl @cmd's text on @fd into @buf.  Return: 0 or the errno. */
-static int cli_fd_text(int fd, unsigned long cmd, char *buf, size_t size)
-{
-	struct zklfs_ioc_text t;
-
-	if (ioctl(fd, cmd, &t) < 0)
-		return errno;
-	t.text[sizeof(t.text) - 1] = '\0';
-	snprintf(buf, size, "%s", t.text);
-	return 0;
-}
-
 /* Why an inherited ZKLOCK_FD did not make this zklock a nested one (NULL:
  * none was inherited), said when the lock is then found busy. */
 static const char *cli_not_nested;
@@ -314,13 +301,13 @@ static int cli_nested(struct cli_run *r)
 					 "is not a descriptor of this lock";
 		return -1;
 	}
-	err = cli_fd_text(fd, ZKLFS_IOC_STATE, state, sizeof(state));
+	err = cli_entry_fd_text(fd, ZKLFS_IOC_STATE, state, sizeof(state));
 	if (!err && strcmp(state, "lost") == 0) {
 		warnx("the lock %s that this runs under is lost", r->dir);
 		return CLI_EXIT_LOST;
 	}
 	if (!err)
-		err = cli_fd_text(fd, ZKLFS_IOC_KIND, kind, sizeof(kind));
+		err = cli_entry_fd_text(fd, ZKLFS_IOC_KIND, kind, sizeof(kind));
 	if (err) {		/* it holds nothing (given back, waiting) */
 		cli_not_nested = "holds nothing of this lock";
 		return -1;
@@ -512,7 +499,7 @@ static int cli_confirm(void)
 		      "from a command that zklock runs");
 		return CLI_EXIT_USAGE;
 	}
-	err = cli_fd_text(fd, ZKLFS_IOC_KIND, kind, sizeof(kind));
+	err = cli_entry_fd_text(fd, ZKLFS_IOC_KIND, kind, sizeof(kind));
 	if (err && err != ENOLCK && err != EIO) {
 		warnx("--confirm: descriptor %d (ZKLOCK_FD) is not a zklockfs lock", fd);
 		return CLI_EXIT_USAGE;
