@@ -47,9 +47,9 @@
  * - zklock waits in a poll() loop on a signalfd (SIGCHLD and the forwarded
  *   signals) and on the lock descriptor with events 0, which zklockfs wakes
  *   with POLLERR|POLLHUP when the lock is lost. On loss every process of
- *   the tree gets SIGTERM (and SIGCONT), whatever is left SIGKILL after
- *   --kill-after seconds (default 10); zklock exits 75 (EX_TEMPFAIL) once
- *   none is left.
+ *   the tree gets SIGKILL at once (another host may hold the lock from
+ *   then on, as the mount's on_loss=end does); zklock exits 75
+ *   (EX_TEMPFAIL) once none is left.
  * - When the command exits and leaves processes behind, they are ended the
  *   same way (SIGTERM, SIGKILL after --kill-after) before the lock is given
  *   back; zklock exits with the command's status.

@@ -453,13 +453,14 @@ int cli_tree_supervise(struct cli_run *r, int *status)
 		} else if (pfd[1].revents) {
 			r->lost = true;
 			pfd[1].fd = -1;		/* told once is enough */
-			if (phase == RUNNING) {
-				n = cli_signal_tree(r, SIGTERM, CLI_TREE_CONT);
-				warnx("lock lost (%s): %s; sent SIGTERM to the %d "
+			if (phase != KILLING) {
+				/* another host may hold the lock from now on: no
+				 * grace, as the mount's on_loss=end (fs/ender.h) */
+				n = cli_signal_tree(r, SIGKILL, 0);
+				warnx("lock lost (%s): %s; sent SIGKILL to the %d "
 				      "process%s of %s (pid %d)", r->entry, cli_why_lost(r), n,
 				      n == 1 ? "" : "es", r->argv[0], (int)r->child);
-				phase = TERMINATING;
-				kill_at = cli_now() + r->o->kill_after;
+				phase = KILLING;
 			} else {
 				warnx("lock lost (%s) while ending what %s left: %s",
 				      r->entry, r->argv[0], cli_why_lost(r));
