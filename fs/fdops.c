@@ -259,6 +259,23 @@ static void watchdog_ioctl(fuse_req_t req, struct node *ln)
 		fuse_reply_ioctl(req, 0, &w, sizeof(w));
 }
 
+/* ZKLFS_IOC_TELL: the holder of @fi handles a loss itself (fs/ioctl.h). */
+static void tell_ioctl(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct zklfs *fs = fuse_req_userdata(req);
+	struct node *n;
+
+	if (lockfile(req, ino, &n)) {
+		lf_tell(fs, fi);
+	} else if (fi->fh == FH_HOLDER && n->lr) {
+		lockreq_tell(fs, n);
+	} else {
+		fuse_reply_err(req, ENOLCK);	/* a reader's: nothing to hold */
+		return;
+	}
+	fuse_reply_ioctl(req, 0, NULL, 0);
+}
+
 void zklfs_fd_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd, void *arg,
 		    struct fuse_file_info *fi, unsigned flags, const void *in_buf,
 		    size_t in_bufsz, size_t out_bufsz)
@@ -270,6 +287,10 @@ void zklfs_fd_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd, void *arg,
 	int len;
 
 	(void)arg, (void)flags, (void)in_buf, (void)in_bufsz;
+	if (cmd == ZKLFS_IOC_TELL) {
+		tell_ioctl(req, ino, fi);
+		return;
+	}
 	if ((cmd != ZKLFS_IOC_STATE && !token && cmd != ZKLFS_IOC_WATCHDOG &&
 	     cmd != ZKLFS_IOC_LOSS && cmd != ZKLFS_IOC_KIND) ||
 	    out_bufsz < (cmd == ZKLFS_IOC_WATCHDOG ? sizeof(struct zklfs_ioc_watchdog)
@@ -287,14 +308,10 @@ void zklfs_fd_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd, void *arg,
 	}
 	memset(&t, 0, sizeof(t));
 	if (cmd == ZKLFS_IOC_LOSS) {
-		static const char *const why[] = {
-			[ZKM_LOSS_DELETED] = "deleted", [ZKM_LOSS_SILENT] = "silent",
-			[ZKM_LOSS_EXPIRED] = "expired",
-		};
 		struct zkl_info own;
 
 		if (ln && lockreq_own_state(fs, ln, &own) && own.lost && own.loss < ZKM_LOSS_N) {
-			snprintf(t.text, sizeof(t.text), "%s", why[own.loss]);
+			snprintf(t.text, sizeof(t.text), "%s", zkm_loss_name(own.loss));
 			fuse_reply_ioctl(req, 0, &t, sizeof(t));
 		} else {
 			fuse_reply_err(req, ENOLCK);

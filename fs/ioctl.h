@@ -25,6 +25,14 @@
  * nothing from ZooKeeper for the session timeout less the margin) or
  * "expired" (ZooKeeper expired the session); ENOLCK if it is not lost.
  *
+ * ZKLFS_IOC_TELL (0x5a06, no argument) says that the program holding
+ * through the descriptor handles a loss itself (a service that steps
+ * down when poll() reports POLLERR): with -o on_loss=end the mount then
+ * ends none of the processes that have its open file description open
+ * when its lock is lost.  On a lock file it holds for the description,
+ * before and after it locks; on an entry's holder descriptor, from then
+ * on; a reader's descriptor of an entry: ENOLCK.
+ *
  * ZKLFS_IOC_WATCHDOG (0x81005a03) gives a holder what zklock's watchdog
  * reads without asking the daemon (zk/heartbeat.h, fs/watchdog.h): the
  * path of the daemon's heartbeat file, the slot of the lock's session in
@@ -55,5 +63,6 @@ struct zklfs_ioc_watchdog {
 #define ZKLFS_IOC_WATCHDOG _IOR('Z', 3, struct zklfs_ioc_watchdog)
 #define ZKLFS_IOC_LOSS _IOR('Z', 4, struct zklfs_ioc_text)
 #define ZKLFS_IOC_KIND _IOR('Z', 5, struct zklfs_ioc_text)
+#define ZKLFS_IOC_TELL _IO('Z', 6)
 
 #endif

@@ -28,6 +28,8 @@
 /* A descriptor of a lock file: fuse_file_info.fh. */
 struct lfd {
 	struct node *file;		/* the lock file: fixed */
+	bool tell;			/* its holder handles a loss itself
+					   (lf_tell()): fs->lock */
 };
 
 /* A lock owner's lock on a lock file; fs->lock. */
@@ -107,8 +109,10 @@ static struct node *rec_get(struct zklfs *fs, struct lfd *d,
 
 	zkmx_lock(&fs->lock);
 	r = rec_find_locked(n, fi->lock_owner);
-	if (r && make)		/* a lock request: it locks through @d now */
+	if (r && make) {	/* a lock request: it locks through @d now */
 		r->fd = d;
+		r->rec->lr->tell = d->tell;
+	}
 	zkmx_unlock(&fs->lock);
 	if (r || !make)
 		return r ? r->rec : NULL;
@@ -122,6 +126,8 @@ static struct node *rec_get(struct zklfs *fs, struct lfd *d,
 	}
 	zkmx_lock(&fs->lock);
 	ln->lr->opened = true;		/* no OPEN of its own: locked by requests */
+	ln->lr->ino = n->ino;		/* its descriptions are the file's */
+	ln->lr->tell = d->tell;
 	r->rec = ln;
 	r->owner = fi->lock_owner;
 	r->fd = d;
@@ -267,6 +273,18 @@ struct node *lf_holder(struct zklfs *fs, const struct fuse_file_info *fi,
 	ln = r ? r->rec : NULL;
 	zkmx_unlock(&fs->lock);
 	return ln;
+}
+
+void lf_tell(struct zklfs *fs, const struct fuse_file_info *fi)
+{
+	struct lfd *d = lfd_of(fi);
+
+	zkmx_lock(&fs->lock);
+	d->tell = true;
+	for (struct lfrec *r = d->file->recs; r; r = r->next)
+		if (r->fd == d)
+			r->rec->lr->tell = true;
+	zkmx_unlock(&fs->lock);
 }
 
 struct node *lf_entry_holder_locked(struct node *n, const char *entry)

@@ -88,6 +88,11 @@ struct node *lf_holder(struct zklfs *fs, const struct fuse_file_info *fi,
 		       uint64_t owner, bool waiting);
 void lf_read(fuse_req_t req, struct node *n, size_t size, off_t off);
 
+/* lf_tell() - the holder of @fi handles a loss itself (ZKLFS_IOC_TELL):
+ * nothing is ended for the records that lock through it, now or later.
+ * FUSE thread, without fs->lock. */
+void lf_tell(struct zklfs *fs, const struct fuse_file_info *fi);
+
 /* lf_entry_holder_locked() - the lock node of the record of lock file @n
  * that holds through the entry @entry (a child's name), or NULL.  Under
  * fs->lock. */

@@ -44,6 +44,7 @@ struct node *lockreq_node(struct zklfs *fs, const char *dir, const char *name,
 		if (n) {
 			n->lr = lr;
 			lr->node = n;
+			lr->ino = n->ino;	/* a lock file's record: its file's */
 		}
 		zkmx_unlock(&fs->lock);
 	}
@@ -395,6 +396,44 @@ static int32_t waits_behind_self_locked(struct zklfs *fs, struct lockreq *lr)
 }
 
 /*
+ * on_loss=end: note where the description @req locks through is found at
+ * a loss or an orderly stop (fs/ender.h).  A caller the daemon could not
+ * end is refused, unless its holder handles a loss itself: ENOLCK,
+ * rather than a lock whose work would run on after its loss.  Return:
+ * whether to go on (else @req is answered).  FUSE thread, without
+ * fs->lock.
+ */
+static bool holders_noted(struct zklfs *fs, fuse_req_t req, struct lockreq *lr,
+			  const struct zklfs_caller *c)
+{
+	struct zklfs_holders h = { 0 };
+	bool tell;
+
+	if (!fs->conf->on_loss_end)
+		return true;
+	zkmx_lock(&fs->lock);
+	tell = lr->tell;
+	zkmx_unlock(&fs->lock);
+	if (fs->reply->holders(req, c->pid, c->uid, lr->ino, &h) != 0 && !tell) {
+		if (c->pid)
+			zklog(LOG_WARNING, "lock '%s' in %s refused (ENOLCK) to process %d of "
+			      "uid %u: on_loss=end, and this daemon could not end it at a "
+			      "loss", lr->name, lr->dir, (int)c->pid, (unsigned)c->uid);
+		else
+			zklog(LOG_WARNING, "lock '%s' in %s refused (ENOLCK) to a process "
+			      "outside its pid namespace (uid %u): on_loss=end, and this "
+			      "daemon could not end it at a loss", lr->name, lr->dir,
+			      (unsigned)c->uid);
+		fs->reply->err(req, ENOLCK);
+		return false;
+	}
+	zkmx_lock(&fs->lock);
+	lr->holders = h;
+	zkmx_unlock(&fs->lock);
+	return true;
+}
+
+/*
  * Enqueue @n's entry of @kind for @req (its OPEN, or with @fdreq a
  * flock/fcntl request) and leave the answer to lock_done().  Whoever asks,
  * a new entry queues: the owner of a lock is the open file description,
@@ -414,6 +453,8 @@ static void lock_enqueue(fuse_req_t req, struct node *n, enum zkn_kind kind,
 	int32_t self;
 
 	fs->reply->caller(req, &c);
+	if (!holders_noted(fs, req, lr, &c))
+		return;
 	len = holder_data(fs, &c, data, sizeof(data));
 	if (len >= (int)sizeof(data))
 		len = sizeof(data) - 1;
@@ -590,6 +631,45 @@ void lockreq_close(struct zklfs *fs, struct node *n)
 		fs->reply->drop_poll(ph);
 }
 
+size_t lockreq_ends_held(struct zklfs *fs, struct zklfs_held **out)
+{
+	size_t n = 0, cap = 0;
+	struct zklfs_held *all = NULL, *more;
+
+	*out = NULL;
+	if (!fs->conf->on_loss_end)
+		return 0;
+	zkmx_lock(&fs->lock);
+	for (int b = 0; b < ZKLFS_PID_BUCKETS; b++)
+		for (struct lockreq *lr = fs->locks[b]; lr; lr = lr->lnext) {
+			if (lr->state != LR_HELD)
+				continue;
+			if (n == cap) {
+				more = realloc(all, (cap = cap ? 2 * cap : 16) * sizeof(*all));
+				if (!more) {
+					zkmx_unlock(&fs->lock);
+					free(all);
+					return 0;
+				}
+				all = more;
+			}
+			all[n].h = lr->holders;
+			snprintf(all[n].what, sizeof(all[n].what), "%s",
+				 lr->node->path ? lr->node->path : lr->dir);
+			n++;
+		}
+	zkmx_unlock(&fs->lock);
+	*out = all;
+	return n;
+}
+
+void lockreq_tell(struct zklfs *fs, struct node *n)
+{
+	zkmx_lock(&fs->lock);
+	n->lr->tell = true;
+	zkmx_unlock(&fs->lock);
+}
+
 /*
  * FUSE_INTERRUPT of a request that joined another's wait: answered EINTR
  * alone if it is still joined (else its answer is on its way).  Found by
@@ -682,6 +762,10 @@ static void holder_event(struct zkl_waiter *w, void *arg, bool lost)
 	struct zklfs *fs = n->fs;
 	struct fuse_pollhandle *ph;
 	struct lr_wait *fsyncs = NULL;
+	struct zklfs_holders h;
+	char what[512];
+	const char *why = NULL;
+	bool end;
 
 	zkmx_lock(&fs->lock);
 	if (lr->w != w) {		/* given back, or not yet taken in */
@@ -698,9 +782,17 @@ static void holder_event(struct zkl_waiter *w, void *arg, bool lost)
 		lr->lost_early = true;	/* its answer is on its way: lock_answer() */
 	if (lost)
 		fsyncs = confirm_take_locked(lr, false);
+	end = lost && fs->conf->on_loss_end && !lr->tell;
+	if (end) {
+		h = lr->holders;
+		why = zkm_loss_name(lr->loss);
+		snprintf(what, sizeof(what), "%s", n->path ? n->path : lr->dir);
+	}
 	ph = lr->ph;
 	lr->ph = NULL;
 	zkmx_unlock(&fs->lock);
+	if (end)		/* only queued: the ender's thread does it */
+		fs->reply->end(&h, what, why);
 	lockreq_answer_waits(fs, fsyncs, false, 0);
 	if (ph)
 		fs->reply->notify_poll(ph);

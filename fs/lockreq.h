@@ -27,6 +27,7 @@
 #include "fs/node.h"
 #include "fs/pending.h"
 #include "fs/pool.h"
+#include "fs/reply.h"
 
 /* The request's machines and their moves: fs/lrmoves.h. */
 #define LR_ENUM(s, why) LR_##s,
@@ -129,6 +130,13 @@ struct lockreq {
 					   F_GETLK and in the notice of a
 					   process waiting behind itself,
 					   never a grant or a refusal */
+	uint64_t ino;			/* the inode its description is open
+					   on: its node's, or a record's lock
+					   file's: fixed */
+	bool tell;			/* its holder handles a loss itself
+					   (ZKLFS_IOC_TELL): nothing is ended */
+	struct zklfs_holders holders;	/* on_loss=end: where its description
+					   is found at a loss (fs/ender.h) */
 	int result;			/* LR_ANSWERED: the engine's answer */
 	enum zkm_loss loss;		/* why, once lost */
 	bool lost_early;		/* lost while its grant was on its way
@@ -319,6 +327,17 @@ bool lockreq_waiting(struct zklfs *fs, struct node *n);
  * @n, as the daemon saw it; 0 if @n holds none. */
 pid_t lockreq_opener(struct zklfs *fs, struct node *n);
 bool lockreq_own_state(struct zklfs *fs, struct node *n, struct zkl_info *info);
+/*
+ * lockreq_ends_held() - with on_loss=end, the locks held through this
+ * mount, whose holders an orderly stop ends before the sessions close
+ * (those that asked to be told of a loss too: a stop is no loss, and
+ * zklock passes the SIGTERM on to its command), into *@out (to free).
+ * Return: how many; 0 on ENOMEM or none.  Without fs->lock.
+ */
+size_t lockreq_ends_held(struct zklfs *fs, struct zklfs_held **out);
+/* lockreq_tell() - the holder's descriptor of @n handles a loss itself
+ * (ZKLFS_IOC_TELL): with on_loss=end, nothing is ended at its loss. */
+void lockreq_tell(struct zklfs *fs, struct node *n);
 /* lockreq_held_kind() - the kind of the lock held (not lost) through @n,
  * into *@kind.  Return: false if @n holds none. */
 bool lockreq_held_kind(struct zklfs *fs, struct node *n, enum zkn_kind *kind);

@@ -8,6 +8,7 @@
  * close the sessions (the server drops every entry at once), unmount.
  */
 #include "fs/attr.h"
+#include "fs/ender.h"
 #include "fs/handlers.h"
 #include "fs/lockreq.h"
 #include "fs/mntwatch.h"
@@ -23,6 +24,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -239,6 +241,46 @@ static int loop_status(int rc)
 	return 1;
 }
 
+static pthread_t main_thread;
+
+/* The holders are ended: the FUSE loop that served their closes ends
+ * (libfuse's SIGTERM handler interrupts its read). */
+static void holders_stopped(void *arg)
+{
+	struct zklfs *fs = arg;
+
+	fuse_session_exit(fs->se);
+	pthread_kill(main_thread, SIGTERM);
+}
+
+/*
+ * on_loss=end, an orderly stop: the processes that hold a lock through
+ * this mount end before its sessions close (SIGTERM, kill_grace, SIGKILL:
+ * fs/ender.h), and the FUSE loop goes on meanwhile, since their closes
+ * (FLUSH, RELEASE) wait for it.  Another signal meanwhile: SIGKILL now.
+ * A connection gone (unmounted) serves nothing and waits for the schedule.
+ */
+static void stop_holders(struct zklfs *fs)
+{
+	struct zklfs_held *held;
+	size_t n = lockreq_ends_held(fs, &held);
+	int rc;
+
+	if (!n)
+		return;
+	main_thread = pthread_self();
+	if (zklfs_ender_stopping(held, n, fs->conf->kill_grace_ms, holders_stopped, fs) != 0) {
+		zklog(LOG_ERR, "stopping: no thread to end the holders of %zu locks", n);
+		free(held);
+		return;
+	}
+	free(held);
+	rc = fuse_session_loop(fs->se);
+	if (rc == SIGTERM || rc == SIGINT || rc == SIGHUP)
+		zklfs_ender_hurry();
+	zklfs_ender_stopped();
+}
+
 /* fsname=zklockfs@SOURCE,subtype=zklockfs, with SOURCE's commas escaped. */
 static int add_mount_name(struct fuse_args *args, const char *source)
 {
@@ -349,13 +391,17 @@ int main(int argc, char *argv[])
 	daemon_ready(keep_stderr);
 	zklfs_ready_start(&fs);			/* systemd's READY=1, once it answers */
 	zklfs_mntwatch_start(&fs);		/* an umount here ends us, copies or not */
+	if (conf.on_loss_end)
+		zklfs_ender_start();		/* a lost lock's work ends */
 
 	ret = loop_status(fuse_session_loop(fs.se));
 	zklfs_ready_stopping(&fs);
+	stop_holders(&fs);
 	zklfs_mntwatch_stop();
 
 	zklfs_pool_shutdown(&fs);		/* answer every waiting open */
 	zklfs_pool_close(&fs);			/* the server drops our entries */
+	zklfs_ender_stop();			/* after the losses it was told */
 	/* gone from here already: its path may be another mount's now */
 	if (zklfs_mntwatch_may_unmount(&fs))
 		fuse_session_unmount(fs.se);

@@ -26,6 +26,8 @@ static const struct fuse_opt zklfs_opts[] = {
 	ZOPT("lockfiles=%s", lockfiles_str),
 	ZOPT("create_root", create_root),
 	ZOPT("create_root=%s", create_root_str),
+	ZOPT("on_loss=%s", on_loss_str),
+	ZOPT("kill_grace=%s", kill_grace_str),
 	FUSE_OPT_KEY("_netdev", KEY_DISCARD),
 	FUSE_OPT_KEY("nofail", KEY_DISCARD),
 	FUSE_OPT_KEY("noauto", KEY_DISCARD),
@@ -136,6 +138,7 @@ int zklfs_opts_parse(struct fuse_args *args, struct zklfs_conf *conf)
 	memset(conf, 0, sizeof(*conf));
 	conf->session_timeout_ms = ZKLFS_DEFAULT_SESSION_TIMEOUT;
 	conf->sessions = ZKLFS_DEFAULT_SESSIONS;
+	conf->kill_grace_ms = ZKLFS_DEFAULT_KILL_GRACE;
 	if (fuse_opt_parse(args, conf, zklfs_opts, opt_proc) == -1)
 		return -EINVAL;
 	if (conf->show_help || conf->show_version)
@@ -155,8 +158,24 @@ int zklfs_opts_parse(struct fuse_args *args, struct zklfs_conf *conf)
 	    opt_number("sessions", conf->sessions_str, 1, ZKLFS_SESSIONS_MAX, "sessions",
 		       &conf->sessions) ||
 	    opt_number("linger", conf->linger_str, 0, ZKLFS_LINGER_MAX, "milliseconds",
-		       &conf->linger_ms))
+		       &conf->linger_ms) ||
+	    opt_number("kill_grace", conf->kill_grace_str, 0, ZKLFS_KILL_GRACE_MAX,
+		       "milliseconds", &conf->kill_grace_ms))
 		return -EINVAL;
+	/* flock(1) and `exec 9>` never look at their descriptor: on a mount
+	 * of lock files the lost lock's work ends unless told otherwise */
+	conf->on_loss_end = conf->lockfiles;
+	if (conf->on_loss_str) {
+		if (strcmp(conf->on_loss_str, "end") == 0) {
+			conf->on_loss_end = 1;
+		} else if (strcmp(conf->on_loss_str, "tell") == 0) {
+			conf->on_loss_end = 0;
+		} else {
+			fprintf(stderr, "zklockfs: unknown on_loss=%s (want end or tell)\n",
+				conf->on_loss_str);
+			return -EINVAL;
+		}
+	}
 	if (conf->containers_str) {
 		fprintf(stderr, "zklockfs: containers takes no value (write -o containers)\n");
 		return -EINVAL;
@@ -203,5 +222,7 @@ void zklfs_conf_free(struct zklfs_conf *conf)
 	free(conf->sessions_str);
 	free(conf->linger_str);
 	free(conf->create_root_str);
+	free(conf->on_loss_str);
+	free(conf->kill_grace_str);
 	memset(conf, 0, sizeof(*conf));
 }

@@ -2,7 +2,8 @@
  * fs/opts.h - the command line: zklockfs [-f] [-d] [-o OPT,...] CONNECT[/ROOT] MNT
  *
  * Our own -o options (session_timeout=, naming=, auth_file=, acl=, sessions=,
- * containers, linger=, lockfiles, create_root) are taken out of @args; the FUSE ones and the mount point are left for libfuse.
+ * containers, linger=, lockfiles, create_root, on_loss=, kill_grace=) are
+ * taken out of @args; the FUSE ones and the mount point are left for libfuse.
  * fstab-only options (_netdev, nofail, noauto, auto, user, users, defaults,
  * x-systemd.*, comment=) are accepted and dropped.  Main thread only.
  */
@@ -32,6 +33,13 @@ struct zklfs_conf {
 				   (fs/lockfile.h) */
 	char *lockfiles_str;	/* "lockfiles=..." given: refused */
 	int create_root;	/* -o create_root: make a missing ROOT */
+	int on_loss_end;	/* -o on_loss=end (the default with lockfiles):
+				   a lost lock's holders end (fs/ender.h);
+				   else on_loss=tell, descriptors only */
+	char *on_loss_str;	/* as typed */
+	int kill_grace_ms;	/* -o kill_grace=MS: SIGTERM to SIGKILL of the
+				   holders at an orderly stop */
+	char *kill_grace_str;
 	int ro;			/* -o ro (kept for libfuse): no credentials probe */
 	char *session_timeout_str, *sessions_str, *linger_str;	/* as typed */
 	char *create_root_str;	/* "create_root=..." given: refused */
@@ -42,6 +50,8 @@ struct zklfs_conf {
 #define ZKLFS_DEFAULT_SESSIONS 1
 #define ZKLFS_SESSIONS_MAX 8
 #define ZKLFS_LINGER_MAX 3600000	/* ms */
+#define ZKLFS_DEFAULT_KILL_GRACE 2000	/* ms */
+#define ZKLFS_KILL_GRACE_MAX 600000	/* ms */
 
 /*
  * zklfs_parse_source() - split "h1:p1,h2:p2/a/b" into its connect string and

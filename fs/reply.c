@@ -4,12 +4,15 @@
  */
 #include "fs/reply.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+
+#include "fs/ender.h"
 
 static int reply_open(fuse_req_t req, const struct fuse_file_info *fi)
 {
@@ -111,11 +114,20 @@ static void notify_poll(struct fuse_pollhandle *ph)
 	fuse_pollhandle_destroy(ph);
 }
 
+static int holders(fuse_req_t req, pid_t pid, uid_t uid, uint64_t ino,
+		   struct zklfs_holders *h)
+{
+	zklfs_holders_read(fuse_req_ctx(req)->pid, pid, ino, h);
+	return zklfs_holders_reachable(pid, uid) ? 0 : -ENOLCK;
+}
+
 const struct zklfs_reply zklfs_fuse_reply = {
 	.open = reply_open,
 	.err = reply_err,
 	.on_interrupt = on_interrupt,
 	.caller = caller,
+	.holders = holders,
+	.end = zklfs_ender_post,
 	.notify_poll = notify_poll,
 	.drop_poll = fuse_pollhandle_destroy,
 };

@@ -7,12 +7,14 @@
  * OPEN, INTERRUPT, RELEASE and flock/fcntl requests through the same code
  * as the kernel does, in any order.
  *
- * Depends on: fs/mount.h.  Every operation may be called on any thread,
+ * Depends on: fs/mount.h, fs/ender.h (where a description is found).
+ * Every operation may be called on any thread,
  * without fs->lock (fs/mount.h: never held across a reply).
  */
 #ifndef FS_REPLY_H
 #define FS_REPLY_H
 
+#include "fs/ender.h"
 #include "fs/mount.h"
 
 /* Who asks for a lock: the caller of a request, read while it waits in it.
@@ -34,6 +36,14 @@ struct zklfs_reply {
 	void (*on_interrupt)(fuse_req_t req, fuse_interrupt_func_t fn, void *arg);
 	/* the caller of @req: every field */
 	void (*caller)(fuse_req_t req, struct zklfs_caller *c);
+	/* on_loss=end: the anchors of the description @req (of process @pid,
+	 * uid @uid) locks through, on the inode @ino (zklfs_holders_read()),
+	 * and 0, or -ENOLCK if the daemon could not end that process
+	 * (zklfs_holders_reachable()); and ending the holders of the lost
+	 * lock @what (zklfs_ender_post()) */
+	int (*holders)(fuse_req_t req, pid_t pid, uid_t uid, uint64_t ino,
+		       struct zklfs_holders *h);
+	void (*end)(const struct zklfs_holders *h, const char *what, const char *why);
 	/* wake the poller @ph, and let it go; let @ph go unwoken */
 	void (*notify_poll)(struct fuse_pollhandle *ph);
 	void (*drop_poll)(struct fuse_pollhandle *ph);

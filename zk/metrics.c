@@ -177,9 +177,15 @@ char *zkm_status(char *buf, size_t cap)
 	return buf;
 }
 
+const char *zkm_loss_name(enum zkm_loss cause)
+{
+	static const char *const names[ZKM_LOSS_N] = { "deleted", "silent", "expired" };
+
+	return (unsigned)cause < ZKM_LOSS_N ? names[cause] : "?";
+}
+
 size_t zkm_format(char *buf, size_t cap)
 {
-	static const char *const causes[ZKM_LOSS_N] = { "deleted", "silent", "expired" };
 	const struct { const char *name; int zstate; } states[] = {	/* not constants */
 		{ "connected", ZOO_CONNECTED_STATE },
 		{ "connecting", ZOO_CONNECTING_STATE },
@@ -203,7 +209,7 @@ size_t zkm_format(char *buf, size_t cap)
 	    (unsigned long long)GET(m.local[ZKM_LOCAL_LINGER]));
 	family(&o, "losses_total", "counter", "Held locks lost, by cause.");
 	for (int i = 0; i < ZKM_LOSS_N; i++)
-		put(&o, "zklockfs_losses_total{cause=\"%s\"} %llu\n", causes[i],
+		put(&o, "zklockfs_losses_total{cause=\"%s\"} %llu\n", zkm_loss_name((enum zkm_loss)i),
 		    (unsigned long long)GET(m.losses[i]));
 	family(&o, "refusals_total", "counter",
 	       "Waits answered EAGAIN (O_NONBLOCK) or EINTR (interrupted).");

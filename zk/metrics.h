@@ -21,6 +21,10 @@
 #include <stdint.h>
 
 enum zkm_loss { ZKM_LOSS_DELETED, ZKM_LOSS_SILENT, ZKM_LOSS_EXPIRED, ZKM_LOSS_N };
+
+/* zkm_loss_name() - "deleted", "silent" or "expired": the word the metrics,
+ * ZKLFS_IOC_LOSS and the log use for @cause ("?" out of range).  Pure. */
+const char *zkm_loss_name(enum zkm_loss cause);
 /* Grants made without waiting for the server: docs/DESIGN.md §12, §13. */
 enum zkm_local { ZKM_LOCAL_COHORT, ZKM_LOCAL_LINGER, ZKM_LOCAL_N };
 

@@ -24,6 +24,7 @@ from interop import Curator, curator_cp  # noqa: F401 (fixture)
 
 FLOCK = shutil.which("flock") or "/usr/bin/flock"
 PERL = shutil.which("perl") or "/usr/bin/perl"
+TELL = 0x5a06       # ZKLFS_IOC_TELL (fs/ioctl.h): a loss is told, nothing ended
 
 # A holder: locks PATH (flock, or lockf with "lockf"), says "held", keeps
 # it until its stdin ends.  With "pid" it writes its pid to the file first.
@@ -365,6 +366,7 @@ def test_lost_lock_is_pollerr_and_eio(mount, zkc):
     which it locks anew."""
     (m1,), (d1,) = lockfiles(mount, 1)
     f = open(os.path.join(d1, "lost.lock"), "w")
+    fcntl.ioctl(f, TELL)        # the test's own process: told, not ended
     fcntl.flock(f, fcntl.LOCK_EX)
     zpath = m1.zkpath("cron/lost.lock")
     for kid in zkc.get_children(zpath):
@@ -411,6 +413,7 @@ def test_revoke_and_break_name_the_entry_through_the_lock_file(mount, what):
     entry is EINVAL."""
     _, (d1, d2) = lockfiles(mount)
     f = open(os.path.join(d1, "r.lock"), "w")
+    fcntl.ioctl(f, TELL)        # the test's own process: told, not ended
     fcntl.flock(f, fcntl.LOCK_EX)
     path2 = os.path.join(d2, "r.lock")
     name = os.getxattr(path2, "user.zklockfs.holders").decode().strip()

@@ -326,6 +326,19 @@ static void caller(fuse_req_t r, struct zklfs_caller *c)
 	snprintf(c->cmd, sizeof(c->cmd), "sim\n");
 }
 
+/* on_loss=end is the daemon's: the simulated mounts tell their holders. */
+static int holders(fuse_req_t r, pid_t pid, uid_t uid, uint64_t ino,
+		   struct zklfs_holders *h)
+{
+	(void)r, (void)pid, (void)uid, (void)ino, (void)h;
+	return 0;
+}
+
+static void end(const struct zklfs_holders *h, const char *what, const char *why)
+{
+	(void)h, (void)what, (void)why;
+}
+
 /* A woken poller finds what woke it: the loss, or a request to let go. */
 static void notify_poll(struct fuse_pollhandle *ph)
 {
@@ -351,6 +364,8 @@ static const struct zklfs_reply sim_reply = {
 	.err = reply_err,
 	.on_interrupt = on_interrupt,
 	.caller = caller,
+	.holders = holders,
+	.end = end,
 	.notify_poll = notify_poll,
 	.drop_poll = drop_poll,
 };

@@ -145,6 +145,10 @@ static void test_bad_options(void **state)
 		"containers=1",
 		"containers=",
 		"containers=no",
+		"on_loss=kill",
+		"on_loss=",
+		"kill_grace=2s",
+		"kill_grace=600001",
 	};
 	const char *nosource[] = { "zklockfs" };
 	const char *badsrc[] = { "zklockfs", "zk:2181/a/../b", "/mnt" };
@@ -186,6 +190,31 @@ static void test_acl(void **state)
 	}
 }
 
+/* on_loss=: end by default on a mount of lock files, tell otherwise */
+static void test_on_loss(void **state)
+{
+	static const struct { const char *opts; int end, grace; } cases[] = {
+		{ "sessions=1", 0, ZKLFS_DEFAULT_KILL_GRACE },
+		{ "lockfiles", 1, ZKLFS_DEFAULT_KILL_GRACE },
+		{ "lockfiles,on_loss=tell", 0, ZKLFS_DEFAULT_KILL_GRACE },
+		{ "on_loss=end,kill_grace=0", 1, 0 },
+		{ "on_loss=tell,lockfiles,kill_grace=500", 0, 500 },
+	};
+	struct fuse_args args;
+	struct zklfs_conf conf;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(*cases); i++) {
+		const char *argv[] = { "zklockfs", "-o", cases[i].opts, "zk:2181", "/mnt" };
+
+		assert_int_equal(parse(&conf, &args, 5, argv), 0);
+		assert_int_equal(conf.on_loss_end, cases[i].end);
+		assert_int_equal(conf.kill_grace_ms, cases[i].grace);
+		zklfs_conf_free(&conf);
+		fuse_opt_free_args(&args);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -194,6 +223,7 @@ int main(void)
 		cmocka_unit_test(test_our_options_and_fstab_ones),
 		cmocka_unit_test(test_bad_options),
 		cmocka_unit_test(test_acl),
+		cmocka_unit_test(test_on_loss),
 	};
 
 	return cmocka_run_group_tests_name("opts", tests, NULL, NULL);

@@ -47,11 +47,19 @@ static int cli_entry_try(struct cli_run *r, const char *path)
 		    (o->shared ? O_RDONLY : O_WRONLY) |
 		    (o->nonblock ? O_NONBLOCK : 0);
 
-	if (r->lockfile)
+	/* zklock ends its command itself at a loss (watch.c), and reports it
+	 * (75): with on_loss=end the mount must not end zklock with it
+	 * (ZKLFS_IOC_TELL; a mount without it says ENOTTY, and ends nothing) */
+	if (r->lockfile) {
+		(void)ioctl(r->lockfd, ZKLFS_IOC_TELL);
 		return flock(r->lockfd, (o->shared ? LOCK_SH : LOCK_EX) |
 				       (o->nonblock ? LOCK_NB : 0)) < 0 ? -errno : 0;
+	}
 	r->lockfd = open(path, flags, 0644);
-	return r->lockfd < 0 ? -errno : 0;
+	if (r->lockfd < 0)
+		return -errno;
+	(void)ioctl(r->lockfd, ZKLFS_IOC_TELL);
+	return 0;
 }
 
 /* See entry.h. */
