@@ -92,43 +92,46 @@ int zklfs_mp_guard(const char *mp)
 {
 	int fd, flags, err = 0;
 
-	if (geteuid() != 0) {
-		zklog(LOG_DEBUG, "not root: the mount point %s stays writable while "
-		      "unmounted", mp);
-		return -EPERM;
-	}
 	fd = open(mp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0) {
 		err = -errno;
-		zklog(LOG_WARNING, "cannot make the mount point %s immutable: %s", mp,
-		      strerror(-err));
+		zklog(LOG_WARNING, "cannot open the mount point %s to guard it while "
+		      "unmounted: %s", mp, strerror(-err));
 		return err;
 	}
 	if (has_entries(fd))
 		zklog(LOG_WARNING, "the mount point %s is not empty: what is in it is "
 		      "reachable while nothing is mounted, and a lock file made there "
 		      "then locks this host alone", mp);
+	if (geteuid() != 0) {
+		zklog(LOG_DEBUG, "not root: the mount point %s stays writable while "
+		      "unmounted", mp);
+		err = -EPERM;
+		goto out_close;
+	}
 	if (ioctl(fd, FS_IOC_GETFLAGS, &flags) != 0) {
 		err = -errno;
-		goto out_close;
+		goto out_unguarded;
 	}
 	if (flags & FS_IMMUTABLE_FL)
 		goto out_close;		/* an earlier mount's, or the admin's */
 	flags |= FS_IMMUTABLE_FL;
 	if (ioctl(fd, FS_IOC_SETFLAGS, &flags) != 0) {
 		err = -errno;
-		goto out_close;
+		goto out_unguarded;
 	}
 	mp_record(mp);
-out_close:
-	close(fd);
+	goto out_close;
+out_unguarded:
 	if (err == -ENOTTY || err == -EOPNOTSUPP || err == -EINVAL) {
 		zklog(LOG_DEBUG, "the filesystem of %s has no immutable flag: the mount "
 		      "point stays writable while unmounted", mp);
-		return -EOPNOTSUPP;
-	}
-	if (err)
+		err = -EOPNOTSUPP;
+	} else {
 		zklog(LOG_WARNING, "cannot make the mount point %s immutable: %s (it "
 		      "stays writable while unmounted)", mp, strerror(-err));
+	}
+out_close:
+	close(fd);
 	return err;
 }

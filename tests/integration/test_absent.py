@@ -8,7 +8,8 @@ root too, and flock(1) runs nothing.  A mount by root left the mount point
 immutable, so nothing is made at the mount point itself either (EPERM,
 root included), and listed it in the daemon's state file
 ($ZKLOCKFS_STATE_DIR: a temp dir of the harness) for the package's
-removal.  A mount by another user cannot set the flag, and sets none.
+removal.  A mount by another user cannot set the flag, and sets none.  A
+mount point that is not empty is told in the log.
 """
 
 import errno
@@ -18,7 +19,8 @@ import subprocess
 
 import pytest
 
-from harness import fusermount, immutable, lockdir, mount_entry, take
+from harness import (clear_immutable, fusermount, immutable, lockdir, log_has,
+                     mount_entry, take)
 
 PLAIN_UID = 64000 + os.getpid() % 1000      # no account needed (setpriv)
 
@@ -86,6 +88,26 @@ def test_a_remount_lists_its_mount_point_once(mount):
     assert m.umount() == 0
     assert immutable(m.path)
     assert m.listed_immutable() == [m.path]
+
+
+def test_a_mount_point_that_is_not_empty_is_told(mount):
+    """What is in a mount point is reachable, and writable, while nothing
+    is mounted: the mount says so in its log, and mounts."""
+    m = mount()
+    assert m.umount() == 0
+    clear_immutable(m.path)
+    stray = m.p("nightly.lock")             # made while nothing was mounted
+    open(stray, "w").close()
+    try:
+        m.start()
+        assert log_has(m, r"the mount point \S+ is not empty")
+        assert m.umount() == 0
+        assert immutable(m.path)
+        assert m.listed_immutable() == [m.path]
+    finally:
+        if not m.mounted():
+            clear_immutable(m.path)
+            os.unlink(stray)
 
 
 def test_root_without_cap_linux_immutable_mounts_and_says_so(mount):
