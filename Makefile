@@ -57,7 +57,7 @@ FS_SRC   = fs/opts.c fs/node.c fs/attr.c fs/pending.c fs/observe.c fs/zop.c fs/o
 	   fs/readdir.c fs/read.c fs/reply.c fs/lockreq.c fs/lrquery.c fs/fdlock.c \
 	   fs/confirm.c fs/lockops.c fs/wbuf.c fs/xcache.c fs/limitattr.c fs/revoke.c fs/flock.c \
 	   fs/lockfile.c fs/lfns.c fs/lfqueue.c fs/fdops.c fs/slots.c fs/pool.c fs/watchdog.c \
-	   fs/ready.c fs/mntwatch.c fs/ender.c fs/main.c
+	   fs/ready.c fs/mntwatch.c fs/mountpoint.c fs/ender.c fs/main.c
 SRC      = $(ZK_SRC) $(FS_SRC)
 
 UNIT     = naming grant limit opts errno slots adopt log mutex connect digest

@@ -3,15 +3,18 @@
  *
  * Start-up order matters (docs/DESIGN.md): fork first (ZooKeeper's threads would
  * not survive it), block the termination signals before zookeeper_init so
- * its threads inherit the mask, connect, mount, and only then tell the
- * waiting parent that the mount is up.  Shutdown: answer pending opens,
- * close the sessions (the server drops every entry at once), unmount.
+ * its threads inherit the mask, connect, make the mount point immutable
+ * (fs/mountpoint.h: as root), mount, and only then tell the waiting parent
+ * that the mount is up.  Shutdown: answer pending opens, close the sessions
+ * (the server drops every entry at once), unmount; the mount point stays
+ * immutable.
  */
 #include "fs/attr.h"
 #include "fs/ender.h"
 #include "fs/handlers.h"
 #include "fs/lockreq.h"
 #include "fs/mntwatch.h"
+#include "fs/mountpoint.h"
 #include "fs/node.h"
 #include "fs/observe.h"
 #include "fs/pending.h"
@@ -381,6 +384,8 @@ int main(int argc, char *argv[])
 		goto out_nodes;
 	if (fuse_set_signal_handlers(fs.se) != 0)
 		goto out_session;
+	/* unwritable while nothing is mounted: never a host-local lock file */
+	zklfs_mp_guard(fs.mountpoint);
 	if (fuse_session_mount(fs.se, fs.mountpoint) != 0)
 		goto out_signals;
 	pthread_sigmask(SIG_SETMASK, &old, NULL);

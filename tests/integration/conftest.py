@@ -101,6 +101,21 @@ def _time_guard(request):
         dog.cancel()
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _state_dir(tmp_path_factory):
+    """Every daemon a test starts lists the mount points it makes immutable
+    in a temp dir, never in the host's /var/lib/zklockfs: this one, for
+    those started by hand or through mount(8); harness.Mount gives each
+    daemon its own."""
+    old = os.environ.get(harness.STATE_DIR_ENV)
+    os.environ[harness.STATE_DIR_ENV] = str(tmp_path_factory.mktemp("zklockfs-state"))
+    yield
+    if old is None:
+        del os.environ[harness.STATE_DIR_ENV]
+    else:
+        os.environ[harness.STATE_DIR_ENV] = old
+
+
 @pytest.fixture(scope="session")
 def logdir(tmp_path_factory):
     return str(tmp_path_factory.mktemp("zklockfs-logs"))
@@ -155,12 +170,15 @@ def mount(daemon_path, zk, request, logdir, test_root):
     request.node._zklockfs_mounts = mounts
 
     def factory(root=None, naming=None, session_timeout=4000, opts=(),
-                connect=None, server=None, wrap=(), create_root=True, env=None):
+                connect=None, server=None, wrap=(), create_root=True, env=None,
+                mp_owner=None):
         # connect: the CONNECT part (host:port[,host:port...]) to use instead
         #          of the server's, e.g. a fault proxy's; ROOT is appended.
         # server:  another ZooKeeperServer/ZooKeeperEnsemble than `zk`.
         # wrap:    a command to run the daemon under (argv prefix).
         # env:     more environment for the daemon (NOTIFY_SOCKET).
+        # mp_owner: the uid (and gid) the mount point is chowned to, for a
+        #          daemon run as that user (wrap=setpriv...).
         root = test_root if root is None else root
         source = None
         if connect is not None:
@@ -168,7 +186,7 @@ def mount(daemon_path, zk, request, logdir, test_root):
         m = harness.Mount(server or zk, root, logdir,
                           naming=naming, session_timeout=session_timeout,
                           opts=opts, connect=source, wrap=wrap, create_root=create_root,
-                          env=env,
+                          env=env, mp_owner=mp_owner,
                           label=harness.sanitize(request.node.name, 40))
         mounts.append(m)
         m.start()

@@ -3,6 +3,9 @@
   * Mount     - one zklockfs daemon ("one host") mounted on a temp dir;
                 registered for the watchdog (emergency_stop).
   * fusermount() - the one `fusermount3 -u [-z]`.
+  * immutable(), clear_immutable(), remove_mountpoint() - a mount by root
+    leaves its mount point immutable (chattr +i); every mount point a test
+    made goes through remove_mountpoint().
   * mount_entry(), mountinfo(), sanitizer_report(), lockdir(), seen_dir(),
     two_mounts().
   * log_has() - a pattern in a mount's daemon log.
@@ -10,10 +13,12 @@
     as ZooKeeper has it (read with a raw client, not through a mount).
 """
 
+import fcntl
 import os
 import re
 import shutil
 import signal
+import struct
 import subprocess
 import tempfile
 import threading
@@ -30,6 +35,59 @@ def fusermount(path, lazy=False, timeout=20):
     """fusermount3 -u [-z] PATH; the CompletedProcess (output captured)."""
     return subprocess.run([FUSERMOUNT, "-u"] + (["-z"] if lazy else []) +
                           [path], capture_output=True, timeout=timeout)
+
+
+# linux/fs.h: the inode flags of chattr(1), read and set as an int
+FS_IOC_GETFLAGS = 0x80086601
+FS_IOC_SETFLAGS = 0x40086602
+FS_IMMUTABLE_FL = 0x00000010
+# where the daemon lists the mount points it made immutable (fs/mountpoint.h)
+STATE_DIR_ENV = "ZKLOCKFS_STATE_DIR"
+STATE_LIST = "immutable"
+
+
+def _inode_flags(fd):
+    return struct.unpack("i", fcntl.ioctl(fd, FS_IOC_GETFLAGS, b"\0" * 4))[0]
+
+
+def immutable(path):
+    """Is the directory @path immutable (chattr +i)?"""
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        return bool(_inode_flags(fd) & FS_IMMUTABLE_FL)
+    finally:
+        os.close(fd)
+
+
+def clear_immutable(path):
+    """chattr -i @path, if it is an immutable directory with nothing mounted
+    on it (a mount's root answers for itself).  Never raises."""
+    try:
+        if mount_entry(os.path.realpath(path)) is not None:
+            return
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    except OSError:
+        return
+    try:
+        flags = _inode_flags(fd)
+        if flags & FS_IMMUTABLE_FL:
+            fcntl.ioctl(fd, FS_IOC_SETFLAGS,
+                        struct.pack("i", flags & ~FS_IMMUTABLE_FL))
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def remove_mountpoint(path):
+    """Remove the (empty) directory @path that a test mounted on, once
+    nothing is mounted there: its immutable flag first (a mount by root
+    sets it and never clears it).  Never raises."""
+    clear_immutable(path)
+    try:
+        os.rmdir(path)
+    except OSError:
+        pass
 
 
 def daemon_binary():
@@ -101,7 +159,7 @@ class Mount:
 
     def __init__(self, zk, root, logdir, naming=None, session_timeout=4000,
                  opts=(), connect=None, label="mount", wrap=(), create_root=True,
-                 env=None):
+                 env=None, mp_owner=None):
         self.zk = zk
         self.env = env             # more environment for the daemon
         self.wrap = list(wrap)     # a command the daemon runs under
@@ -112,6 +170,11 @@ class Mount:
         self.opts = (["create_root"] if create_root else []) + list(opts)
         self.connect = connect
         self.path = os.path.realpath(tempfile.mkdtemp(prefix="zklockfs-mnt-"))
+        if mp_owner is not None:    # a daemon run as that uid (wrap=setpriv)
+            os.chown(self.path, mp_owner, mp_owner)
+        # the daemon lists the mount points it makes immutable here, never
+        # in the host's /var/lib/zklockfs
+        self.state_dir = tempfile.mkdtemp(prefix="zklockfs-state-")
         fd, self.logpath = tempfile.mkstemp(prefix=label + "-", suffix=".log",
                                            dir=logdir)
         os.close(fd)
@@ -140,14 +203,17 @@ class Mount:
 
     def start(self, timeout=None):
         log = open(self.logpath, "ab")
-        env = dict(os.environ, **self.env) if self.env else None
+        env = dict(os.environ)
+        env[STATE_DIR_ENV] = self.state_dir
+        env.update(self.env or {})
         self.proc = subprocess.Popen(self.argv(), stdin=subprocess.DEVNULL,
                                      stdout=log, stderr=subprocess.STDOUT, env=env,
                                      cwd="/", start_new_session=True,
                                      preexec_fn=signals_preexec())
         log.close()
         with _DAEMONS_LOCK:
-            _DAEMONS.append(self)
+            if self not in _DAEMONS:        # a second start() of the same Mount
+                _DAEMONS.append(self)
         if timeout is None:
             timeout = self.session_timeout / 1000.0 + 15
         deadline = time.monotonic() + timeout
@@ -183,6 +249,14 @@ class Mount:
 
     def mounted(self):
         return mount_entry(self.path) is not None
+
+    def listed_immutable(self):
+        """The mount points the daemon listed as made immutable."""
+        try:
+            with open(os.path.join(self.state_dir, STATE_LIST)) as f:
+                return f.read().splitlines()
+        except FileNotFoundError:
+            return []
 
     def umount(self, timeout=15):
         """fusermount3 -u; wait for the daemon; return its exit status."""
@@ -240,10 +314,8 @@ class Mount:
             if self in _DAEMONS:
                 _DAEMONS.remove(self)
         if not self.mounted():
-            try:
-                os.rmdir(self.path)
-            except OSError:
-                pass
+            remove_mountpoint(self.path)
+        shutil.rmtree(self.state_dir, ignore_errors=True)
 
 
 def emergency_stop(reason):

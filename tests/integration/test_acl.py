@@ -14,7 +14,7 @@ import tempfile
 import pytest
 
 import zkclient
-from harness import SLOW, lockdir, mount_entry, spawn, take, fusermount
+from harness import SLOW, lockdir, mount_entry, remove_mountpoint, spawn, take, fusermount
 
 ALL, READ = 31, 1
 CRED = "locks:s3cret"
@@ -133,7 +133,7 @@ def run_failing(daemon_path, source, opts, session_ms=2000):
     finally:
         if mount_entry(mp) is not None:
             fusermount(mp, lazy=True)
-        os.rmdir(mp)
+        remove_mountpoint(mp)
 
 
 @pytest.mark.parametrize("mode", [0o644, 0o640, 0o604, 0o660])

@@ -24,7 +24,7 @@ import pytest
 import faultproxy
 import harness
 from harness import (GRANT_TIMEOUT, SLOW, fusermount, lock_state, mount_entry,
-                     spawn, take, wait_for)
+                     remove_mountpoint, spawn, take, wait_for)
 
 CHECK_MS = 500
 # a container goes within one check interval of its last entry; the bound
@@ -341,4 +341,4 @@ def test_containers_takes_no_value(daemon_path, zk, opt):
     finally:
         if mount_entry(mp) is not None:
             fusermount(mp, lazy=True)
-        os.rmdir(mp)
+        remove_mountpoint(mp)

@@ -12,8 +12,8 @@ import pytest
 
 import zkclient
 from harness import (two_mounts, lockdir, RDWR, SHARED, SLOW, WRITE, Locker, entries,
-                     errname, free_port, mount_entry, read_file, spawn, take,
-                     wait_for, fusermount)
+                     errname, free_port, mount_entry, read_file, remove_mountpoint,
+                     spawn, take, wait_for, fusermount, clear_immutable)
 
 
 
@@ -387,7 +387,7 @@ def test_unreachable_zookeeper_exits_1_with_one_line(daemon_path):
         _one_line(err)
         assert mount_entry(mp) is None
     finally:
-        os.rmdir(mp)
+        remove_mountpoint(mp)
 
 
 @pytest.mark.parametrize("where", ["is-ephemeral", "under-ephemeral"])
@@ -404,7 +404,7 @@ def test_unusable_root_fails_with_one_line(daemon_path, zk, zkc, test_root,
         _one_line(err)
         assert mount_entry(mp) is None
     finally:
-        os.rmdir(mp)
+        remove_mountpoint(mp)
 
 
 def test_missing_mountpoint_fails_with_one_line(daemon_path, zk):
@@ -472,3 +472,4 @@ def test_without_syslog_the_log_goes_to_stderr(daemon_path, zk, test_root, tmp_p
         assert "no syslog" in errlog.read_text()
     finally:
         fusermount(str(mp))
+        clear_immutable(str(mp))

@@ -72,7 +72,7 @@ def mountpoint(daemon_path):
             os.kill(pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
-    os.rmdir(d)
+    harness.remove_mountpoint(d)
 
 
 def run(argv, env_extra=None, timeout=30):
