@@ -60,7 +60,7 @@ FS_SRC   = fs/opts.c fs/node.c fs/attr.c fs/pending.c fs/observe.c fs/zop.c fs/o
 	   fs/ready.c fs/mntwatch.c fs/mountpoint.c fs/ender.c fs/main.c
 SRC      = $(ZK_SRC) $(FS_SRC)
 
-UNIT     = naming grant limit opts errno slots adopt log mutex connect digest
+UNIT     = naming grant limit opts errno slots adopt log mutex connect digest heartbeat
 UNIT_BIN = $(UNIT:%=$(BUILD)/unit/test_%)
 
 .PHONY: all asan unit check check-unit check-docs check-sim check-integration check-asan run stop deps bench \
@@ -136,6 +136,7 @@ UNIT_SRC_slots   = fs/slots.c zk/naming.c
 UNIT_SRC_log     = zk/log.c zk/escape.c
 UNIT_SRC_adopt   =
 UNIT_SRC_mutex   = zk/mutex.c
+UNIT_SRC_heartbeat =
 .SECONDEXPANSION:
 $(UNIT_BIN): $(BUILD)/unit/test_%: $$(call objs,$(BUILD)/asan/obj,tests/unit/test_%.c $$(UNIT_SRC_%))
 	@mkdir -p $(@D)

@@ -35,8 +35,9 @@
  *
  * ZKLFS_IOC_WATCHDOG (0x81005a03) gives a holder what zklock's watchdog
  * reads without asking the daemon (zk/heartbeat.h, fs/watchdog.h): the
- * path of the daemon's heartbeat file, the slot of the lock's session in
- * it, and that session's generation now.  A descriptor that does not hold
+ * path of the daemon's heartbeat file, its owner (the daemon's uid: zklock
+ * trusts no other), the slot of the lock's session in it, and that
+ * session's generation now.  A descriptor that does not hold
  * its lock: ENOLCK; a daemon without the file: EOPNOTSUPP.
  *
  * No code; included by fs/fdops.c and tools/zklock.
@@ -54,7 +55,7 @@ struct zklfs_ioc_text {
 struct zklfs_ioc_watchdog {
 	char path[240];			/* NUL-terminated */
 	uint32_t slot;
-	uint32_t pad;
+	uint32_t uid;			/* the daemon's: the file's owner */
 	uint64_t gen;
 };
 

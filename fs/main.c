@@ -309,6 +309,7 @@ int main(int argc, char *argv[])
 	struct fuse_cmdline_opts opts = { 0 };
 	struct zklfs_conf conf;
 	struct zklfs fs;
+	struct zk_heartbeat *hb;
 	sigset_t sigs, old;
 	char why[320];
 	bool keep_stderr;
@@ -377,7 +378,8 @@ int main(int argc, char *argv[])
 		goto out_nodes;
 	}
 	zpend_timeout(&fs, zks_timeout_ms(zklfs_session(&fs, fs.root->path)));
-	if (zklfs_pool_start(&fs, zklfs_watchdog_open(&fs, conf.sessions)) != 0)
+	hb = zklfs_watchdog_open(&fs, conf.sessions);	/* none: said, no mount */
+	if (!hb || zklfs_pool_start(&fs, hb) != 0)
 		goto out_nodes;
 	fs.se = fuse_session_new(&args, &zklfs_ops, sizeof(zklfs_ops), &fs);
 	if (!fs.se)

@@ -22,14 +22,25 @@ struct zklfs_watchdog {
 	struct zk_heartbeat_file *map;
 };
 
-/* Where the file goes: a directory only its owner writes. */
+/*
+ * Where the file goes: $ZKLOCKFS_HEARTBEAT_DIR if set (tests), else for
+ * root /run/zklockfs, which only root writes, else /dev/shm (or /tmp):
+ * every user of an allow_other mount runs zklock and must read the file,
+ * which $XDG_RUNTIME_DIR (mode 0700) would hide.  In a directory anyone
+ * writes, zklock trusts only a regular file of the daemon's uid that no
+ * one else may write (tools/zklock/watchdog.c), so a file planted there
+ * is refused, never believed.  /dev/shm is memory no tmp cleaner sweeps.
+ */
 static const char *hb_dir(void)
 {
-	const char *xdg = getenv("XDG_RUNTIME_DIR");
+	const char *env = getenv("ZKLOCKFS_HEARTBEAT_DIR");
+	struct stat st;
 
+	if (env && env[0] == '/')
+		return env;
 	if (geteuid() == 0)
 		return "/run/zklockfs";
-	return xdg && xdg[0] == '/' ? xdg : "/tmp";
+	return stat("/dev/shm", &st) == 0 && S_ISDIR(st.st_mode) ? "/dev/shm" : "/tmp";
 }
 
 /* Remove the files of daemons of ours that died without removing theirs
@@ -77,8 +88,13 @@ struct zk_heartbeat *zklfs_watchdog_open(struct zklfs *fs, int slots)
 	fd = mkostemp(wd->path, O_CLOEXEC);
 	if (fd < 0)
 		goto fail;
-	/* every holder's zklock reads it: it says nothing but times */
+	/* every holder's zklock reads it: it says nothing but times.  Its
+	 * blocks are taken now: a store into a mapped page that a full
+	 * tmpfs cannot back would be SIGBUS, later, with no message */
 	if (fchmod(fd, 0644) < 0 || ftruncate(fd, sizeof(struct zk_heartbeat_file)) < 0)
+		goto fail_unlink;
+	errno = posix_fallocate(fd, 0, sizeof(struct zk_heartbeat_file));
+	if (errno)
 		goto fail_unlink;
 	map = mmap(NULL, sizeof(struct zk_heartbeat_file), PROT_READ | PROT_WRITE,
 		   MAP_SHARED, fd, 0);
@@ -89,14 +105,15 @@ struct zk_heartbeat *zklfs_watchdog_open(struct zklfs *fs, int slots)
 	memcpy(wd->map->magic, ZK_HEARTBEAT_MAGIC, sizeof(wd->map->magic));
 	wd->map->slots = (uint32_t)slots;
 	wd->map->pid = (uint32_t)getpid();
+	wd->map->boottime_offset_ms = zk_boottime_offset_ms();
 	fs->wd = wd;
 	return wd->map->slot;
 
 fail_unlink:
 	unlink(wd->path);
 fail:
-	zklog(LOG_WARNING, "no watchdog file in %s (%s): zklock cannot end its "
-	      "command if this daemon stops answering", dir, strerror(errno));
+	zklog(LOG_ERR, "cannot make the watchdog file in %s: %s (zklock could not end "
+	      "its command if this daemon stopped answering)", dir, strerror(errno));
 	if (fd >= 0)
 		close(fd);
 	free(wd);
@@ -124,6 +141,7 @@ int zklfs_watchdog_info(struct zklfs *fs, int slot, struct zklfs_ioc_watchdog *o
 	memset(out, 0, sizeof(*out));
 	memcpy(out->path, wd->path, sizeof(out->path));
 	out->slot = (uint32_t)slot;
+	out->uid = (uint32_t)geteuid();
 	out->gen = atomic_load_explicit(&wd->map->slot[slot].gen, memory_order_acquire);
 	return 0;
 }

@@ -5,10 +5,12 @@
  * its command in time even if this daemon stops answering.
  *
  * The file is /run/zklockfs/zklockfs-hb-PID-XXXXXX for a daemon run by
- * root, else in $XDG_RUNTIME_DIR (or /tmp); mode 0644, written by the
- * daemon alone, removed at exit (and, for root, when a later daemon finds
- * the file of one that died).  A holder learns its path, its lock's slot
- * and the session's generation through ZKLFS_IOC_WATCHDOG (fs/ioctl.h).
+ * root, else in /dev/shm (or /tmp), where every user of the mount can
+ * read it; mode 0644, written by the daemon alone, its blocks allocated at
+ * start (never a SIGBUS later), removed at exit (and, for root, when a
+ * later daemon finds the file of one that died).  A holder learns its
+ * path, its owner, its lock's slot and the session's generation through
+ * ZKLFS_IOC_WATCHDOG (fs/ioctl.h).
  *
  * Depends on: fs/mount.h, zk/heartbeat.h.  zklfs_watchdog_open() and
  * _close() on the main thread at start and exit; zklfs_watchdog_info()
@@ -24,7 +26,8 @@
 /*
  * zklfs_watchdog_open() - make and map the file, for @slots sessions.
  * Return: its slots, to give each session (zks_publish()); NULL if it
- * could not be made (one log line; zklock then runs without a watchdog).
+ * could not be made (one line on stderr: the mount fails, since zklock
+ * would refuse to run a command it could not watch).
  */
 struct zk_heartbeat *zklfs_watchdog_open(struct zklfs *fs, int slots);
 void zklfs_watchdog_close(struct zklfs *fs);

@@ -426,12 +426,17 @@ static int cli_run_command(struct cli_run *r)
 	if (r->o->verbose)
 		fprintf(stderr, "%s: executing %s\n", program_invocation_short_name,
 			r->o->shell_cmd ? r->o->shell_cmd : r->argv[0]);
+	/* watched before it starts: a daemon that froze meanwhile holds
+	 * zklock in the ioctl, never a command running unwatched */
+	if (cli_watchdog_arm(r) != 0)
+		return CLI_EXIT_UNAVAILABLE;
 	err = cli_tree_spawn(r);
 	if (err) {
+		cli_watchdog_stop();
 		warnx("fork: %s", strerror(-err));
 		return CLI_EXIT_OSERR;
 	}
-	cli_watchdog_start(r);		/* unwatched if it cannot: said */
+	cli_watchdog_child(r->child);
 	err = cli_tree_supervise(r, &status);
 	cli_watchdog_stop();
 	if (err) {

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -25,18 +26,22 @@ static struct {
 	const struct zk_heartbeat_file *file;
 	const struct zk_heartbeat *hb;	/* the lock's session's slot */
 	uint64_t gen;			/* its generation when the lock was held */
-	pid_t child;
+	int64_t skew_ms;		/* the daemon's boot clock less ours (time
+					   namespaces): added to our readings,
+					   taken off our sleeps */
+	_Atomic pid_t child;		/* the command, once started */
 	char lock[256];			/* for the message */
 	pthread_mutex_t mu;		/* stopped; held while acting */
 	bool stopped;
 } wd = { .mu = PTHREAD_MUTEX_INITIALIZER };
 
+/* Now on the daemon's CLOCK_BOOTTIME, whatever time namespace each is in. */
 static uint64_t boot_ms(void)
 {
 	struct timespec ts;
 
 	clock_gettime(CLOCK_BOOTTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+	return (uint64_t)((int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000 + wd.skew_ms);
 }
 
 /* Kill the tree, say why, exit 75: unless stopped meanwhile. */
@@ -52,7 +57,7 @@ static void act(uint64_t now, uint64_t until, bool replaced)
 		pthread_mutex_unlock(&wd.mu);
 		return;
 	}
-	n = cli_tree_kill_now(wd.child);
+	n = cli_tree_kill_now(atomic_load(&wd.child));
 	if (replaced)
 		snprintf(why, sizeof(why), "the mount's ZooKeeper session was replaced "
 			 "(it expired)");
@@ -79,10 +84,11 @@ static void *watch(void *arg)
 		uint64_t until = atomic_load_explicit(&wd.hb->until_ms, memory_order_acquire);
 		uint64_t gen = atomic_load_explicit(&wd.hb->gen, memory_order_acquire);
 		uint64_t now = boot_ms(), at;
+		enum zk_hb_verdict v = zk_heartbeat_verdict(wd.gen, gen, until, now);
 		struct timespec ts;
 
-		if (gen != wd.gen || (until && now >= until))
-			act(now, until, gen != wd.gen);
+		if (v != ZK_HB_ALIVE)
+			act(now, until, v == ZK_HB_REPLACED);
 		pthread_mutex_lock(&wd.mu);
 		if (wd.stopped) {
 			pthread_mutex_unlock(&wd.mu);
@@ -91,6 +97,7 @@ static void *watch(void *arg)
 		pthread_mutex_unlock(&wd.mu);
 		/* until then, or a second at most: a new session shows in gen */
 		at = until && until < now + 1000 ? until : now + 1000;
+		at = (uint64_t)((int64_t)at - wd.skew_ms);	/* on our own clock */
 		ts.tv_sec = (time_t)(at / 1000);
 		ts.tv_nsec = (long)(at % 1000) * 1000000L;
 		while (clock_nanosleep(CLOCK_BOOTTIME, TIMER_ABSTIME, &ts, NULL) == EINTR)
@@ -98,31 +105,51 @@ static void *watch(void *arg)
 	}
 }
 
+/*
+ * Open the heartbeat file @path as the daemon (uid @uid) made it, never
+ * what another user put there: a regular file of that owner that no one
+ * else may write, opened without following a link and without blocking
+ * (a FIFO would hold zklock in open(2), its command unwatched).
+ * Return: the descriptor, or a negative errno (-EPERM: not the daemon's).
+ */
+static int open_heartbeat(const char *path, uid_t uid)
+{
+	struct stat st;
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
+
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != uid ||
+	    (st.st_mode & (S_IWGRP | S_IWOTH)) ||
+	    st.st_size < (off_t)sizeof(struct zk_heartbeat_file)) {
+		close(fd);
+		return -EPERM;
+	}
+	return fd;
+}
+
 /* See watchdog.h. */
-int cli_watchdog_start(struct cli_run *r)
+int cli_watchdog_arm(struct cli_run *r)
 {
 	struct zklfs_ioc_watchdog w;
-	struct stat st;
 	void *map;
 	int fd, err;
 
 	memset(&w, 0, sizeof(w));
 	if (ioctl(r->lockfd, ZKLFS_IOC_WATCHDOG, &w) < 0) {
 		err = -errno;
-		warnx("%s: the daemon does not let zklock watch it (%s): if it stops "
-		      "answering, %s runs on", r->dir, strerror(-err), r->argv[0]);
+		warnx("%s: the daemon does not let zklock watch it (%s): %s not started",
+		      r->dir, strerror(-err), r->argv[0]);
 		return err;
 	}
 	w.path[sizeof(w.path) - 1] = '\0';
-	fd = open(w.path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) ||
-	    st.st_size < (off_t)sizeof(struct zk_heartbeat_file)) {
-		err = fd < 0 ? -errno : -EPROTO;
+	fd = open_heartbeat(w.path, (uid_t)w.uid);
+	if (fd < 0) {
+		err = fd;
 		goto fail;
 	}
 	map = mmap(NULL, sizeof(struct zk_heartbeat_file), PROT_READ, MAP_SHARED, fd, 0);
 	close(fd);
-	fd = -1;
 	if (map == MAP_FAILED) {
 		err = -errno;
 		goto fail;
@@ -135,17 +162,22 @@ int cli_watchdog_start(struct cli_run *r)
 	}
 	wd.hb = &wd.file->slot[w.slot];
 	wd.gen = w.gen;
-	wd.child = r->child;
+	wd.skew_ms = wd.file->boottime_offset_ms - zk_boottime_offset_ms();
 	snprintf(wd.lock, sizeof(wd.lock), "%s", r->entry ? r->entry : r->dir);
 	err = cli_sig_thread(watch, NULL);	/* no signal of the main thread's */
 	if (!err)
 		return 0;
 fail:
-	if (fd >= 0)
-		close(fd);
-	warnx("%s: cannot watch the daemon through %s (%s): if it stops answering, "
-	      "%s runs on", r->dir, w.path, strerror(-err), r->argv[0]);
+	warnx("%s: cannot watch the daemon through %s (%s): %s not started", r->dir,
+	      w.path, err == -EPERM ? "not a file of the daemon's uid that only it "
+	      "writes" : strerror(-err), r->argv[0]);
 	return err;
+}
+
+/* See watchdog.h. */
+void cli_watchdog_child(pid_t child)
+{
+	atomic_store(&wd.child, child);
 }
 
 /* See watchdog.h. */
