@@ -154,6 +154,7 @@ struct proc {
 	bool holds;			/* has a holding description open */
 	bool target;			/* ... or descends from one that has */
 	bool stopped;			/* sent SIGSTOP */
+	bool supervises;		/* an ancestor of the daemon */
 };
 
 /* A descriptor open on one of the lost locks' inodes. */
@@ -215,6 +216,9 @@ static int scan_procs(struct scan *s)
 	}
 	closedir(d);
 	qsort(s->procs, s->nprocs, sizeof(*s->procs), proc_cmp);
+	for (struct proc *p = proc_find(s, getppid()); p && p->pid > 1 && !p->supervises;
+	     p = proc_find(s, p->ppid))
+		p->supervises = true;
 	return 0;
 }
 
@@ -368,10 +372,14 @@ static bool mark_descendants(struct scan *s)
 	return any;
 }
 
-/* May the ender signal @p?  Never PID 1 nor the daemon. */
+/*
+ * May the ender signal @p?  Never PID 1, the daemon, nor what the daemon
+ * runs under (its ancestors: the supervisor or shell that started it in
+ * the foreground, which a loss of one lock must not take down).
+ */
 static bool signallable(const struct proc *p)
 {
-	return p->pid > 1 && p->pid != getpid();
+	return p->pid > 1 && p->pid != getpid() && !p->supervises;
 }
 
 /*

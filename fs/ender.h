@@ -20,7 +20,8 @@
  * alone, and every descriptor of the entry's inode in it counts.
  * Nothing that decides a grant reads any of this.
  *
- * Who is never signalled: PID 1, the daemon itself, a process that does
+ * Who is never signalled: PID 1, the daemon itself and its ancestors (the
+ * supervisor that runs it in the foreground), a process that does
  * not have the description open (another waiter of the host, a reader)
  * unless it descends from one that has, and one whose start time is not
  * the anchor's (a reused pid).  When no anchor is alive and the inode has

@@ -208,6 +208,36 @@ def test_lockf_is_the_process_lock_and_any_close_ends_it(mount):
     f.close()
 
 
+@pytest.mark.parametrize("closed", ["a-dup", "the-first-descriptor"])
+def test_lockf_is_given_back_by_a_close_that_releases_nothing(mount, closed):
+    """Closing a dup of the descriptor (the description stays open) or the
+    first of two descriptions (the lock was last taken through the
+    second) sends only a FLUSH: the POSIX lock goes there, as locally."""
+    _, (d1, d2) = lockfiles(mount)
+    f = open(os.path.join(d1, "flush.lock"), "w")
+    g = open(os.path.join(d1, "flush.lock"), "w")
+    fcntl.lockf(g, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    with open(os.path.join(d2, "flush.lock")) as other:
+        with pytest.raises(OSError):
+            fcntl.lockf(other, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        if closed == "a-dup":
+            os.close(os.dup(g.fileno()))
+        else:
+            f.close()
+        wait_for(lambda: try_lockf(other), GRANT_TIMEOUT, "the lock given back at FLUSH")
+    g.close()
+    if not f.closed:
+        f.close()
+
+
+def try_lockf(f):
+    try:
+        fcntl.lockf(f, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        return True
+    except OSError:
+        return False
+
+
 def test_second_descriptor_of_one_thread_waits(mount):
     """flock through a second open file description while the same thread
     holds the lock through a first: LOCK_NB fails with EWOULDBLOCK, and a

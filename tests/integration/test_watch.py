@@ -89,6 +89,47 @@ def test_holders_handle_polls_and_rereads(mount):
         os.close(fd)
 
 
+def in_poll(tid):
+    """Is thread @tid of this process blocked in poll(2)/ppoll(2)?"""
+    with open("/proc/self/task/%d/syscall" % tid) as f:
+        return f.read().split()[0] in POLL_SYSCALLS
+
+
+# poll and ppoll on x86_64, ppoll on aarch64 (no poll there)
+POLL_SYSCALLS = {"x86_64": ("7", "271"), "aarch64": ("73",)}.get(os.uname().machine,
+                                                                ("7", "271", "73"))
+
+
+def test_holders_poller_is_woken_by_the_change(mount):
+    """A poll() already blocked on .holders when the holder changes is woken
+    by the mount (its notify), not only answered when asked again: the
+    lock is taken only once this thread sleeps in poll()."""
+    import threading
+    m = mount()
+    d = lockdir(m)
+    fd = os.open(os.path.join(d, ".holders"), os.O_RDONLY)
+    held = []
+    me = threading.get_native_id()
+
+    def take_when_polling():
+        wait_for(lambda: in_poll(me), GRANT_TIMEOUT, "the test's poll() asleep")
+        held.append(take(d, "x"))
+    t = threading.Thread(target=take_when_polling)
+    try:
+        os.pread(fd, 4096, 0)
+        p = select.poll()
+        p.register(fd, select.POLLPRI)
+        t.start()
+        assert p.poll(GRANT_TIMEOUT * 1000), "the sleeping poller was never woken"
+        t.join()
+        assert os.pread(fd, 4096, 0).startswith(b"x-lock-")
+    finally:
+        t.join()
+        for h in held:
+            h.release()
+        os.close(fd)
+
+
 def test_one_watch_per_lock_and_mount_whatever_the_observers(mount, zk, zklock):
     a, b = mount(session_timeout=30000), mount(session_timeout=30000)
     da = lockdir(a)

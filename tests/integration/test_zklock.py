@@ -47,6 +47,21 @@ def test_command_status_passes_through(mount, zklock):
     wait_no_entries(d)
 
 
+def test_a_lock_directory_named_after_the_host_is_refused(mount, zklock):
+    """`zklock locks/deploy/$HOSTNAME cmd` would give each host a lock
+    directory of its own: refused (64, saying why, nothing made) unless
+    --per-host."""
+    m = mount()
+    d = m.p("deploy")
+    os.mkdir(d)
+    for host in (os.uname().nodename, os.uname().nodename.split(".")[0]):
+        rc, out, err = zk(zklock, os.path.join(d, host), "echo", "ran")
+        assert rc == EX_USAGE and "host" in err and out == "", (rc, err)
+        assert not os.path.exists(os.path.join(d, host))
+    rc, out, _ = zk(zklock, "--per-host", os.path.join(d, os.uname().nodename), "echo", "ran")
+    assert (rc, out) == (0, "ran\n")
+
+
 def test_command_not_found_or_not_executable(mount, zklock, scratch):
     m = mount()
     d = m.p("L")
