@@ -25,20 +25,22 @@
 #include "zk/limit.h"
 #include "zk/log.h"
 
-/* Does @data (@len bytes) hold the folder mark: a line "zklockfs=folder",
- * ended by its newline? */
-static bool marked(const char *data, int len)
+/* Does @data (@len bytes) hold the mark @line ("zklockfs=folder"), ended
+ * by its newline? */
+static bool marked(const char *data, int len, const char *line)
 {
 	size_t vlen, n = len > 0 ? (size_t)len : 0;
-	const char *v = zklim_data_value(data, n, LF_FOLDER_LINE, &vlen);
+	const char *v = zklim_data_value(data, n, line, &vlen);
 
 	return v && vlen == 0 && (size_t)(v - data) < n;
 }
 
 enum lf_class lf_classify(const struct Stat *zs, const char *data, int len)
 {
-	if (marked(data, len))
+	if (marked(data, len, LF_FOLDER_LINE))
 		return LF_FOLDER;
+	if (marked(data, len, LF_LOCKFILE_LINE))
+		return LF_LOCKFILE;
 	return zs->numChildren == 0 ? LF_LOCKFILE : LF_ASK_CHILDREN;
 }
 
@@ -106,7 +108,8 @@ void lf_mknod(fuse_req_t req, struct node *p, const char *name)
 	/* persistent, even with -o containers: a lock file the server reaped
 	 * under an open descriptor would turn its next flock into ENOENT */
 	if (op)
-		zop_create_child(op, NULL, 0, false, mknod_done);
+		zop_create_child(op, LF_LOCKFILE_MARK, (int)strlen(LF_LOCKFILE_MARK), false,
+				 mknod_done);
 }
 
 /* reading: the holder's data ---------------------------------------------------- */

@@ -275,6 +275,18 @@ struct node *lf_holder(struct zklfs *fs, const struct fuse_file_info *fi,
 	return ln;
 }
 
+bool lf_in_use(struct zklfs *fs, const char *path)
+{
+	struct node *n;
+	bool used;
+
+	zkmx_lock(&fs->lock);
+	n = node_find_locked(fs, path);
+	used = n && n->type == NODE_LOCKFILE && (n->recs || n->nopen);
+	zkmx_unlock(&fs->lock);
+	return used;
+}
+
 void lf_tell(struct zklfs *fs, const struct fuse_file_info *fi)
 {
 	struct lfd *d = lfd_of(fi);

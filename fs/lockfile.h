@@ -37,9 +37,14 @@
 struct Stat;
 struct String_vector;
 
-/* The line mkdir writes in a folder's znode on a lockfiles mount. */
+/* The line mkdir writes in a folder's znode on a lockfiles mount, and the
+ * one a lock file made by a lockfiles mount carries: each says what its
+ * znode is whatever children another client gives it (a plain mount's
+ * mkdir inside a lock file must not turn it into a folder). */
 #define LF_FOLDER_LINE "zklockfs=folder"
 #define LF_FOLDER_MARK LF_FOLDER_LINE "\n"
+#define LF_LOCKFILE_LINE "zklockfs=lockfile"
+#define LF_LOCKFILE_MARK LF_LOCKFILE_LINE "\n"
 
 /* What a persistent znode is on a lockfiles mount. */
 enum lf_class {
@@ -48,7 +53,9 @@ enum lf_class {
 	LF_ASK_CHILDREN,	/* unmarked, with children: lf_children_class() */
 };
 
-/* lf_classify() - from its Stat and data (@len bytes, may be NULL). */
+/* lf_classify() - from its Stat and data (@len bytes, may be NULL): a
+ * marked znode is what its mark says; an unmarked one without children a
+ * lock file; else its children tell. */
 enum lf_class lf_classify(const struct Stat *zs, const char *data, int len);
 
 /* lf_children_class() - an unmarked znode with the children @sv: a folder
@@ -87,6 +94,11 @@ struct node *lf_record(struct zklfs *fs, const struct fuse_file_info *fi, bool m
 struct node *lf_holder(struct zklfs *fs, const struct fuse_file_info *fi,
 		       uint64_t owner, bool waiting);
 void lf_read(fuse_req_t req, struct node *n, size_t size, off_t off);
+
+/* lf_in_use() - is the lock file at @path open, held or waited for
+ * through this mount?  Then it stays a lock file, whatever children
+ * another client gives its znode.  Without fs->lock. */
+bool lf_in_use(struct zklfs *fs, const char *path);
 
 /* lf_tell() - the holder of @fi handles a loss itself (ZKLFS_IOC_TELL):
  * nothing is ended for the records that lock through it, now or later.

@@ -46,7 +46,8 @@ static void lookup_kids_done(int rc, const struct String_vector *sv,
 		zop_fail(op, rc);
 		return;
 	}
-	zop_reply_entry(op, zs, lf_children_class(sv) == LF_FOLDER ? NODE_DIR : NODE_LOCKFILE);
+	zop_reply_entry(op, zs, lf_children_class(sv) == LF_FOLDER &&
+				!lf_in_use(op->fs, op->path) ? NODE_DIR : NODE_LOCKFILE);
 }
 
 static int lookup_kids_send(struct zop *op)

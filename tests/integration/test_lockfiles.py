@@ -578,3 +578,46 @@ def test_a_test_lock_on_another_descriptor_leaves_the_holder_alone(mount):
     os.fsync(a)
     os.close(b)         # a POSIX owner's close of any descriptor: given back
     os.close(a)
+
+
+def test_a_lock_file_stays_one_whatever_a_plain_mount_makes_in_it(mount, zkc):
+    """A plain mount sees a lock file's znode as a lock directory, where a
+    user may mkdir.  A lock file the mount made says so in its znode (the
+    line zklockfs=lockfile), and one this mount holds, waits for or has
+    open stays a lock file too (here one made by another client): flock(1)
+    goes on working on both, never EISDIR."""
+    (m1, m2), (d1, d2) = lockfiles(mount)
+    plain = mount()
+    made = os.path.join(d1, "made.lock")
+    open(made, "w").close()
+    zforeign = m1.zkpath("cron/foreign.lock")
+    zkc.create(zforeign, b"")
+    foreign = os.path.join(d1, "foreign.lock")
+    holders = [Holder(made), Holder(foreign)]
+    for name in ("made.lock", "foreign.lock"):
+        os.mkdir(os.path.join(plain.path, "cron", name, "stray"))
+    # the kernel asks the mount again once its entry timeout (1 s) is
+    # over: through that, each stays a file
+    end = time.monotonic() + 1.5
+    while time.monotonic() < end:
+        for path in (made, foreign, os.path.join(d2, "made.lock")):
+            assert os.path.isfile(path), path
+        time.sleep(0.1)
+    for path in (made, foreign, os.path.join(d2, "made.lock")):
+        assert os.path.isfile(path), path
+        r = run([FLOCK, "-n", path, "true"])
+        assert r.returncode == 1 and "Is a directory" not in r.stderr, (path, r)
+    for h in holders:
+        h.release()
+    r = run([FLOCK, "-n", made, "echo", "ran"])
+    assert r.returncode == 0 and r.stdout == "ran\n", r
+
+
+def test_zklock_refuses_a_folder(mount):
+    """zklock pointed at a folder of a lockfiles mount made a stray lock
+    file named after the host in it and failed; it refuses the folder,
+    saying what to name instead (66), and makes nothing."""
+    _, (d1,) = lockfiles(mount, 1)
+    r = zklock(d1, "echo", "ran")
+    assert r.returncode == 66 and "a folder of a lockfiles mount" in r.stderr, r
+    assert r.stdout == "" and os.listdir(d1) == []

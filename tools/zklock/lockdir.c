@@ -258,6 +258,9 @@ int cli_lockdir_failed(const char *dir, int err)
 	}
 	if (err == -ENOTZKLOCKFS)
 		warnx("%s: not a directory on a zklockfs mount", dir);
+	else if (err == -EISDIR)
+		warnx("%s: a folder of a lockfiles mount, not a lock: name a lock file "
+		      "in it (zklock %s/NAME.lock ...)", dir, dir);
 	else if (err == -EACCES && statfs(dir, &sfs) < 0 && errno == EACCES)
 		/* FUSE answers nobody but the mount's owner, unless told */
 		warnx("%s: %s: a FUSE mount lets in only the user who mounted it, "
@@ -279,6 +282,10 @@ int cli_lockdir_lockfile(const char *path)
 		return -ENOMEM;
 	if (stat(path, &st) == 0) {
 		free(p);
+		/* a folder of a lockfiles mount holds locks, it is none: an
+		 * entry made in it would be a stray lock file of this host's */
+		if (S_ISDIR(st.st_mode) && getxattr(path, XATTR_LOCKFILES, one, sizeof(one)) > 0)
+			return -EISDIR;
 		return S_ISREG(st.st_mode);
 	}
 	err = -errno;

@@ -109,7 +109,7 @@ int cli_lockdir_failed(const char *dir, int err);
  * cli_lockdir_lockfile() - is @path a lock file (zklockfs -o lockfiles): an
  * existing regular file, or a missing one in a folder of a lockfiles
  * mount?  Return: 1, 0 (a lock directory, or none yet), or a negative
- * errno.
+ * errno: -EISDIR for a folder of a lockfiles mount, which is no lock.
  */
 int cli_lockdir_lockfile(const char *path);
 
