@@ -36,8 +36,7 @@ static struct {
 	pthread_t thread;
 } en = { .mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER };
 
-/* Read /proc/@pid/@what (pid 0: /proc/@what) into @buf.  Return: its length. */
-static size_t proc_text(pid_t pid, const char *what, char *buf, size_t size)
+size_t zklfs_proc_text(pid_t pid, const char *what, char *buf, size_t size)
 {
 	char path[96];
 	ssize_t n;
@@ -62,7 +61,7 @@ static bool proc_stat(pid_t pid, pid_t *ppid, unsigned long long *start)
 	char buf[1024], *p;
 	int field;
 
-	if (!proc_text(pid, "stat", buf, sizeof(buf)))
+	if (!zklfs_proc_text(pid, "stat", buf, sizeof(buf)))
 		return false;
 	p = strrchr(buf, ')');		/* the command may hold anything */
 	if (!p || p[1] != ' ' || p[2] == 'Z' || p[2] == 'X')
@@ -96,7 +95,7 @@ static int syscall_fd(pid_t tid)
 	char buf[256], *end;
 	long nr;
 
-	if (!proc_text(tid, "syscall", buf, sizeof(buf)))
+	if (!zklfs_proc_text(tid, "syscall", buf, sizeof(buf)))
 		return -1;
 	nr = strtol(buf, &end, 10);
 	if (end == buf)
@@ -253,7 +252,7 @@ static void scan_fds(struct scan *s, const uint64_t *inos, size_t ninos)
 			if (!isdigit((unsigned char)e->d_name[0]))
 				continue;
 			snprintf(path, sizeof(path), "fdinfo/%d", atoi(e->d_name));
-			if (!proc_text(s->procs[i].pid, path, buf, sizeof(buf)))
+			if (!zklfs_proc_text(s->procs[i].pid, path, buf, sizeof(buf)))
 				continue;
 			p = strstr(buf, "\nino:");
 			if (!p)
@@ -442,7 +441,7 @@ static int end_marked(struct scan *s, char *who, size_t size)
 		}
 		ended++;
 		if (ended <= 4 && off < size) {
-			n = proc_text(p->pid, "comm", comm, sizeof(comm));
+			n = zklfs_proc_text(p->pid, "comm", comm, sizeof(comm));
 			if (n && comm[n - 1] == '\n')
 				comm[n - 1] = '\0';
 			off += (size_t)snprintf(who + off, size - off, "%s%d %s",

@@ -70,6 +70,13 @@ struct zklfs_held {
 };
 
 /*
+ * zklfs_proc_text() - up to @size - 1 bytes of /proc/@pid/@what into @buf,
+ * NUL-terminated.  Return: their length; 0 if it cannot be read (the
+ * process gone, or not ours to read).  Any thread.
+ */
+size_t zklfs_proc_text(pid_t pid, const char *what, char *buf, size_t size);
+
+/*
  * zklfs_holders_read() - the anchors of the description a lock request
  * of thread @tid (of process @pid) is made on, for the inode @ino: @pid,
  * the descriptor its blocked flock(2)/fcntl(2) names (from

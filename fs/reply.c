@@ -29,25 +29,6 @@ static void on_interrupt(fuse_req_t req, fuse_interrupt_func_t fn, void *arg)
 	fuse_req_interrupt_func(req, fn, arg);
 }
 
-/* Read up to @size - 1 bytes of /proc/@pid/@what into @buf: the length. */
-static size_t proc_read(pid_t pid, const char *what, char *buf, size_t size)
-{
-	char path[64];
-	ssize_t n;
-	int fd;
-
-	buf[0] = '\0';
-	snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, what);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	n = read(fd, buf, size - 1);
-	close(fd);
-	n = n < 0 ? 0 : n;
-	buf[n] = '\0';
-	return (size_t)n;
-}
-
 /*
  * The command name in @stat (a /proc/TID/stat: "TID (COMM) ...", COMM up to
  * 15 bytes of anything, parentheses included) into @cmd: "" if unreadable.
@@ -76,7 +57,7 @@ static pid_t thread_group(pid_t tid)
 		close(fd);
 		return tid;
 	}
-	proc_read(tid, "status", status, sizeof(status));
+	zklfs_proc_text(tid, "status", status, sizeof(status));
 	t = strstr(status, "\nTgid:");
 	return t ? (pid_t)atoi(t + 6) : tid;
 }
@@ -101,10 +82,10 @@ static void caller(fuse_req_t req, struct zklfs_caller *c)
 	if (!c->pid)
 		return;
 	if (c->pid == tid) {
-		proc_read(tid, "stat", stat, sizeof(stat));
+		zklfs_proc_text(tid, "stat", stat, sizeof(stat));
 		stat_comm(stat, c->cmd, sizeof(c->cmd));
 	} else {
-		proc_read(c->pid, "comm", c->cmd, sizeof(c->cmd));
+		zklfs_proc_text(c->pid, "comm", c->cmd, sizeof(c->cmd));
 	}
 }
 
@@ -138,7 +119,7 @@ void zklfs_process_comm(pid_t tid, char *buf, size_t size)
 
 	buf[0] = '\0';
 	if (tid > 0)
-		n = proc_read(thread_group(tid), "comm", buf, size);
+		n = zklfs_proc_text(thread_group(tid), "comm", buf, size);
 	if (n && buf[n - 1] == '\n')
 		buf[n - 1] = '\0';
 }
