@@ -109,42 +109,8 @@ static int syscall_fd(pid_t tid)
 	return (int)strtol(end, NULL, 16);
 }
 
-static void anchor_add(struct zklfs_holders *h, pid_t pid, int fd)
-{
-	unsigned long long start;
 
-	if (h->n < ZKLFS_ANCHORS && proc_stat(pid, NULL, &start))
-		h->a[h->n++] = (struct zklfs_anchor){ .pid = pid, .fd = fd, .start = start };
-}
-
-void zklfs_holders_read(pid_t tid, pid_t pid, uint64_t ino, struct zklfs_holders *h)
-{
-	unsigned long long start;
-	pid_t parent = 0;
-	int fd = tid > 0 ? syscall_fd(tid) : -1;
-
-	memset(h, 0, sizeof(*h));
-	h->ino = ino;
-	if (pid <= 0)
-		return;
-	anchor_add(h, pid, fd);
-	if (fd < 0)
-		return;
-	/* an inherited descriptor keeps its number: the shell of `exec 9>F;
-	 * flock 9` holds the description once flock(1) has exited */
-	while (h->n < ZKLFS_ANCHORS && proc_stat(pid, &parent, &start) && parent > 1 &&
-	       same_file(pid, fd, parent, fd)) {
-		anchor_add(h, parent, fd);
-		pid = parent;
-	}
-}
-
-bool zklfs_holders_reachable(pid_t pid, uid_t uid)
-{
-	return pid > 0 && (geteuid() == 0 || uid == geteuid());
-}
-
-/* --- the ender's thread ------------------------------------------------- */
+/* --- the host's processes and descriptors -------------------------------- */
 
 /* A process of the host, as the scan saw it. */
 struct proc {
@@ -230,50 +196,159 @@ static bool wanted(const uint64_t *inos, size_t n, uint64_t ino)
 	return false;
 }
 
-/* Every descriptor of every process open on one of the @ninos inodes
- * @inos, told by /proc/PID/fdinfo/FD's "ino:" (which never asks the
- * filesystem: a stat of our own files would wait on this daemon). */
+/*
+ * The descriptors of process @pid open on one of the @ninos inodes @inos,
+ * added to s->fds.  The link /proc/PID/fd/N says what a descriptor is
+ * without asking its filesystem; only a file's /proc/PID/fdinfo/N is read
+ * for its "ino:" (never a stat of our own files, which would wait on this
+ * daemon; never the fdinfo of an epoll, whose mutex another process may
+ * hold for good).
+ */
+static void scan_proc_fds(struct scan *s, pid_t pid, const uint64_t *inos, size_t ninos)
+{
+	char path[64], link[32], buf[512], *p;
+	struct dirent *e;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "/proc/%d/fd", (int)pid);
+	d = opendir(path);
+	if (!d)
+		return;
+	while ((e = readdir(d))) {
+		uint64_t ino;
+		ssize_t n;
+		int fd;
+
+		if (!isdigit((unsigned char)e->d_name[0]))
+			continue;
+		fd = atoi(e->d_name);
+		n = readlinkat(dirfd(d), e->d_name, link, sizeof(link) - 1);
+		if (n <= 0 || link[0] != '/')	/* anon_inode:, socket:, pipe: */
+			continue;
+		snprintf(path, sizeof(path), "fdinfo/%d", fd);
+		if (!zklfs_proc_text(pid, path, buf, sizeof(buf)))
+			continue;
+		p = strstr(buf, "\nino:");
+		if (!p)
+			continue;
+		ino = strtoull(p + 5, NULL, 10);
+		if (!wanted(inos, ninos, ino))
+			continue;
+		if (s->nfds == s->fdcap) {
+			size_t cap = s->fdcap ? 2 * s->fdcap : 64;
+			struct ofd *nf = realloc(s->fds, cap * sizeof(*nf));
+
+			if (!nf)
+				break;
+			s->fds = nf;
+			s->fdcap = cap;
+		}
+		s->fds[s->nfds++] = (struct ofd){ .pid = pid, .fd = fd, .ino = ino };
+	}
+	closedir(d);
+}
+
+/* Every descriptor of every process open on one of the @ninos inodes @inos. */
 static void scan_fds(struct scan *s, const uint64_t *inos, size_t ninos)
 {
-	char path[64], buf[512], *p;
-
 	s->nfds = 0;
-	for (size_t i = 0; i < s->nprocs; i++) {
-		DIR *d;
-		struct dirent *e;
+	for (size_t i = 0; i < s->nprocs; i++)
+		scan_proc_fds(s, s->procs[i].pid, inos, ninos);
+}
 
-		snprintf(path, sizeof(path), "/proc/%d/fdinfo", (int)s->procs[i].pid);
-		d = opendir(path);
-		if (!d)
-			continue;
-		while ((e = readdir(d))) {
-			uint64_t ino;
+/* --- where a lock request's description is found -------------------- */
 
-			if (!isdigit((unsigned char)e->d_name[0]))
-				continue;
-			snprintf(path, sizeof(path), "fdinfo/%d", atoi(e->d_name));
-			if (!zklfs_proc_text(s->procs[i].pid, path, buf, sizeof(buf)))
-				continue;
-			p = strstr(buf, "\nino:");
-			if (!p)
-				continue;
-			ino = strtoull(p + 5, NULL, 10);
-			if (!wanted(inos, ninos, ino))
-				continue;
-			if (s->nfds == s->fdcap) {
-				struct ofd *nf = realloc(s->fds, (s->fdcap = s->fdcap ? 2 * s->fdcap
-										  : 64) *
-								  sizeof(*nf));
-				if (!nf)
-					break;
-				s->fds = nf;
-			}
-			s->fds[s->nfds++] = (struct ofd){ .pid = s->procs[i].pid,
-							  .fd = atoi(e->d_name), .ino = ino };
-		}
-		closedir(d);
+static void anchor_add(struct zklfs_holders *h, pid_t pid, int fd)
+{
+	unsigned long long start;
+
+	if (h->n < ZKLFS_ANCHORS && proc_stat(pid, NULL, &start))
+		h->a[h->n++] = (struct zklfs_anchor){ .pid = pid, .fd = fd, .start = start };
+}
+
+/*
+ * The daemon's ancestors (the supervisor or shell that runs it), which
+ * the ender never signals: read once, on the first lock request.
+ */
+static pid_t ancestors[16];
+static int nancestors;
+static pthread_once_t ancestors_once = PTHREAD_ONCE_INIT;
+
+static void ancestors_read(void)
+{
+	unsigned long long start;
+	pid_t p = getppid();
+
+	while (p > 1 && nancestors < 16) {
+		ancestors[nancestors++] = p;
+		if (!proc_stat(p, &p, &start))
+			break;
 	}
 }
+
+/* Could the ender end process @pid?  Not PID 1, nor an ancestor of ours. */
+static bool endable(pid_t pid)
+{
+	pthread_once(&ancestors_once, ancestors_read);
+	if (pid <= 1 || pid == getpid())
+		return false;
+	for (int i = 0; i < nancestors; i++)
+		if (ancestors[i] == pid)
+			return false;
+	return true;
+}
+
+/*
+ * The one descriptor of @pid open on @ino, when /proc/TID/syscall could
+ * not be read (a ptrace restriction, a caller that is not dumpable): -1 if
+ * none, or several.
+ */
+static int only_fd_of(pid_t pid, uint64_t ino)
+{
+	struct scan s = { 0 };
+	int fd;
+
+	scan_proc_fds(&s, pid, &ino, 1);
+	fd = s.nfds == 1 ? s.fds[0].fd : -1;
+	free(s.fds);
+	return fd;
+}
+
+void zklfs_holders_read(pid_t tid, pid_t pid, uint64_t ino, struct zklfs_holders *h)
+{
+	unsigned long long start;
+	pid_t parent = 0;
+	int fd = tid > 0 ? syscall_fd(tid) : -1;
+
+	memset(h, 0, sizeof(*h));
+	h->ino = ino;
+	if (pid <= 0)
+		return;
+	if (fd < 0)
+		fd = only_fd_of(pid, ino);	/* an OPEN's is not installed yet */
+	anchor_add(h, pid, fd);
+	h->unendable = !endable(pid);
+	if (fd < 0)
+		return;
+	/* an inherited descriptor keeps its number: the shell of `exec 9>F;
+	 * flock 9` holds the description once flock(1) has exited */
+	while (h->n < ZKLFS_ANCHORS && proc_stat(pid, &parent, &start) && parent >= 1 &&
+	       same_file(pid, fd, parent, fd)) {
+		if (!endable(parent)) {		/* PID 1's, or our supervisor's */
+			h->unendable = true;
+			break;
+		}
+		anchor_add(h, parent, fd);
+		pid = parent;
+	}
+}
+
+bool zklfs_holders_reachable(pid_t pid, uid_t uid, const struct zklfs_holders *h)
+{
+	return pid > 0 && !h->unendable && (geteuid() == 0 || uid == geteuid());
+}
+
+/* --- at a loss ----------------------------------------------------------- */
 
 /* Is @a, as the scan found it, still the anchor the request noted? */
 static bool anchor_alive(struct scan *s, const struct zklfs_anchor *a)
@@ -290,10 +365,10 @@ static bool anchor_names(const struct zklfs_anchor *a, const struct ofd *o)
 }
 
 /*
- * Mark the processes that have @h's description open.  Its references
- * are the descriptors of its live anchors; with none, the inode's only
- * description on the host, if it has one.  Return: how many hold it, or
- * -1 if it cannot be told.
+ * Mark the processes that have @h's description open: its references are
+ * the descriptors of its live anchors (never a guess: with none alive, the
+ * inode's other descriptions may be a waiter's or a reader's).  Return:
+ * how many it marked anew, or -1 if no anchor is left to tell.
  */
 static int mark_holders(struct scan *s, const struct zklfs_holders *h)
 {
@@ -308,21 +383,8 @@ static int mark_holders(struct scan *s, const struct zklfs_holders *h)
 			if (s->fds[i].ino == h->ino && anchor_names(&h->a[a], &s->fds[i]))
 				ref[nref++] = &s->fds[i];
 	}
-	if (!nref) {
-		const struct ofd *first = NULL;
-
-		for (size_t i = 0; i < s->nfds; i++) {
-			if (s->fds[i].ino != h->ino)
-				continue;
-			if (!first)
-				first = &s->fds[i];
-			else if (!same_file(first->pid, first->fd, s->fds[i].pid, s->fds[i].fd))
-				return -1;	/* several descriptions, none known */
-		}
-		if (!first)
-			return 0;	/* closed meanwhile: its RELEASE is on its way */
-		ref[nref++] = first;
-	}
+	if (!nref)
+		return -1;
 	for (size_t i = 0; i < s->nfds; i++) {
 		struct proc *p;
 
@@ -332,14 +394,43 @@ static int mark_holders(struct scan *s, const struct zklfs_holders *h)
 			if (ref[r] == &s->fds[i] ||
 			    same_file(ref[r]->pid, ref[r]->fd, s->fds[i].pid, s->fds[i].fd)) {
 				p = proc_find(s, s->fds[i].pid);
-				if (p && !p->holds) {
+				if (p) {	/* stop_anchors() may have marked it */
+					held += !p->holds;
 					p->holds = true;
-					held++;
 				}
 				break;
 			}
 	}
 	return held;
+}
+
+/*
+ * May the ender signal @p?  Never PID 1, the daemon, nor what the daemon
+ * runs under (its ancestors: the supervisor or shell that started it in
+ * the foreground, which a loss of one lock must not take down).
+ */
+static bool signallable(const struct proc *p)
+{
+	return p->pid > 1 && p->pid != getpid() && !p->supervises;
+}
+
+/*
+ * Send @sig to @p, the very process the scan saw: through a pidfd, opened
+ * before its start time is checked, so that a pid reused since the scan
+ * is never signalled.  Return: 0, or a negative errno (-ESRCH: gone).
+ */
+static int signal_proc(const struct proc *p, int sig)
+{
+	unsigned long long start;
+	int fd = (int)syscall(SYS_pidfd_open, p->pid, 0), rc;
+
+	if (fd < 0)
+		return -errno;
+	rc = proc_stat(p->pid, NULL, &start) && start == p->start ?
+	     (int)syscall(SYS_pidfd_send_signal, fd, sig, NULL, 0) : (errno = ESRCH, -1);
+	rc = rc < 0 ? -errno : 0;
+	close(fd);
+	return rc;
 }
 
 /* Mark the descendants of the marked processes (parents before children
@@ -362,23 +453,15 @@ static bool mark_descendants(struct scan *s)
 			if (s->procs[i].target)
 				continue;
 			parent = proc_find(s, s->procs[i].ppid);
-			if (parent && parent->target) {
+			/* not through PID 1 or the daemon's ancestors: their
+			 * children are not theirs to lose */
+			if (parent && parent->target && signallable(parent)) {
 				s->procs[i].target = true;
 				changed = any = true;
 			}
 		}
 	}
 	return any;
-}
-
-/*
- * May the ender signal @p?  Never PID 1, the daemon, nor what the daemon
- * runs under (its ancestors: the supervisor or shell that started it in
- * the foreground, which a loss of one lock must not take down).
- */
-static bool signallable(const struct proc *p)
-{
-	return p->pid > 1 && p->pid != getpid() && !p->supervises;
 }
 
 /*
@@ -390,7 +473,7 @@ static bool signallable(const struct proc *p)
 static int end_marked(struct scan *s, char *who, size_t size)
 {
 	int ended = 0, failed = 0;
-	size_t off = 0;
+	size_t off = 0, n;
 
 	for (int round = 0; round < 8; round++) {
 		bool more = false;
@@ -401,10 +484,10 @@ static int end_marked(struct scan *s, char *who, size_t size)
 			if (p->target && !p->stopped && signallable(p)) {
 				p->stopped = true;
 				more = true;
-				kill(p->pid, SIGSTOP);
+				signal_proc(p, SIGSTOP);
 			}
 		}
-		if (!more)
+		if (!more && round > 0)	/* one look at least after a stop */
 			break;
 		/* again: children forked before the stop */
 		struct proc *old = s->procs;
@@ -431,12 +514,12 @@ static int end_marked(struct scan *s, char *who, size_t size)
 	for (size_t i = 0; i < s->nprocs; i++) {
 		struct proc *p = &s->procs[i];
 		char comm[64];
-		size_t n;
 
 		if (!p->target || !signallable(p))
 			continue;
-		if (kill(p->pid, SIGKILL) != 0) {
-			failed += errno != ESRCH;	/* else gone by itself */
+		n = (size_t)-signal_proc(p, SIGKILL);
+		if (n) {
+			failed += n != ESRCH;		/* else gone by itself */
 			continue;
 		}
 		ended++;
@@ -455,14 +538,49 @@ static int end_marked(struct scan *s, char *who, size_t size)
 	return ended;
 }
 
-/* End the holders of every job of @jobs, with one scan of /proc. */
+/*
+ * Stop at once the live anchors that still have a descriptor of their
+ * lock's inode, and their descendants: a few reads of their own /proc
+ * entries, before the scan of every process's descriptors, which on a
+ * host with many open files takes seconds.  What the full scan finds
+ * later is ended with them.
+ */
+static void stop_anchors(struct scan *s, const struct end_job *jobs)
+{
+	for (const struct end_job *j = jobs; j; j = j->next)
+		for (int a = 0; a < j->h.n; a++) {
+			const struct zklfs_anchor *an = &j->h.a[a];
+			struct proc *p = proc_find(s, an->pid);
+			size_t from = s->nfds;
+
+			if (!p || p->start != an->start)
+				continue;
+			scan_proc_fds(s, an->pid, &j->h.ino, 1);
+			for (size_t i = from; i < s->nfds; i++)
+				if (anchor_names(an, &s->fds[i]))
+					p->holds = true;
+			s->nfds = from;
+		}
+	mark_descendants(s);
+	for (size_t i = 0; i < s->nprocs; i++)
+		if (s->procs[i].target && !s->procs[i].stopped && signallable(&s->procs[i]) &&
+		    signal_proc(&s->procs[i], SIGSTOP) == 0)
+			s->procs[i].stopped = true;
+}
+
+/*
+ * End the holders of every job of @jobs (up to ENDER_BATCH), with one
+ * scan of /proc: the anchors stopped first, then every process that has
+ * one of the holding descriptions open, and the descendants of all.
+ */
 static void end_jobs(struct end_job *jobs)
 {
 	struct scan s = { 0 };
-	char who[256];
-
 	uint64_t inos[ENDER_BATCH] = { 0 };
 	size_t ninos = 0;
+	int held = 0, lost = 0, unknown = 0;
+	const struct end_job *one = jobs;
+	char who[256] = "";
 
 	for (struct end_job *j = jobs; j && ninos < ENDER_BATCH; j = j->next)
 		inos[ninos++] = j->h.ino;
@@ -471,27 +589,33 @@ static void end_jobs(struct end_job *jobs)
 		free(s.procs);
 		return;
 	}
+	stop_anchors(&s, jobs);
 	scan_fds(&s, inos, ninos);
 	for (struct end_job *j = jobs; j; j = j->next) {
-		int held;
+		int n = mark_holders(&s, &j->h);
 
-		for (size_t i = 0; i < s.nprocs; i++)
-			s.procs[i].holds = s.procs[i].target = s.procs[i].stopped = false;
-		held = mark_holders(&s, &j->h);
-		if (held < 0) {
-			zklog(LOG_ERR, "lock %s lost (%s): several descriptions of it are open "
-			      "here and its holder's is no longer known: nothing ended",
-			      j->what, j->why);
-			continue;
+		lost++;
+		if (n < 0) {
+			unknown++;
+			zklog(LOG_ERR, "lock %s lost (%s): no process that took it has its "
+			      "descriptor open any more, and whoever holds it now is not known: "
+			      "nothing ended", j->what, j->why);
 		}
-		if (!held)
-			continue;	/* closed already */
-		mark_descendants(&s);
-		who[0] = '\0';
-		held = end_marked(&s, who, sizeof(who));
-		zklog(LOG_WARNING, "lock %s lost (%s): ended %d processes that held it (%s)",
-		      j->what, j->why, held, who);
 	}
+	mark_descendants(&s);
+	for (size_t i = 0; i < s.nprocs; i++)
+		held |= s.procs[i].target;
+	held = held ? end_marked(&s, who, sizeof(who)) : 0;
+	/* a process stopped as an anchor and found holding nothing goes on */
+	for (size_t i = 0; i < s.nprocs; i++)
+		if (s.procs[i].stopped && !s.procs[i].target)
+			signal_proc(&s.procs[i], SIGCONT);
+	if (lost == 1 && !unknown)
+		zklog(LOG_WARNING, "lock %s lost (%s): ended %d processes that held it (%s)",
+		      one->what, one->why, held, who);
+	else if (lost > 1)
+		zklog(LOG_WARNING, "%d locks lost (%s, ...): ended %d processes that held "
+		      "them (%s)", lost, one->why, held, who);
 	free(s.procs);
 	free(s.fds);
 }
@@ -597,14 +721,14 @@ static void *stopping_main(void *arg)
 	for (size_t i = 0; i < st.n; i++)
 		if (mark_holders(&s, &st.held[i].h) < 0) {
 			unknown++;
-			zklog(LOG_ERR, "stopping: lock %s: several descriptions of it are open "
-			      "here and its holder's is no longer known: nothing ended",
-			      st.held[i].what);
+			zklog(LOG_ERR, "stopping: lock %s: no process that took it has its "
+			      "descriptor open any more, and whoever holds it now is not known: "
+			      "nothing ended", st.held[i].what);
 		}
 	mark_descendants(&s);
 	for (size_t i = 0; i < s.nprocs; i++)
 		if (s.procs[i].target && signallable(&s.procs[i]) &&
-		    kill(s.procs[i].pid, SIGTERM) == 0)
+		    signal_proc(&s.procs[i], SIGTERM) == 0)
 			termed++;
 	if (termed && !wait_gone(&s, st.grace_ms)) {
 		/* those left, and what they forked meanwhile: SIGKILL */

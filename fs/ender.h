@@ -60,6 +60,8 @@ struct zklfs_anchor {
 struct zklfs_holders {
 	uint64_t ino;			/* the inode it is open on */
 	int n;				/* anchors; 0: none known */
+	bool unendable;			/* PID 1 or an ancestor of the daemon
+					   has it open: no loss could end it */
 	struct zklfs_anchor a[ZKLFS_ANCHORS];
 };
 
@@ -86,12 +88,14 @@ size_t zklfs_proc_text(pid_t pid, const char *what, char *buf, size_t size);
 void zklfs_holders_read(pid_t tid, pid_t pid, uint64_t ino, struct zklfs_holders *h);
 
 /*
- * zklfs_holders_reachable() - could this daemon end @pid, of uid @uid?
- * No for a process outside its pid namespace (@pid 0) and, unless the
- * daemon runs as root, for another uid's: such a lock is refused
- * (ENOLCK) rather than granted to work no one could end.
+ * zklfs_holders_reachable() - could this daemon end @pid, of uid @uid,
+ * whose anchors are @h?  No for a process outside its pid namespace (@pid
+ * 0), for PID 1 or an ancestor of the daemon sharing the description
+ * (never signalled), and, unless the daemon runs as root, for another
+ * uid's: such a lock is refused (ENOLCK) rather than granted to work no
+ * one could end.
  */
-bool zklfs_holders_reachable(pid_t pid, uid_t uid);
+bool zklfs_holders_reachable(pid_t pid, uid_t uid, const struct zklfs_holders *h);
 
 /*
  * zklfs_ender_post() - the lock @what (its entry, for the log) whose

@@ -35,6 +35,11 @@ static bool marked(const char *data, int len, const char *line)
 	return v && vlen == 0 && (size_t)(v - data) < n;
 }
 
+bool lf_marked_lockfile(const char *data, int len)
+{
+	return marked(data, len, LF_LOCKFILE_LINE);
+}
+
 enum lf_class lf_classify(const struct Stat *zs, const char *data, int len)
 {
 	if (marked(data, len, LF_FOLDER_LINE))

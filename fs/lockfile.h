@@ -58,6 +58,10 @@ enum lf_class {
  * lock file; else its children tell. */
 enum lf_class lf_classify(const struct Stat *zs, const char *data, int len);
 
+/* lf_marked_lockfile() - does @data (@len bytes) carry the mark of a lock
+ * file made by a lockfiles mount?  A plain mount refuses mkdir in it. */
+bool lf_marked_lockfile(const char *data, int len);
+
 /* lf_children_class() - an unmarked znode with the children @sv: a folder
  * if one of them is not a queue entry, else a lock file.  Pure. */
 enum lf_class lf_children_class(const struct String_vector *sv);

@@ -29,10 +29,12 @@
 #include <limits.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "zk/connect.h"
@@ -245,15 +247,22 @@ static int loop_status(int rc)
 }
 
 static pthread_t main_thread;
+static atomic_bool loop_over;		/* the loop of stop_holders() ended */
 
 /* The holders are ended: the FUSE loop that served their closes ends
- * (libfuse's SIGTERM handler interrupts its read). */
+ * (libfuse's SIGTERM handler interrupts its read).  A signal may fall
+ * between the loop's look at its exit flag and its read: again, until
+ * the loop has ended. */
 static void holders_stopped(void *arg)
 {
 	struct zklfs *fs = arg;
+	const struct timespec tick = { 0, 20000000 };
 
 	fuse_session_exit(fs->se);
-	pthread_kill(main_thread, SIGTERM);
+	while (!atomic_load(&loop_over)) {
+		pthread_kill(main_thread, SIGTERM);
+		nanosleep(&tick, NULL);
+	}
 }
 
 /*
@@ -279,6 +288,7 @@ static void stop_holders(struct zklfs *fs)
 	}
 	free(held);
 	rc = fuse_session_loop(fs->se);
+	atomic_store(&loop_over, true);
 	if (rc == SIGTERM || rc == SIGINT || rc == SIGHUP)
 		zklfs_ender_hurry();
 	zklfs_ender_stopped();
@@ -403,10 +413,11 @@ int main(int argc, char *argv[])
 
 	ret = loop_status(fuse_session_loop(fs.se));
 	zklfs_ready_stopping(&fs);
+	zklfs_pool_shutdown(&fs);		/* answer every waiting open: no grant
+						   from now on */
 	stop_holders(&fs);
 	zklfs_mntwatch_stop();
 
-	zklfs_pool_shutdown(&fs);		/* answer every waiting open */
 	zklfs_pool_close(&fs);			/* the server drops our entries */
 	zklfs_ender_stop();			/* after the losses it was told */
 	/* gone from here already: its path may be another mount's now */

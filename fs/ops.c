@@ -345,6 +345,41 @@ static void mkdir_done(int rc, const char *path, const struct Stat *zs,
 	zop_reply_entry(op, zs, NODE_DIR);
 }
 
+/* -o containers: a container, which the server deletes once emptied;
+ * -o lockfiles: marked a folder, never taken for a lock file */
+static void mkdir_create(struct zop *op)
+{
+	struct zklfs *fs = op->fs;
+
+	zop_create_child(op, fs->conf->lockfiles ? LF_FOLDER_MARK : NULL,
+			 (int)strlen(LF_FOLDER_MARK), fs->conf->containers, mkdir_done);
+}
+
+/* A plain mount's mkdir in a directory: not in a lock file that a
+ * lockfiles mount made (its znode says so), which stays a lock file:
+ * ENOTDIR, as for a regular file. */
+static void mkdir_parent_read(int rc, const char *value, int len, const struct Stat *zs,
+			      const void *data)
+{
+	struct zop *op = (struct zop *)data;
+
+	if (rc == ZOK && !zs->ephemeralOwner && lf_marked_lockfile(value, len)) {
+		zop_reply_err(op, ENOTDIR);
+		zop_free(op);
+		return;
+	}
+	if (rc != ZOK && rc != ZNONODE) {
+		zop_fail(op, rc);
+		return;
+	}
+	mkdir_create(op);		/* ZNONODE: the create says ENOENT */
+}
+
+static int mkdir_parent_send(struct zop *op)
+{
+	return zklfs_zget(op->fs, op->zks, op->node->path, mkdir_parent_read, op);
+}
+
 static void zklfs_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
 			mode_t mode)
 {
@@ -352,11 +387,12 @@ static void zklfs_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
 	struct zop *op = zop_new_child(req, node_of(fs, parent), name, "mkdir");
 
 	(void)mode;
-	/* -o containers: a container, which the server deletes once emptied;
-	 * -o lockfiles: marked a folder, never taken for a lock file */
-	if (op)
-		zop_create_child(op, fs->conf->lockfiles ? LF_FOLDER_MARK : NULL,
-				 (int)strlen(LF_FOLDER_MARK), fs->conf->containers, mkdir_done);
+	if (!op)
+		return;
+	if (fs->conf->lockfiles)	/* a lock file is no directory here */
+		mkdir_create(op);
+	else
+		zop_send(op, zklfs_session(fs, op->node->path), mkdir_parent_send);
 }
 
 static void zklfs_refuse(fuse_req_t req, const char *what)

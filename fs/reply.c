@@ -99,7 +99,7 @@ static int holders(fuse_req_t req, pid_t pid, uid_t uid, uint64_t ino,
 		   struct zklfs_holders *h)
 {
 	zklfs_holders_read(fuse_req_ctx(req)->pid, pid, ino, h);
-	return zklfs_holders_reachable(pid, uid) ? 0 : -ENOLCK;
+	return zklfs_holders_reachable(pid, uid, h) ? 0 : -ENOLCK;
 }
 
 const struct zklfs_reply zklfs_fuse_reply = {

@@ -324,6 +324,11 @@ int zkl_enqueue(struct zkl_engine *e, const char *dir, const char *name,
 		return -ENOMEM;
 	/* a lingering entry of that name first: nothing else to make then */
 	zkmx_lock(&e->lock);
+	if (e->shutdown) {		/* stopping: its holders are being ended */
+		zkmx_unlock(&e->lock);
+		free(prefix);
+		return -ESHUTDOWN;
+	}
 	w = zke_reuse_locked(e, dir, prefix);
 	if (w) {
 		zke_regrant_locked(w, flags, data, len, owner, done, arg);
@@ -472,12 +477,15 @@ bool zkl_owner(struct zkl_engine *e, const char *dir, const char *path,
 
 static void on_shutdown_step(struct zkl_waiter *w)
 {
-	w->e->shutdown = true;		/* nobody moves on: every one is answered */
 	zke_answer_locked(w, -ESHUTDOWN, false);
 }
 
 void zkl_engine_shutdown(struct zkl_engine *e)
 {
+	/* nobody moves on, and nobody new comes: every one is answered */
+	zkmx_lock(&e->lock);
+	e->shutdown = true;
+	zkmx_unlock(&e->lock);
 	for_each_waiter(e, on_shutdown_step);
 }
 

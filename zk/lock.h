@@ -119,7 +119,10 @@ struct zks_events zkl_engine_events(struct zkl_engine *e);
 
 /*
  * zkl_engine_shutdown() - answer every waiter not yet granted with
- * -ESHUTDOWN (their entries go with the session).  Before zks_close().
+ * -ESHUTDOWN (their entries go with the session), and from now on grant
+ * nothing and refuse every zkl_enqueue() (-ESHUTDOWN): a stop may still
+ * serve releases for a while (fs/main.c ends the holders first), and no
+ * lock may be granted meanwhile.  Before zks_close().
  */
 void zkl_engine_shutdown(struct zkl_engine *e);
 
@@ -132,7 +135,8 @@ void zkl_engine_free(struct zkl_engine *e);
  * @owner is the caller's tag for the entry (its uid), for zkl_owner().
  * @done(w, 0 or -errno, @arg) runs exactly once later (see above).
  * Return: 0 and the waiter in *@out (the caller holds a reference, to give
- * back with zkl_release()); or a negative errno, and @done never runs.
+ * back with zkl_release()); or a negative errno (-ESHUTDOWN once
+ * zkl_engine_shutdown() ran), and @done never runs.
  * A lingering entry of the same name and kind is granted again at once:
  * then *@out may be a waiter released before, and @done(0) has already
  * run, on this thread, when this returns.

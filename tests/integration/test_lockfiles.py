@@ -581,11 +581,12 @@ def test_a_test_lock_on_another_descriptor_leaves_the_holder_alone(mount):
 
 
 def test_a_lock_file_stays_one_whatever_a_plain_mount_makes_in_it(mount, zkc):
-    """A plain mount sees a lock file's znode as a lock directory, where a
-    user may mkdir.  A lock file the mount made says so in its znode (the
-    line zklockfs=lockfile), and one this mount holds, waits for or has
-    open stays a lock file too (here one made by another client): flock(1)
-    goes on working on both, never EISDIR."""
+    """A plain mount sees a lock file's znode as a lock directory.  A lock
+    file the mount made says so in its znode (the line zklockfs=lockfile):
+    the plain mount refuses mkdir in it (ENOTDIR).  One made by another
+    client carries no mark: a mkdir there succeeds, and while this mount
+    holds it, it stays a lock file all the same.  flock(1) goes on working
+    on both, never EISDIR."""
     (m1, m2), (d1, d2) = lockfiles(mount)
     plain = mount()
     made = os.path.join(d1, "made.lock")
@@ -594,8 +595,11 @@ def test_a_lock_file_stays_one_whatever_a_plain_mount_makes_in_it(mount, zkc):
     zkc.create(zforeign, b"")
     foreign = os.path.join(d1, "foreign.lock")
     holders = [Holder(made), Holder(foreign)]
-    for name in ("made.lock", "foreign.lock"):
-        os.mkdir(os.path.join(plain.path, "cron", name, "stray"))
+    with pytest.raises(OSError) as e:
+        os.mkdir(os.path.join(plain.path, "cron", "made.lock", "stray"))
+    assert e.value.errno == errno.ENOTDIR
+    os.mkdir(os.path.join(plain.path, "cron", "foreign.lock", "stray"))
+    zkc.create(m1.zkpath("cron/made.lock/stray"), b"")     # another client's
     # the kernel asks the mount again once its entry timeout (1 s) is
     # over: through that, each stays a file
     end = time.monotonic() + 1.5
