@@ -267,38 +267,6 @@ static void anchor_add(struct zklfs_holders *h, pid_t pid, int fd)
 }
 
 /*
- * The daemon's ancestors (the supervisor or shell that runs it), which
- * the ender never signals: read once, on the first lock request.
- */
-static pid_t ancestors[16];
-static int nancestors;
-static pthread_once_t ancestors_once = PTHREAD_ONCE_INIT;
-
-static void ancestors_read(void)
-{
-	unsigned long long start;
-	pid_t p = getppid();
-
-	while (p > 1 && nancestors < 16) {
-		ancestors[nancestors++] = p;
-		if (!proc_stat(p, &p, &start))
-			break;
-	}
-}
-
-/* Could the ender end process @pid?  Not PID 1, nor an ancestor of ours. */
-static bool endable(pid_t pid)
-{
-	pthread_once(&ancestors_once, ancestors_read);
-	if (pid <= 1 || pid == getpid())
-		return false;
-	for (int i = 0; i < nancestors; i++)
-		if (ancestors[i] == pid)
-			return false;
-	return true;
-}
-
-/*
  * The one descriptor of @pid open on @ino, when /proc/TID/syscall could
  * not be read (a ptrace restriction, a caller that is not dumpable): -1 if
  * none, or several.
@@ -327,14 +295,14 @@ void zklfs_holders_read(pid_t tid, pid_t pid, uint64_t ino, struct zklfs_holders
 	if (fd < 0)
 		fd = only_fd_of(pid, ino);	/* an OPEN's is not installed yet */
 	anchor_add(h, pid, fd);
-	h->unendable = !endable(pid);
+	h->unendable = pid == 1;
 	if (fd < 0)
 		return;
 	/* an inherited descriptor keeps its number: the shell of `exec 9>F;
 	 * flock 9` holds the description once flock(1) has exited */
 	while (h->n < ZKLFS_ANCHORS && proc_stat(pid, &parent, &start) && parent >= 1 &&
 	       same_file(pid, fd, parent, fd)) {
-		if (!endable(parent)) {		/* PID 1's, or our supervisor's */
+		if (parent == 1) {		/* init's: never signalled */
 			h->unendable = true;
 			break;
 		}

@@ -21,7 +21,8 @@
  * Nothing that decides a grant reads any of this.
  *
  * Who is never signalled: PID 1, the daemon itself and its ancestors (the
- * supervisor that runs it in the foreground), a process that does
+ * supervisor that runs it in the foreground: a lock one of them holds is
+ * granted, and at a loss only told), a process that does
  * not have the description open (another waiter of the host, a reader)
  * unless it descends from one that has, and one whose start time is not
  * the anchor's (a reused pid).  When no anchor is alive and the inode has
@@ -60,8 +61,8 @@ struct zklfs_anchor {
 struct zklfs_holders {
 	uint64_t ino;			/* the inode it is open on */
 	int n;				/* anchors; 0: none known */
-	bool unendable;			/* PID 1 or an ancestor of the daemon
-					   has it open: no loss could end it */
+	bool unendable;			/* PID 1 has it open: no loss could
+					   end it */
 	struct zklfs_anchor a[ZKLFS_ANCHORS];
 };
 
@@ -90,8 +91,8 @@ void zklfs_holders_read(pid_t tid, pid_t pid, uint64_t ino, struct zklfs_holders
 /*
  * zklfs_holders_reachable() - could this daemon end @pid, of uid @uid,
  * whose anchors are @h?  No for a process outside its pid namespace (@pid
- * 0), for PID 1 or an ancestor of the daemon sharing the description
- * (never signalled), and, unless the daemon runs as root, for another
+ * 0), for PID 1 or a process sharing the description with it (never
+ * signalled), and, unless the daemon runs as root, for another
  * uid's: such a lock is refused (ENOLCK) rather than granted to work no
  * one could end.
  */
