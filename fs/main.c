@@ -34,6 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -202,10 +203,13 @@ static bool zklockfs_mounted_at(const char *path)
  */
 static char *mountpoint_check(const char *mp)
 {
+	struct statfs sfs;
 	struct stat st;
 	char *real;
 
-	if (stat(mp, &st) != 0) {
+	/* statfs always reaches a FUSE daemon, where stat may be answered
+	 * from the kernel's cache for a second after the daemon died */
+	if (statfs(mp, &sfs) != 0 || stat(mp, &st) != 0) {
 		if (errno == ENOTCONN)
 			fprintf(stderr, "zklockfs: mount point %s is a dead FUSE mount (its "
 				"daemon is gone): run fusermount3 -u %s first\n", mp, mp);

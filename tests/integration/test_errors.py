@@ -441,8 +441,10 @@ def test_a_second_mount_on_a_zklockfs_mount_is_refused(mount, daemon_path, zk):
 
 def test_a_dead_fuse_mount_says_to_unmount_it(mount, daemon_path, zk):
     """After kill -9 of the daemon the mount point is a dead FUSE mount
-    (ENOTCONN): a remount says to run fusermount3 -u first."""
+    (ENOTCONN): a remount says to run fusermount3 -u first, even right
+    after the kill, while the kernel still answers stat from its cache."""
     m = mount()
+    os.stat(m.path)                 # cached for a second
     m.kill()
     m.proc.wait(10)
     rc, out, err, elapsed = _run_daemon_expect_failure(

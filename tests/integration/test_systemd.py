@@ -49,3 +49,43 @@ def test_ready_only_once_the_mount_answers_then_status_and_stopping(mount, scrat
     finally:
         sock.close()
     assert sum(g.count("READY=1") for g, _ in got) == 1, got
+
+
+def unit_prestart(path):
+    """The unit's ExecStartPre commands, %f made @path, as systemd runs
+    them (no systemd here: its own PID 1 is not ours to use)."""
+    import shlex
+    unit = os.path.join(os.path.dirname(__file__), "..", "..", "mount-helpers",
+                        "zklockfs@.service")
+    with open(unit) as f:
+        lines = [ln.split("=", 1)[1].strip() for ln in f if ln.startswith("ExecStartPre=")]
+    return [[w.replace("%f", path) for w in shlex.split(cmd.lstrip("-"))] for cmd in lines]
+
+
+def test_the_unit_restarts_after_a_crash(mount, daemon_path, zk, test_root):
+    """kill -9 left a dead mount of ours at the mount point: the unit's
+    ExecStartPre clears it and nothing else, so Restart= mounts again; a
+    live mount there is left alone."""
+    import subprocess
+    from harness import mount_entry
+    m = mount()
+    for cmd in unit_prestart(m.path):      # live: untouched
+        assert subprocess.run(cmd, timeout=30).returncode == 0, cmd
+    assert mount_entry(m.path) and os.statvfs(m.path)
+    m.kill()
+    m.proc.wait(10)
+    for cmd in unit_prestart(m.path):
+        assert subprocess.run(cmd, timeout=30).returncode == 0, cmd
+    assert not mount_entry(m.path), "the dead mount is still there"
+    from harness import fusermount
+    again = subprocess.Popen([daemon_path, "-f", "-o", "create_root",
+                              zk.hostport + test_root, m.path],
+                             stderr=subprocess.PIPE, text=True)
+    try:
+        wait_for(lambda: mount_entry(m.path) or again.poll() is not None, 30,
+                 "the mount made again")
+        assert again.poll() is None, again.stderr.read()
+        assert os.statvfs(m.path)
+    finally:
+        fusermount(m.path)
+        again.wait(15)
