@@ -211,6 +211,11 @@ check-docs: $(BUILD)/moves $(call objs,$(BUILD)/obj,$(filter zk/%,$(ENGINE_SRC))
 	  its markers"; exit 1; }
 	@tools/check-layout
 	@tools/check-engine-calls $(BUILD)/obj
+	@# the man pages say the version debian/changelog gives (the one source)
+	@for m in docs/zklockfs.8 docs/zklock.1; do \
+	  grep -q '^\.TH .*"zklockfs $(VERSION)"' $$m || { \
+	  echo "$$m: its .TH line names another version than debian/changelog's $(VERSION)"; \
+	  exit 1; }; done
 
 check-integration: $(BUILD)/zklockfs $(BUILD)/zklock
 	ZKLOCKFS=$(CURDIR)/$(BUILD)/zklockfs /usr/bin/python3 -m pytest tests/integration

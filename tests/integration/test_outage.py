@@ -221,6 +221,8 @@ def test_zklock_ends_its_command_when_zookeeper_is_silent(mount, zk, zklock, scr
         zk.resume()
     assert r.returncode == 75, (r.returncode, err)
     assert "heard nothing from ZooKeeper" in err, err
+    # one account of the loss, not "lost" and then "may be lost"
+    assert len([ln for ln in err.splitlines() if "SIGKILL" in ln]) == 1, err
     assert last - stopped < 2.0, "the command ran %.2f s into the outage" % (last - stopped)
 
 

@@ -418,6 +418,22 @@ def test_lost_lock_kills_a_grandchild_that_ignores_sigterm(mount, zklock):
     wait_no_entries(d)
 
 
+def test_a_waiter_whose_mount_stops_says_so(mount, zklock):
+    """zklock waiting when the daemon stops: the mount went away, said as
+    such (69), not the errno's raw text with a path that is gone."""
+    m = mount()
+    d = m.p("L")
+    h = Run(zklock, "-N", "holder", d, "sh", "-c", "echo ready; exec sleep 300")
+    assert h.expect_line() == "ready"
+    w = Run(zklock, "-N", "waiter", d, "echo", "ran")
+    wait_entry_of(d, "waiter")
+    m.kill(signal.SIGTERM)
+    assert w.finish() == 69, w.err
+    assert "the mount went away while waiting" in w.err and w.out == "", w.err
+    assert "endpoint" not in w.err and "abort" not in w.err, w.err
+    h.finish()
+
+
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP],
                          ids=["SIGTERM", "SIGINT", "SIGHUP"])
 def test_signal_to_zklock_ends_the_whole_tree(mount, zklock, sig):

@@ -383,6 +383,15 @@ static int cli_acquire(struct cli_run *r)
 		      path, strerror(-err));
 		err = CLI_EXIT_USAGE;
 		break;
+	case -ESHUTDOWN:		/* the daemon stopping answered the wait */
+	case -ECONNABORTED:		/* the connection cut under it */
+	case -ENOTCONN:			/* a mount whose daemon is gone */
+	case -ENODEV:
+		warnx("%s: the mount went away while waiting for the lock (unmounted, or "
+		      "its daemon stopped): %s not started", r->dir ? r->dir : o->lockdir,
+		      r->argv[0]);
+		err = CLI_EXIT_UNAVAILABLE;
+		break;
 	default:
 		warnx("%s: %s", path, strerror(-err));
 		err = CLI_EXIT_OSERR;

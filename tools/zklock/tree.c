@@ -29,6 +29,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -394,6 +395,15 @@ static int cli_ms_until(double deadline)
 #define CLI_KILL_ROUND_MS	10
 #define CLI_KILL_ROUND_MAX_MS	500
 
+/* A loss is being acted on: by cli_tree_supervise() or the watchdog. */
+static atomic_bool loss_claimed;
+
+/* See tree.h. */
+bool cli_tree_claim_loss(void)
+{
+	return !atomic_exchange(&loss_claimed, true);
+}
+
 /* See tree.h. */
 int cli_tree_supervise(struct cli_run *r, int *status)
 {
@@ -456,10 +466,21 @@ int cli_tree_supervise(struct cli_run *r, int *status)
 			if (phase != KILLING) {
 				/* another host may hold the lock from now on: no
 				 * grace, as the mount's on_loss=end (fs/ender.h) */
+				/* the watchdog may see the same instant: one of
+				 * the two ends the tree and says so */
+				if (!cli_tree_claim_loss()) {
+					phase = KILLING;
+					continue;
+				}
 				n = cli_signal_tree(r, SIGKILL, 0);
-				warnx("lock lost (%s): %s; sent SIGKILL to the %d "
-				      "process%s of %s (pid %d)", r->entry, cli_why_lost(r), n,
-				      n == 1 ? "" : "es", r->argv[0], (int)r->child);
+				if (n > 0)
+					warnx("lock lost (%s): %s; sent SIGKILL to the %d "
+					      "process%s of %s (pid %d)", r->entry,
+					      cli_why_lost(r), n, n == 1 ? "" : "es",
+					      r->argv[0], (int)r->child);
+				else
+					warnx("lock lost (%s): %s; %s had ended already",
+					      r->entry, cli_why_lost(r), r->argv[0]);
 				phase = KILLING;
 			} else {
 				warnx("lock lost (%s) while ending what %s left: %s",

@@ -50,6 +50,14 @@ int cli_tree_exec(struct cli_run *r);
 int cli_tree_supervise(struct cli_run *r, int *status);
 
 /*
+ * cli_tree_claim_loss() - may the caller end the tree for a loss, and say
+ * so?  True once: the mount's POLLERR (cli_tree_supervise()) and the
+ * watchdog may see the same instant, and only one account is given.
+ * Any thread.
+ */
+bool cli_tree_claim_loss(void);
+
+/*
  * cli_tree_kill_now() - SIGKILL every process of the tree (zklock's
  * descendants; blind, @child alone), again until a round finds none, and
  * reap nothing: for the watchdog's thread, which must not wait.

@@ -53,7 +53,8 @@ static void act(uint64_t now, uint64_t until, bool replaced)
 	int n;
 
 	pthread_mutex_lock(&wd.mu);
-	if (wd.stopped) {
+	if (wd.stopped || !cli_tree_claim_loss()) {	/* said, or being done */
+		wd.stopped = true;		/* the watch is over */
 		pthread_mutex_unlock(&wd.mu);
 		return;
 	}
@@ -61,7 +62,11 @@ static void act(uint64_t now, uint64_t until, bool replaced)
 	if (replaced)
 		snprintf(why, sizeof(why), "the mount's ZooKeeper session was replaced "
 			 "(it expired)");
-	else if (now - alive > 2 * margin + 100)	/* the supervisor looks every margin */
+	else if (now - alive > 2 * margin + 100 &&	/* it looks every margin */
+		 kill((pid_t)wd.file->pid, 0) < 0 && errno == ESRCH)
+		snprintf(why, sizeof(why), "the daemon (pid %u) is gone",
+			 (unsigned)wd.file->pid);
+	else if (now - alive > 2 * margin + 100)
 		snprintf(why, sizeof(why), "the daemon (pid %u) has not run for %.1f s: "
 			 "it is stopped or frozen", (unsigned)wd.file->pid,
 			 (double)(now - alive) / 1000);
@@ -69,11 +74,15 @@ static void act(uint64_t now, uint64_t until, bool replaced)
 		snprintf(why, sizeof(why), "the mount has heard nothing from ZooKeeper "
 			 "for the session timeout less %llu ms", (unsigned long long)margin);
 	/* stdio's locks may be another thread's: one write(2) */
-	dprintf(STDERR_FILENO, "%s: lock %s may be lost %llu ms from now: %s; "
-		"sent SIGKILL to %d process%s of the command\n",
-		program_invocation_short_name, wd.lock,
-		(unsigned long long)(until + margin > now ? until + margin - now : 0), why,
-		n, n == 1 ? "" : "es");
+	if (until + margin > now)
+		dprintf(STDERR_FILENO, "%s: lock %s may be another host's %llu ms from now: "
+			"%s; sent SIGKILL to %d process%s of the command\n",
+			program_invocation_short_name, wd.lock,
+			(unsigned long long)(until + margin - now), why, n, n == 1 ? "" : "es");
+	else
+		dprintf(STDERR_FILENO, "%s: lock %s may be another host's now: %s; sent "
+			"SIGKILL to %d process%s of the command\n",
+			program_invocation_short_name, wd.lock, why, n, n == 1 ? "" : "es");
 	_exit(CLI_EXIT_LOST);
 }
 
