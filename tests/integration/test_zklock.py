@@ -62,6 +62,21 @@ def test_a_lock_directory_named_after_the_host_is_refused(mount, zklock):
     assert (rc, out) == (0, "ran\n")
 
 
+def test_a_per_host_lock_beside_the_cluster_lock_of_its_name(mount, zklock):
+    """zklock --per-host LOCK/$HOSTNAME makes a lock directory named as this
+    host's entry in LOCK would be: the cluster lock LOCK is then refused,
+    naming the collision and -N (64), not "File exists" (71); with -N both
+    work."""
+    m = mount()
+    d = m.p("pd")
+    host = os.uname().nodename
+    assert zk(zklock, "--per-host", os.path.join(d, host), "true")[0] == 0
+    rc, out, err = zk(zklock, d, "echo", "ran")
+    assert rc == EX_USAGE and "-N NAME" in err and host in err and out == "", (rc, err)
+    rc, out, _ = zk(zklock, "-N", "cluster", d, "echo", "ran")
+    assert (rc, out) == (0, "ran\n")
+
+
 def test_command_not_found_or_not_executable(mount, zklock, scratch):
     m = mount()
     d = m.p("L")

@@ -83,6 +83,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <sys/xattr.h>
 #include <unistd.h>
@@ -334,6 +335,7 @@ static int cli_acquire(struct cli_run *r)
 {
 	const struct cli_opts *o = r->o;
 	double t0 = cli_now(), took;
+	struct stat st;
 	char *path;
 	int err;
 
@@ -382,6 +384,17 @@ static int cli_acquire(struct cli_run *r)
 		      "hold a character ZooKeeper refuses, or make a path too long or deep",
 		      path, strerror(-err));
 		err = CLI_EXIT_USAGE;
+		break;
+	case -EEXIST:			/* NAME is a directory there: a per-host lock */
+		if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+			warnx("%s is a lock directory (a per-host lock, as zklock --per-host "
+			      "makes?): this host's entry in %s cannot take that name; name it "
+			      "otherwise with -N NAME", path, r->dir ? r->dir : o->lockdir);
+			err = CLI_EXIT_USAGE;
+			break;
+		}
+		warnx("%s: %s", path, strerror(-err));
+		err = CLI_EXIT_OSERR;
 		break;
 	case -ESHUTDOWN:		/* the daemon stopping answered the wait */
 	case -ECONNABORTED:		/* the connection cut under it */
