@@ -98,8 +98,8 @@ int zkcred_may_create(zhandle_t *zh, const char *path, const char *auth)
 
 	if (rc != ZOK)		/* the listing before it succeeded: not ours to judge */
 		return 0;
-	if (zkd_digest_id(auth, id, sizeof(id)) < 0)
-		id[0] = '\0';
+	if (!auth || zkd_digest_id(auth, id, sizeof(id)) < 0)
+		id[0] = '\0';		/* no credentials: world:anyone alone */
 	for (int i = 0; i < acl.count; i++) {
 		const struct ACL *a = &acl.data[i];
 
@@ -108,13 +108,20 @@ int zkcred_may_create(zhandle_t *zh, const char *path, const char *auth)
 		if (strcmp(a->id.scheme, "world") == 0 && strcmp(a->id.id, "anyone") == 0)
 			may = true;
 		else if (strcmp(a->id.scheme, "digest") == 0)
-			may |= strcmp(a->id.id, id) == 0;
+			may |= id[0] && strcmp(a->id.id, id) == 0;
 		else	/* ip, sasl, x509, ...: what the server says is not known here */
 			unknown = true;
 	}
 	deallocate_ACL_vector(&acl);
 	if (may || unknown)
 		return 0;
+	if (!auth) {		/* it may watch the tree: said, not refused */
+		zklog(LOG_WARNING, "ROOT %s grants no create to a mount without credentials "
+		      "(world:anyone): it can watch the locks but every lock it takes will "
+		      "fail with Permission denied; give the tree's credentials with "
+		      "auth_file=PATH", path);
+		return 0;
+	}
 	zklog(LOG_ERR, "the credentials of auth_file (user %.*s) may not create in "
 	      "ROOT %s: its ACL grants them no create (a wrong password, or another "
 	      "user's tree)", (int)strcspn(auth, ":"), auth, path);

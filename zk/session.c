@@ -506,7 +506,7 @@ int zks_check_root(struct zks *s, const char *path, bool create, bool write)
 	free(p);
 	if (rc == ZOK)
 		rc = list_root(s, path);
-	if (rc == ZOK && s->auth && write)
+	if (rc == ZOK && write)		/* with credentials or without */
 		return zkcred_may_create(s->zh, path, s->auth);
 	return zk_errno(rc);
 }

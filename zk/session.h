@@ -105,7 +105,8 @@ int zks_start(struct zks *s, const struct zks_events *ev);
  * @create, it and its missing ancestors are made, persistent), none of its
  * components is ephemeral, it can be listed (a mount that cannot list
  * its ROOT is of no use: wrong credentials), and, for a mount that will
- * @write with credentials, they may create in it (zkcred_may_create())?  A missing ROOT is refused
+ * @write, may its credentials create in it (zkcred_may_create(); without
+ * credentials a tree closed to world:anyone is only said)?  A missing ROOT is refused
  * without @create: a mistyped one must not give one host a lock namespace
  * of its own.  Synchronous: only at start-up, never from a callback.
  * Return: 0, -ENOENT (missing), -ENOTDIR (a component is ephemeral),

@@ -201,3 +201,19 @@ def test_credentials_that_cannot_create_in_root_fail_the_mount(
     assert os.listdir(ro.path) == []
     ok = mount(root=root, opts=["auth_file=" + write_auth(tmp_path)], create_root=False)
     assert os.listdir(ok.path) == []
+
+
+def test_a_mount_without_credentials_on_a_protected_root_says_so(mount, tmp_path,
+                                                                test_root):
+    """A ROOT that grants world:anyone no create (creator-read): a mount
+    without auth_file still mounts, to watch it, and says in one line at
+    mount that every lock it takes will fail, naming ROOT and auth_file."""
+    open_one = mount()                  # ROOT open to all: nothing to say
+    assert "grants no create" not in open_one.log_tail()
+    root = test_root + "/closed"
+    m = mount(root=root, opts=["auth_file=" + write_auth(tmp_path)])
+    m.umount()
+    bare = mount(root=root, create_root=False)
+    assert os.listdir(bare.path) == []
+    told = [ln for ln in bare.log_tail().splitlines() if "grants no create" in ln]
+    assert len(told) == 1 and root in told[0] and "auth_file" in told[0], bare.log_tail()
