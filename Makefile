@@ -278,13 +278,19 @@ bench: deps $(BUILD)/zklockfs $(BUILD)/zkbench
 	bench/run
 
 # DESTDIR and PREFIX as usual; mount(8) finds helpers only in /sbin (MOUNTDIR).
+# A file of the system that the Debian package owns (dpkg -S: the mount
+# helper, the unit) is the package's: install and uninstall leave it.
 COMPDIR ?= $(PREFIX)/share/bash-completion/completions
+pkgs_file = [ -z "$(DESTDIR)" ] && dpkg -S "$(1)" >/dev/null 2>&1 && \
+	echo "make: $(1) is the zklockfs package's: left as it is"
 install: all
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MOUNTDIR) $(DESTDIR)$(UNITDIR) \
 		$(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(COMPDIR)
 	install -m 755 $(BUILD)/zklockfs $(BUILD)/zklock $(DESTDIR)$(BINDIR)/
-	sed 's|@BINDIR@|$(BINDIR)|g' mount-helpers/mount.zklockfs > $(DESTDIR)$(MOUNTDIR)/mount.zklockfs
-	chmod 755 $(DESTDIR)$(MOUNTDIR)/mount.zklockfs
+	$(call pkgs_file,$(MOUNTDIR)/mount.zklockfs) || { \
+	sed 's|@BINDIR@|$(BINDIR)|g' mount-helpers/mount.zklockfs > $(DESTDIR)$(MOUNTDIR)/mount.zklockfs; \
+	chmod 755 $(DESTDIR)$(MOUNTDIR)/mount.zklockfs; }
+	$(call pkgs_file,$(UNITDIR)/zklockfs@.service) || \
 	sed 's|@BINDIR@|$(BINDIR)|g' mount-helpers/zklockfs@.service > $(DESTDIR)$(UNITDIR)/zklockfs@.service
 	install -m 644 docs/zklockfs.8 $(DESTDIR)$(MANDIR)/man8/
 	install -m 644 docs/zklock.1 $(DESTDIR)$(MANDIR)/man1/
@@ -293,18 +299,18 @@ install: all
 	ln -sf zklock $(DESTDIR)$(COMPDIR)/mount.zklockfs
 
 uninstall:
-	rm -f $(DESTDIR)$(BINDIR)/zklockfs $(DESTDIR)$(BINDIR)/zklock \
+	@for f in $(DESTDIR)$(BINDIR)/zklockfs $(DESTDIR)$(BINDIR)/zklock \
 		$(DESTDIR)$(MOUNTDIR)/mount.zklockfs $(DESTDIR)$(UNITDIR)/zklockfs@.service \
 		$(DESTDIR)$(MANDIR)/man8/zklockfs.8 $(DESTDIR)$(MANDIR)/man1/zklock.1 \
 		$(DESTDIR)$(COMPDIR)/zklock $(DESTDIR)$(COMPDIR)/zklockfs \
-		$(DESTDIR)$(COMPDIR)/mount.zklockfs
+		$(DESTDIR)$(COMPDIR)/mount.zklockfs; do \
+	  $(call pkgs_file,$$f) || rm -f "$$f"; done
 
 # The Debian package (debian/, dpkg-buildpackage: a clean build with the
 # distribution's hardening flags): build/zklockfs_VERSION_ARCH.deb and its
 # .changes, which `lintian build/zklockfs_*.changes` checks.
 deb:
-	@command -v dpkg-buildpackage >/dev/null && command -v dh >/dev/null || { echo \
-		"make deb needs build-essential and debhelper (apt-get install build-essential debhelper)" >&2; exit 1; }
+	@tools/install-deps --deb	# debian/control's Build-Depends, as make run installs its own
 	dpkg-buildpackage -b -us -uc
 	mkdir -p $(BUILD)
 	mv ../zklockfs_$(VERSION)_*.deb ../zklockfs-dbgsym_$(VERSION)_*.deb ../zklockfs_$(VERSION)_*.changes \
