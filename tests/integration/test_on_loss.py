@@ -245,7 +245,10 @@ def test_an_orderly_stop_ends_the_holders_before_the_sessions_close(mount, scrat
     p = spawn([FLOCK, "-n", os.path.join(da, "p.lock"), PY, "-c", BEAT, polite])
     s = spawn(["bash", "-c", 'trap "" TERM; exec 9>"$1"; flock -n 9 || exit 1; '
                '"$2" -c "$3" "$4"', "-", os.path.join(da, "s.lock"), PY, BEAT, stubborn])
-    # a waiter of the same host: never granted once the stop has begun
+    wait_beating(polite)
+    wait_beating(stubborn)
+    # a waiter of the same host, behind the polite holder: never granted
+    # once the stop has begun
     late = os.path.join(scratch, "late")
     local = spawn([FLOCK, os.path.join(da, "p.lock"), PY, "-c", BEAT, late],
                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -253,8 +256,6 @@ def test_an_orderly_stop_ends_the_holders_before_the_sessions_close(mount, scrat
                'trap "echo got-term; exit 5" TERM; echo ready; while :; do sleep 0.05; done'],
               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert harness.Lines(z.stdout).readline(GRANT_TIMEOUT) == "ready"
-    wait_beating(polite)
-    wait_beating(stubborn)
     waiter = other_host_waits(os.path.join(db, "s.lock"))
     wait_for(lambda: os.getxattr(os.path.join(db, "s.lock"),
                                  "user.zklockfs.queue").count(b"\n") == 2,
