@@ -7,6 +7,7 @@ import os
 import re
 import select
 import subprocess
+import time
 
 import harness
 from harness import (GRANT_TIMEOUT, Lines, lockdir, record_figure, seen_dir, spawn,
@@ -196,3 +197,35 @@ def test_a_verbose_zklock_whose_command_ends_at_once_ends_too(mount, zklock):
         r = subprocess.run([zklock, "--verbose", d, "true"], stdin=subprocess.DEVNULL,
                            capture_output=True, timeout=GRANT_TIMEOUT)
         assert r.returncode == 0, r
+
+
+def test_a_waiting_zklock_on_a_terminal_fits_its_line_to_it(mount, zklock):
+    """On an 80-column terminal the waiting line is cut to 79 columns:
+    one that wrapped left its first rows behind at each rewrite."""
+    import fcntl
+    import struct
+    import termios
+    a, b = mount(), mount()
+    da = lockdir(a)
+    db = seen_dir(b)
+    h = take(da, "a-holder-with-a-rather-long-name-to-make-the-line-long")
+    master, slave = os.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 80, 0, 0))
+    try:
+        p = spawn([zklock, db, "echo", "ran"], stdin=subprocess.DEVNULL,
+                  stdout=subprocess.PIPE, stderr=slave)
+        seen = b""
+        deadline = time.monotonic() + GRANT_TIMEOUT
+        while b"waiting for" not in seen and time.monotonic() < deadline:
+            r, _, _ = select.select([master], [], [], 0.5)
+            if r:
+                seen += os.read(master, 4096)
+        h.release()
+        out, _ = p.communicate(timeout=GRANT_TIMEOUT)
+        assert p.returncode == 0 and out == b"ran\n"
+        rows = [r for r in seen.split(b"\r\x1b[K") if r]
+        assert rows and all(len(r.decode()) < 80 for r in rows), seen
+        assert rows[0].startswith(b"zklock: waiting for"), seen
+    finally:
+        os.close(master)
+        os.close(slave)

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -73,6 +74,25 @@ static int our_place(int *len)
 	return place;
 }
 
+/*
+ * Cut @line to fit one row of the terminal on stderr (80 columns if it
+ * does not say): a line that wraps leaves its first rows behind when
+ * "\r\033[K" rewrites the last.  Never in the middle of a UTF-8 sequence.
+ */
+static void fit(char *line)
+{
+	struct winsize ws;
+	size_t cols = ioctl(STDERR_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col ? ws.ws_col : 80;
+	size_t n = strlen(line);
+
+	if (n < cols)
+		return;
+	n = cols - 1;
+	while (n > 0 && ((unsigned char)line[n] & 0xc0) == 0x80)
+		n--;
+	line[n] = '\0';
+}
+
 /* The holders' text, a line each (fs/observe.h), said as one line. */
 static void say(const char *text)
 {
@@ -92,8 +112,10 @@ static void say(const char *text)
 			 wi.dir, len, who);
 	pthread_mutex_lock(&wi.mu);
 	if (!wi.stop) {
-		if (wi.tty)
+		if (wi.tty) {
+			fit(line);
 			dprintf(STDERR_FILENO, "\r\033[K%s", line);
+		}
 		else
 			dprintf(STDERR_FILENO, "%s\n", line);
 		wi.said = true;
