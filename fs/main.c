@@ -51,11 +51,16 @@ static int ready_fd = -1;
 static void pend_arm(struct zklfs *fs);
 
 /* The deadline sweep of pending requests (fs/pending.h): at the looks of
- * the root's session supervisor, a tenth of the session timeout apart. */
+ * the root's session supervisor, a tenth of the session timeout apart;
+ * those of a session declared silent are answered at once. */
 static void pend_sweep(void *arg, bool go)
 {
 	struct zklfs *fs = arg;
+	struct zks *s;
 
+	for (int i = 0; go && (s = zklfs_session_at(fs, i)); i++)
+		if (zks_quiet(s))
+			zpend_silent(fs, s);
 	if (zpend_sweep(fs, zklfs_now_ms(), !go))
 		pend_arm(fs);
 }

@@ -133,6 +133,48 @@ bool zpend_answered(struct zklfs *fs, struct zpend *p)
 	return answered;
 }
 
+void zpend_session(struct zklfs *fs, struct zpend *p, const void *zks)
+{
+	if (!p->started) {
+		p->zks = zks;
+		return;
+	}
+	zkmx_lock(&fs->pend->mu);
+	p->zks = zks;
+	zkmx_unlock(&fs->pend->mu);
+}
+
+unsigned zpend_silent(struct zklfs *fs, const void *zks)
+{
+	struct zklfs_pending *pl = fs->pend;
+	fuse_req_t due[32];
+	unsigned total = 0;
+	size_t n;
+
+	do {
+		struct zpend *p, *next;
+
+		n = 0;
+		zkmx_lock(&pl->mu);
+		for (p = pl->head.next; p != &pl->head && n < sizeof(due) / sizeof(due[0]);
+		     p = next) {
+			next = p->next;
+			if (p->zks != zks)
+				continue;
+			due[n++] = p->req;
+			unlink_locked(pl, p);
+		}
+		zkmx_unlock(&pl->mu);
+		for (size_t i = 0; i < n; i++)
+			fs->reply->err(due[i], ETIMEDOUT);
+		total += (unsigned)n;
+	} while (n == sizeof(due) / sizeof(due[0]));
+	if (total)
+		zklog(LOG_WARNING, "%u request%s answered ETIMEDOUT: ZooKeeper is silent",
+		      total, total == 1 ? "" : "s");
+	return total;
+}
+
 bool zpend_sweep(struct zklfs *fs, uint64_t now_ms, bool stop)
 {
 	struct zklfs_pending *pl = fs->pend;

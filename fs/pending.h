@@ -33,6 +33,7 @@
 struct zpend {
 	fuse_req_t req;
 	uint64_t due_ms;		/* answered ETIMEDOUT then (zks_now_ms()) */
+	const void *zks;		/* the session it needs, if known: fs->pend->mu */
 	struct zpend *prev, *next;	/* fs->pend's list while unanswered */
 	bool answered;			/* fs->pend->mu */
 	bool started;			/* by its owner's thread, before any other sees it */
@@ -68,6 +69,17 @@ bool zpend_claim(struct zklfs *fs, struct zpend *p);
 /* zpend_answered() - has @p been answered already (an interrupt, the
  * deadline)?  Its work may stop there. */
 bool zpend_answered(struct zklfs *fs, struct zpend *p);
+
+/*
+ * zpend_session() - @p's request needs the session @zks (a struct zks):
+ * zpend_silent() answers it once that session is silent.
+ * zpend_silent() - the mount declared the session @zks silent: answer
+ * ETIMEDOUT now every request that needs it, rather than at its deadline,
+ * so that a command of several requests waits out one outage once, not
+ * once a request.  Return: how many were answered.
+ */
+void zpend_session(struct zklfs *fs, struct zpend *p, const void *zks);
+unsigned zpend_silent(struct zklfs *fs, const void *zks);
 
 /*
  * zpend_sweep() - answer ETIMEDOUT every request due by @now_ms, with

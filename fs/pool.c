@@ -108,6 +108,11 @@ int zklfs_pool_start(struct zklfs *fs, struct zk_heartbeat *hb)
 	return 0;
 }
 
+struct zks *zklfs_session_at(struct zklfs *fs, int i)
+{
+	return fs->pool && i >= 0 && i < fs->pool->n ? &fs->pool->zks[i] : NULL;
+}
+
 void zklfs_pool_shutdown(struct zklfs *fs)
 {
 	for (int i = 0; fs->pool && i < fs->pool->n; i++)

@@ -37,6 +37,9 @@ void zklfs_pool_free(struct zklfs *fs);
  * Any thread; takes pool->mu.
  */
 struct zks *zklfs_session(struct zklfs *fs, const char *dir);
+
+/* zklfs_session_at() - session @i of the mount's, NULL past the last. */
+struct zks *zklfs_session_at(struct zklfs *fs, int i);
 struct zkl_engine *zklfs_engine(struct zklfs *fs, const char *dir);
 
 /* zklfs_session_of() - the session of requests about the znode @path: a

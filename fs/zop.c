@@ -135,13 +135,34 @@ struct zop *zop_new_child(fuse_req_t req, struct node *p, const char *name,
 	return op;
 }
 
+/*
+ * Does @op need the session @zks while the mount holds it silent (nothing
+ * heard for the session timeout less the margin)?  Then it is answered
+ * ETIMEDOUT at once, and freed: a command of several requests waits out
+ * one outage once (docs/SPEC.md, "When ZooKeeper is away").  Else the
+ * sweep answers it as soon as the session turns silent (zpend_silent()).
+ */
+static bool zop_silent(struct zop *op, struct zks *zks)
+{
+	if (!zks_quiet(zks)) {
+		zpend_session(op->fs, &op->pend, zks);
+		return false;
+	}
+	zop_reply_err(op, ETIMEDOUT);
+	zop_free(op);
+	return true;
+}
+
 void zop_create_child(struct zop *op, const char *data, int len, bool container,
 		      string_stat_completion_t done)
 {
 	struct zklfs *fs = op->fs;
+	struct zks *zks = zklfs_session(fs, op->path);
 
+	if (zop_silent(op, zks))
+		return;
 	/* on the new znode's own session: its entries will be made there */
-	zop_started(op, zklfs_zcreate(fs, zklfs_session(fs, op->path), op->path, data, len,
+	zop_started(op, zklfs_zcreate(fs, zks, op->path, data, len,
 				      container ? ZOO_CONTAINER : ZOO_PERSISTENT, done, op));
 }
 
@@ -192,6 +213,8 @@ void zop_send(struct zop *op, struct zks *zks, int (*send)(struct zop *op))
 		zop_free(op);
 		return;
 	}
+	if (zop_silent(op, zks))
+		return;
 	zop_started(op, send(op));
 }
 
@@ -208,6 +231,8 @@ static void zop_resend(void *arg, bool go)
 		zop_free(op);
 		return;
 	}
+	if (zop_silent(op, op->zks))
+		return;
 	zop_started(op, op->send(op));
 }
 

@@ -114,8 +114,10 @@ def test_no_request_outlives_the_session_timeout(mount, zk, request):
         zk.resume()
     assert e.value.errno == errno.ETIMEDOUT, e.value
     assert took <= 2.0 + LATE, "stat() took %.2f s, the session timeout is 2 s" % took
+    # answered at its deadline, or once the session was declared silent
     wait_for(lambda: "found no answer from ZooKeeper within the session timeout"
-             in log(m), 10, "the daemon's line")
+             in log(m) or "answered ETIMEDOUT: ZooKeeper is silent" in log(m), 10,
+             "the daemon's line")
     fig(request, "ZooKeeper stopped: stat() answered ETIMEDOUT after %.2f s "
         "(session timeout 2 s)" % took)
 
@@ -130,7 +132,8 @@ def test_zklock_without_bounds_waits_through_an_outage(mount, zk, zklock):
                   stderr=subprocess.PIPE)
         # the outage outlasts the session timeout: the mount answers
         # zklock's lookup ETIMEDOUT, and zklock asks again
-        wait_for(lambda: "found no answer from ZooKeeper" in log(m), 20,
+        wait_for(lambda: "found no answer from ZooKeeper" in log(m) or
+                 "ZooKeeper is silent" in log(m), 20,
                  "a request of zklock's answered ETIMEDOUT")
         assert p.poll() is None, "zklock gave up during the outage"
     finally:
@@ -236,3 +239,36 @@ def test_zklock_list_ends_at_the_session_timeout(mount, zk, zklock):
         zk.resume()
     assert rc == 69 and "ZooKeeper did not answer the mount" in err, (rc, err)
     assert took <= 2.0 + LATE, "zklock --list took %.2f s" % took
+
+
+@pytest.mark.parametrize("what", ["ls-l", "stats"])
+def test_a_command_of_several_requests_ends_within_one_session_timeout(
+        mount, zk, request, what):
+    """The bound is the command's, not each request's: once the mount has
+    declared its session silent, every request that needs ZooKeeper is
+    answered ETIMEDOUT at once, so `ls -l` of a lock with entries (a
+    listing, then a lookup of each entry) or a script's series of stat(2)s
+    of names not seen before ends within one session timeout, plus a
+    second, in all."""
+    timeout = 2.0
+    m = mount(session_timeout=int(timeout * 1000))
+    d = lockdir(m)
+    held = [take(d, "h%d" % i, harness.SHARED) for i in range(3)]
+    zk.suspend()
+    try:
+        t0 = time.monotonic()
+        if what == "ls-l":
+            rc, out, took = run(["ls", "-l", d])
+        else:
+            script = "; ".join('stat %s/never-seen-%d >/dev/null 2>&1' % (m.path, i)
+                               for i in range(6))
+            rc, out, took = run(["sh", "-c", script])
+        took = time.monotonic() - t0
+    finally:
+        zk.resume()
+    for h in held:
+        h.release()
+    fig(request, "ZooKeeper stopped: %s took %.2f s (session timeout %.0f s)"
+        % ("ls -l of a lock with 3 entries" if what == "ls-l" else "6 stat(2)s",
+           took, timeout))
+    assert took <= timeout + 1.0 + LATE, "%s took %.2f s" % (what, took)

@@ -99,6 +99,8 @@ int cli_entry_take(struct cli_run *r, const char *path)
 		 * does not end it: a lock is waited for through an outage */
 		if (err != -EINTR && err != -ETIMEDOUT)
 			break;
+		if (err == -ETIMEDOUT)
+			cli_sig_pause();	/* the mount answers at once while silent */
 		err = 0;
 	}
 	return err;

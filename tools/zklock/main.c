@@ -198,6 +198,7 @@ static int cli_prepare(struct cli_run *r)
 		if (!said && o->verbose)
 			warnx("%s: ZooKeeper does not answer the mount: waiting", o->lockdir);
 		said = true;
+		cli_sig_pause();	/* the mount answers at once while silent */
 	}
 	if (err == -EINTR && cli_sig_caught())
 		return 128 + cli_sig_caught();

@@ -181,3 +181,12 @@ int cli_sig_thread(void *(*fn)(void *), void *arg)
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	return -err;
 }
+
+/* See signals.h. */
+void cli_sig_pause(void)
+{
+	struct timespec second = { 1, 0 };
+
+	if (!cli_sig_caught() && !cli_sig_alarmed())
+		nanosleep(&second, NULL);	/* EINTR at a caught signal */
+}

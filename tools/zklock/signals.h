@@ -40,6 +40,13 @@ int cli_sig_caught(void);
 bool cli_sig_alarmed(void);
 
 /*
+ * cli_sig_pause() - wait a second before asking again a mount that said
+ * ZooKeeper is silent (it answers ETIMEDOUT at once through an outage):
+ * cut short by any signal the handler takes (a SIGINT, the -w timer).
+ */
+void cli_sig_pause(void);
+
+/*
  * cli_sig_arm_timer() - arm the -w timer: SIGALRM in @timeout seconds (> 0),
  * then again every 50 ms, so that one landing just before open() blocks is
  * not lost. Re-arming replaces the timer and clears cli_sig_alarmed().
