@@ -55,6 +55,8 @@ struct node *lockreq_node(struct zklfs *fs, const char *dir, const char *name,
 
 void lockreq_free(struct lockreq *lr)
 {
+	if (lr->ph)		/* a holder still polling when the mount ends */
+		lr->node->fs->reply->drop_poll(lr->ph);
 	free(lr->dir);
 	free(lr->name);
 	free(lr->wb.buf);
