@@ -133,6 +133,14 @@ bool zpend_answered(struct zklfs *fs, struct zpend *p)
 	return answered;
 }
 
+/* Answer ETIMEDOUT the @n requests @due, taken off the list.  Return: @n. */
+static unsigned answer_timedout(struct zklfs *fs, const fuse_req_t *due, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		fs->reply->err(due[i], ETIMEDOUT);
+	return (unsigned)n;
+}
+
 void zpend_session(struct zklfs *fs, struct zpend *p, const void *zks)
 {
 	if (!p->started) {
@@ -165,9 +173,7 @@ unsigned zpend_silent(struct zklfs *fs, const void *zks)
 			unlink_locked(pl, p);
 		}
 		zkmx_unlock(&pl->mu);
-		for (size_t i = 0; i < n; i++)
-			fs->reply->err(due[i], ETIMEDOUT);
-		total += (unsigned)n;
+		total += answer_timedout(fs, due, n);
 	} while (n == sizeof(due) / sizeof(due[0]));
 	if (total)
 		zklog(LOG_WARNING, "%u request%s answered ETIMEDOUT: ZooKeeper is silent",
@@ -196,9 +202,7 @@ bool zpend_sweep(struct zklfs *fs, uint64_t now_ms, bool stop)
 		pl->armed = more && !stop;
 		timeout = pl->timeout_ms;
 		zkmx_unlock(&pl->mu);
-		for (size_t i = 0; i < n; i++)
-			fs->reply->err(due[i], ETIMEDOUT);
-		total += (unsigned)n;
+		total += answer_timedout(fs, due, n);
 	} while (n == sizeof(due) / sizeof(due[0]));
 	if (total)
 		zklog(LOG_WARNING, "%u request%s found no answer from ZooKeeper within "
