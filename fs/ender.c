@@ -88,7 +88,8 @@ static bool same_file(pid_t a, int fa, pid_t b, int fb)
 /*
  * The descriptor the system call thread @tid waits in names, if that call
  * is flock(2) or fcntl(2): /proc/TID/syscall is "NR ARG1 ARG2 ...".
- * Return: it, or -1.
+ * Return: it; -1 for another call (an OPEN's openat); -2 if the file
+ * could not be read (a ptrace restriction, a caller not dumpable).
  */
 static int syscall_fd(pid_t tid)
 {
@@ -96,10 +97,10 @@ static int syscall_fd(pid_t tid)
 	long nr;
 
 	if (!zklfs_proc_text(tid, "syscall", buf, sizeof(buf)))
-		return -1;
+		return -2;
 	nr = strtol(buf, &end, 10);
 	if (end == buf)
-		return -1;
+		return -2;
 #ifdef SYS_fcntl64
 	if (nr == SYS_fcntl64)
 		nr = SYS_fcntl;
@@ -292,8 +293,8 @@ void zklfs_holders_read(pid_t tid, pid_t pid, uint64_t ino, struct zklfs_holders
 	h->ino = ino;
 	if (pid <= 0)
 		return;
-	if (fd < 0)
-		fd = only_fd_of(pid, ino);	/* an OPEN's is not installed yet */
+	if (fd == -2)		/* unread: not an OPEN's, whose is not installed yet */
+		fd = only_fd_of(pid, ino);
 	anchor_add(h, pid, fd);
 	h->unendable = pid == 1;
 	if (fd < 0)
@@ -336,13 +337,12 @@ static bool anchor_names(const struct zklfs_anchor *a, const struct ofd *o)
  * Mark the processes that have @h's description open: its references are
  * the descriptors of its live anchors (never a guess: with none alive, the
  * inode's other descriptions may be a waiter's or a reader's).  Return:
- * how many it marked anew, or -1 if no anchor is left to tell.
+ * false if no anchor is left to tell.
  */
-static int mark_holders(struct scan *s, const struct zklfs_holders *h)
+static bool mark_holders(struct scan *s, const struct zklfs_holders *h)
 {
 	const struct ofd *ref[64];
 	size_t nref = 0;
-	int held = 0;
 
 	for (int a = 0; a < h->n; a++) {
 		if (!anchor_alive(s, &h->a[a]))
@@ -352,7 +352,7 @@ static int mark_holders(struct scan *s, const struct zklfs_holders *h)
 				ref[nref++] = &s->fds[i];
 	}
 	if (!nref)
-		return -1;
+		return false;
 	for (size_t i = 0; i < s->nfds; i++) {
 		struct proc *p;
 
@@ -362,14 +362,12 @@ static int mark_holders(struct scan *s, const struct zklfs_holders *h)
 			if (ref[r] == &s->fds[i] ||
 			    same_file(ref[r]->pid, ref[r]->fd, s->fds[i].pid, s->fds[i].fd)) {
 				p = proc_find(s, s->fds[i].pid);
-				if (p) {	/* stop_anchors() may have marked it */
-					held += !p->holds;
+				if (p)
 					p->holds = true;
-				}
 				break;
 			}
 	}
-	return held;
+	return true;
 }
 
 /*
@@ -401,18 +399,14 @@ static int signal_proc(const struct proc *p, int sig)
 	return rc;
 }
 
-/* Mark the descendants of the marked processes (parents before children
- * need not come first: repeat until nothing changes).  Return: whether
- * any was new. */
-static bool mark_descendants(struct scan *s)
+/* Mark the holders and their descendants as targets (parents before
+ * children need not come first: repeat until nothing changes). */
+static void mark_descendants(struct scan *s)
 {
-	bool any = false, changed = true;
+	bool changed = true;
 
 	for (size_t i = 0; i < s->nprocs; i++)
-		if (s->procs[i].holds && !s->procs[i].target) {
-			s->procs[i].target = true;
-			any = true;
-		}
+		s->procs[i].target |= s->procs[i].holds;
 	while (changed) {
 		changed = false;
 		for (size_t i = 0; i < s->nprocs; i++) {
@@ -425,11 +419,10 @@ static bool mark_descendants(struct scan *s)
 			 * children are not theirs to lose */
 			if (parent && parent->target && signallable(parent)) {
 				s->procs[i].target = true;
-				changed = any = true;
+				changed = true;
 			}
 		}
 	}
-	return any;
 }
 
 /*
@@ -546,8 +539,9 @@ static void end_jobs(struct end_job *jobs)
 	struct scan s = { 0 };
 	uint64_t inos[ENDER_BATCH] = { 0 };
 	size_t ninos = 0;
-	int held = 0, lost = 0, unknown = 0;
+	int ended = 0, lost = 0, unknown = 0;
 	const struct end_job *one = jobs;
+	bool any = false;
 	char who[256] = "";
 
 	for (struct end_job *j = jobs; j && ninos < ENDER_BATCH; j = j->next)
@@ -560,30 +554,26 @@ static void end_jobs(struct end_job *jobs)
 	stop_anchors(&s, jobs);
 	scan_fds(&s, inos, ninos);
 	for (struct end_job *j = jobs; j; j = j->next) {
-		int n = mark_holders(&s, &j->h);
-
 		lost++;
-		if (n < 0) {
+		if (!mark_holders(&s, &j->h)) {
 			unknown++;
 			zklog(LOG_ERR, "lock %s lost (%s): no process that took it has its "
 			      "descriptor open any more, and whoever holds it now is not known: "
 			      "nothing ended", j->what, j->why);
 		}
 	}
+	/* every process stopped above is a target (never unmarked): killed */
 	mark_descendants(&s);
 	for (size_t i = 0; i < s.nprocs; i++)
-		held |= s.procs[i].target;
-	held = held ? end_marked(&s, who, sizeof(who)) : 0;
-	/* a process stopped as an anchor and found holding nothing goes on */
-	for (size_t i = 0; i < s.nprocs; i++)
-		if (s.procs[i].stopped && !s.procs[i].target)
-			signal_proc(&s.procs[i], SIGCONT);
+		any |= s.procs[i].target;
+	if (any)
+		ended = end_marked(&s, who, sizeof(who));
 	if (lost == 1 && !unknown)
 		zklog(LOG_WARNING, "lock %s lost (%s): ended %d processes that held it (%s)",
-		      one->what, one->why, held, who);
+		      one->what, one->why, ended, who);
 	else if (lost > 1)
 		zklog(LOG_WARNING, "%d locks lost (%s, ...): ended %d processes that held "
-		      "them (%s)", lost, one->why, held, who);
+		      "them (%s)", lost, one->why, ended, who);
 	free(s.procs);
 	free(s.fds);
 }
@@ -687,7 +677,7 @@ static void *stopping_main(void *arg)
 		inos[i] = st.held[i].h.ino;
 	scan_fds(&s, inos, st.n);
 	for (size_t i = 0; i < st.n; i++)
-		if (mark_holders(&s, &st.held[i].h) < 0) {
+		if (!mark_holders(&s, &st.held[i].h)) {
 			unknown++;
 			zklog(LOG_ERR, "stopping: lock %s: no process that took it has its "
 			      "descriptor open any more, and whoever holds it now is not known: "
@@ -699,23 +689,10 @@ static void *stopping_main(void *arg)
 		    signal_proc(&s.procs[i], SIGTERM) == 0)
 			termed++;
 	if (termed && !wait_gone(&s, st.grace_ms)) {
-		/* those left, and what they forked meanwhile: SIGKILL */
-		struct proc *old = s.procs;
-		size_t nold = s.nprocs;
-
-		s.procs = NULL;
-		if (scan_procs(&s) == 0) {
-			for (size_t i = 0; i < nold; i++) {
-				struct proc *p = proc_find(&s, old[i].pid);
-
-				if (p && p->start == old[i].start)
-					p->holds = old[i].target;
-			}
-			mark_descendants(&s);
-			killed = end_marked(&s, who, sizeof(who));
-			wait_gone(&s, 1000);	/* their closes, served meanwhile */
-		}
-		free(old);
+		/* those left, and what they forked meanwhile (end_marked()
+		 * reads the table again): SIGKILL */
+		killed = end_marked(&s, who, sizeof(who));
+		wait_gone(&s, 1000);	/* their closes, served meanwhile */
 	}
 	if (termed || unknown)
 		zklog(LOG_NOTICE, "stopping: %zu locks held: %d processes that held them sent "
