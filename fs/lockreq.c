@@ -189,7 +189,8 @@ static void lock_answer(struct zklfs *fs, struct node *n, fuse_req_t req,
 
 	zklfs_xc_changed(fs);		/* an entry made, or gone */
 	if (err) {
-		if (err != -EAGAIN && err != -EINTR)
+		if (err != -EAGAIN && err != -EINTR && err != -ETIMEDOUT)	/* the
+							   engine logs a silence */
 			zklog(LOG_WARNING, "lock '%s' in %s failed: %s", lr->name,
 			      lr->dir, strerror(-err));
 		if (err == -ENOENT)	/* the directory is gone: its maker too */
@@ -462,6 +463,7 @@ static void lock_enqueue(fuse_req_t req, struct node *n, enum zkn_kind kind,
 		len = sizeof(data) - 1;
 	zkmx_lock(&fs->lock);
 	lr->pid = c.pid;
+	lr->asked_ms = (int64_t)time(NULL) * 1000;	/* the since= line's clock */
 	lr->kind = kind;
 	lr->req = req;
 	lr->fdreq = fdreq;
@@ -478,7 +480,9 @@ static void lock_enqueue(fuse_req_t req, struct node *n, enum zkn_kind kind,
 		lr->req = NULL;
 		lockreq_set_state_locked(lr, LR_IDLE);
 		zkmx_unlock(&fs->lock);
-		zklog(LOG_WARNING, "lock '%s' in %s: %s", lr->name, lr->dir, strerror(-err));
+		if (err != -ETIMEDOUT)	/* a try while ZooKeeper is silent */
+			zklog(LOG_WARNING, "lock '%s' in %s: %s", lr->name, lr->dir,
+			      strerror(-err));
 		fs->reply->err(req, -err);
 		return;
 	}

@@ -126,6 +126,9 @@ struct lockreq {
 	bool nb;			/* ... with LOCK_NB (or O_NONBLOCK) */
 	struct fuse_file_info fi;	/* copied from that OPEN */
 	enum zkn_kind kind;		/* of w */
+	int64_t asked_ms;		/* when its entry was asked for (ms
+					   since the epoch): its ctime while
+					   ZooKeeper is silent */
 	pid_t pid;			/* the process that asked: told in
 					   F_GETLK and in the notice of a
 					   process waiting behind itself,
@@ -222,6 +225,19 @@ void lockreq_request(fuse_req_t req, struct node *n, enum zkn_kind kind,
  * mount holds it.  Any thread, without fs->lock.
  */
 pid_t lockreq_pid(struct zklfs *fs, const char *dir, int32_t seq);
+
+/*
+ * lockreq_table_stat() - is @path an entry this mount was granted (held,
+ * or lost and not given back), or a directory on the way to one?  Then
+ * *@zs is what the mount's own tables say of it (an entry's czxid, the
+ * time it was asked for, the data its holder wrote; a directory's bare
+ * existence): the answer to a LOOKUP or GETATTR while ZooKeeper is
+ * silent, so that a holder can always reach and read its own state.
+ * Return: whether the tables know it; then *@type is NODE_FILE or
+ * NODE_DIR.  Any thread, without fs->lock.
+ */
+bool lockreq_table_stat(struct zklfs *fs, const char *path, struct Stat *zs,
+			enum node_type *type);
 
 /*
  * lockreq_join() - a blocking flock/fcntl request @req for @kind on the

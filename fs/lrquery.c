@@ -28,6 +28,42 @@ pid_t lockreq_pid(struct zklfs *fs, const char *dir, int32_t seq)
 	return pid;
 }
 
+/* Is @dir @path, or below it? */
+static bool at_or_below(const char *dir, const char *path, size_t plen)
+{
+	return strncmp(dir, path, plen) == 0 &&
+	       (dir[plen] == '\0' || dir[plen] == '/' || (plen == 1 && *path == '/'));
+}
+
+bool lockreq_table_stat(struct zklfs *fs, const char *path, struct Stat *zs,
+			enum node_type *type)
+{
+	bool known = false;
+	size_t plen = strlen(path);
+	struct node *n;
+
+	memset(zs, 0, sizeof(*zs));
+	zkmx_lock(&fs->lock);
+	n = node_find_locked(fs, path);
+	if (n && n->lr && lockreq_granted(n->lr)) {
+		zs->czxid = zs->mzxid = n->lr->czxid;
+		zs->ctime = zs->mtime = n->lr->asked_ms;
+		zs->ephemeralOwner = 1;		/* an entry, of our session */
+		zs->dataLength = (int32_t)n->lr->wb.len;
+		*type = NODE_FILE;
+		known = true;
+	}
+	for (unsigned i = 0; i < ZKLFS_PID_BUCKETS && !known; i++)
+		for (struct lockreq *l = fs->locks[i]; l; l = l->lnext)
+			if (lockreq_granted(l) && at_or_below(l->dir, path, plen)) {
+				*type = NODE_DIR;
+				known = true;
+				break;
+			}
+	zkmx_unlock(&fs->lock);
+	return known;
+}
+
 unsigned lockreq_holder_poll(struct zklfs *fs, struct node *n,
 			     struct fuse_pollhandle *ph)
 {

@@ -134,11 +134,26 @@ static int lookup_list_send(struct zop *op)
 	return zklfs_zchildren(op->fs, op->zks, op->node->path, lookup_list_done, op);
 }
 
+/*
+ * While ZooKeeper is silent (the mount has declared the session of @path
+ * quiet), is @path an entry this mount was granted?  Then *@zs is what its
+ * own tables say of it: a holder can always read its own state (docs/SPEC.md,
+ * "When ZooKeeper is away").  Else ZooKeeper's answer is the one to give:
+ * a lookup that finds our entry gone tells its holder of the loss.
+ */
+static bool from_tables(struct zklfs *fs, const char *path, struct Stat *zs,
+			enum node_type *type)
+{
+	return !fs->conf->lockfiles && zks_quiet(zklfs_session_of(fs, path, false)) &&
+	       lockreq_table_stat(fs, path, zs, type);
+}
+
 static void zklfs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct zklfs *fs = fs_of(req);
 	struct node *p = node_of(fs, parent);
 	struct zkg_child c;
+	enum node_type type;
 	struct Stat zs;
 	struct zop *op;
 	char *data;
@@ -173,6 +188,10 @@ static void zklfs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	op = zop_new(req, p, zkn_join(p->path, name));
 	if (!op) {
 		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	if (from_tables(fs, op->path, &zs, &type)) {
+		zop_reply_entry(op, &zs, type);
 		return;
 	}
 	switch (zkn_parse(name, &c) ? LISTCACHE_UNKNOWN : listcache_lookup(fs, p->path, name)) {
@@ -249,6 +268,7 @@ static void zklfs_getattr(fuse_req_t req, fuse_ino_t ino,
 {
 	struct zklfs *fs = fs_of(req);
 	struct node *n = node_of(fs, ino);
+	enum node_type type;
 	char *path;
 	struct Stat zs;
 	struct zop *op;
@@ -272,7 +292,8 @@ static void zklfs_getattr(fuse_req_t req, fuse_ino_t ino,
 		return;
 	}
 	op->type = node_shown_type(n);
-	if (zklfs_xc_stat(fs, zop_pid(op), op->path, &zs, NULL, NULL)) {
+	if (zklfs_xc_stat(fs, zop_pid(op), op->path, &zs, NULL, NULL) ||
+	    (from_tables(fs, op->path, &zs, &type) && type == op->type)) {
 		getattr_reply(op, &zs);	/* this process looked a moment ago */
 		return;
 	}

@@ -124,8 +124,16 @@ static void for_each_waiter(struct zkl_engine *e, void (*step)(struct zkl_waiter
 	free(v);
 }
 
+/*
+ * The session is silent: held locks are presumed lost, and a try that is
+ * still undecided fails now with -ETIMEDOUT (its entry is deleted once
+ * the session is back): O_NONBLOCK means an answer within the session
+ * timeout, and "unknown" is the answer while ZooKeeper says nothing.
+ */
 static void on_silent_step(struct zkl_waiter *w)
 {
+	if ((w->flags & ZKL_NONBLOCK) && !zke_answered(w))
+		zke_fail_locked(w, -ETIMEDOUT);
 	zke_unlinger_locked(w, false);	/* no grant on it now: let it go */
 	zke_lose_locked(w, ZKM_LOSS_SILENT,
 			"nothing heard from ZooKeeper for the session timeout");
@@ -328,6 +336,11 @@ int zkl_enqueue(struct zkl_engine *e, const char *dir, const char *name,
 		zkmx_unlock(&e->lock);
 		free(prefix);
 		return -ESHUTDOWN;
+	}
+	if ((flags & ZKL_NONBLOCK) && zke_silent_locked(e)) {	/* on_silent_step() */
+		zkmx_unlock(&e->lock);
+		free(prefix);
+		return -ETIMEDOUT;
 	}
 	w = zke_reuse_locked(e, dir, prefix);
 	if (w) {

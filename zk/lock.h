@@ -16,6 +16,7 @@
  *        |   (a limit of N holders in DIR's data) wait to be poked by
  *        |   the release that lets it in (zk/sem.c)
  *        |-- O_NONBLOCK and not granted: delete ---> done(-EAGAIN)
+ *        |-- O_NONBLOCK, the session silent: delete -> done(-ETIMEDOUT)
  *        '-- zkl_cancel(): delete ------------------> done(-EINTR)
  *   zkl_release()  delete the entry (if any) and drop the caller's reference
  *
@@ -136,7 +137,8 @@ void zkl_engine_free(struct zkl_engine *e);
  * @done(w, 0 or -errno, @arg) runs exactly once later (see above).
  * Return: 0 and the waiter in *@out (the caller holds a reference, to give
  * back with zkl_release()); or a negative errno (-ESHUTDOWN once
- * zkl_engine_shutdown() ran), and @done never runs.
+ * zkl_engine_shutdown() ran; -ETIMEDOUT for ZKL_NONBLOCK while the session
+ * is silent), and @done never runs.
  * A lingering entry of the same name and kind is granted again at once:
  * then *@out may be a waiter released before, and @done(0) has already
  * run, on this thread, when this returns.

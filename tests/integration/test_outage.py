@@ -57,10 +57,10 @@ def test_zklock_n_and_w_keep_their_bounds_while_zookeeper_is_stopped(
         # whose lookups all wait for the server
         for path in (known, os.path.join(d, "new")):
             rc, err, took_n = run([zklock, "-n", path, "true"])
-            assert rc == 1 and "ZooKeeper did not answer within 0.8 s" in err, (rc, err)
+            assert rc == 1 and "ZooKeeper did not answer within" in err, (rc, err)
             assert took_n <= 1.0 + LATE, "zklock -n took %.2f s" % took_n
             rc, err, took_w = run([zklock, "-w", "2", "-E", "9", path, "true"])
-            assert rc == 9 and "ZooKeeper did not answer within 2 s" in err, (rc, err)
+            assert rc == 9 and "ZooKeeper did not answer within" in err, (rc, err)
             assert took_w <= 3.0 + LATE, "zklock -w 2 took %.2f s" % took_w
             fig(request, "ZooKeeper stopped, %s lock: zklock -n %.2f s, -w 2 %.2f s"
                 % ("known" if path == known else "new", took_n, took_w))

@@ -97,10 +97,18 @@ def test_verbose(mount, zklock):
     assert re.search(r"^zklock: executing true$", err, re.M), err
 
 
-def test_forwards_sigterm_to_the_command(mount, zklock):
+# -n and -w: the zklock started keeps the bound around the one that takes
+# the lock (tools/zklock/bound.h); signals and a SIGKILL reach the command
+# all the same
+BOUNDS = [pytest.param([], id="unbounded"), pytest.param(["-w", "30"], id="w"),
+          pytest.param(["-n"], id="n")]
+
+
+@pytest.mark.parametrize("bound", BOUNDS)
+def test_forwards_sigterm_to_the_command(mount, zklock, bound):
     m = mount()
     d = m.p("L")
-    r = Run(zklock, "-N", "fw", d, "sh", "-c",
+    r = Run(zklock, *bound, "-N", "fw", d, "sh", "-c",
             'trap "echo got-term; exit 5" TERM; echo ready; '
             'i=0; while [ $i -lt 400 ]; do sleep 0.05; i=$((i+1)); done; exit 1')
     assert r.expect_line() == "ready"
@@ -110,12 +118,13 @@ def test_forwards_sigterm_to_the_command(mount, zklock):
     wait_no_entries(d)
 
 
+@pytest.mark.parametrize("bound", BOUNDS)
 def test_killed_zklock_releases_and_terminates_the_command(mount, zklock,
-                                                          scratch):
+                                                          scratch, bound):
     m = mount()
     d = m.p("L")
     mark = os.path.join(scratch, "got-term")
-    r = Run(zklock, "-N", "k9", d, "sh", "-c",
+    r = Run(zklock, *bound, "-N", "k9", d, "sh", "-c",
             'trap "touch \"$1\"; exit 0" TERM; echo ready; '
             'i=0; while [ $i -lt 1200 ]; do sleep 0.05; i=$((i+1)); done',
             "sh", mark)

@@ -36,9 +36,22 @@ RUN_TIMEOUT = 20 * SLOW          # bound on any zklock that should finish
 GIVE_UP = 1.0 * SLOW
 
 def waiting_in_open(pid):
-    """Whether process pid is asleep in an open() (its lock request: the
-    FUSE request the daemon answers once the lock is granted)."""
-    return harness.asleep_in(pid, harness.OPEN_SYSCALLS)
+    """Whether zklock pid is asleep in an open() (its lock request: the
+    FUSE request the daemon answers once the lock is granted): itself, or
+    with -n or -w the child that takes the lock while it keeps the bound
+    (tools/zklock/bound.h)."""
+    return any(harness.asleep_in(p, harness.OPEN_SYSCALLS)
+               for p in [pid] + worker_of(pid))
+
+
+def worker_of(pid):
+    """The children of zklock pid: with -n or -w, the zklock that takes the
+    lock and runs the command (else, once it runs, the command)."""
+    try:
+        with open("/proc/%d/task/%d/children" % (pid, pid)) as f:
+            return [int(x) for x in f.read().split()]
+    except OSError:
+        return []
 
 
 def wait_waiting_in_open(r):

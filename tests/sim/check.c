@@ -224,6 +224,15 @@ void sim_done(struct zkl_waiter *w, int err, void *arg)
 	sim_answered(wd, d, err);
 }
 
+/* Is mount @m's session silent, as its engine may know it: told so, not
+ * yet connected again, or quiet by its clock? */
+bool sim_was_silent(struct world *wd, int m)
+{
+	struct zkt_transport t = sn_transport(&wd->net.mounts[m]);
+
+	return wd->net.mounts[m].engine_silent || t.ops->quiet(t.ctx);
+}
+
 void sim_answered(struct world *wd, struct driven *d, int err)
 {
 	sn_trace(&wd->net, "        done w%d: %d (%s)", d->id, err,
@@ -246,6 +255,12 @@ void sim_answered(struct world *wd, struct driven *d, int err)
 	case -EAGAIN:
 		if (!(d->flags & ZKL_NONBLOCK))
 			sim_failf(wd, "result: w%d EAGAIN without O_NONBLOCK", d->id);
+		break;
+	case -ETIMEDOUT:
+		if (!(d->flags & ZKL_NONBLOCK) || !sim_was_silent(wd, d->mount))
+			sim_failf(wd, "result: w%d ETIMEDOUT but %s", d->id,
+				  !(d->flags & ZKL_NONBLOCK) ? "it was no try" :
+				  "its mount was never silent");
 		break;
 	case -EINTR:
 		if (!d->cancelled)

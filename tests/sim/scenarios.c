@@ -364,6 +364,37 @@ static void try_behind_a_holder(struct world *wd)
 }
 
 /*
+ * A try whose create the server applied unseen, before the connection
+ * went: once the mount declares the session silent it fails with
+ * ETIMEDOUT (it may not wait out the outage), so does a try made while
+ * the session stays silent, and the entry it left is deleted once the
+ * session is back (the end phase finds no orphan).
+ */
+static void try_while_silent(struct world *wd)
+{
+	int h, t, u;
+
+	h = enqueue(wd, 0, 1, ZKN_EXCLUSIVE, 0);
+	quiesce(wd);
+	t = try_lock(wd, 1);
+	apply_all(wd, 1);			/* created; the reply never read */
+	did(wd, sn_drop_n(M(wd, 1), 0, 0));
+	expect(wd, wd->driven[t].ndone == 0, "the try waits while only the connection is gone");
+	did(wd, sn_ev_silent(M(wd, 1)));
+	expect(wd, wd->driven[t].ndone == 1 && wd->driven[t].result == -ETIMEDOUT,
+	       "the try fails with ETIMEDOUT once its session is silent");
+	u = try_lock(wd, 1);
+	expect(wd, wd->driven[u].ndone == 1 && wd->driven[u].result == -ETIMEDOUT,
+	       "a try on a silent session fails at once");
+	did(wd, sn_reconnect(M(wd, 1)));
+	quiesce(wd);
+	expect(wd, granted(wd, h), "the holder on the other mount keeps its lock");
+	u = try_lock(wd, 1);
+	quiesce(wd);
+	expect(wd, refused(wd, u), "a try once the session is back is decided again");
+}
+
+/*
  * A cohort hand-off whose delete meets a connection loss: applied unseen
  * (@applied) or not applied at all.  Either way the waiter granted holds
  * the lowest entry, or the released one keeps everyone else out, and the
@@ -455,6 +486,7 @@ static const struct scenario {
 	{ "try-behind-a-linger", try_behind_a_linger },
 	{ "try-behind-a-reused-linger", try_behind_a_reused_linger },
 	{ "try-behind-a-holder", try_behind_a_holder },
+	{ "try-while-silent", try_while_silent },
 	{ "cohort-after-suspend", cohort_after_suspend },
 	{ "linger-after-suspend", linger_after_suspend },
 	{ "cohort-delete-lost-applied", cohort_delete_lost_applied },

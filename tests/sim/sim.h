@@ -174,6 +174,7 @@ void sim_lost(struct zkl_waiter *w, void *arg);
 /* sim_answered(), sim_lost_driven() - @d answered @err, @d lost: checked, as
  * the engine's callbacks check its own waiters (simfs.c: through fs/) */
 void sim_answered(struct world *wd, struct driven *d, int err);
+bool sim_was_silent(struct world *wd, int m);
 void sim_lost_driven(struct world *wd, struct driven *d);
 
 /* simnet's listing hook: a listing of @path read by @m's engine. */

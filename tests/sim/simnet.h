@@ -90,6 +90,8 @@ struct sn_mount {
 	bool connected_due, expired_due;	/* supervisor events owed */
 	struct zks_events ev;		/* the engine's */
 	unsigned silents, expiries;	/* events delivered so far */
+	bool engine_silent;		/* the engine was told silent, and
+					   not yet connected or expired */
 	uint64_t last_heard;		/* net->now when it last read the
 					   server, or connected */
 };

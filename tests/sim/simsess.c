@@ -204,6 +204,7 @@ bool sn_ev_expired(struct sn_mount *m)
 	m->expired_due = false;
 	m->expiries++;
 	sn_trace(m->net, "        m%d: engine hears: expired", m->id);
+	m->engine_silent = false;
 	m->ev.expired(m->ev.arg);
 	return true;
 }
@@ -214,6 +215,7 @@ bool sn_ev_connected(struct sn_mount *m)
 		return false;
 	m->connected_due = false;
 	sn_trace(m->net, "        m%d: engine hears: connected", m->id);
+	m->engine_silent = false;
 	m->ev.connected(m->ev.arg);
 	return true;
 }
@@ -232,6 +234,7 @@ bool sn_ev_silent(struct sn_mount *m)
 	m->silent_done = true;
 	m->silents++;
 	sn_trace(m->net, "        m%d: engine hears: silent", m->id);
+	m->engine_silent = true;
 	m->ev.silent(m->ev.arg);
 	return true;
 }

@@ -90,6 +90,7 @@
 
 #include "fs/ioctl.h"
 
+#include "tools/zklock/bound.h"
 #include "tools/zklock/entry.h"
 #include "tools/zklock/list.h"
 #include "tools/zklock/lockdir.h"
@@ -324,6 +325,7 @@ static int cli_nested(struct cli_run *r)
 		      "this runs under: executing %s at once", r->dir, fd, r->argv[0]);
 	fflush(NULL);
 	cli_sig_disarm_timer();		/* an exec keeps it */
+	cli_bound_held();		/* the command's own stdio */
 	cli_sig_restore(&r->orig_mask);
 	return cli_tree_exec(r);
 }
@@ -541,7 +543,7 @@ static int cli_confirm(void)
 int main(int argc, char **argv)
 {
 	struct cli_opts o;
-	struct cli_run r = { .o = &o, .lockfd = -1, .sigfd = -1 };
+	struct cli_run r = { .o = &o, .lockfd = -1, .sigfd = -1, .t0 = cli_now() };
 	int status;
 
 	if (cli_opts_parse(argc, argv, &o))
@@ -563,7 +565,11 @@ int main(int argc, char **argv)
 		warnx("signals: %s", strerror(-status));
 		return CLI_EXIT_OSERR;
 	}
-	/* -n and -w bound every call into the mount, not the open alone */
+	/* -n and -w bound every call into the mount, not the open alone:
+	 * the timer interrupts those that wait for ZooKeeper, and a parent
+	 * outlasts those the kernel holds (bound.h) */
+	cli_bound_split(&o, r.t0, o.nonblock ? CLI_NONBLOCK_BUDGET + CLI_BOUND_GRACE :
+			o.timeout + CLI_PROBE_BUDGET + CLI_BOUND_GRACE);
 	if ((o.nonblock || o.timeout > 0) &&
 	    (status = cli_sig_arm_timer(o.nonblock ? CLI_NONBLOCK_BUDGET : o.timeout))) {
 		warnx("setitimer: %s", strerror(-status));
@@ -577,8 +583,10 @@ int main(int argc, char **argv)
 		r.lockfd = -1;
 	}
 	cli_sig_disarm_timer();
-	if (r.lockfd >= 0)		/* not "-E 0" after a conflict */
+	if (r.lockfd >= 0) {		/* not "-E 0" after a conflict */
+		cli_bound_held();
 		status = cli_run_command(&r);
+	}
 	cli_run_free(&r);
 	return status;
 }

@@ -38,13 +38,14 @@ int cli_why_not(struct cli_run *r, int err)
 {
 	const struct cli_opts *o = r->o;
 	const char *lock = r->dir ? r->dir : o->lockdir;
-	double budget = o->nonblock ? CLI_NONBLOCK_BUDGET : o->timeout;
 	char who[600];
 	int h = -EINTR;		/* -n's second is spent: ask nothing more */
+	double took;
 
 	if (err == -EAGAIN || (!o->nonblock && cli_sig_arm_timer(CLI_PROBE_BUDGET) == 0))
 		h = cli_list_holder(lock, r->lockfile, who, sizeof(who));
 	cli_sig_disarm_timer();
+	took = cli_now() - r->t0;	/* the time it took, never the budget */
 	if (h == 0)
 		warnx("%s: held by %s", lock, who);
 	else if (err == -EAGAIN && h == -ENOENT)
@@ -52,12 +53,12 @@ int cli_why_not(struct cli_run *r, int err)
 	else if (err == -EAGAIN)
 		warnx("%s: held (who holds it could not be read: %s)", lock, strerror(-h));
 	else if (h == -ENOENT)
-		warnx("%s: not granted within %g s (nobody holds it now)", lock, budget);
+		warnx("%s: not granted within %.2f s (nobody holds it now)", lock, took);
 	else if (h == -EINTR || h == -ETIMEDOUT)
-		warnx("%s: ZooKeeper did not answer within %g s: the lock was not taken, "
-		      "and whether anyone holds it is unknown", lock, budget);
+		warnx("%s: ZooKeeper did not answer within %.2f s: the lock was not taken, "
+		      "and whether anyone holds it is unknown", lock, took);
 	else
-		warnx("%s: not granted within %g s (who holds it could not be read: %s)",
-		      lock, budget, strerror(-h));
+		warnx("%s: not granted within %.2f s (who holds it could not be read: %s)",
+		      lock, took, strerror(-h));
 	return o->conflict_code;
 }

@@ -79,6 +79,8 @@ struct cli_run {
 	bool revoked;		/* asked to let go: told the command (once) */
 	bool blind;		/* /proc unreadable: the command alone is seen */
 	bool kill_failed;	/* a kill failed and was reported (once) */
+	double t0;		/* cli_now() at start: -n's and -w's bounds
+				   count from it */
 };
 
 /* cli_now() - monotonic time in seconds, for deadlines and --verbose. */

@@ -1,0 +1,120 @@
+"""Each command of the outage table ends within one session timeout plus a
+second, whatever runs beside it in the same directory (docs/SPEC.md, "When
+ZooKeeper is away, or the daemon stops")."""
+
+import os
+import re
+import subprocess
+import time
+
+import pytest
+
+import harness
+from harness import SLOW, lockdir, spawn, take
+
+TIMEOUT = 2.0
+LATE = 0.25 * SLOW
+
+
+def fig(request, text):
+    harness.record_figure(text, request.node.name)
+
+
+def timed(argv, timeout=60):
+    t0 = time.monotonic()
+    p = spawn(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+              stderr=subprocess.PIPE)
+    out, err = p.communicate(timeout=timeout)
+    return p.returncode, out.decode() + err.decode(), time.monotonic() - t0
+
+
+ROWS = ["ls-lockdir", "stat-revalidated", "ls-plain", "ls-l-plain",
+        "flock-n-lockfile", "flock-w-lockfile", "zklock-n-behind-mkdir",
+        "zklock-w-behind-mkdir", "mkdirs", "ten-at-once", "holder-reads-its-own"]
+
+
+@pytest.mark.parametrize("row", ROWS)
+def test_row(mount, zk, zklock, request, row):
+    lf = row.endswith("lockfile")
+    zkl = "zklock" in row
+    m = mount(session_timeout=int((6.0 if zkl else TIMEOUT) * 1000),
+              opts=("lockfiles",) if lf else ())
+    d = lockdir(m)
+    held = []
+    beside = []
+    if lf:
+        f = os.path.join(d, "job")
+        open(f, "w").close()
+    elif row in ("ls-lockdir", "holder-reads-its-own"):
+        held = [take(d, "h%d" % i, harness.SHARED) for i in range(3)]
+    elif row in ("ls-plain", "ls-l-plain"):
+        for i in range(4):
+            os.mkdir(os.path.join(d, "sub%d" % i))
+    elif row == "stat-revalidated":
+        os.mkdir(os.path.join(d, "sub"))
+        os.stat(os.path.join(d, "sub"))
+        time.sleep(1.5)             # the kernel's entry cache times out
+    zk.suspend()
+    try:
+        if row.endswith("behind-mkdir"):
+            beside = [spawn(["mkdir", os.path.join(d, "beside")])]
+            time.sleep(0.3)
+        t0 = time.monotonic()
+        if row == "ls-lockdir":
+            rc, out, took = timed(["ls", d])
+        elif row == "stat-revalidated":
+            rc, out, took = timed(["stat", os.path.join(d, "sub")])
+        elif row == "ls-plain":
+            rc, out, took = timed(["ls", d])
+        elif row == "ls-l-plain":
+            rc, out, took = timed(["ls", "-l", d])
+        elif row == "flock-n-lockfile":
+            rc, out, took = timed(["flock", "-n", f, "true"])
+        elif row == "flock-w-lockfile":
+            rc, out, took = timed(["flock", "-w", "1", f, "true"])
+        elif row == "zklock-n-behind-mkdir":
+            rc, out, took = timed([zklock, "-n", os.path.join(d, "x"), "true"])
+        elif row == "zklock-w-behind-mkdir":
+            rc, out, took = timed([zklock, "-w", "1", os.path.join(d, "x"), "true"])
+        elif row == "holder-reads-its-own":
+            # once the mount has declared the silence (it logs it), a
+            # holder's entry is read from the mount's tables: by path
+            # (stat, its state xattr) and through its descriptor, at once
+            harness.wait_for(lambda: harness.log_has(m, "nothing heard from ZooKeeper"),
+                             TIMEOUT + 1.0 + LATE, "the mount to declare the silence")
+            t0 = time.monotonic()
+            e = os.path.join(d, held[0].entry)
+            script = "stat %s >/dev/null && getfattr --absolute-names -n user.zklockfs.state --only-values %s" % (e, e)
+            rc, out, took = timed(["sh", "-c", script])
+            ans = held[0].cmd("getxattr user.zklockfs.state")
+            out += " / by descriptor: " + ans
+            assert rc == 0 and ans.startswith("ok "), out
+        elif row == "mkdirs":
+            ps = [spawn(["mkdir", os.path.join(d, "m%d" % i)]) for i in range(5)]
+            for p in ps:
+                p.wait(60)
+            rc, out, took = 0, "", time.monotonic() - t0
+        elif row == "ten-at-once":
+            ps = [spawn(["ls", "-l", d]) for i in range(4)]
+            ps += [spawn(["mkdir", os.path.join(d, "n%d" % i)]) for i in range(3)]
+            ps += [spawn([zklock, "-n", os.path.join(d, "z%d" % i), "true"]) for i in range(3)]
+            for p in ps:
+                p.wait(60)
+            rc, out, took = 0, "", time.monotonic() - t0
+        took = time.monotonic() - t0
+        for p in beside:
+            p.wait(60)
+        tb = time.monotonic() - t0
+    finally:
+        zk.resume()
+    for h in held:
+        h.release()
+    fig(request, "%s: %.2f s (beside %.2f s) rc %s %s" % (row, took, tb, rc, out.strip()[:200]))
+    print("%s: %.2f s (beside %.2f) rc %s %s" % (row, took, tb, rc, out.strip()[:300]))
+    if zkl:
+        bound = 1.0 if "-n-" in row else 2.0
+        assert took <= bound + LATE, "%s took %.2f s" % (row, took)
+        said = float(re.search(r"within ([0-9.]+) s", out).group(1))
+        assert took - 0.3 <= said <= took, (said, took, out)
+    else:
+        assert took <= TIMEOUT + 1.0 + LATE, "%s took %.2f s" % (row, took)
