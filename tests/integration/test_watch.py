@@ -46,6 +46,20 @@ def test_watch_prints_each_change_of_holder_from_another_mount(mount, zklock):
     p.kill()
 
 
+def test_a_follower_started_before_any_candidate_waits_for_the_lock(mount, zklock):
+    """--watch of a lock nobody made yet makes it, as the first candidate's
+    zklock would, and tells the first holder when one comes."""
+    a, b = mount(), mount()
+    dw = os.path.join(b.path, "election")
+    p, out = watcher(zklock, dw)
+    assert out.readline(GRANT_TIMEOUT).endswith(": nobody holds it")
+    h = take(seen_dir(a, "election"), "leader")
+    line = out.readline(GRANT_TIMEOUT)
+    assert "held by leader-lock-" in line, line
+    h.release()
+    p.kill()
+
+
 def test_watch_json_one_object_a_line(mount, zklock):
     m = mount()
     d = lockdir(m)

@@ -97,7 +97,11 @@ int cli_watch(const char *lockdir, bool json)
 	ssize_t n;
 	int err;
 
+	/* a follower may start before any candidate: the lock is made, as the
+	 * first candidate's zklock would make it, and watched from no holder */
 	err = cli_lockdir_is_dir(lockdir);
+	if (err == -ENOENT && cli_lockdir_lockfile(lockdir) == 0)
+		err = cli_lockdir_make(lockdir);
 	if (!err)
 		err = cli_lockdir_check(lockdir);
 	if (err)
