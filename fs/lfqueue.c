@@ -13,11 +13,14 @@
  * no tab, newline or control byte survives), and are information, never
  * authority.  An entry gone between the listing and its read is left out.
  * One listing, one read of the lock's limit and one read per entry: what
- * `zklock --list` of a lock directory costs too; a queue longer than
+ * `zklock --list` of a lock directory costs too, once per command: the
+ * text is kept for the process that asked (fs/xcache.h), so a getxattr's
+ * second call (the value, after its size) and the rest of its command
+ * read no more; a queue longer than
  * LF_QUEUE_MAX entries (more than the 64 KiB an xattr value may take) is
  * E2BIG, after the listing alone.
  *
- * Depends on: fs/zop.h, fs/pool.h; zk/grant.h, zk/limit.h, zk/escape.h.
+ * Depends on: fs/zop.h, fs/pool.h, fs/xcache.h; zk/grant.h, zk/limit.h, zk/escape.h.
  * Completions on the ZooKeeper thread; a queue being built is its own
  * (its count under q->mu).
  */
@@ -28,6 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fs/xcache.h"
 #include "fs/zop.h"
 #include "zk/escape.h"
 #include "zk/grant.h"
@@ -91,10 +95,12 @@ static void q_answer(struct qbuild *q)
 			(long long)q->e[i].ctime, q->e[i].host, q->e[i].pid);
 		q->e[i].found = false;
 	}
-	if (!f || fclose(f) != 0)
+	if (!f || fclose(f) != 0) {
 		zop_reply_err(op, ENOMEM);
-	else
+	} else {
+		zklfs_xc_put_queue(op->fs, zop_pid(op), op->path, val, len);
 		zop_reply_value(op, val, len);
+	}
 	free(val);
 	zop_free(op);
 	q_free(q);
@@ -201,6 +207,8 @@ void lf_queue_xattr(fuse_req_t req, struct node *n, size_t size)
 {
 	struct zop *op = zop_new(req, n, zklfs_node_path(n->fs, n));
 	struct qbuild *q = op ? calloc(1, sizeof(*q)) : NULL;
+	char *text;
+	size_t len;
 	int rc;
 
 	if (!q) {
@@ -212,9 +220,16 @@ void lf_queue_xattr(fuse_req_t req, struct node *n, size_t size)
 		}
 		return;
 	}
+	op->size = size;
+	if (zklfs_xc_queue(n->fs, zop_pid(op), op->path, &text, &len)) {
+		zop_reply_value(op, text, len);	/* this process asked a moment ago */
+		free(text);
+		zop_free(op);
+		free(q);
+		return;
+	}
 	zkmx_init(&q->mu, ZKMX_RANK_DIRLIST, "lfqueue->mu");
 	q->op = op;
-	op->size = size;
 	op->zks = zklfs_session(n->fs, op->path);
 	rc = zklfs_zget(n->fs, op->zks, op->path, q_limit_done, q);
 	if (rc != ZOK) {

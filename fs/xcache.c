@@ -12,7 +12,7 @@
 /* Direct-mapped: a busy daemon forgets early, which costs a read, no more. */
 #define XC_SLOTS 64
 
-enum xc_kind { XC_NONE, XC_STAT, XC_LIST };
+enum xc_kind { XC_NONE, XC_STAT, XC_LIST, XC_QUEUE };
 
 struct xc_slot {
 	enum xc_kind kind;
@@ -21,7 +21,7 @@ struct xc_slot {
 	uint64_t at_ms;			/* read then */
 	uint64_t gen;			/* xcache.gen then */
 	struct Stat st;			/* XC_STAT */
-	char *data;			/* XC_STAT, if kept */
+	char *data;			/* XC_STAT, if kept; XC_QUEUE */
 	int len;
 	unsigned limit;			/* XC_LIST */
 	struct String_vector sv;	/* XC_LIST */
@@ -142,6 +142,43 @@ bool zklfs_xc_stat(struct zklfs *fs, pid_t pid, const char *path,
 	}
 	if (hit)
 		*zs = s->st;
+	zkmx_unlock(&fs->xc->mu);
+	return hit;
+}
+
+void zklfs_xc_put_queue(struct zklfs *fs, pid_t pid, const char *path,
+			const char *text, size_t len)
+{
+	struct xc_slot *s;
+
+	if (!pid || len > ZKLFS_XCACHE_QUEUE_MAX)
+		return;
+	zkmx_lock(&fs->xc->mu);
+	s = claim_locked(fs->xc, XC_QUEUE, pid, path);
+	if (s && (s->data = malloc(len ? len : 1))) {
+		memcpy(s->data, text, len);
+		s->len = (int)len;
+	} else if (s) {
+		slot_clear(s);
+	}
+	zkmx_unlock(&fs->xc->mu);
+}
+
+bool zklfs_xc_queue(struct zklfs *fs, pid_t pid, const char *path, char **text,
+		    size_t *len)
+{
+	struct xc_slot *s;
+	bool hit = false;
+
+	if (!pid)
+		return false;
+	zkmx_lock(&fs->xc->mu);
+	s = fresh_locked(fs->xc, XC_QUEUE, pid, path);
+	if (s && (*text = malloc(s->len ? (size_t)s->len : 1))) {
+		memcpy(*text, s->data, (size_t)s->len);
+		*len = (size_t)s->len;
+		hit = true;
+	}
 	zkmx_unlock(&fs->xc->mu);
 	return hit;
 }

@@ -11,7 +11,9 @@
  * process is ever answered from a read older than its own request.  Kept:
  * an entry's Stat and its data if small (LOOKUP, GETATTR, READ,
  * user.zklockfs.token), a lock directory's limit and listing
- * (user.zklockfs.state).  Anything this mount changes (mkdir, rmdir,
+ * (user.zklockfs.state), a lock file's queue as text
+ * (user.zklockfs.queue, asked twice by every getxattr: its size, then its
+ * value).  Anything this mount changes (mkdir, rmdir,
  * unlink, a grant, a give-back, a write sent, a setting) drops it all
  * (zklfs_xc_changed()); a change by another client is seen at most
  * ZKLFS_XCACHE_MS late, by the process that just looked.
@@ -56,6 +58,17 @@ void zklfs_xc_put_list(struct zklfs *fs, pid_t pid, const char *dir,
 		       unsigned limit, const struct String_vector *sv);
 bool zklfs_xc_list(struct zklfs *fs, pid_t pid, const char *dir,
 		   unsigned *limit, struct String_vector *sv);
+
+/*
+ * zklfs_xc_put_queue() - @pid just read the queue of the lock file @path
+ * as @text (@len bytes; kept up to ZKLFS_XCACHE_QUEUE_MAX).
+ * zklfs_xc_queue() - that text, if fresh: *@text a malloc'ed copy.
+ */
+#define ZKLFS_XCACHE_QUEUE_MAX 65536
+void zklfs_xc_put_queue(struct zklfs *fs, pid_t pid, const char *path,
+			const char *text, size_t len);
+bool zklfs_xc_queue(struct zklfs *fs, pid_t pid, const char *path, char **text,
+		    size_t *len);
 
 /* zklfs_xc_changed() - this mount changed something: forget every read. */
 void zklfs_xc_changed(struct zklfs *fs);

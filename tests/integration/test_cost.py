@@ -116,3 +116,29 @@ def test_what_a_mount_a_grant_and_a_waiter_cost_the_ensemble(mount, zk, test_roo
     w, r, watches = delta(counts(zk, ns), before)
     record_figure("the holder's release, the waiter's grant and release: %d writes, "
                   "%d reads" % (w, r))
+
+
+def test_a_lock_files_queue_is_read_once_a_command(mount, zk):
+    """getfattr -n user.zklockfs.queue asks twice (the size, then the
+    value): the second is answered from what the first read, so a queue of
+    N entries costs one listing, one read of the lock and one per entry."""
+    m1, m2 = (mount(opts=("lockfiles",), session_timeout=30000) for _ in range(2))
+    os.mkdir(os.path.join(m1.path, "cron"))
+    f1 = os.path.join(m1.path, "cron", "q.lock")
+    f2 = os.path.join(seen_dir(m2, "cron"), "q.lock")
+    open(f1, "w").close()
+    n_entries = 4
+    hold = subprocess.Popen(
+        ["sh", "-c", " ".join('flock -s %s sleep 600 &' % f1 for _ in range(n_entries))
+         + " wait"], start_new_session=True)
+    try:
+        wait_for(lambda: os.getxattr(f2, "user.zklockfs.queue").count(b"\n") == n_entries,
+                 10, "the shared holders queued")
+        n = cost(zk, ["getfattr", "--absolute-names", "-n", "user.zklockfs.queue", f2])
+        record_figure("getfattr of a lock file's queue of %d entries: %d read requests"
+                      % (n_entries, n))
+        assert n <= 2 + n_entries + 1, "%d reads" % n     # + the lookup
+    finally:
+        os.killpg(hold.pid, 9)
+        hold.wait(10)
+
