@@ -89,3 +89,70 @@ def test_the_unit_restarts_after_a_crash(mount, daemon_path, zk, test_root):
     finally:
         fusermount(m.path)
         again.wait(15)
+
+
+def unit_setting(key):
+    """The value of the unit's @key= (its last line, as systemd takes it)."""
+    unit = os.path.join(os.path.dirname(__file__), "..", "..", "mount-helpers",
+                        "zklockfs@.service")
+    with open(unit) as f:
+        vals = [ln.split("=", 1)[1].strip() for ln in f if ln.startswith(key + "=")]
+    assert vals, "the unit has no %s=" % key
+    return vals[-1]
+
+
+def syscall_group(name):
+    """The system calls of systemd's group @name (systemd-analyze, offline)."""
+    import subprocess
+    out = subprocess.run(["systemd-analyze", "syscall-filter", name], capture_output=True,
+                         text=True, timeout=30, check=True).stdout
+    calls = set()
+    for ln in out.splitlines()[1:]:
+        ln = ln.strip()
+        if not ln or ln.startswith("#"):
+            continue
+        calls |= syscall_group(ln) if ln.startswith("@") else {ln}
+    return calls
+
+
+def test_the_units_sandbox_keeps_a_real_mount_working(mount, zkc, scratch):
+    """The unit's CapabilityBoundingSet= and NoNewPrivileges=, applied by
+    setpriv as systemd applies them (no systemd here), leave a lockfiles
+    mount of root whole: its immutable mount point, a lock another uid
+    takes, and the end of that holder when its entry is deleted (KILL,
+    SYS_PTRACE for its /proc/PID/fd and kcmp); and every system call and
+    socket family the daemon used is one the unit's SystemCallFilter= and
+    RestrictAddressFamilies= allow."""
+    import re
+    import shutil
+    import subprocess
+    from harness import immutable, spawn
+    caps = ",".join("+" + c[4:].lower() for c in unit_setting("CapabilityBoundingSet").split())
+    assert unit_setting("NoNewPrivileges") == "yes"
+    trace = os.path.join(scratch, "trace")
+    m = mount(opts=("lockfiles", "allow_other"), wrap=(
+        "setpriv", "--no-new-privs", "--bounding-set", "-all," + caps, "--inh-caps", "-all",
+        "strace", "-f", "-qq", "-o", trace))
+    os.mkdir(os.path.join(m.path, "cron"))
+    lock = os.path.join(m.path, "cron", "job.lock")
+    open(lock, "w").close()
+    holder = spawn(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                    shutil.which("flock"), "-n", lock, "sleep", "600"])
+    zpath = m.zkpath("cron/job.lock")
+    wait_for(lambda: zkc.get_children(zpath), 20, "the holder's entry")
+    zkc.delete(zpath + "/" + zkc.get_children(zpath)[0])
+    holder.wait(timeout=20)
+    assert holder.returncode == -signal.SIGKILL, "the holder was not ended"
+    m.umount()
+    assert immutable(m.path), "the mount point was not made immutable"
+    with open(trace) as f:
+        lines = f.read().splitlines()
+    used = {mt.group(1) for mt in (re.match(r"\d+ +([a-z0-9_]+)\(", ln) for ln in lines) if mt}
+    used.discard("execve")            # strace's own start of the daemon
+    allowed = set()
+    for group in unit_setting("SystemCallFilter").split():
+        allowed |= syscall_group(group) if group.startswith("@") else {group}
+    assert used and used <= allowed, "not allowed by the unit: %s" % sorted(used - allowed)
+    families = set(re.findall(r"socket\((AF_[A-Z0-9]+)", "\n".join(lines)))
+    assert families <= set(unit_setting("RestrictAddressFamilies").split()), families
+
