@@ -228,13 +228,14 @@ pid_t lockreq_pid(struct zklfs *fs, const char *dir, int32_t seq);
 
 /*
  * lockreq_table_stat() - is @path an entry this mount was granted (held,
- * or lost and not given back), or a directory on the way to one?  Then
+ * or lost and not given back), its lock, or a directory on the way?  Then
  * *@zs is what the mount's own tables say of it (an entry's czxid, the
  * time it was asked for, the data its holder wrote; a directory's bare
  * existence): the answer to a LOOKUP or GETATTR while ZooKeeper is
  * silent, so that a holder can always reach and read its own state.
- * Return: whether the tables know it; then *@type is NODE_FILE or
- * NODE_DIR.  Any thread, without fs->lock.
+ * Return: whether the tables know it; then *@type is NODE_FILE, NODE_DIR,
+ * or on a lockfiles mount NODE_LOCKFILE for a lock itself.  Any thread,
+ * without fs->lock.
  */
 bool lockreq_table_stat(struct zklfs *fs, const char *path, struct Stat *zs,
 			enum node_type *type);

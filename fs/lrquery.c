@@ -38,6 +38,7 @@ static bool at_or_below(const char *dir, const char *path, size_t plen)
 bool lockreq_table_stat(struct zklfs *fs, const char *path, struct Stat *zs,
 			enum node_type *type)
 {
+	bool lockfiles = fs->conf->lockfiles;
 	bool known = false;
 	size_t plen = strlen(path);
 	struct node *n;
@@ -56,7 +57,8 @@ bool lockreq_table_stat(struct zklfs *fs, const char *path, struct Stat *zs,
 	for (unsigned i = 0; i < ZKLFS_PID_BUCKETS && !known; i++)
 		for (struct lockreq *l = fs->locks[i]; l; l = l->lnext)
 			if (lockreq_granted(l) && at_or_below(l->dir, path, plen)) {
-				*type = NODE_DIR;
+				/* the lock itself is a lock file there */
+				*type = lockfiles && !l->dir[plen] ? NODE_LOCKFILE : NODE_DIR;
 				known = true;
 				break;
 			}

@@ -136,16 +136,25 @@ static int lookup_list_send(struct zop *op)
 
 /*
  * While ZooKeeper is silent (the mount has declared the session of @path
- * quiet), is @path an entry this mount was granted?  Then *@zs is what its
- * own tables say of it: a holder can always read its own state (docs/SPEC.md,
+ * quiet), is @path an entry this mount was granted, a lock file it holds,
+ * waits for or has open, or a directory on the way to one?  Then *@zs is
+ * what its own tables say of it: a holder can always read its own state (docs/SPEC.md,
  * "When ZooKeeper is away").  Else ZooKeeper's answer is the one to give:
  * a lookup that finds our entry gone tells its holder of the loss.
  */
 static bool from_tables(struct zklfs *fs, const char *path, struct Stat *zs,
 			enum node_type *type)
 {
-	return !fs->conf->lockfiles && zks_quiet(zklfs_session_of(fs, path, false)) &&
-	       lockreq_table_stat(fs, path, zs, type);
+	if (!zks_quiet(zklfs_session_of(fs, path, false)))
+		return false;
+	if (fs->conf->lockfiles && lf_in_use(fs, path)) {	/* held, waited for or open */
+		memset(zs, 0, sizeof(*zs));
+		*type = NODE_LOCKFILE;
+		return true;
+	}
+	/* a lockfiles mount shows no entry: only the folders to a lock file */
+	return lockreq_table_stat(fs, path, zs, type) &&
+	       !(fs->conf->lockfiles && *type == NODE_FILE);
 }
 
 static void zklfs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)

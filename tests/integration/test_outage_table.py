@@ -16,17 +16,26 @@ from harness import SLOW, lockdir, spawn, take
 from test_outage import fig, run as timed
 
 TIMEOUT = 2.0
+# Holds the lock file argv[1], told of a loss rather than ended, until killed.
+TELL_HOLD = r'''
+import fcntl, sys, time
+f = open(sys.argv[1], "a+")
+fcntl.ioctl(f, 0x5a06)              # ZKLFS_IOC_TELL (fs/ioctl.h)
+fcntl.flock(f, fcntl.LOCK_EX)
+time.sleep(600)
+'''
 LATE = 0.25 * SLOW
 
 
 ROWS = ["ls-lockdir", "stat-revalidated", "ls-plain", "ls-l-plain",
         "flock-n-lockfile", "flock-w-lockfile", "zklock-n-behind-mkdir",
-        "zklock-w-behind-mkdir", "mkdirs", "ten-at-once", "holder-reads-its-own"]
+        "zklock-w-behind-mkdir", "mkdirs", "ten-at-once", "holder-reads-its-own",
+        "lockfile-held-here"]
 
 
 @pytest.mark.parametrize("row", ROWS)
 def test_each_command_ends_within_its_bound(mount, zk, zklock, request, row):
-    lf = row.endswith("lockfile")
+    lf = row.endswith("lockfile") or row == "lockfile-held-here"
     zkl = "zklock" in row
     m = mount(session_timeout=int((6.0 if zkl else TIMEOUT) * 1000),
               opts=("lockfiles",) if lf else ())
@@ -36,6 +45,13 @@ def test_each_command_ends_within_its_bound(mount, zk, zklock, request, row):
     if lf:
         f = os.path.join(d, "job")
         open(f, "w").close()
+    if row == "lockfile-held-here":
+        # a holder that handles a loss itself (ZKLFS_IOC_TELL): its
+        # descriptor stays open through the silence
+        held = [harness.spawn([harness.PY, "-c", TELL_HOLD, f])]
+        harness.wait_for(lambda: os.getxattr(f, "user.zklockfs.queue").count(b"\n") == 1,
+                         5, "the lock file held")
+        time.sleep(1.5)             # the kernel's entry cache times out
     elif row in ("ls-lockdir", "holder-reads-its-own"):
         held = [take(d, "h%d" % i, harness.SHARED) for i in range(3)]
     elif row in ("ls-plain", "ls-l-plain"):
@@ -80,6 +96,18 @@ def test_each_command_ends_within_its_bound(mount, zk, zklock, request, row):
             ans = held[0].cmd("getxattr user.zklockfs.state")
             out += " / by descriptor: " + ans
             assert rc == 0 and ans.startswith("ok "), out
+        elif row == "lockfile-held-here":
+            # what the mount has open is looked up from its tables, and a
+            # try fails at once once the silence is declared
+            harness.wait_for(lambda: harness.log_has(m, "nothing heard from ZooKeeper"),
+                             TIMEOUT + 1.0 + LATE, "the mount to declare the silence")
+            t0 = time.monotonic()
+            rc, out, took = timed(["stat", "-c", "%F", f])
+            assert rc == 0 and out.startswith("regular"), out
+            rc, out, took = timed(["flock", "-n", f, "true"])
+            assert rc != 0 and "Connection timed out" in out, out
+            took = time.monotonic() - t0
+            assert took <= 0.5 + LATE, took
         elif row == "mkdirs":
             ps = [spawn(["mkdir", os.path.join(d, "m%d" % i)]) for i in range(5)]
             for p in ps:
@@ -99,7 +127,11 @@ def test_each_command_ends_within_its_bound(mount, zk, zklock, request, row):
     finally:
         zk.resume()
     for h in held:
-        h.release()
+        if isinstance(h, harness.Locker):
+            h.release()
+        else:
+            h.kill()
+            h.wait(10)
     fig(request, "%s: %.2f s (beside %.2f s) rc %s %s" % (row, took, tb, rc, out.strip()[:200]))
     if zkl:
         bound = 1.0 if "-n-" in row else 2.0
