@@ -103,9 +103,13 @@ def test_lock_is_released_when_zklock_ends(mount, zklock, scratch):
     e = wait_entry_of(d, "me")
     assert lock_state(os.path.join(d, e)) == "held"
     assert getxattr_str(d, harness.XATTR_HOLDERS) == e
-    # holder data: the daemon names zklock itself as the holder
+    # holder data: the daemon names zklock itself as the holder, by the
+    # name of the command it runs (zklock's own once it holds)
     kv = parse_kv(read_file(os.path.join(d, e)))
     assert kv["pid"] == str(r.pid)
+    assert kv["cmd"] == "sh", kv
+    with open("/proc/%d/comm" % r.pid) as f:
+        assert f.read().strip() == "zklock"
     open(go, "w").close()
     assert r.finish() == 0
     wait_no_entries(d)

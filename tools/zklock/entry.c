@@ -16,6 +16,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/ioctl.h>
+#include <sys/prctl.h>
 #include <sys/utsname.h>
 
 #include "fs/ioctl.h"
@@ -38,9 +39,39 @@ int cli_entry_default_name(char **out)
 }
 
 static int cli_entry_find_in_dir(struct cli_run *r);
+static int cli_entry_ask(struct cli_run *r, const char *path);
+
+/*
+ * While it asks for the lock, zklock goes by its command's name: the mount
+ * writes the asking process's name in the entry's data (cmd=), which
+ * `zklock --list`, --watch and .holders show, and "zklock" would say
+ * nothing of the work.  Its own name comes back once the call returns.
+ */
+static void cli_entry_named(struct cli_run *r, bool asking)
+{
+	const char *cmd = r->argv && r->argv[0] ? r->argv[0] : NULL;
+	const char *base = cmd ? strrchr(cmd, '/') : NULL;
+	char name[16];
+
+	if (!cmd)
+		return;
+	snprintf(name, sizeof(name), "%s", asking ? (base ? base + 1 : cmd) : "zklock");
+	(void)prctl(PR_SET_NAME, name);
+}
 
 /* One try at the lock: open the entry, or flock the lock file. */
 static int cli_entry_try(struct cli_run *r, const char *path)
+{
+	int err;
+
+	cli_entry_named(r, true);
+	err = cli_entry_ask(r, path);
+	cli_entry_named(r, false);
+	return err;
+}
+
+/* The call that asks: open the entry, or flock the lock file. */
+static int cli_entry_ask(struct cli_run *r, const char *path)
 {
 	const struct cli_opts *o = r->o;
 	int flags = O_CREAT | O_EXCL | O_CLOEXEC | O_NOCTTY |
