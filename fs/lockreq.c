@@ -189,8 +189,8 @@ static void lock_answer(struct zklfs *fs, struct node *n, fuse_req_t req,
 
 	zklfs_xc_changed(fs);		/* an entry made, or gone */
 	if (err) {
-		if (err != -EAGAIN && err != -EINTR && err != -ETIMEDOUT)	/* the
-							   engine logs a silence */
+		if (err != -EAGAIN && err != -EINTR && err != -ETIMEDOUT)	/* a
+							   silence is logged once, when declared */
 			zklog(LOG_WARNING, "lock '%s' in %s failed: %s", lr->name,
 			      lr->dir, strerror(-err));
 		if (err == -ENOENT)	/* the directory is gone: its maker too */

@@ -136,9 +136,10 @@ static int lookup_list_send(struct zop *op)
 
 /*
  * While ZooKeeper is silent (the mount has declared the session of @path
- * quiet), is @path an entry this mount was granted, a lock file it holds,
- * waits for or has open, or a directory on the way to one?  Then *@zs is
- * what its own tables say of it: a holder can always read its own state (docs/SPEC.md,
+ * quiet), is @path an entry this mount was granted, a lock file it holds
+ * or has open, or a directory on the way to a lock it holds?  Then *@zs is
+ * what its own tables say of it (bare: no times for a directory, size 0
+ * for a lock file): a holder can always read its own state (docs/SPEC.md,
  * "When ZooKeeper is away").  Else ZooKeeper's answer is the one to give:
  * a lookup that finds our entry gone tells its holder of the loss.
  */

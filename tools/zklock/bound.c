@@ -29,7 +29,7 @@ static int held_fd = -1;
 static bool stood_in[3];
 
 /* The signals the parent passes on once the lock is held. */
-static const int passed_on[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2 };
+static const int passed_on[] = { SIGINT, SIGTERM, SIGHUP };
 
 /* Exit as the child @st did: its status, or its signal. */
 static void __attribute__((noreturn)) exit_as(int st)
@@ -65,12 +65,9 @@ static int ms_until(double deadline)
 	return left <= 0 ? 0 : left > 60000 ? 60000 : (int)left + 1;
 }
 
-/*
- * The parent: wait for the child's word, its end or the bound; then pass
- * on signals until it ends.  Never returns.
- */
-/* Copy what the child wrote to its stand-in output (@ofd) to our stderr. */
-static void copy_out(int ofd)
+/* Copy what the child wrote to its stand-in output (@ofd) to our stderr.
+ * Return: false once no one can write there any more (EOF). */
+static bool copy_out(int ofd)
 {
 	char buf[4096];
 	ssize_t n;
@@ -78,10 +75,15 @@ static void copy_out(int ofd)
 	while ((n = read(ofd, buf, sizeof(buf))) > 0)
 		if (write(STDERR_FILENO, buf, (size_t)n) < 0)
 			break;
+	return n != 0;
 }
 
-/* Give the child our standard descriptors, over the control socket @cfd. */
-static void hand_stdio(int cfd)
+/*
+ * Give the child our standard descriptors, over the control socket @cfd.
+ * If they cannot go, the child must not hold the lock without its command
+ * running: it is ended, and so are we.
+ */
+static void hand_stdio(int cfd, pid_t child)
 {
 	int fds[3] = { STDIN_FILENO, STDOUT_FILENO, STDERR_FILENO };
 	char cbuf[CMSG_SPACE(sizeof(fds))] = { 0 };
@@ -90,15 +92,37 @@ static void hand_stdio(int cfd)
 	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
 			    .msg_controllen = sizeof(cbuf) };
 	struct cmsghdr *cm = CMSG_FIRSTHDR(&m);
+	ssize_t n;
 
 	cm->cmsg_level = SOL_SOCKET;
 	cm->cmsg_type = SCM_RIGHTS;
 	cm->cmsg_len = CMSG_LEN(sizeof(fds));
 	memcpy(CMSG_DATA(cm), fds, sizeof(fds));
-	if (sendmsg(cfd, &m, MSG_NOSIGNAL) != 1)
+	while ((n = sendmsg(cfd, &m, MSG_NOSIGNAL)) < 0 && errno == EINTR)
+		;
+	if (n != 1) {
 		warn("handing the command its standard descriptors");
+		kill(child, SIGKILL);
+		_exit(CLI_EXIT_OSERR);
+	}
 }
 
+/* Pass a signal the signalfd @sfd read on to @child, unless the kernel
+ * sent it to the whole process group (a terminal's): the child had it. */
+static void pass_on(int sfd, pid_t child)
+{
+	struct signalfd_siginfo si;
+
+	if (read(sfd, &si, sizeof(si)) == (ssize_t)sizeof(si) &&
+	    si.ssi_signo != SIGCHLD && si.ssi_code != SI_KERNEL)
+		kill(child, (int)si.ssi_signo);
+}
+
+/*
+ * The parent: wait for the child's word (@rfd), its end or the bound, and
+ * copy what it says meanwhile (@ofd, -1 once no one writes there); then
+ * pass on signals until it ends.  Never returns.
+ */
 static void __attribute__((noreturn)) supervise(const struct cli_opts *o, pid_t child,
 						int rfd, int ofd, int sfd, double t0,
 						double bound)
@@ -111,48 +135,49 @@ static void __attribute__((noreturn)) supervise(const struct cli_opts *o, pid_t 
 				       { .fd = ofd, .events = POLLIN } };
 		int n = poll(p, held ? 1 : 3, held ? -1 : ms_until(t0 + bound));
 
-		if (n > 0 && !held && p[2].revents)
-			copy_out(ofd);
-
 		if (n < 0 && errno != EINTR)
 			err(CLI_EXIT_OSERR, "poll");
 		if (n > 0 && (p[0].revents & POLLIN)) {
-			struct signalfd_siginfo si;
-
-			if (read(sfd, &si, sizeof(si)) == (ssize_t)sizeof(si) &&
-			    si.ssi_signo != SIGCHLD && si.ssi_code != SI_KERNEL)
-				kill(child, (int)si.ssi_signo);	/* the group's: had it */
+			pass_on(sfd, child);
 			reap(child);
 		}
-		if (!held && n > 0 && p[1].revents) {
-			char c;
-
-			copy_out(ofd);		/* what it said before */
-			if (read(rfd, &c, 1) == 1)
-				hand_stdio(rfd);
-			close(ofd);
-			held = true;	/* else it exited, or exec'd a nested command */
+		if (held)
+			continue;
+		if (ofd >= 0 && n > 0 && p[2].revents && !copy_out(ofd)) {
+			close(ofd);		/* no stand-in: polled no more */
+			ofd = -1;
 		}
-		if (!held && n == 0) {
+		if (n > 0 && p[1].revents) {
 			char c;
 
+			if (ofd >= 0)
+				copy_out(ofd);	/* what it said before */
+			if (read(rfd, &c, 1) == 1)
+				hand_stdio(rfd, child);
+			held = true;	/* else it exited, or exec'd a nested command */
+		} else if (cli_now() >= t0 + bound) {
+			char c;
 			ssize_t got;
 
-			copy_out(ofd);
+			if (ofd >= 0)
+				copy_out(ofd);
 			got = recv(rfd, &c, 1, MSG_DONTWAIT);
-			if (got >= 0) {		/* held at the bound (it counts), or ended */
+			if (got >= 0) {	/* held at the bound (it counts), or ended */
 				if (got == 1)
-					hand_stdio(rfd);
-				close(ofd);
+					hand_stdio(rfd, child);
 				held = true;
-				continue;
+			} else {
+				kill(child, SIGKILL);
+				warnx("%s: the mount did not answer within %.2f s (a call into "
+				      "it waited in the kernel, behind another request in the "
+				      "same directory): the lock was not taken, and whether "
+				      "anyone holds it is unknown", o->lockdir, cli_now() - t0);
+				_exit(o->conflict_code);
 			}
-			kill(child, SIGKILL);
-			warnx("%s: the mount did not answer within %.2f s (a call into it "
-			      "waited in the kernel, behind another request in the same "
-			      "directory): the lock was not taken, and whether anyone holds "
-			      "it is unknown", o->lockdir, cli_now() - t0);
-			_exit(o->conflict_code);
+		}
+		if (held && ofd >= 0) {
+			close(ofd);
+			ofd = -1;
 		}
 	}
 }
@@ -248,11 +273,16 @@ void cli_bound_held(void)
 	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
 			    .msg_controllen = sizeof(cbuf) };
 	struct cmsghdr *cm;
+	ssize_t n;
 
 	if (held_fd < 0)
 		return;
-	if (write(held_fd, "h", 1) != 1 || recvmsg(held_fd, &m, MSG_CMSG_CLOEXEC) != 1 ||
-	    !(cm = CMSG_FIRSTHDR(&m)) || cm->cmsg_type != SCM_RIGHTS ||
+	while ((n = write(held_fd, "h", 1)) < 0 && errno == EINTR)
+		;		/* a handler ran (no SA_RESTART): again */
+	if (n == 1)
+		while ((n = recvmsg(held_fd, &m, MSG_CMSG_CLOEXEC)) < 0 && errno == EINTR)
+			;
+	if (n != 1 || !(cm = CMSG_FIRSTHDR(&m)) || cm->cmsg_type != SCM_RIGHTS ||
 	    cm->cmsg_len != CMSG_LEN(sizeof(fds))) {
 		warnx("the zklock that waits for this one is gone");
 		_exit(CLI_EXIT_OSERR);	/* nothing started yet: the lock goes with us */

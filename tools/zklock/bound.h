@@ -20,10 +20,15 @@
  *     when the kernel lets it go: it has started no command, and the mount
  *     gives back whatever it asked for), says in one line how long it
  *     waited, and exits with -E's status;
- *   - once the lock is held, it passes on SIGINT, SIGTERM, SIGHUP, SIGQUIT,
- *     SIGUSR1 and SIGUSR2 sent to it (not those the kernel sends to the
- *     whole process group: the child got them too), and exits as the child
- *     does (the same status, or the same signal).
+ *   - it passes on SIGINT, SIGTERM and SIGHUP sent to it, while the child
+ *     waits and once it holds (not those the kernel sends to the whole
+ *     process group, a terminal's: the child got them too; a kill of the
+ *     group by a process reaches the child twice), and exits as the child
+ *     does (the same status, or the same signal).  Any other signal acts
+ *     on it as on a zklock alone, and the child dies with it.
+ *   - if the child's standard descriptors cannot be handed over, it ends
+ *     the child (which holds the lock but has started nothing) and exits
+ *     71.
  *
  * The child dies with the parent (PR_SET_PDEATHSIG: SIGKILL), as a
  * zklock killed alone would.  The entry's holder lines (pid=) name the

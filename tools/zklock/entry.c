@@ -45,17 +45,23 @@ static int cli_entry_ask(struct cli_run *r, const char *path);
  * While it asks for the lock, zklock goes by its command's name: the mount
  * writes the asking process's name in the entry's data (cmd=), which
  * `zklock --list`, --watch and .holders show, and "zklock" would say
- * nothing of the work.  Its own name comes back once the call returns.
+ * nothing of the work.  Its own name comes back once the call returns
+ * (meanwhile `pgrep zklock` does not find it: `pgrep -f` does).
  */
 static void cli_entry_named(struct cli_run *r, bool asking)
 {
+	static char own[17];		/* the name zklock had */
 	const char *cmd = r->argv && r->argv[0] ? r->argv[0] : NULL;
 	const char *base = cmd ? strrchr(cmd, '/') : NULL;
-	char name[16];
+	char name[17];			/* PR_SET_NAME takes 15 bytes of it */
 
 	if (!cmd)
 		return;
-	snprintf(name, sizeof(name), "%s", asking ? (base ? base + 1 : cmd) : "zklock");
+	if (asking && prctl(PR_GET_NAME, own) != 0)
+		return;
+	if (!asking && !own[0])
+		return;
+	snprintf(name, sizeof(name), "%s", asking ? (base ? base + 1 : cmd) : own);
 	(void)prctl(PR_SET_NAME, name);
 }
 
