@@ -10,10 +10,12 @@
 #   make build/sim/sim-fast  the simulator without sanitizers, to time it
 #   make check-integration  tests/integration against build/zklockfs
 #   make check-asan      the same against the ASan + UBSan build
+#   make check-nemesis   a short nemesis run of a fixed seed (docs/NEMESIS.md)
 #   make asan            that build: build/asan/zklockfs, build/asan/zklock
 #   make unit            the unit tests' programs, build/unit/test_*
 #   make fuzz            each libFuzzer target for FUZZ_SECONDS
 #   make bench           figures against the ZooKeeper C client recipe (docs/PERFORMANCE.md)
+#   make nemesis         NEMESIS_SECONDS of random faults, then the checker's verdict (docs/NEMESIS.md)
 #   make install         PREFIX, DESTDIR, MOUNTDIR, UNITDIR as usual; make uninstall
 #   make deb             the Debian package, in build/
 #   make deps            install the Debian packages the build and tests need
@@ -64,7 +66,7 @@ UNIT     = naming grant limit opts errno slots adopt log mutex connect digest he
 UNIT_BIN = $(UNIT:%=$(BUILD)/unit/test_%)
 
 .PHONY: all asan unit check check-unit check-docs check-sim check-integration check-asan run stop deps bench \
-	clean install uninstall fuzz sim deb help
+	clean install uninstall fuzz sim deb help nemesis check-nemesis
 
 # Every program links objects built one per source file, in a directory per
 # flavour, each with the list of headers it read (-MMD: $(BUILD)/.../x.d):
@@ -188,11 +190,18 @@ deps:
 
 # every test: unit, docs, simulator, integration (plain, then sanitized)
 check: deps
-	$(MAKE) check-unit check-docs check-sim check-integration check-asan
+	$(MAKE) check-unit check-docs check-sim check-integration check-asan check-nemesis
 
-# the cmocka unit tests, each run
+# a short nemesis run of a fixed seed (make nemesis runs longer ones)
+CHECK_NEMESIS_SECONDS ?= 120
+check-nemesis: $(BUILD)/zklockfs $(BUILD)/zklock
+	ZKLOCKFS=$(CURDIR)/$(BUILD)/zklockfs /usr/bin/python3 tests/nemesis/run.py \
+	  --seconds $(CHECK_NEMESIS_SECONDS) --seed 20261128
+
+# the cmocka unit tests, each run; the nemesis checker against planted histories
 check-unit: unit
 	@set -e; for t in $(UNIT_BIN); do $$t; done
+	/usr/bin/python3 -m pytest -q tests/nemesis/test_checker.py
 
 # what the docs must say as the code does: docs/DESIGN.md's tables of the
 # waiter's moves are printed from zk/moves.h and fs/lrmoves.h, the lists the
@@ -276,6 +285,14 @@ $(BUILD)/zkbench: $(call objs,$(BUILD)/obj,$(ZKBENCH_SRC))
 
 bench: deps $(BUILD)/zklockfs $(BUILD)/zkbench
 	bench/run
+
+# faults at random against three mounts of one ZooKeeper, then the checker
+# (tests/nemesis/run.py; a run is replayed by its seed)
+NEMESIS_SECONDS ?= 600
+NEMESIS_SEED ?=
+nemesis: deps $(BUILD)/zklockfs $(BUILD)/zklock
+	ZKLOCKFS=$(CURDIR)/$(BUILD)/zklockfs /usr/bin/python3 tests/nemesis/run.py \
+	  --seconds $(NEMESIS_SECONDS) $(if $(NEMESIS_SEED),--seed $(NEMESIS_SEED))
 
 # DESTDIR and PREFIX as usual; mount(8) finds helpers only in /sbin (MOUNTDIR).
 # A file of the system that the Debian package owns (dpkg -S: the mount

@@ -125,7 +125,6 @@ def test_the_units_sandbox_keeps_a_real_mount_working(mount, zkc, scratch):
     RestrictAddressFamilies= allow."""
     import re
     import shutil
-    import subprocess
     from harness import immutable, spawn
     caps = ",".join("+" + c[4:].lower() for c in unit_setting("CapabilityBoundingSet").split())
     assert unit_setting("NoNewPrivileges") == "yes"
