@@ -137,21 +137,20 @@ static void __attribute__((noreturn)) supervise(const struct cli_opts *o, pid_t 
 
 		if (n < 0 && errno != EINTR)
 			err(CLI_EXIT_OSERR, "poll");
+		/* first what the child said: it may have ended since */
+		if (ofd >= 0 && !copy_out(ofd)) {
+			close(ofd);		/* no one writes there: polled no more */
+			ofd = -1;
+		}
 		if (n > 0 && (p[0].revents & POLLIN)) {
 			pass_on(sfd, child);
 			reap(child);
 		}
 		if (held)
 			continue;
-		if (ofd >= 0 && n > 0 && p[2].revents && !copy_out(ofd)) {
-			close(ofd);		/* no stand-in: polled no more */
-			ofd = -1;
-		}
 		if (n > 0 && p[1].revents) {
 			char c;
 
-			if (ofd >= 0)
-				copy_out(ofd);	/* what it said before */
 			if (read(rfd, &c, 1) == 1)
 				hand_stdio(rfd, child);
 			held = true;	/* else it exited, or exec'd a nested command */
@@ -159,8 +158,6 @@ static void __attribute__((noreturn)) supervise(const struct cli_opts *o, pid_t 
 			char c;
 			ssize_t got;
 
-			if (ofd >= 0)
-				copy_out(ofd);
 			got = recv(rfd, &c, 1, MSG_DONTWAIT);
 			if (got >= 0) {	/* held at the bound (it counts), or ended */
 				if (got == 1)
