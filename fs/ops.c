@@ -146,7 +146,10 @@ static int lookup_list_send(struct zop *op)
 static bool from_tables(struct zklfs *fs, const char *path, struct Stat *zs,
 			enum node_type *type)
 {
-	if (!zks_quiet(zklfs_session_of(fs, path, false)))
+	/* an entry's or lock file's requests go on its directory's session,
+	 * a directory's on its own: either may be the silent one */
+	if (!zks_quiet(zklfs_session_of(fs, path, false)) &&
+	    !zks_quiet(zklfs_session_of(fs, path, true)))
 		return false;
 	if (fs->conf->lockfiles && lf_in_use(fs, path)) {	/* held, waited for or open */
 		memset(zs, 0, sizeof(*zs));
