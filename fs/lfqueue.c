@@ -206,18 +206,13 @@ static void q_limit_done(int rc, const char *value, int len, const struct Stat *
 void lf_queue_xattr(fuse_req_t req, struct node *n, size_t size)
 {
 	struct zop *op = zop_new(req, n, zklfs_node_path(n->fs, n));
-	struct qbuild *q = op ? calloc(1, sizeof(*q)) : NULL;
+	struct qbuild *q;
 	char *text;
 	size_t len;
 	int rc;
 
-	if (!q) {
-		if (op) {
-			zop_reply_err(op, ENOMEM);
-			zop_free(op);
-		} else {
-			fuse_reply_err(req, ENOMEM);
-		}
+	if (!op) {
+		fuse_reply_err(req, ENOMEM);
 		return;
 	}
 	op->size = size;
@@ -225,7 +220,12 @@ void lf_queue_xattr(fuse_req_t req, struct node *n, size_t size)
 		zop_reply_value(op, text, len);	/* this process asked a moment ago */
 		free(text);
 		zop_free(op);
-		free(q);
+		return;
+	}
+	q = calloc(1, sizeof(*q));
+	if (!q) {
+		zop_reply_err(op, ENOMEM);
+		zop_free(op);
 		return;
 	}
 	zkmx_init(&q->mu, ZKMX_RANK_DIRLIST, "lfqueue->mu");

@@ -147,9 +147,11 @@ static bool from_tables(struct zklfs *fs, const char *path, struct Stat *zs,
 			enum node_type *type)
 {
 	/* an entry's or lock file's requests go on its directory's session,
-	 * a directory's on its own: either may be the silent one */
-	if (!zks_quiet(zklfs_session_of(fs, path, false)) &&
-	    !zks_quiet(zklfs_session_of(fs, path, true)))
+	 * a directory's on its own (one and the same with one session):
+	 * either may be the silent one */
+	struct zks *in = zklfs_session_of(fs, path, false), *own = zklfs_session_of(fs, path, true);
+
+	if (!zks_quiet(in) && (own == in || !zks_quiet(own)))
 		return false;
 	if (fs->conf->lockfiles && lf_in_use(fs, path)) {	/* held, waited for or open */
 		memset(zs, 0, sizeof(*zs));

@@ -100,6 +100,16 @@ static struct xc_slot *claim_locked(struct xcache *xc, enum xc_kind kind,
 	return s;
 }
 
+/* A malloc'ed copy of @len bytes at @p (one byte at least); NULL: ENOMEM. */
+static char *bytes_dup(const char *p, size_t len)
+{
+	char *c = malloc(len ? len : 1);
+
+	if (c)
+		memcpy(c, p, len);
+	return c;
+}
+
 void zklfs_xc_put_stat(struct zklfs *fs, pid_t pid, const char *path,
 		       const struct Stat *zs, const char *data, int len)
 {
@@ -112,10 +122,8 @@ void zklfs_xc_put_stat(struct zklfs *fs, pid_t pid, const char *path,
 	if (s) {
 		s->st = *zs;
 		if (data && len >= 0 && len <= ZKLFS_XCACHE_DATA_MAX &&
-		    (s->data = malloc(len ? (size_t)len : 1))) {
-			memcpy(s->data, data, (size_t)len);
+		    (s->data = bytes_dup(data, (size_t)len)))
 			s->len = len;
-		}
 	}
 	zkmx_unlock(&fs->xc->mu);
 }
@@ -131,11 +139,9 @@ bool zklfs_xc_stat(struct zklfs *fs, pid_t pid, const char *path,
 	zkmx_lock(&fs->xc->mu);
 	s = fresh_locked(fs->xc, XC_STAT, pid, path);
 	if (s && data) {
-		*data = s->data ? malloc(s->len ? (size_t)s->len : 1) : NULL;
-		if (*data) {
-			memcpy(*data, s->data, (size_t)s->len);
+		*data = s->data ? bytes_dup(s->data, (size_t)s->len) : NULL;
+		if (*data)
 			*len = s->len;
-		}
 		hit = *data != NULL;
 	} else {
 		hit = s != NULL;
@@ -155,8 +161,7 @@ void zklfs_xc_put_queue(struct zklfs *fs, pid_t pid, const char *path,
 		return;
 	zkmx_lock(&fs->xc->mu);
 	s = claim_locked(fs->xc, XC_QUEUE, pid, path);
-	if (s && (s->data = malloc(len ? len : 1))) {
-		memcpy(s->data, text, len);
+	if (s && (s->data = bytes_dup(text, len))) {
 		s->len = (int)len;
 	} else if (s) {
 		slot_clear(s);
@@ -174,8 +179,7 @@ bool zklfs_xc_queue(struct zklfs *fs, pid_t pid, const char *path, char **text,
 		return false;
 	zkmx_lock(&fs->xc->mu);
 	s = fresh_locked(fs->xc, XC_QUEUE, pid, path);
-	if (s && (*text = malloc(s->len ? (size_t)s->len : 1))) {
-		memcpy(*text, s->data, (size_t)s->len);
+	if (s && (*text = bytes_dup(s->data, (size_t)s->len))) {
 		*len = (size_t)s->len;
 		hit = true;
 	}

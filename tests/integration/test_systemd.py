@@ -51,15 +51,22 @@ def test_ready_only_once_the_mount_answers_then_status_and_stopping(mount, scrat
     assert sum(g.count("READY=1") for g, _ in got) == 1, got
 
 
+UNIT = os.path.join(os.path.dirname(__file__), "..", "..", "mount-helpers",
+                    "zklockfs@.service")
+
+
+def unit_values(key):
+    """The values of the unit's lines @key=, in order."""
+    with open(UNIT) as f:
+        return [ln.split("=", 1)[1].strip() for ln in f if ln.startswith(key + "=")]
+
+
 def unit_prestart(path):
     """The unit's ExecStartPre commands, %f made @path, as systemd runs
     them (no systemd here: its own PID 1 is not ours to use)."""
     import shlex
-    unit = os.path.join(os.path.dirname(__file__), "..", "..", "mount-helpers",
-                        "zklockfs@.service")
-    with open(unit) as f:
-        lines = [ln.split("=", 1)[1].strip() for ln in f if ln.startswith("ExecStartPre=")]
-    return [[w.replace("%f", path) for w in shlex.split(cmd.lstrip("-"))] for cmd in lines]
+    return [[w.replace("%f", path) for w in shlex.split(cmd.lstrip("-"))]
+            for cmd in unit_values("ExecStartPre")]
 
 
 def test_the_unit_restarts_after_a_crash(mount, daemon_path, zk, test_root):
@@ -93,10 +100,7 @@ def test_the_unit_restarts_after_a_crash(mount, daemon_path, zk, test_root):
 
 def unit_setting(key):
     """The value of the unit's @key= (its last line, as systemd takes it)."""
-    unit = os.path.join(os.path.dirname(__file__), "..", "..", "mount-helpers",
-                        "zklockfs@.service")
-    with open(unit) as f:
-        vals = [ln.split("=", 1)[1].strip() for ln in f if ln.startswith(key + "=")]
+    vals = unit_values(key)
     assert vals, "the unit has no %s=" % key
     return vals[-1]
 

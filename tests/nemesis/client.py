@@ -39,7 +39,7 @@ def length(rng):
     return rng.uniform(5, 30) if rng.random() < 0.4 else rng.uniform(0.05, 0.5)
 
 
-def beat(log, client, sec, lock, mode, cls, host, extra=None):
+def beat(log, client, sec, lock, mode, cls, host):
     e = dict(ev="beat", t=time.monotonic(), client=client, sec=sec, lock=lock, mode=mode,
              cls=cls, host=host)
     log.write(json.dumps(e) + "\n")
@@ -68,12 +68,11 @@ def raw_section(log, a, sec, rng, mode, resource=None):
         p = select.poll()
         p.register(fd, select.POLLPRI)
         until = time.monotonic() + length(rng)
-        cls = "tell"
         while time.monotonic() < until:
             if any(ev & (select.POLLERR | select.POLLHUP | select.POLLNVAL)
                    for _, ev in p.poll(0)):
                 return True             # lost: the section ends at its last beat
-            beat(log, a.client, sec, a.lockname, mode, cls, a.host)
+            beat(log, a.client, sec, a.lockname, mode, "tell", a.host)
             if sock is not None:
                 sock.sendto(json.dumps(dict(client=a.client, sec=sec, lock=a.lockname,
                                             token=token)).encode(), resource)

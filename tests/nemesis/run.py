@@ -126,12 +126,19 @@ def stop_group(p):
 
 
 class Faults:
-    """One fault at a time: inject(), then heal()."""
+    """One fault at a time (run_one()): injected, then healed."""
 
     KINDS = ("partition", "zk-pause", "daemon-pause", "daemon-kill", "zk-kill")
 
     def __init__(self, rng, zk, hosts, hist):
         self.rng, self.zk, self.hosts, self.hist = rng, zk, hosts, hist
+
+    @staticmethod
+    def kill_daemon(m):
+        """kill -9 the daemon of @m and clear its dead mount."""
+        m.kill(signal.SIGKILL)
+        m.proc.wait(30)
+        mounts.fusermount(m.path, lazy=True)
 
     def run_one(self, deadline):
         kind = self.rng.choice(self.KINDS)
@@ -140,31 +147,19 @@ class Faults:
         length = self.rng.uniform(2, 25)
         gap = self.rng.uniform(1, 5)
         target = {"partition": h.name, "zk-pause": "zk", "zk-kill": "zk"}.get(kind, h.tag(m))
+        inject, heal = {        # each kind: how it starts, how it heals
+            "partition": (h.proxy.blackhole, h.proxy.heal),
+            "zk-pause": (self.zk.suspend, self.zk.resume),
+            "daemon-pause": (lambda: os.kill(m.pid, signal.SIGSTOP),
+                             lambda: os.kill(m.pid, signal.SIGCONT)),
+            "daemon-kill": (lambda: self.kill_daemon(m), m.start),
+            "zk-kill": (self.zk.kill9, self.zk.restart),
+        }[kind]
         t0 = time.monotonic()
         say("%.1f s: %s of %s for %.1f s" % (t0 - self.start, kind, target, length))
-        if kind == "partition":
-            h.proxy.blackhole()
-        elif kind == "zk-pause":
-            self.zk.suspend()
-        elif kind == "daemon-pause":
-            os.kill(m.pid, signal.SIGSTOP)
-        elif kind == "daemon-kill":
-            m.kill(signal.SIGKILL)
-            m.proc.wait(30)
-            mounts.fusermount(m.path, lazy=True)
-        elif kind == "zk-kill":
-            self.zk.kill9()
+        inject()
         time.sleep(min(length, max(0.0, deadline - time.monotonic())))
-        if kind == "partition":
-            h.proxy.heal()
-        elif kind == "zk-pause":
-            self.zk.resume()
-        elif kind == "daemon-pause":
-            os.kill(m.pid, signal.SIGCONT)
-        elif kind == "daemon-kill":
-            m.start()
-        elif kind == "zk-kill":
-            self.zk.restart()
+        heal()
         healed = time.monotonic()
         self.hist.add(ev="fault", t=t0, kind=kind, target=target, until=healed)
         if kind in ("daemon-pause", "daemon-kill"):

@@ -544,6 +544,7 @@ int main(int argc, char **argv)
 {
 	struct cli_opts o;
 	struct cli_run r = { .o = &o, .lockfd = -1, .sigfd = -1, .t0 = cli_now() };
+	double budget;
 	int status;
 
 	if (cli_opts_parse(argc, argv, &o))
@@ -568,10 +569,10 @@ int main(int argc, char **argv)
 	/* -n and -w bound every call into the mount, not the open alone:
 	 * the timer interrupts those that wait for ZooKeeper, and a parent
 	 * outlasts those the kernel holds (bound.h) */
-	cli_bound_split(&o, r.t0, o.nonblock ? CLI_NONBLOCK_BUDGET + CLI_BOUND_GRACE :
-			o.timeout + CLI_PROBE_BUDGET + CLI_BOUND_GRACE);
-	if ((o.nonblock || o.timeout > 0) &&
-	    (status = cli_sig_arm_timer(o.nonblock ? CLI_NONBLOCK_BUDGET : o.timeout))) {
+	budget = o.nonblock ? CLI_NONBLOCK_BUDGET : o.timeout;
+	cli_bound_split(&o, r.t0, budget + (o.nonblock ? 0 : CLI_PROBE_BUDGET) +
+			CLI_BOUND_GRACE);
+	if ((o.nonblock || o.timeout > 0) && (status = cli_sig_arm_timer(budget))) {
 		warnx("setitimer: %s", strerror(-status));
 		return CLI_EXIT_OSERR;
 	}
