@@ -96,15 +96,27 @@ static void zks_watcher(zhandle_t *zh, int type, int state, const char *path,
 				      t, s->timeout_ms);
 			s->negotiated_ms = t;
 		}
-		s->last_heard_ms = boot_ms();
+		/*
+		 * The server renewed the session when it read our
+		 * ConnectRequest, a one-way delay before its answer reached
+		 * us: on a slow link, longer than the margin.  That request
+		 * went out after the connection was seen down (down_ms), so
+		 * the server heard us by then at least; a ping sent now
+		 * soon says when it heard us last.
+		 */
+		if (s->down_ms > s->last_heard_ms)
+			s->last_heard_ms = s->down_ms;
+		s->tick_at = boot_ms();
 		publish_locked(s);
 		if (s->was_disconnected)
 			s->reconnected = true;
 		s->was_disconnected = false;
 		s->silent = false;
 	} else if (state == ZOO_CONNECTING_STATE) {
-		if (!s->was_disconnected)
+		if (!s->was_disconnected) {
 			zkm_connection_lost();
+			s->down_ms = boot_ms();
+		}
 		s->was_disconnected = true;
 	} else if (state == ZOO_EXPIRED_SESSION_STATE) {
 		if (!s->expired)
@@ -133,6 +145,18 @@ static void ping_done(int rc, const struct Stat *st, const void *data)
 		if (p->sent > s->last_heard_ms) {
 			s->last_heard_ms = p->sent;
 			publish_locked(s);
+		}
+		/*
+		 * A silence on a link that stayed up (slow, not cut) ends
+		 * when a ping sent after it is answered: the session lives,
+		 * and the engine redoes what it failed, as after a reconnect.
+		 * An older ping proves nothing of the time since.
+		 */
+		if (s->silent && !s->expired && s->state == ZOO_CONNECTED_STATE &&
+		    p->sent >= s->silent_ms) {
+			s->silent = false;
+			s->reconnected = true;
+			pthread_cond_broadcast(&s->cond);
 		}
 		pthread_mutex_unlock(&s->lock);
 	}
@@ -194,6 +218,7 @@ int zks_open(struct zks *s, const char *connect, int timeout_ms,
 			return err;
 	}
 	zoo_set_debug_level(ZOO_LOG_LEVEL_ERROR);
+	s->down_ms = boot_ms();
 	s->zh = zks_init_handle(s);
 	if (!s->zh) {
 		zklog(LOG_ERR, "cannot start a ZooKeeper client for '%s': %s",
@@ -228,6 +253,7 @@ static void zks_renew(struct zks *s)
 	s->state = ZOO_CONNECTING_STATE;
 	s->was_disconnected = true;	/* its CONNECTED redoes what failed */
 	s->reconnected = false;
+	s->down_ms = boot_ms();		/* the new session begins after this */
 	s->hb_gen++;			/* what the old session held is lost */
 	publish_locked(s);
 	pthread_mutex_unlock(&s->lock);
@@ -247,10 +273,8 @@ static void zks_renew(struct zks *s)
 	zookeeper_close(old);	/* its completions fire now, with errors */
 	pthread_mutex_lock(&s->lock);
 	s->dead = NULL;		/* no event of it comes any more */
-	if (s->state == ZOO_CONNECTED_STATE) {
-		s->last_heard_ms = boot_ms();	/* no ping went out while we closed */
-		publish_locked(s);
-	}
+	if (s->state == ZOO_CONNECTED_STATE)
+		s->tick_at = boot_ms();	/* no ping went out while we closed */
 	pthread_mutex_unlock(&s->lock);
 }
 
@@ -387,8 +411,10 @@ static void *zks_supervise(void *arg)
 		 * silence a margin (a period) before that: the wait above ends
 		 * then, so the margin is a period less this loop's own delay.
 		 */
-		if (!s->silent && quiet_locked(s))
+		if (!s->silent && quiet_locked(s)) {
 			s->silent = silent = true;
+			s->silent_ms = boot_ms();
+		}
 		timeout = s->negotiated_ms;
 		renew = s->expired;
 		reconnected = s->reconnected;
@@ -433,6 +459,9 @@ int zks_start(struct zks *s, const struct zks_events *ev)
 
 	s->ev = *ev;
 	pthread_mutex_lock(&s->lock);
+	/* no ping went out since zks_open(); and nothing was held before now:
+	 * a lock is granted after the server read our create, which renewed
+	 * the session then */
 	s->last_heard_ms = boot_ms();
 	publish_locked(s);
 	pthread_mutex_unlock(&s->lock);

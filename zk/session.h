@@ -11,7 +11,9 @@
  *     time: the server may expire us a margin later, so held locks must be
  *     presumed lost from then on (Curator's LOST);
  *   - calls ev->connected() after a reconnection within the same session
- *     (requests that failed with a connection loss can be redone);
+ *     (requests that failed with a connection loss can be redone), and
+ *     after a silence that a ping sent after it ends with an answer (a
+ *     slow link: the connection never dropped);
  *   - on expiry closes the dead handle, opens a new session, and calls
  *     ev->expired() once the new handle exists (requests may be queued on it
  *     at once; ZooKeeper sends them when connected).
@@ -62,6 +64,10 @@ struct zks {
 	uint64_t tick_at;		/* lock: zks_tick_by()'s earliest, 0: none */
 	uint64_t last_heard_ms;		/* zks_now_ms(): the server had
 					   heard us by then (a ping's send) */
+	uint64_t down_ms;		/* zks_now_ms() before the connection
+					   being made: its ConnectRequest is
+					   read by the server after it */
+	uint64_t silent_ms;		/* zks_now_ms() silence was declared */
 	int timeout_ms;			/* asked for */
 	int negotiated_ms;		/* the server's (it clamps what we ask) */
 	char *connect;

@@ -1,5 +1,5 @@
-"""Fault injection: an operator's delete, partitions, a ZooKeeper restart,
-a three-server ensemble losing a member.
+"""Fault injection: an operator's delete, partitions, a slow link, a
+ZooKeeper restart, a three-server ensemble losing a member.
 
 Each "host" is a mount; a host behind a FaultProxy (faultproxy.py, the
 `proxy` fixture of conftest.py) can be partitioned from ZooKeeper while the
@@ -14,8 +14,10 @@ What docs/SPEC.md promises and these tests hold the daemon to:
     already blocked in poll()), read/write/fsync give EIO, and
     user.zklockfs.state reads "lost";
   * once nothing was heard from ZooKeeper for the session timeout, held
-    locks are lost; while disconnected for less (a short partition, a
-    server restarted, an ensemble member lost), they stay held;
+    locks are lost, "heard" counted from when the server read what we
+    sent, never from when its answer came (a slow link); while
+    disconnected for less (a short partition, a server restarted, an
+    ensemble member lost), they stay held;
   * after an expiry the daemon opens a new session on its own and its
     waiters are enqueued again.
 
@@ -34,6 +36,7 @@ import time
 
 import pytest
 
+import delayproxy
 import faultproxy
 import harness
 from harness import (two_mounts, held_and_waited, lock_state, assert_lost,
@@ -314,6 +317,105 @@ def test_long_partition_loses_lock_then_mount_recovers(proxy, mount, zkc,
     n.release()
     wait_zk_entries(zkc, P, [])
     wait_zk_entries(zkc, P, [], "L2")
+
+
+# ---------------------------------------------------------------------------
+# a slow link: the server renews a session when it reads the request, a
+# one-way delay before the daemon hears the answer
+# ---------------------------------------------------------------------------
+
+@pytest.fixture
+def link(zk, tmp_path):
+    """A slow link to the session's ZooKeeper (delayproxy.DelayLink), at
+    once until told."""
+    lk = delayproxy.DelayLink(str(tmp_path / "link"),
+                              [("127.0.0.1", 0, zk.host, zk.port)]).start()
+    yield lk
+    lk.stop()
+
+
+SLOW_SESSION_MS = 6000      # the receive timeout, 4 s, bounds the handshake
+
+
+@pytest.mark.timeout(90)
+def test_a_holder_reconnected_over_a_slow_link_is_told_before_the_server_can_expire_it(
+        link, mount, zkc, request):
+    """The host reconnects over a link that holds every byte 1.8 s each
+    way, and hears nothing more once the ConnectRequest is answered.  The
+    server last heard the session when it read that request, 1.8 s before
+    the answer came: the holder must be told its lock is lost a margin
+    before the session can expire counted from the request, so before
+    the other host's waiter is granted."""
+    tmo = SLOW_SESSION_MS / 1000.0
+    P = mount(connect=link.hostports[0], session_timeout=SLOW_SESSION_MS)
+    D = mount(session_timeout=SLOW_SESSION_MS)
+    h = take(lockdir(P), "h", RDWR)
+    w = start_waiter(seen_dir(D), "w")
+    wait_zk_entries(zkc, P, [h.entry, w.entry])
+    poller = Poller(h, 0)
+    granted = []
+    waiter = threading.Thread(
+        target=lambda: (w.wait_granted(4 * tmo), granted.append(time.monotonic())),
+        daemon=True)
+    waiter.start()
+    link.set(1.8, "hold-after-reply")
+    t0 = time.monotonic()
+    link.close_all()
+    ev, t_err = poller.wait_event(4 * tmo)
+    waiter.join(4 * tmo)
+    assert ev & POLLERR_HUP == POLLERR_HUP, "poll() woke with %#x" % ev
+    assert granted, "the direct host's waiter was never granted"
+    fig(request, "slow link (1.8 s each way), reconnect, cut: holder told %.2f s, "
+        "the other host granted %.2f s after the reconnect began"
+        % (t_err - t0, granted[0] - t0))
+    assert log_has(P, r"reconnected to ZooKeeper"), \
+        "the reconnect over the slow link never happened:\n" + P.log_tail()
+    assert t_err < granted[0], \
+        "the holder was told %.2f s after the other host was granted" \
+        % (t_err - granted[0])
+    poller.stop()
+    h.release()
+    w.release()
+
+
+@pytest.mark.timeout(90)
+def test_a_silence_declared_on_a_live_connection_ends_with_a_ping_answered(
+        link, mount, zkc, request):
+    """The connection drops and the host reconnects only after a while,
+    over a slow link: its first answer comes later than the session
+    timeout less the margin after the drop.  Nothing proves the server
+    heard the session within that time, so the holder is told its lock is
+    lost at once; but the session lives, and the first ping sent after
+    the silence and answered ends it: the mount grants again, with no
+    expiry and no new connection."""
+    tmo = SLOW_SESSION_MS / 1000.0
+    P = mount(connect=link.hostports[0], session_timeout=SLOW_SESSION_MS)
+    h = take(lockdir(P), "h", RDWR)
+    poller = Poller(h, 0)
+    link.set(0.9, "refuse")
+    t0 = time.monotonic()
+    link.close_all()
+    time.sleep(3.8)         # the outage under test: reconnects refused
+    link.set(0.9)
+    ev, t_err = poller.wait_event(3 * tmo)
+    assert ev & POLLERR_HUP == POLLERR_HUP, "poll() woke with %#x" % ev
+    link.set(0)             # what is in flight keeps its delay
+    poller.stop()
+    h.release()
+
+    def answers():
+        try:
+            return os.listdir(P.p("L")) is not None
+        except TimeoutError:        # still silent: ETIMEDOUT at once
+            return False
+    wait_for(answers, 2 * tmo, "the mount to answer again")
+    t_back = time.monotonic()
+    n = take(P.p("L"), "n", RDWR)
+    fig(request, "reconnected late over a slow link: holder told %.2f s, the mount "
+        "answers again %.2f s, a new lock held %.2f s after the drop"
+        % (t_err - t0, t_back - t0, time.monotonic() - t0))
+    assert not log_has(P, r"session expired"), P.log_tail()
+    n.release()
 
 
 # ---------------------------------------------------------------------------
