@@ -286,7 +286,8 @@ $(BUILD)/zkbench: $(call objs,$(BUILD)/obj,$(ZKBENCH_SRC))
 bench: deps $(BUILD)/zklockfs $(BUILD)/zkbench
 	bench/run
 
-# faults at random against three mounts of one ZooKeeper, then the checker
+# faults at random, combined, against three servers and three hosts in
+# network namespaces, then the checker
 # (tests/nemesis/run.py; a run is replayed by its seed)
 NEMESIS_SECONDS ?= 600
 NEMESIS_SEED ?=

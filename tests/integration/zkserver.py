@@ -35,21 +35,21 @@ def free_port():
         return s.getsockname()[1]
 
 
-def zoo_cfg(datadir, port, sync_limit, extra=""):
-    """The zoo.cfg of a test server on 127.0.0.1:`port` (a standalone one or
+def zoo_cfg(datadir, port, sync_limit, extra="", address="127.0.0.1"):
+    """The zoo.cfg of a test server on `address`:`port` (a standalone one or
     an ensemble member, which adds its `extra` lines)."""
     return ("tickTime=500\n"
             "initLimit=10\n"
             "syncLimit=%d\n"
             "dataDir=%s\n"
             "clientPort=%d\n"
-            "clientPortAddress=127.0.0.1\n"
+            "clientPortAddress=%s\n"
             "admin.enableServer=false\n"
             "4lw.commands.whitelist=ruok,srvr,mntr,cons,wchc,wchs,dump\n"
             "maxClientCnxns=0\n"
             "minSessionTimeout=1000\n"
             "maxSessionTimeout=60000\n"
-            "%s" % (sync_limit, datadir, port, extra))
+            "%s" % (sync_limit, datadir, port, address, extra))
 
 
 
@@ -97,6 +97,7 @@ class ZooKeeperServer:
         # java options before the main class: system properties that only
         # the command line sets (-Dznode.container.checkIntervalMs=MS)
         self.jvm_flags = list(jvm_flags)
+        self.wrap = []              # a command the JVM runs under (nsenter)
         self.host = "127.0.0.1"
         self.port = None
         self.proc = None
@@ -127,7 +128,7 @@ class ZooKeeperServer:
     def _launch(self, main_class, cfg, xmx):
         """java MAIN_CLASS CFG, logging to self.log, in a session of its own."""
         os.makedirs(self.workdir, exist_ok=True)
-        argv = [JAVA, "-Xms32m", "-Xmx" + xmx,
+        argv = self.wrap + [JAVA, "-Xms32m", "-Xmx" + xmx,
                 "-Dzookeeper.root.logger=INFO,CONSOLE",
                 "-Dzookeeper.console.threshold=INFO",
                 "-Dzookeeper.log.dir=" + self.workdir] + self.jvm_flags + [
@@ -278,8 +279,12 @@ class ZooKeeperEnsemble:
         ports = self._ports()
         for i, m in enumerate(self.members):
             m.port, m.quorum_port, m.election_port = ports[3 * i:3 * i + 3]
-        servers = "".join("server.%d=127.0.0.1:%d:%d\n"
-                          % (m.myid, m.quorum_port, m.election_port)
+        self.write_cfgs()
+
+    def write_cfgs(self):
+        """Each member's myid and zoo.cfg, from its .host and its ports."""
+        servers = "".join("server.%d=%s:%d:%d\n"
+                          % (m.myid, m.host, m.quorum_port, m.election_port)
                           for m in self.members)
         for m in self.members:
             datadir = os.path.join(m.workdir, "data")
@@ -288,7 +293,7 @@ class ZooKeeperEnsemble:
                 f.write("%d\n" % m.myid)
             with open(os.path.join(m.workdir, "zoo.cfg"), "w") as f:
                 f.write(zoo_cfg(datadir, m.port, sync_limit=4,
-                                extra="cnxTimeout=1000\n" + servers))
+                                extra="cnxTimeout=1000\n" + servers, address=m.host))
 
     def modes(self):
         return [m.mode() for m in self.members]

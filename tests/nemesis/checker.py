@@ -19,6 +19,7 @@ time in seconds that every process of the machine shares, and "ev":
           "client", "sec", "lock", "token" (a list of integers).
   frozen  the runner stopped a host's daemon: "host", "until".
   fault   the runner injected a fault: "kind", "target", "until" (healed).
+  cut     a fault cut "host" off from a quorum of the servers, until "until".
   stall   the runner itself did not run for "gap" seconds.
   leftover  something left at the end: "what".
   end     the run's end: "session_timeout", "bound" (the liveness bound
@@ -33,7 +34,10 @@ What it reports:
             and accepted writes that landed after another section of the
             lock had begun.
   liveness  after the last heal, each lock that saw sections is held again
-            within the session timeout plus the bound.
+            within the session timeout plus the bound.  The longest wait
+            for a lock is measured from each moment no fault was left.
+  cut gap   the longest time a holder on a host went on after its host
+            was cut off, among the sections that ended while it was.
   leftovers what the runner found left at the end.
 """
 
@@ -150,10 +154,16 @@ def fencing(spans, events):
     return bad
 
 
+def all_clear(faults, stop):
+    """The heals before @stop that left no fault behind them."""
+    return sorted(e["until"] for e in faults if e["until"] < stop and
+                  not any(o is not e and o["t"] < e["until"] < o["until"] for o in faults))
+
+
 def liveness(spans, events):
     """(the longest wait for a lock after a heal, violations as lines)."""
     end = [e for e in events if e.get("ev") == "end"]
-    faults = [e for e in events if e.get("ev") in ("fault", "frozen")]
+    faults = [e for e in events if e.get("ev") == "fault"]
     if not end or not spans:
         return 0.0, ([] if spans else ["no critical section at all"])
     limit = end[-1]["session_timeout"] + end[-1]["bound"]
@@ -162,7 +172,7 @@ def liveness(spans, events):
     for s in spans:
         starts[s.lock].append(s.start)
     longest, bad = 0.0, []
-    heals = sorted(e["until"] for e in faults if e["until"] < stop)
+    heals = all_clear(faults, stop)
     for lock, st in starts.items():
         st.sort()
         for h in heals:
@@ -176,6 +186,17 @@ def liveness(spans, events):
                 bad.append("%s: not held again within %.0f s of the last heal (%.1f s)"
                            % (lock, limit, wait))
     return longest, bad
+
+
+def cut_gap(spans, events):
+    """(the longest time a holder went on after its host was cut off, that
+    span), among the sections that ended while the cut lasted."""
+    worst = (0.0, None)
+    for c in (e for e in events if e.get("ev") == "cut"):
+        for s in spans:
+            if s.host.split("/")[0] == c["host"] and s.start <= c["t"] < s.end < c["until"]:
+                worst = max(worst, (s.end - c["t"], s), key=lambda x: x[0])
+    return worst
 
 
 def main(argv):
@@ -208,6 +229,10 @@ def main(argv):
     print("faults by kind: %s" % (", ".join("%s %d" % kv for kv in sorted(faults.items()))
                                   or "none"))
     print("longest wait for a lock after a heal: %.2f s" % longest)
+    gap, span = cut_gap(spans, events)
+    if span is not None:
+        print("longest a holder went on after its host was cut off: %.2f s (%r)"
+              % (gap, span))
     o = sum(len(v) for v in counted.values())
     lcount = len(left) + len(live)
     print("nemesis: %d critical sections, %d overlaps, %d fencing violations, "

@@ -1,20 +1,24 @@
 #!/usr/bin/env python3
-"""make nemesis: SECONDS of random faults against three "hosts" that mount
-one ZooKeeper, while clients on each take the same locks in every way the
-product offers; then the checker's verdict (checker.py), which reads only
-the history the clients, the fencing resource and this runner logged.
+"""make nemesis: SECONDS of random faults, several at once, against three
+ZooKeeper servers forming one ensemble and three "hosts" that mount it,
+while clients on each host take the same locks in every way the product
+offers; then the checker's verdict (checker.py), which reads only the
+history the clients, the fencing resource and this runner logged.
 
-    run.py [--seconds N] [--seed S] [--keep]
+    run.py [--seconds N] [--seed S] [--at-once K] [--keep]
 
-This is the first step of the suite: one fault at a time, one server, and
-each host's network a loopback proxy (tests/integration/faultproxy.py: a
-partition is a proxy that stops forwarding and keeps both sockets open,
-never a reset).  The faults: a host cut off, ZooKeeper paused (SIGSTOP),
-a daemon paused, a daemon killed (kill -9, then mounted again), ZooKeeper
-killed and restarted.  Each heals after 2 to 25 s (the session timeout is
-10 s).  The seed and each fault are printed; a run is replayed by its seed
-as far as the real world allows (the faults' kinds, targets, lengths and
-gaps come from it; the clients' timing does not).
+Each server and host is a network namespace of its own (cluster.py,
+net.py).  The faults (Faults.draw): a host cut off from every server; a
+server cut off from everyone (any, the leader, or the one a host is
+connected to); a partition that leaves one server with some hosts and the
+other two with the rest; a slow link (h3's delay proxy); a daemon paused
+(SIGSTOP) or killed (kill -9, then mounted again); a server paused or
+killed and started again (any, the leader, or a host's).  Up to K (3) at
+once; each heals after 2 to 25 s (the session timeout is 10 s), the next
+comes 1 to 8 s later.  The seed and each fault are printed; a run is
+replayed by its seed as far as the real world allows (the faults' kinds,
+targets, lengths and gaps come from it; which server leads, and the
+clients' timing, do not).
 
 The last line is the checker's verdict; the exit status is 0 only when it
 found no overlap, fencing violation or leftover.
@@ -35,14 +39,12 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "integration"))
 
-import faultproxy                  # noqa: E402
+import cluster                     # noqa: E402
 import mounts                      # noqa: E402
-import zkserver                    # noqa: E402
 
 SESSION_MS = 10000
 BOUND = 10.0            # liveness: a lock is held again within the session timeout + this
 LONGEST_SECTION = 30.0  # client.py
-ROOT = "/nemesis"
 
 
 class History:
@@ -72,23 +74,6 @@ def watch_stalls(hist, stop):
         if now - last > 0.25:
             hist.add(ev="stall", t=last, gap=now - last)
         last = now
-
-
-class Host:
-    def __init__(self, i, zk, logdir):
-        self.name = "h%d" % i
-        self.proxy = faultproxy.FaultProxy(zk.host, zk.port).start()
-        connect = self.proxy.hostport + ROOT
-        self.plain = mounts.Mount(zk, ROOT, logdir, session_timeout=SESSION_MS,
-                                  connect=connect, label=self.name + "-plain")
-        self.files = mounts.Mount(zk, ROOT, logdir, session_timeout=SESSION_MS,
-                                  opts=("lockfiles",), connect=connect,
-                                  label=self.name + "-files")
-        self.plain.start()
-        self.files.start()
-
-    def tag(self, m):
-        return "%s/%s" % (self.name, "plain" if m is self.plain else "files")
 
 
 def start_clients(hosts, work, seed, sock):
@@ -125,98 +110,219 @@ def stop_group(p):
         pass
 
 
+
+class Fault:
+    """One fault: what it claims (no two faults hold one process at once),
+    how it starts and heals, and what the history learns of it."""
+
+    def __init__(self, kind, target, length, claims, inject, heal, cut_hosts=(),
+                 frozen=None):
+        self.kind, self.target, self.length = kind, target, length
+        self.claims = set(claims)
+        self.inject, self.heal = inject, heal
+        self.cut_hosts = list(cut_hosts)   # hosts cut off from a quorum by it
+        self.frozen = frozen               # the mount whose daemon it stops or kills
+
+
 class Faults:
-    """One fault at a time (run_one()): injected, then healed."""
+    """Faults at random, up to MAX_AT_ONCE of them at a time, each healed by
+    a thread of its own after its length."""
 
-    KINDS = ("partition", "zk-pause", "daemon-pause", "daemon-kill", "zk-kill")
+    KINDS = ("host-cut", "server-cut", "partition", "slow-link", "daemon-pause",
+             "daemon-kill", "zk-pause", "zk-kill")
+    MAX_AT_ONCE = 3
 
-    def __init__(self, rng, zk, hosts, hist):
-        self.rng, self.zk, self.hosts, self.hist = rng, zk, hosts, hist
+    def __init__(self, rng, cluster, hist, at_once):
+        self.rng, self.c, self.hist, self.at_once = rng, cluster, hist, at_once
+        self.active = []
+        self.mu = threading.Condition()
+        self.start = time.monotonic()
+        self.last_heal = self.start
 
-    @staticmethod
-    def kill_daemon(m):
-        """kill -9 the daemon of @m and clear its dead mount."""
-        m.kill(signal.SIGKILL)
-        m.proc.wait(30)
-        mounts.fusermount(m.path, lazy=True)
+    def pick_server(self):
+        """A server: any, the leader, or the one a host is connected to
+        (the draws are the seed's; who leads is the world's)."""
+        how, m, h = self.rng.choice(("any", "leader", "holder's")), \
+            self.rng.choice(self.c.servers), self.rng.choice(self.c.hosts)
+        found = self.c.leader() if how == "leader" else \
+            self.c.server_of(h) if how == "holder's" else m
+        return how, found or m
 
-    def run_one(self, deadline):
-        kind = self.rng.choice(self.KINDS)
-        h = self.rng.choice(self.hosts)
-        m = self.rng.choice((h.plain, h.files))
-        length = self.rng.uniform(2, 25)
-        gap = self.rng.uniform(1, 5)
-        target = {"partition": h.name, "zk-pause": "zk", "zk-kill": "zk"}.get(kind, h.tag(m))
-        inject, heal = {        # each kind: how it starts, how it heals
-            "partition": (h.proxy.blackhole, h.proxy.heal),
-            "zk-pause": (self.zk.suspend, self.zk.resume),
-            "daemon-pause": (lambda: os.kill(m.pid, signal.SIGSTOP),
-                             lambda: os.kill(m.pid, signal.SIGCONT)),
-            "daemon-kill": (lambda: self.kill_daemon(m), m.start),
-            "zk-kill": (self.zk.kill9, self.zk.restart),
-        }[kind]
+    def draw(self):
+        rng, c = self.rng, self.c
+        kind = rng.choice(self.KINDS)
+        length = rng.uniform(2, 25)
+        h = rng.choice(c.hosts)
+        m = rng.choice((h.plain, h.files))
+        how, s = self.pick_server()
+        net = c.net
+        name = "%s@%.3f" % (kind, time.monotonic())
+
+        def cut(target, pairs, cut_hosts=()):
+            """A fault of the network: @pairs of nodes hear nothing of each other."""
+            return Fault(kind, target, length, (), lambda: net.set_cut(name, pairs),
+                         lambda: net.set_cut(name, ()), cut_hosts=cut_hosts)
+        if kind == "host-cut":
+            return cut(h.name, {(h.node, x.node) for x in c.servers}, [h.name])
+        if kind == "server-cut":
+            return cut("%s (%s)" % (s.node, how),
+                       {(s.node, x) for x in net.nodes if x not in ("ctl", s.node)})
+        if kind == "partition":
+            # one server alone with some hosts, the other two with the rest:
+            # a minority partition for the first hosts, a majority for the rest
+            minority = [x for x in c.hosts if rng.random() < 0.5]
+            side = {s.node} | {x.node for x in minority}
+            return cut("{%s} | rest" % ",".join(sorted(side)),
+                       {(a, b) for a in side for b in net.nodes if b != "ctl" and b not in side},
+                       [x.name for x in minority])
+        if kind == "slow-link":
+            delay = rng.uniform(0.2, 3.0)
+            return Fault(kind, "%s, %.2f s each way" % (cluster.SLOW_HOST, delay), length,
+                         ("delay",), lambda: c.set_delay(delay), lambda: c.set_delay(0))
+        if kind == "daemon-pause":
+            return Fault(kind, h.tag(m), length, (h.tag(m),),
+                         lambda: os.kill(m.pid, signal.SIGSTOP),
+                         lambda: os.kill(m.pid, signal.SIGCONT), frozen=(h.tag(m), 0))
+        if kind == "daemon-kill":
+            # a killed daemon's holders run on until their section ends
+            return Fault(kind, h.tag(m), length, (h.tag(m),), lambda: kill_daemon(m),
+                         lambda: remount(m), frozen=(h.tag(m), LONGEST_SECTION))
+        if kind == "zk-pause":
+            return Fault(kind, "%s (%s)" % (s.node, how), length, (s.node,),
+                         lambda: os.kill(s.pid, signal.SIGSTOP),
+                         lambda: os.kill(s.pid, signal.SIGCONT))
+        return Fault(kind, "%s (%s)" % (s.node, how), length, (s.node,),
+                     lambda: c.kill_server(s), lambda: c.start_server(s))
+
+    def claimed(self):
+        return set().union(*(f.claims for f in self.active)) if self.active else set()
+
+    def run(self, f, deadline):
         t0 = time.monotonic()
-        say("%.1f s: %s of %s for %.1f s" % (t0 - self.start, kind, target, length))
-        inject()
-        time.sleep(min(length, max(0.0, deadline - time.monotonic())))
-        heal()
+        say("%.1f s: %s of %s for %.1f s" % (t0 - self.start, f.kind, f.target, f.length))
+        try:
+            f.inject()
+            time.sleep(min(f.length, max(0.0, deadline - time.monotonic())))
+            if f.heal() is False:
+                self.hist.add(ev="leftover", what="%s of %s: did not heal"
+                              % (f.kind, f.target))
+        except Exception as e:          # the run goes on; the verdict fails
+            self.hist.add(ev="leftover", what="%s of %s: %r" % (f.kind, f.target, e))
         healed = time.monotonic()
-        self.hist.add(ev="fault", t=t0, kind=kind, target=target, until=healed)
-        if kind in ("daemon-pause", "daemon-kill"):
-            # a daemon stopped or gone ends no one: its holders run on
-            # (docs/SPEC.md); a killed one's until their section ends
-            self.hist.add(ev="frozen", t=t0, host=h.tag(m),
-                          until=healed + (LONGEST_SECTION if kind == "daemon-kill" else 0))
-        time.sleep(gap)
-        return healed
+        self.hist.add(ev="fault", t=t0, kind=f.kind, target=f.target, until=healed)
+        for h in f.cut_hosts:
+            self.hist.add(ev="cut", t=t0, host=h, until=healed)
+        if f.frozen:
+            # a daemon stopped or gone ends no one (docs/SPEC.md)
+            self.hist.add(ev="frozen", t=t0, host=f.frozen[0], until=healed + f.frozen[1])
+        with self.mu:
+            self.active.remove(f)
+            self.last_heal = max(self.last_heal, healed)
+            self.mu.notify_all()
+
+    def run_all(self, deadline):
+        """Faults until @deadline, then wait until each has healed."""
+        while time.monotonic() < deadline:
+            f = self.draw()
+            gap = self.rng.uniform(1, 8)
+            with self.mu:
+                while len(self.active) >= self.at_once and time.monotonic() < deadline:
+                    self.mu.wait(0.2)
+                if time.monotonic() >= deadline:
+                    break
+                if f.claims & self.claimed():
+                    f = None        # that process is already taken: skip this draw
+                else:
+                    self.active.append(f)
+            if f is not None:
+                threading.Thread(target=self.run, args=(f, deadline), daemon=True).start()
+            time.sleep(min(gap, max(0.0, deadline - time.monotonic())))
+        with self.mu:
+            while self.active:
+                self.mu.wait(1)
+        return self.last_heal
 
 
-def leftovers(zk, hist):
+def kill_daemon(m):
+    """kill -9 the daemon of @m and clear its dead mount."""
+    m.kill(signal.SIGKILL)
+    m.proc.wait(30)
+    mounts.fusermount(m.path, lazy=True)
+
+
+def remount(m, timeout=120.0):
+    """Mount @m again, as its service manager would: a daemon that finds no
+    server within its session timeout exits 1, and is started again."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            return m.start()
+        except AssertionError:
+            if time.monotonic() > deadline:
+                raise
+            mounts.fusermount(m.path, lazy=True)
+            time.sleep(1)
+
+
+def leftovers(c, hist):
     """Entries left in ZooKeeper once every mount is gone."""
-    c = zk.client()
-    try:
+    with c.client() as zk:
         for lock in ("L1", "L2", "f/job.lock"):
-            for kid in c.get_children(ROOT + "/" + lock):
-                hist.add(ev="leftover", what="entry %s/%s/%s" % (ROOT, lock, kid))
-    finally:
-        c.close()
+            for kid in zk.get_children(cluster.ROOT + "/" + lock):
+                hist.add(ev="leftover", what="entry %s/%s/%s" % (cluster.ROOT, lock, kid))
+
+
+def unmount_all(c, hist):
+    for h in c.hosts:
+        for m in (h.plain, h.files):
+            try:
+                rc = m.umount()
+            except AssertionError as e:
+                rc = str(e)
+            if rc != 0:
+                hist.add(ev="leftover", what="%s: the daemon ended with %s" % (h.tag(m), rc))
+            if mounts.mount_entry(m.path):
+                hist.add(ev="leftover", what="%s: still mounted" % h.tag(m))
+            if mounts.sanitizer_report(m.logpath):
+                hist.add(ev="leftover", what="%s: a sanitizer report" % h.tag(m))
 
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--seconds", type=float, default=600)
     ap.add_argument("--seed", type=int, default=None)
+    ap.add_argument("--at-once", type=int, default=Faults.MAX_AT_ONCE,
+                    help="most faults at one time (1: one at a time)")
     ap.add_argument("--keep", action="store_true", help="keep the run's directory")
     a = ap.parse_args()
+    for sig in (signal.SIGTERM, signal.SIGHUP):     # end as ^C does: clean up first
+        signal.signal(sig, lambda n, _f: sys.exit(128 + n))
     seed = a.seed if a.seed is not None else random.SystemRandom().randrange(1, 1 << 31)
     rng = random.Random(seed)
     work = tempfile.mkdtemp(prefix="zklockfs-nemesis-")
-    say("seed %d, %.0f s, history in %s" % (seed, a.seconds, work))
+    say("seed %d, %.0f s, up to %d faults at once, history in %s"
+        % (seed, a.seconds, a.at_once, work))
     hist = History(os.path.join(work, "runner.jsonl"))
     stop = threading.Event()
-    threading.Thread(target=watch_stalls, args=(hist, stop), daemon=True).start()
-    zk = zkserver.ZooKeeperServer(os.path.join(work, "zk"))
-    hosts, procs, resource, status = [], [], None, 1
+    c = cluster.Cluster(work, work, SESSION_MS)
+    procs, resource, status = [], None, 1
     try:
-        zk.start()
-        hosts = [Host(i, zk, work) for i in (1, 2, 3)]
+        c.start()       # the runner's thread is in the ctl namespace from here
+        threading.Thread(target=watch_stalls, args=(hist, stop), daemon=True).start()
+        h1 = c.hosts[0]
         for d in ("L1", "L2"):
-            os.mkdir(os.path.join(hosts[0].plain.path, d))
-        os.mkdir(os.path.join(hosts[0].files.path, "f"))
-        open(os.path.join(hosts[0].files.path, "f", "job.lock"), "w").close()
+            os.mkdir(os.path.join(h1.plain.path, d))
+        os.mkdir(os.path.join(h1.files.path, "f"))
+        open(os.path.join(h1.files.path, "f", "job.lock"), "w").close()
         sock = os.path.join(work, "resource.sock")
         resource = subprocess.Popen([sys.executable, os.path.join(HERE, "resource.py"), sock,
                                      os.path.join(work, "resource.jsonl")],
                                     start_new_session=True)
         while not os.path.exists(sock):
             time.sleep(0.01)
-        procs = start_clients(hosts, work, seed, sock)
-        faults = Faults(rng, zk, hosts, hist)
-        faults.start = time.monotonic()
-        deadline = faults.start + a.seconds
-        last_heal = faults.start
-        while time.monotonic() < deadline:
-            last_heal = faults.run_one(deadline)
+        procs = start_clients(c.hosts, work, seed, sock)
+        faults = Faults(rng, c, hist, a.at_once)
+        last_heal = faults.run_all(faults.start + a.seconds)
         # liveness: everything healed, the clients go on for the session
         # timeout and the bound, and each lock must be held again
         time.sleep(max(0.0, last_heal + SESSION_MS / 1000.0 + BOUND + 2 - time.monotonic()))
@@ -224,20 +330,8 @@ def main():
         for p in procs:
             stop_group(p)
         procs = []
-        for h in hosts:
-            for m in (h.plain, h.files):
-                try:
-                    rc = m.umount()
-                except AssertionError as e:
-                    rc = str(e)
-                if rc != 0:
-                    hist.add(ev="leftover", what="%s: the daemon ended with %s"
-                             % (h.tag(m), rc))
-                if mounts.mount_entry(m.path):
-                    hist.add(ev="leftover", what="%s: still mounted" % h.tag(m))
-                if mounts.sanitizer_report(m.logpath):
-                    hist.add(ev="leftover", what="%s: a sanitizer report" % h.tag(m))
-        leftovers(zk, hist)
+        unmount_all(c, hist)
+        leftovers(c, hist)
         stop.set()
         r = subprocess.run([sys.executable, os.path.join(HERE, "checker.py"), work])
         status = r.returncode
@@ -247,11 +341,7 @@ def main():
             stop_group(p)
         if resource is not None:
             stop_group(resource)
-        for h in hosts:
-            for m in (h.plain, h.files):
-                m.cleanup()
-            h.proxy.stop()
-        zk.stop()
+        c.stop()
         if status == 0 and not a.keep:
             shutil.rmtree(work, ignore_errors=True)
         else:

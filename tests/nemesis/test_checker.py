@@ -93,3 +93,22 @@ def test_leftovers_fail(tmp_path):
     rc, out = check(tmp_path, beats("a", 1, "L", 0, 1),
                     [dict(ev="leftover", t=2, what="entry /t/L/x-lock-0000000001")], end(3))
     assert rc == 1 and "leftover: entry" in out and ", 1 leftovers," in verdict(out), out
+
+
+def test_waits_are_measured_from_the_moments_no_fault_was_left(tmp_path):
+    # a heal at 2 while another fault lasts until 6: the wait counts from 6
+    faults = [dict(ev="fault", t=1.0, until=2.0, kind="host-cut", target="h1"),
+              dict(ev="fault", t=1.5, until=6.0, kind="zk-kill", target="s1")]
+    rc, out = check(tmp_path, beats("a", 1, "L", 0, 0.5), beats("a", 2, "L", 9, 10),
+                    faults, end(40))
+    assert rc == 0 and "longest wait for a lock after a heal: 3.00 s" in out, out
+
+
+def test_the_longest_a_holder_went_on_after_its_host_was_cut(tmp_path):
+    # h1 cut at 2 until 20: its holder ended at 9.5 (7.5 s on); h2's was not cut,
+    # and a section that began after the cut is not one it cut
+    cut = [dict(ev="cut", t=2.0, until=20.0, host="h1")]
+    rc, out = check(tmp_path, beats("a", 1, "L", 0, 9.5, host="h1/plain"),
+                    beats("b", 1, "M", 0, 15, host="h2/plain"),
+                    beats("c", 1, "N", 3, 18, host="h1/files"), cut, end(30))
+    assert rc == 0 and "went on after its host was cut off: 7.50 s (a#1" in out, out
