@@ -192,9 +192,11 @@ deps:
 check: deps
 	$(MAKE) check-unit check-docs check-sim check-integration check-asan check-nemesis
 
-# a short nemesis run of a fixed seed (make nemesis runs longer ones)
+# the nemesis's directed scenarios, and a short run of a fixed seed (make
+# nemesis runs longer ones)
 CHECK_NEMESIS_SECONDS ?= 120
 check-nemesis: $(BUILD)/zklockfs $(BUILD)/zklock
+	ZKLOCKFS=$(CURDIR)/$(BUILD)/zklockfs /usr/bin/python3 -m pytest -q tests/nemesis/test_directed.py
 	ZKLOCKFS=$(CURDIR)/$(BUILD)/zklockfs /usr/bin/python3 tests/nemesis/run.py \
 	  --seconds $(CHECK_NEMESIS_SECONDS) --seed 20261128
 

@@ -128,18 +128,32 @@ static void zks_watcher(zhandle_t *zh, int type, int state, const char *path,
 	pthread_mutex_unlock(&s->lock);
 }
 
-/* A ping of ours: the server had heard us when it read it, after @sent. */
+/*
+ * A ping of ours: the server had heard us when it read it, after @sent.
+ *
+ * It is a sync, not a read.  The leader alone expires sessions; a
+ * follower passes on what it heard of ours at its own pings to the leader.
+ * A follower cut off from its leader goes on answering reads for syncLimit
+ * ticks (seconds, by default ten) before it notices and drops its
+ * clients, while the leader counts our session silent from the cut.  A
+ * sync goes through the leader: one answered means the follower still
+ * reached its leader after our send.  What a follower heard of us reaches
+ * the leader with its answer to the leader's next ping, half a tick later
+ * at most; if the cut comes first, the leader last heard of our previous
+ * ping, one period earlier, and the margin is that period.  So this holds
+ * while a tick is at most two of our periods (tickTime <= timeout / 5).
+ */
 struct ping {
 	struct zks *s;
 	uint64_t sent;
 };
 
-static void ping_done(int rc, const struct Stat *st, const void *data)
+static void ping_done(int rc, const char *value, const void *data)
 {
 	struct ping *p = (struct ping *)data;
 	struct zks *s = p->s;
 
-	(void)st;
+	(void)value;
 	if (rc == ZOK || rc == ZNONODE) {
 		pthread_mutex_lock(&s->lock);
 		if (p->sent > s->last_heard_ms) {
@@ -171,7 +185,7 @@ static void send_ping(struct zks *s)
 		return;
 	p->s = s;
 	p->sent = boot_ms();
-	if (zks_aexists(s, "/", ping_done, p) != ZOK)
+	if (zks_async_sync(s, "/", ping_done, p) != ZOK)
 		free(p);
 }
 

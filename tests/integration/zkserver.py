@@ -281,8 +281,9 @@ class ZooKeeperEnsemble:
             m.port, m.quorum_port, m.election_port = ports[3 * i:3 * i + 3]
         self.write_cfgs()
 
-    def write_cfgs(self):
-        """Each member's myid and zoo.cfg, from its .host and its ports."""
+    def write_cfgs(self, sync_limit=4):
+        """Each member's myid and zoo.cfg, from its .host and its ports;
+        @sync_limit ticks: how long a follower serves without its leader."""
         servers = "".join("server.%d=%s:%d:%d\n"
                           % (m.myid, m.host, m.quorum_port, m.election_port)
                           for m in self.members)
@@ -292,7 +293,7 @@ class ZooKeeperEnsemble:
             with open(os.path.join(datadir, "myid"), "w") as f:
                 f.write("%d\n" % m.myid)
             with open(os.path.join(m.workdir, "zoo.cfg"), "w") as f:
-                f.write(zoo_cfg(datadir, m.port, sync_limit=4,
+                f.write(zoo_cfg(datadir, m.port, sync_limit=sync_limit,
                                 extra="cnxTimeout=1000\n" + servers, address=m.host))
 
     def modes(self):

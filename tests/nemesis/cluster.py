@@ -3,7 +3,7 @@ one ensemble and three "hosts", each node in a network namespace of its
 own (net.py), and the runner in a seventh, "ctl", that every fault spares
 so that it can always ask the servers how they are.
 
-    c = Cluster(workdir, logdir, session_ms).start()
+    c = Cluster(workdir, logdir, session_ms[, hosts, sync_limit]).start()
     c.servers        # QuorumMember s1..s3, each .node, .host (its address)
     c.hosts          # Host h1..h3: .plain and .files mounts, .node
     c.leader()       # the member that says it leads, or None
@@ -75,9 +75,10 @@ class Host:
 
 
 class Cluster:
-    def __init__(self, workdir, logdir, session_ms):
+    def __init__(self, workdir, logdir, session_ms, hosts=3, sync_limit=4):
         self.workdir, self.logdir, self.session_ms = workdir, logdir, session_ms
-        self.net = net.Net(["ctl", "s1", "s2", "s3", "h1", "h2", "h3"])
+        self.nhosts, self.sync_limit = hosts, sync_limit
+        self.net = net.Net(["ctl", "s1", "s2", "s3"] + ["h%d" % i for i in range(1, hosts + 1)])
         self.ens = zkserver.ZooKeeperEnsemble(os.path.join(workdir, "zk"), 3)
         self.servers = self.ens.members
         for m in self.servers:
@@ -136,7 +137,7 @@ class Cluster:
     def start(self):
         self.net.up()
         enter_netns(self.net.ns("ctl"))
-        self.ens.write_cfgs()
+        self.ens.write_cfgs(self.sync_limit)
         for m in self.servers:
             if not self.start_server(m, 90.0):
                 raise RuntimeError("ZooKeeper server %d did not start; see %s"
@@ -145,7 +146,7 @@ class Cluster:
         with self.ens.client() as c:
             c.ensure_path(ROOT)
         direct = ",".join(m.hostport for m in self.servers)
-        for i in (1, 2, 3):
+        for i in range(1, self.nhosts + 1):
             name = "h%d" % i
             connect = self._start_proxy() if name == SLOW_HOST else direct
             h = Host(name, connect + ROOT, self.net.wrap(name), self.logdir, self.session_ms)
