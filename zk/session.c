@@ -47,6 +47,7 @@ static void deadline_in(struct timespec *ts, int ms)
 }
 
 static int margin_ms(const struct zks *s);
+static bool quiet_locked(const struct zks *s);
 
 /*
  * Publish until when the server surely keeps the session (zk/heartbeat.h):
@@ -98,25 +99,24 @@ static void zks_watcher(zhandle_t *zh, int type, int state, const char *path,
 		}
 		/*
 		 * The server renewed the session when it read our
-		 * ConnectRequest, a one-way delay before its answer reached
-		 * us: on a slow link, longer than the margin.  That request
-		 * went out after the connection was seen down (down_ms), so
-		 * the server heard us by then at least; a ping sent now
-		 * soon says when it heard us last.
+		 * ConnectRequest, a one-way delay before this event: on a
+		 * slow link, longer than the margin.  When that was, no
+		 * clock of ours says (this event runs on the completion
+		 * thread, the request went out on the I/O thread), so it
+		 * moves nothing: a ping sent now says, and a silence in force
+		 * ends with its answer (ping_done()), which then tells the
+		 * engine of the reconnect.
 		 */
-		if (s->down_ms > s->last_heard_ms)
-			s->last_heard_ms = s->down_ms;
 		s->tick_at = boot_ms();
-		publish_locked(s);
-		if (s->was_disconnected)
+		publish_locked(s);		/* the timeout may be another */
+		if (!quiet_locked(s))
+			s->silent = false;
+		if (s->was_disconnected && !s->silent)
 			s->reconnected = true;
 		s->was_disconnected = false;
-		s->silent = false;
 	} else if (state == ZOO_CONNECTING_STATE) {
-		if (!s->was_disconnected) {
+		if (!s->was_disconnected)
 			zkm_connection_lost();
-			s->down_ms = boot_ms();
-		}
 		s->was_disconnected = true;
 	} else if (state == ZOO_EXPIRED_SESSION_STATE) {
 		if (!s->expired)
@@ -139,14 +139,29 @@ static void zks_watcher(zhandle_t *zh, int type, int state, const char *path,
  * sync goes through the leader: one answered means the follower still
  * reached its leader after our send.  What a follower heard of us reaches
  * the leader with its answer to the leader's next ping, half a tick later
- * at most; if the cut comes first, the leader last heard of our previous
- * ping, one period earlier, and the margin is that period.  So this holds
- * while a tick is at most two of our periods (tickTime <= timeout / 5).
+ * at most; if the cut comes first, the leader last heard of an earlier
+ * ping of ours.  So an answered ping counts from the send of the latest
+ * one answered at least a period before it (recent[]): the leader had
+ * heard of that one while a tick is at most two of our periods, and the
+ * margin stays whole.
  */
 struct ping {
 	struct zks *s;
 	uint64_t sent;
 };
+
+/* The send time to count an answered ping @sent from (see above).  s->lock
+ * held; records @sent among the answered ones. */
+static uint64_t heard_by_locked(struct zks *s, uint64_t sent)
+{
+	uint64_t by = 0, upto = sent - (uint64_t)margin_ms(s);
+
+	for (int i = 0; i < ZKS_RECENT; i++)
+		if (s->recent[i] <= upto && s->recent[i] > by)
+			by = s->recent[i];
+	s->recent[s->nrecent++ % ZKS_RECENT] = sent;
+	return by;
+}
 
 static void ping_done(int rc, const char *value, const void *data)
 {
@@ -154,20 +169,22 @@ static void ping_done(int rc, const char *value, const void *data)
 	struct zks *s = p->s;
 
 	(void)value;
-	if (rc == ZOK || rc == ZNONODE) {
+	if (rc == ZOK) {
 		pthread_mutex_lock(&s->lock);
-		if (p->sent > s->last_heard_ms) {
-			s->last_heard_ms = p->sent;
+		uint64_t by = heard_by_locked(s, p->sent);
+
+		if (by > s->last_heard_ms) {
+			s->last_heard_ms = by;
 			publish_locked(s);
 		}
 		/*
-		 * A silence on a link that stayed up (slow, not cut) ends
-		 * when a ping sent after it is answered: the session lives,
-		 * and the engine redoes what it failed, as after a reconnect.
-		 * An older ping proves nothing of the time since.
+		 * A silence ends once the server surely heard us within the
+		 * timeout less the margin again, with the connection up (a
+		 * late reconnect, a slow link): the session lives, and the
+		 * engine redoes what it failed, as after a reconnect.
 		 */
 		if (s->silent && !s->expired && s->state == ZOO_CONNECTED_STATE &&
-		    p->sent >= s->silent_ms) {
+		    !quiet_locked(s)) {
 			s->silent = false;
 			s->reconnected = true;
 			pthread_cond_broadcast(&s->cond);
@@ -232,7 +249,6 @@ int zks_open(struct zks *s, const char *connect, int timeout_ms,
 			return err;
 	}
 	zoo_set_debug_level(ZOO_LOG_LEVEL_ERROR);
-	s->down_ms = boot_ms();
 	s->zh = zks_init_handle(s);
 	if (!s->zh) {
 		zklog(LOG_ERR, "cannot start a ZooKeeper client for '%s': %s",
@@ -267,7 +283,9 @@ static void zks_renew(struct zks *s)
 	s->state = ZOO_CONNECTING_STATE;
 	s->was_disconnected = true;	/* its CONNECTED redoes what failed */
 	s->reconnected = false;
-	s->down_ms = boot_ms();		/* the new session begins after this */
+	/* the new session begins after this: the server hears it by then
+	 * (this thread, before the handle exists: no event can come first) */
+	s->last_heard_ms = boot_ms();
 	s->hb_gen++;			/* what the old session held is lost */
 	publish_locked(s);
 	pthread_mutex_unlock(&s->lock);
@@ -425,10 +443,8 @@ static void *zks_supervise(void *arg)
 		 * silence a margin (a period) before that: the wait above ends
 		 * then, so the margin is a period less this loop's own delay.
 		 */
-		if (!s->silent && quiet_locked(s)) {
+		if (!s->silent && quiet_locked(s))
 			s->silent = silent = true;
-			s->silent_ms = boot_ms();
-		}
 		timeout = s->negotiated_ms;
 		renew = s->expired;
 		reconnected = s->reconnected;

@@ -12,8 +12,8 @@
  *     presumed lost from then on (Curator's LOST);
  *   - calls ev->connected() after a reconnection within the same session
  *     (requests that failed with a connection loss can be redone), and
- *     after a silence that a ping sent after it ends with an answer (a
- *     slow link: the connection never dropped);
+ *     and after a silence that ends while connected (a ping answered
+ *     shows the server heard us within the timeout less the margin);
  *   - on expiry closes the dead handle, opens a new session, and calls
  *     ev->expired() once the new handle exists (requests may be queued on it
  *     at once; ZooKeeper sends them when connected).
@@ -47,6 +47,8 @@ struct zks_events {
 
 struct zks_later;
 
+#define ZKS_RECENT 8	/* answered pings remembered: periods ping_done() looks back */
+
 struct zks {
 	pthread_rwlock_t rw;		/* zh: read to use, write to replace */
 	zhandle_t *zh;
@@ -63,11 +65,11 @@ struct zks {
 	bool stop;
 	uint64_t tick_at;		/* lock: zks_tick_by()'s earliest, 0: none */
 	uint64_t last_heard_ms;		/* zks_now_ms(): the server had
-					   heard us by then (a ping's send) */
-	uint64_t down_ms;		/* zks_now_ms() before the connection
-					   being made: its ConnectRequest is
-					   read by the server after it */
-	uint64_t silent_ms;		/* zks_now_ms() silence was declared */
+					   heard us by then (a ping's send,
+					   see ping_done(); zks_start() or
+					   zks_renew(): before the session) */
+	uint64_t recent[ZKS_RECENT];	/* sends of the pings answered last */
+	unsigned nrecent;		/* recent[] written so far */
 	int timeout_ms;			/* asked for */
 	int negotiated_ms;		/* the server's (it clamps what we ask) */
 	char *connect;

@@ -77,7 +77,7 @@ class Net:
                 run("ip", "-n", ns, "addr", "add", self.addr(node) + "/24", "dev", "eth0")
                 run("ip", "-n", ns, "link", "set", "eth0", "up")
                 run("ip", "-n", ns, "link", "set", "lo", "up")
-                self._nft(node, set())
+                self._wait_nft([(node, self._nft(node, set()))])
         except Exception:
             self.down()
             raise
@@ -89,17 +89,25 @@ class Net:
         self.made.append(ns)
 
     def _nft(self, node, sources):
-        """Node @node drops every packet from the addresses @sources."""
+        """Start setting node @node to drop every packet from the addresses
+        @sources; the caller waits (all nodes at once: a cut is one moment)."""
         rules = "flush ruleset\ntable inet nemesis {\n chain in {\n" \
                 "  type filter hook input priority 0; policy accept;\n"
         if sources:
             rules += "  ip saddr { %s } drop\n" % ", ".join(sorted(sources))
         rules += " }\n}\n"
-        r = subprocess.run(["ip", "netns", "exec", self.ns(node), "nft", "-f", "-"],
-                           input=rules.encode(), stdout=subprocess.PIPE,
-                           stderr=subprocess.PIPE)
-        if r.returncode != 0:
-            raise RuntimeError("nft in %s: %s" % (node, r.stderr.decode().strip()))
+        p = subprocess.Popen(["ip", "netns", "exec", self.ns(node), "nft", "-f", "-"],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE)
+        p.stdin.write(rules.encode())
+        p.stdin.close()
+        return p
+
+    def _wait_nft(self, procs):
+        for node, p in procs:
+            err = p.stderr.read()
+            if p.wait() != 0:
+                raise RuntimeError("nft in %s: %s" % (node, err.decode().strip()))
 
     def set_cut(self, name, pairs):
         """Fault @name cuts each pair of nodes in @pairs (both ways); an
@@ -114,8 +122,7 @@ class Net:
                 for a, b in cut:
                     drops[a].add(self.addr(b))
                     drops[b].add(self.addr(a))
-            for node in self.nodes:
-                self._nft(node, drops[node])
+            self._wait_nft([(n, self._nft(n, drops[n])) for n in self.nodes])
 
     def down(self):
         for ns in reversed(self.made):
