@@ -369,8 +369,10 @@ def tcp_peers(pid, remote_port):
 
 
 def pid_listens_on(pid, port):
-    """True if process `pid` owns the listening socket on `port`."""
-    listening = {p[9] for p in tcp_rows()
+    """True if process `pid` owns the listening socket on `port`, in its own
+    network namespace (/proc/PID/net: a server the nemesis started in a
+    namespace of its own, as well as one beside us)."""
+    listening = {p[9] for p in tcp_rows("/proc/%d" % pid)
                  if p[3] == "0A" and int(p[1].rsplit(":", 1)[1], 16) == port}
     return bool(listening and listening & socket_inodes(pid))
 

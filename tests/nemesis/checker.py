@@ -188,9 +188,9 @@ def liveness(spans, events):
                 longest = max(longest, wait)
             if h == heals[-1]:
                 last = max(last, wait)
-            if h == heals[-1] and wait > limit:
-                bad.append("%s: not held again within %.0f s of the last heal (%.1f s)"
-                           % (lock, limit, wait))
+                if wait > limit:
+                    bad.append("%s: not held again within %.0f s of the last heal (%.1f s)"
+                               % (lock, limit, wait))
     return longest, last, bad
 
 

@@ -15,8 +15,8 @@ so that it can always ask the servers how they are.
 The daemons run in their host's network namespace only (nsenter --net):
 their mounts are in the machine's mount namespace, where the clients and
 the runner use them.  h3 reaches the servers through a delay proxy in its
-own namespace (tests/integration/delayproxy.py), because this kernel has no netem; the
-proxy forwards at once until a slow link is asked of it.
+own namespace (tests/integration/delayproxy.py), because this kernel has
+no netem; the proxy forwards at once until a slow link is asked of it.
 """
 
 import ctypes
@@ -52,13 +52,6 @@ def enter_netns(ns):
             raise OSError(e, "setns %s: %s" % (ns, os.strerror(e)))
     finally:
         os.close(fd)
-
-
-def listens(pid, port):
-    """Whether process @pid listens on @port, in its own network namespace."""
-    rows = procs.tcp_rows("/proc/%d" % pid)
-    inodes = {p[9] for p in rows if p[3] == "0A" and int(p[1].rsplit(":", 1)[1], 16) == port}
-    return bool(inodes and inodes & procs.socket_inodes(pid))
 
 
 class Host:
@@ -97,7 +90,7 @@ class Cluster:
         m._launch("org.apache.zookeeper.server.quorum.QuorumPeerMain",
                   os.path.join(m.workdir, "zoo.cfg"), xmx="192m")
         deadline = time.monotonic() + timeout
-        while not listens(m.proc.pid, m.port):
+        while not procs.pid_listens_on(m.proc.pid, m.port):
             if m.proc.poll() is not None or time.monotonic() > deadline:
                 return False
             time.sleep(0.1)

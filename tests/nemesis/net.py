@@ -97,7 +97,7 @@ class Net:
             rules += "  ip saddr { %s } drop\n" % ", ".join(sorted(sources))
         rules += " }\n}\n"
         p = subprocess.Popen(["ip", "netns", "exec", self.ns(node), "nft", "-f", "-"],
-                             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
                              stderr=subprocess.PIPE)
         p.stdin.write(rules.encode())
         p.stdin.close()

@@ -110,7 +110,6 @@ def stop_group(p):
         pass
 
 
-
 class Fault:
     """One fault: what it claims (no two faults hold one process at once),
     how it starts and heals, and what the history learns of it."""
