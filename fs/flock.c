@@ -122,6 +122,13 @@ struct getlk {
 
 static void getlk_send(struct getlk *op);
 
+static void getlk_free(struct getlk *op)
+{
+	zklfs_session_unhold(op->fs, op->dir, op->zks);
+	free(op->dir);
+	free(op);
+}
+
 /* Sent again from the top, by the session's supervisor (zks_later()). */
 static void getlk_resend(void *arg, bool go)
 {
@@ -130,8 +137,7 @@ static void getlk_resend(void *arg, bool go)
 	if (!go) {			/* the mount is going */
 		if (zpend_claim(op->fs, &op->pend))
 			fuse_reply_err(op->pend.req, ESHUTDOWN);
-		free(op->dir);
-		free(op);
+		getlk_free(op);
 		return;
 	}
 	getlk_send(op);
@@ -154,8 +160,7 @@ static void getlk_reply(struct getlk *op, int rc)
 		else
 			fuse_reply_err(op->pend.req, -zk_errno(rc));
 	}
-	free(op->dir);
-	free(op);
+	getlk_free(op);
 }
 
 /* Copy the value of the line "@key..." of @data (@len bytes) to @out. */
@@ -321,7 +326,7 @@ void zklfs_getlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 	op->fs = fs;
 	op->dir = dir;
 	op->kind = kind;
-	op->zks = zklfs_session(fs, dir);
+	op->zks = zklfs_session_hold(fs, dir);	/* asked again there after a loss */
 	zpend_start(fs, &op->pend, req);
 	getlk_send(op);
 }

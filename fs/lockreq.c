@@ -449,6 +449,7 @@ static void lock_enqueue(fuse_req_t req, struct node *n, enum zkn_kind kind,
 	struct lockreq *lr = n->lr;
 	struct zklfs *fs = n->fs;
 	struct zkl_waiter *w = NULL;
+	struct zkl_engine *e;
 	struct zklfs_caller c = { 0 };
 	char data[1024];
 	struct lockreq **head;
@@ -472,9 +473,12 @@ static void lock_enqueue(fuse_req_t req, struct node *n, enum zkn_kind kind,
 	lr->selfwait_told = false;
 	lockreq_set_state_locked(lr, LR_ASKING);
 	zkmx_unlock(&fs->lock);
-	/* lr->uid: the opener's, whoever asks for a conversion on its fd */
-	err = zkl_enqueue(zklfs_engine(fs, lr->dir), lr->dir, lr->name, kind, flags,
-			  data, len, lr->uid, lock_done, n, &w);
+	/* lr->uid: the opener's, whoever asks for a conversion on its fd;
+	 * the lock stays on the engine picked until its waiter holds it */
+	e = zklfs_engine_hold(fs, lr->dir);
+	err = zkl_enqueue(e, lr->dir, lr->name, kind, flags, data, len, lr->uid,
+			  lock_done, n, &w);
+	zklfs_engine_unhold(fs, lr->dir, e);
 	if (err) {
 		zkmx_lock(&fs->lock);
 		lr->req = NULL;

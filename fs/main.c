@@ -156,8 +156,9 @@ static void usage(const char *prog)
 	       "                           a file of the daemon's user, mode 600\n"
 	       "    -o acl=ACL             with auth_file, the ACL of every znode made:\n"
 	       "                           creator-read (default), creator or open\n"
-	       "    -o sessions=N          ZooKeeper sessions, directories spread over them\n"
-	       "                           (1..%d, default %d)\n"
+	       "    -o sessions=N          exactly N ZooKeeper sessions (1..%d); by default\n"
+	       "                           one, and more while locks wait behind its pace\n"
+	       "    -o sessions_idle=MS    close an extra session idle that long (default %d)\n"
 	       "    -o containers          mkdir makes container znodes, which the server\n"
 	       "                           deletes once their last entry is gone\n"
 	       "    -o linger=MS           keep an entry up to MS ms after its last close,\n"
@@ -166,7 +167,7 @@ static void usage(const char *prog)
 	       "                           flock(2), fcntl(2) or lockf(3): a cluster's /var/lock\n"
 	       "    -o create_root         make ROOT if it is missing (else the mount fails:\n"
 	       "                           a mistyped ROOT must not become a lock tree of its own)\n\n",
-	       prog, ZKLFS_DEFAULT_SESSION_TIMEOUT, ZKLFS_SESSIONS_MAX, ZKLFS_DEFAULT_SESSIONS,
+	       prog, ZKLFS_DEFAULT_SESSION_TIMEOUT, ZKLFS_SESSIONS_MAX, ZKLFS_DEFAULT_SESSIONS_IDLE,
 	       ZKLFS_LINGER_MAX);
 }
 
@@ -397,7 +398,7 @@ int main(int argc, char *argv[])
 		goto out_nodes;
 	}
 	zpend_timeout(&fs, zks_timeout_ms(zklfs_session(&fs, fs.root->path)));
-	hb = zklfs_watchdog_open(&fs, conf.sessions);	/* none: said, no mount */
+	hb = zklfs_watchdog_open(&fs, zklfs_pool_max(&fs));	/* none: said, no mount */
 	if (!hb || zklfs_pool_start(&fs, hb) != 0)
 		goto out_nodes;
 	fs.se = fuse_session_new(&args, &zklfs_ops, sizeof(zklfs_ops), &fs);

@@ -80,6 +80,8 @@ int zklfs_observe_init(struct zklfs *fs)
 
 static void obs_free(struct observer *o)
 {
+	if (o->zks)			/* its watches are gone or going */
+		zklfs_session_unhold(o->fs, o->dir, o->zks);
 	free(o->dir);
 	free(o->text);
 	free(o);
@@ -91,7 +93,8 @@ void zklfs_observe_free(struct zklfs *fs)
 		return;
 	for (struct observer *o = fs->obs->all, *next; o; o = next) {
 		next = o->next;
-		obs_free(o);		/* the sessions are closed: no watch fires */
+		o->zks = NULL;		/* the sessions are closed: no watch fires */
+		obs_free(o);
 	}
 	zkmx_destroy(&fs->obs->mu);
 	free(fs->obs);
@@ -479,7 +482,7 @@ static struct observer *obs_get_locked(struct zklfs *fs, const char *dir)
 		return NULL;
 	}
 	o->fs = fs;
-	o->zks = zklfs_session(fs, dir);
+	o->zks = zklfs_session_hold(fs, dir);	/* its watches stay there */
 	o->next = fs->obs->all;
 	fs->obs->all = o;
 	return o;

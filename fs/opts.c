@@ -19,6 +19,7 @@ static const struct fuse_opt zklfs_opts[] = {
 	ZOPT("auth_file=%s", auth_file),
 	ZOPT("acl=%s", acl_str),
 	ZOPT("sessions=%s", sessions_str),
+	ZOPT("sessions_idle=%s", sessions_idle_str),
 	ZOPT("containers", containers),
 	ZOPT("linger=%s", linger_str),
 	ZOPT("containers=%s", containers_str),
@@ -137,7 +138,7 @@ int zklfs_opts_parse(struct fuse_args *args, struct zklfs_conf *conf)
 
 	memset(conf, 0, sizeof(*conf));
 	conf->session_timeout_ms = ZKLFS_DEFAULT_SESSION_TIMEOUT;
-	conf->sessions = ZKLFS_DEFAULT_SESSIONS;
+	conf->sessions_idle_ms = ZKLFS_DEFAULT_SESSIONS_IDLE;
 	conf->kill_grace_ms = ZKLFS_DEFAULT_KILL_GRACE;
 	if (fuse_opt_parse(args, conf, zklfs_opts, opt_proc) == -1)
 		return -EINVAL;
@@ -157,6 +158,8 @@ int zklfs_opts_parse(struct fuse_args *args, struct zklfs_conf *conf)
 		       "milliseconds", &conf->session_timeout_ms) ||
 	    opt_number("sessions", conf->sessions_str, 1, ZKLFS_SESSIONS_MAX, "sessions",
 		       &conf->sessions) ||
+	    opt_number("sessions_idle", conf->sessions_idle_str, 100, ZKLFS_SESSIONS_IDLE_MAX,
+		       "milliseconds", &conf->sessions_idle_ms) ||
 	    opt_number("linger", conf->linger_str, 0, ZKLFS_LINGER_MAX, "milliseconds",
 		       &conf->linger_ms) ||
 	    opt_number("kill_grace", conf->kill_grace_str, 0, ZKLFS_KILL_GRACE_MAX,
@@ -220,6 +223,7 @@ void zklfs_conf_free(struct zklfs_conf *conf)
 	free(conf->lockfiles_str);
 	free(conf->session_timeout_str);
 	free(conf->sessions_str);
+	free(conf->sessions_idle_str);
 	free(conf->linger_str);
 	free(conf->create_root_str);
 	free(conf->on_loss_str);

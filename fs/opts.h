@@ -2,7 +2,7 @@
  * fs/opts.h - the command line: zklockfs [-f] [-d] [-o OPT,...] CONNECT[/ROOT] MNT
  *
  * Our own -o options (session_timeout=, naming=, auth_file=, acl=, sessions=,
- * containers, linger=, lockfiles, create_root, on_loss=, kill_grace=) are
+ * sessions_idle=, containers, linger=, lockfiles, create_root, on_loss=, kill_grace=) are
  * taken out of @args; the FUSE ones and the mount point are left for libfuse.
  * fstab-only options (_netdev, nofail, noauto, auto, user, users, defaults,
  * x-systemd.*, comment=) are accepted and dropped.  Main thread only.
@@ -25,7 +25,10 @@ struct zklfs_conf {
 	char *auth_file;
 	enum zkacl acl;	/* ZKACL_OPEN without auth_file */
 	char *acl_str;
-	int sessions;		/* ZooKeeper sessions of the mount, 1..ZKLFS_SESSIONS_MAX */
+	int sessions;		/* -o sessions=N: that many sessions, always;
+				   0: one, and more while busy (fs/pool.c) */
+	int sessions_idle_ms;	/* -o sessions_idle=MS: an extra session idle
+				   this long is closed */
 	int containers;		/* -o containers: mkdir makes container znodes */
 	int linger_ms;		/* -o linger=MS: lingering locks (zk/linger.c) */
 	char *containers_str;	/* "containers=..." given: refused */
@@ -42,13 +45,15 @@ struct zklfs_conf {
 	char *kill_grace_str;
 	int ro;			/* -o ro (kept for libfuse): no credentials probe */
 	char *session_timeout_str, *sessions_str, *linger_str;	/* as typed */
+	char *sessions_idle_str;
 	char *create_root_str;	/* "create_root=..." given: refused */
 	int show_help, show_version;
 };
 
 #define ZKLFS_DEFAULT_SESSION_TIMEOUT 10000
-#define ZKLFS_DEFAULT_SESSIONS 1
-#define ZKLFS_SESSIONS_MAX 8
+#define ZKLFS_SESSIONS_MAX 8		/* and the most a default mount opens */
+#define ZKLFS_DEFAULT_SESSIONS_IDLE 30000	/* ms */
+#define ZKLFS_SESSIONS_IDLE_MAX 3600000		/* ms */
 #define ZKLFS_LINGER_MAX 3600000	/* ms */
 #define ZKLFS_DEFAULT_KILL_GRACE 2000	/* ms */
 #define ZKLFS_KILL_GRACE_MAX 600000	/* ms */

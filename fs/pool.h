@@ -1,6 +1,6 @@
 /*
- * fs/pool.h - the mount's ZooKeeper sessions (-o sessions=N), and which one
- * the requests about a directory go to.
+ * fs/pool.h - the mount's ZooKeeper sessions (one, and more while busy;
+ * or -o sessions=N), and which one the requests about a directory go to.
  *
  * Depends on: fs/mount.h, and the engine's and the session's headers
  * (zk/lock.h, zk/session.h).  Knows nothing of nodes or lock requests:
@@ -19,17 +19,20 @@
 /*
  * Start-up, main thread: zklfs_pool_open() (every session, the root,
  * every engine, whose lost and revoke callbacks are @lost and @revoked),
- * zklfs_pool_start() (the supervisors; session i publishes to @hb[i],
- * zk/heartbeat.h, unless @hb is NULL).  Shutdown: zklfs_pool_shutdown()
- * (every engine answers its waiters), then zklfs_pool_close() (the server
- * drops our entries), zklfs_pool_free().  Each may follow a failed or partial earlier step.
- * Return: 0 or -errno.
+ * zklfs_pool_start() (the supervisors, and the pool's thread that opens
+ * and closes sessions; session i publishes to @hb[i], zk/heartbeat.h,
+ * unless @hb is NULL: zklfs_pool_max() slots).  Shutdown:
+ * zklfs_pool_shutdown() (no session opens or closes any more; every engine
+ * answers its waiters), then zklfs_pool_close() (the server drops our
+ * entries), zklfs_pool_free().  Each may follow a failed or partial
+ * earlier step.  Return: 0 or -errno.
  */
 int zklfs_pool_open(struct zklfs *fs, zkl_lost_fn lost, zkl_lost_fn revoked);
 int zklfs_pool_start(struct zklfs *fs, struct zk_heartbeat *hb);
 void zklfs_pool_shutdown(struct zklfs *fs);
 void zklfs_pool_close(struct zklfs *fs);
 void zklfs_pool_free(struct zklfs *fs);
+int zklfs_pool_max(struct zklfs *fs);
 
 /*
  * zklfs_session() - the session every request about the directory @dir
@@ -38,7 +41,21 @@ void zklfs_pool_free(struct zklfs *fs);
  */
 struct zks *zklfs_session(struct zklfs *fs, const char *dir);
 
-/* zklfs_session_at() - session @i of the mount's, NULL past the last. */
+/*
+ * zklfs_session_hold() - zklfs_session(), and @dir stays on that session
+ * until zklfs_session_unhold(): for what spans several calls or keeps a
+ * watch (an observer, a lock file's queue, a getlk).  zklfs_engine_hold(),
+ * zklfs_engine_unhold(): the same for an enqueue, from the pick of the
+ * engine until the engine's own waiter holds the directory.  Any thread;
+ * take pool->mu.
+ */
+struct zks *zklfs_session_hold(struct zklfs *fs, const char *dir);
+void zklfs_session_unhold(struct zklfs *fs, const char *dir, const struct zks *zks);
+struct zkl_engine *zklfs_engine_hold(struct zklfs *fs, const char *dir);
+void zklfs_engine_unhold(struct zklfs *fs, const char *dir, const struct zkl_engine *e);
+
+/* zklfs_session_at() - session @i of the mount's, NULL past the last one
+ * ever opened (a closed one is still there: zks_hibernate()). */
 struct zks *zklfs_session_at(struct zklfs *fs, int i);
 struct zkl_engine *zklfs_engine(struct zklfs *fs, const char *dir);
 
@@ -46,7 +63,7 @@ struct zkl_engine *zklfs_engine(struct zklfs *fs, const char *dir);
  * directory's (@is_dir) own, a file's its directory's. */
 struct zks *zklfs_session_of(struct zklfs *fs, const char *path, bool is_dir);
 
-/* zklfs_session_slot() - the index (0 .. sessions-1) of @zks, one of the
+/* zklfs_session_slot() - the index (0 .. zklfs_pool_max()-1) of @zks, one of the
  * mount's sessions.  Any thread; no lock. */
 int zklfs_session_slot(struct zklfs *fs, const struct zks *zks);
 

@@ -11,18 +11,21 @@
 
 struct dirslot {
 	struct dirslot *next;
-	int slot;
+	int slot;		/* -1: its slot closed, bound again at its next pick */
+	int pins;
 	char path[];
 };
 
-int zklfs_slots_init(struct zklfs_slots *t, int n, size_t max_dirs)
+int zklfs_slots_init(struct zklfs_slots *t, int max, int open, size_t max_dirs)
 {
 	memset(t, 0, sizeof(*t));
-	t->n = n;
+	t->max = max;
 	t->max_dirs = max_dirs;
 	t->dirs = calloc(BUCKETS, sizeof(*t->dirs));
 	t->ns_gen = 1;			/* the root, made on slot 0 */
-	t->synced[0] = 1;
+	for (int i = 0; i < open; i++)
+		zklfs_slot_opened(t, i, 0);
+	t->s[0].synced = 1;
 	return t->dirs ? 0 : -ENOMEM;
 }
 
@@ -39,43 +42,147 @@ void zklfs_slots_free(struct zklfs_slots *t)
 	t->dirs = NULL;
 }
 
-int zklfs_slot_pick(struct zklfs_slots *t, const char *dir, bool *sync)
+static struct dirslot *find(struct zklfs_slots *t, const char *dir)
 {
-	uint64_t h = zkn_hash(dir);
-	struct dirslot **b = &t->dirs[h % BUCKETS], *d;
-	size_t len = strlen(dir);
-	int slot;
-
-	for (d = *b; d; d = d->next)
+	for (struct dirslot *d = t->dirs[zkn_hash(dir) % BUCKETS]; d; d = d->next)
 		if (strcmp(d->path, dir) == 0)
-			break;
-	if (d) {
-		slot = d->slot;
-	} else if (t->ndirs < t->max_dirs && (d = malloc(sizeof(*d) + len + 1))) {
-		d->slot = slot = (int)(t->next++ % (unsigned)t->n);
+			return d;
+	return NULL;
+}
+
+/* The open slot with the fewest active directories; of equals, the next
+ * after the last one given a directory (round robin). */
+static int least_active(const struct zklfs_slots *t)
+{
+	int best = -1;
+
+	for (int k = 0; k < t->max; k++) {
+		int i = (int)((t->next + (unsigned)k) % (unsigned)t->max);
+
+		if (t->s[i].open && (best < 0 || t->s[i].active < t->s[best].active))
+			best = i;
+	}
+	return best;
+}
+
+/* Bind @d to @slot. */
+static void bind(struct zklfs_slots *t, struct dirslot *d, int slot)
+{
+	d->slot = slot;
+	t->next = (unsigned)slot + 1;
+}
+
+int zklfs_slot_pick(struct zklfs_slots *t, const char *dir, uint64_t now_ms, bool *sync)
+{
+	struct dirslot *d = find(t, dir);
+	size_t len = strlen(dir);
+	int slot, best = least_active(t);
+
+	*sync = false;
+	if (!d && t->ndirs < t->max_dirs && (d = malloc(sizeof(*d) + len + 1))) {
+		struct dirslot **b = &t->dirs[zkn_hash(dir) % BUCKETS];
+
+		/* never seen by the mount: nothing of it to see on another slot */
+		bind(t, d, best);
+		d->pins = 0;
 		memcpy(d->path, dir, len + 1);
 		d->next = *b;
 		*b = d;
 		t->ndirs++;
-	} else {
-		slot = (int)((h >> 32) % (uint64_t)t->n);	/* full: stateless */
 	}
-	*sync = t->synced[slot] < t->ns_gen;
-	t->synced[slot] = t->ns_gen;
+	if (!d) {
+		slot = 0;			/* full: never stored */
+	} else {
+		if (d->pins == 0 && d->slot != best &&
+		    (d->slot < 0 || t->s[best].active + ZKLFS_SLOTS_REBALANCE <= t->s[d->slot].active)) {
+			/* free, and its slot busier: what it did there may not
+			 * have reached the new one's server yet */
+			if (d->slot >= 0)
+				t->moves++;
+			bind(t, d, best);
+			t->s[best].synced = 0;
+		}
+		slot = d->slot;
+	}
+	*sync = t->s[slot].synced < t->ns_gen;
+	t->s[slot].synced = t->ns_gen;
+	t->s[slot].used_ms = now_ms;
+	return slot;
+}
+
+void zklfs_slot_pin(struct zklfs_slots *t, const char *dir, int slot, int delta)
+{
+	struct dirslot *d = find(t, dir);
+
+	if (!d || d->slot != slot)
+		return;
+	if (d->pins == 0 && delta > 0)
+		t->s[slot].active++;
+	d->pins += delta;
+	t->s[slot].pins += delta;
+	if (d->pins == 0)
+		t->s[slot].active--;
+}
+
+int zklfs_slot_hold(struct zklfs_slots *t, const char *dir, uint64_t now_ms, bool *sync)
+{
+	int slot = zklfs_slot_pick(t, dir, now_ms, sync);
+
+	zklfs_slot_pin(t, dir, slot, 1);
 	return slot;
 }
 
 void zklfs_slot_unsynced(struct zklfs_slots *t, int slot)
 {
-	t->synced[slot] = 0;
+	t->s[slot].synced = 0;
 }
 
-void zklfs_slots_changed(struct zklfs_slots *t, const char *dir)
+void zklfs_slots_changed(struct zklfs_slots *t, const char *dir, uint64_t now_ms)
 {
 	bool sync;
-	int slot = zklfs_slot_pick(t, dir, &sync);
+	int slot = zklfs_slot_pick(t, dir, now_ms, &sync);
 
 	t->ns_gen++;
 	if (!sync)		/* @dir's slot was up to date, and made the change */
-		t->synced[slot] = t->ns_gen;
+		t->s[slot].synced = t->ns_gen;
+}
+
+int zklfs_slots_want(const struct zklfs_slots *t)
+{
+	if (t->nopen >= t->max || t->s[least_active(t)].active < ZKLFS_SLOTS_GROW_AT)
+		return -1;
+	for (int i = 0; i < t->max; i++)
+		if (!t->s[i].open)
+			return i;
+	return -1;
+}
+
+void zklfs_slot_opened(struct zklfs_slots *t, int slot, uint64_t now_ms)
+{
+	struct zklfs_slot *s = &t->s[slot];
+
+	*s = (struct zklfs_slot){ .open = true, .used_ms = now_ms };
+	t->nopen++;
+}
+
+int zklfs_slots_idle(const struct zklfs_slots *t, int keep, uint64_t now_ms,
+		     uint64_t idle_ms)
+{
+	for (int i = t->max - 1; i >= keep && i > 0; i--) {
+		const struct zklfs_slot *s = &t->s[i];
+
+		if (s->open && s->pins == 0 && now_ms - s->used_ms >= idle_ms)
+			return i;
+	}
+	return -1;
+}
+
+void zklfs_slot_close(struct zklfs_slots *t, int slot)
+{
+	for (size_t b = 0; b < BUCKETS; b++)
+		for (struct dirslot *d = t->dirs[b]; d; d = d->next)
+			if (d->slot == slot)
+				d->slot = -1;
+	t->s[slot].open = false;
+	t->nopen--;
 }

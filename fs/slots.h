@@ -1,13 +1,26 @@
 /*
  * fs/slots.h - which of a mount's sessions the requests about a directory
- * go to, and when a session must sync first.  Pure bookkeeping (no
- * ZooKeeper, no locking: the caller serialises); see fs/pool.c for why.
+ * go to, when a session must sync first, and when the pool should open or
+ * close one.  Pure bookkeeping (no ZooKeeper, no clock, no locking: the
+ * caller serialises and says the time); see fs/pool.c for why.
  *
- * A directory gets a slot at its first use, round robin, and keeps it (up
- * to @max_dirs directories; beyond, a hash of its path, never stored).  A
- * mkdir or rmdir through the mount (zklfs_slots_changed()) makes every
+ * A slot is a session of the mount, open or closed; slot 0 is always
+ * open.  A directory is bound at its first use to the open slot with the
+ * fewest active directories (round robin among equals) and keeps
+ * it while anything of it lives there: its pins, counted by the engine's
+ * waiters (from the enqueue to the delete of their entry, lingering
+ * included) and by the mount's holds (a lock request about to enqueue, a
+ * watch, a query that spans several calls).  An active directory is one
+ * with pins.  A directory without pins may move: to the open slot with
+ * the fewest active directories, when that has at least REBALANCE fewer
+ * than its own; it then owes a sync on its new slot (zklfs_slot_pick()'s
+ * *sync), since that session's server may not have seen what the old one
+ * did.  Up to @max_dirs directories are stored; beyond, a directory goes
+ * to slot 0 and is never stored (slot 0 never closes, so that stays true).
+ *
+ * A mkdir or rmdir through the mount (zklfs_slots_changed()) makes every
  * other slot owe a sync before its next request; zklfs_slot_pick() says
- * so once, and counts the slot as synced.
+ * so once, and counts the slot as synced.  A slot just opened owes one.
  */
 #ifndef FS_SLOTS_H
 #define FS_SLOTS_H
@@ -18,29 +31,74 @@
 
 #include "fs/opts.h"		/* ZKLFS_SESSIONS_MAX */
 
+/* Active directories on every open slot at which the pool wants another. */
+#define ZKLFS_SLOTS_GROW_AT 2
+/* How many fewer active directories a slot must have to take a free one. */
+#define ZKLFS_SLOTS_REBALANCE 2
+
 struct dirslot;
 
+struct zklfs_slot {
+	bool open;
+	int active;		/* bound directories with pins */
+	long pins;		/* of every directory bound here */
+	uint64_t used_ms;	/* the last pick of it, or its opening */
+	uint64_t synced;	/* ns_gen at its last sync; 0: owes one */
+};
+
 struct zklfs_slots {
-	int n;					/* sessions */
+	int max;				/* slots */
+	int nopen;
 	size_t max_dirs;
 	struct dirslot **dirs;			/* buckets: path -> slot */
 	size_t ndirs;
-	unsigned next;				/* round robin */
 	uint64_t ns_gen;			/* mkdir/rmdir done through us */
-	uint64_t synced[ZKLFS_SESSIONS_MAX];	/* ns_gen at the slot's last sync */
+	uint64_t moves;				/* free directories rebound */
+	unsigned next;				/* round robin among equals */
+	struct zklfs_slot s[ZKLFS_SESSIONS_MAX];
 };
 
-/* zklfs_slots_init() - @n slots; slot 0 made the root. Return: 0 or -ENOMEM. */
-int zklfs_slots_init(struct zklfs_slots *t, int n, size_t max_dirs);
+/*
+ * zklfs_slots_init() - @max slots, the first @open of them open (slot 0
+ * made the root).  Return: 0 or -ENOMEM.
+ */
+int zklfs_slots_init(struct zklfs_slots *t, int max, int open, size_t max_dirs);
 void zklfs_slots_free(struct zklfs_slots *t);
 
-/* zklfs_slot_pick() - the slot of @dir; *@sync: it must sync first. */
-int zklfs_slot_pick(struct zklfs_slots *t, const char *dir, bool *sync);
+/* zklfs_slot_pick() - the slot of @dir at @now_ms; *@sync: it must sync
+ * first. */
+int zklfs_slot_pick(struct zklfs_slots *t, const char *dir, uint64_t now_ms, bool *sync);
+
+/*
+ * zklfs_slot_pin() - @dir's pins on @slot grow by @delta (+1 or -1).  A
+ * directory not stored, or bound elsewhere, is not counted (slot 0 never
+ * closes; a pin follows a pick of its slot, so the second never happens).
+ * zklfs_slot_hold() - zklfs_slot_pick() and a pin, at once.
+ */
+void zklfs_slot_pin(struct zklfs_slots *t, const char *dir, int slot, int delta);
+int zklfs_slot_hold(struct zklfs_slots *t, const char *dir, uint64_t now_ms, bool *sync);
 
 /* zklfs_slot_unsynced() - @slot's sync failed: its next request syncs again. */
 void zklfs_slot_unsynced(struct zklfs_slots *t, int slot);
 
 /* zklfs_slots_changed() - a mkdir or rmdir of @dir, on @dir's slot, is done. */
-void zklfs_slots_changed(struct zklfs_slots *t, const char *dir);
+void zklfs_slots_changed(struct zklfs_slots *t, const char *dir, uint64_t now_ms);
+
+/*
+ * zklfs_slots_want() - the closed slot to open next (the lowest), when
+ * every open slot has ZKLFS_SLOTS_GROW_AT active directories or more; -1
+ * otherwise.  zklfs_slot_opened() - it is open now, owing a sync.
+ */
+int zklfs_slots_want(const struct zklfs_slots *t);
+void zklfs_slot_opened(struct zklfs_slots *t, int slot, uint64_t now_ms);
+
+/*
+ * zklfs_slots_idle() - the highest open slot from @keep on with no pins
+ * and no pick for @idle_ms, -1 if none.  zklfs_slot_close() - close it:
+ * its directories are bound again at their next pick, with a sync.
+ */
+int zklfs_slots_idle(const struct zklfs_slots *t, int keep, uint64_t now_ms,
+		     uint64_t idle_ms);
+void zklfs_slot_close(struct zklfs_slots *t, int slot);
 
 #endif

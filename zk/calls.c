@@ -15,8 +15,12 @@ static zhandle_t *zh_hold(struct zks *s)
 	return s->zh;
 }
 
+/* A hibernated session (zks_hibernate()) has no handle: the client then
+ * refuses the call, unsent, as a bad argument; say why instead. */
 static int zh_put(struct zks *s, int rc)
 {
+	if (!s->zh && rc != ZOK)
+		rc = ZINVALIDSTATE;
 	pthread_rwlock_unlock(&s->rw);
 	return rc;
 }

@@ -70,6 +70,8 @@ struct zkl_engine {
 	enum zkn_naming naming;
 	zkl_lost_fn lost;
 	zkl_lost_fn revoked;		/* zkl_engine_on_revoke(), or NULL */
+	zkl_dir_fn on_dir;		/* zkl_engine_on_dir(), or NULL */
+	void *on_dir_arg;
 	struct zkmx lock;
 	struct zkl_waiter *all, *all_tail;	/* every live waiter, oldest first */
 	struct zkl_waiter *fire, *fire_tail;	/* answered, done not yet run */

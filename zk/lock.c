@@ -294,6 +294,14 @@ void zkl_unlinger(struct zkl_engine *e, const char *dir)
 	zke_unlock_fire(e);
 }
 
+void zkl_engine_on_dir(struct zkl_engine *e, zkl_dir_fn fn, void *arg)
+{
+	zkmx_lock(&e->lock);
+	e->on_dir = fn;
+	e->on_dir_arg = arg;
+	zkmx_unlock(&e->lock);
+}
+
 void zkl_engine_on_revoke(struct zkl_engine *e, zkl_lost_fn revoked)
 {
 	zkmx_lock(&e->lock);
@@ -386,6 +394,8 @@ int zkl_enqueue(struct zkl_engine *e, const char *dir, const char *name,
 	else
 		e->all = w;
 	e->all_tail = w;
+	if (e->on_dir)
+		e->on_dir(e->on_dir_arg, w->dir, 1);
 	rc = zke_send_create_locked(w);
 	if (rc != ZOK) {		/* refused at once: no done, an error */
 		zke_put_locked(w);

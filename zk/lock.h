@@ -74,6 +74,18 @@ typedef void (*zkl_lost_fn)(struct zkl_waiter *w, void *arg);
  */
 void zkl_engine_on_revoke(struct zkl_engine *e, zkl_lost_fn revoked);
 
+/*
+ * zkl_engine_on_dir() - run @fn(@arg, dir, +1) when a waiter in the lock
+ * @dir is made and @fn(@arg, dir, -1) when it is freed, which is after its
+ * entry's delete completed (a lingering entry, and one whose hand-off is
+ * under way, are still waiters): while the count is above zero, something
+ * of the lock lives on this engine's session (fs/pool.c keeps the lock
+ * there).  Runs under the engine's lock: it may only count, never call
+ * back into the engine.  Call before the first enqueue.
+ */
+typedef void (*zkl_dir_fn)(void *arg, const char *dir, int delta);
+void zkl_engine_on_dir(struct zkl_engine *e, zkl_dir_fn fn, void *arg);
+
 /* The data of a revocation request: Curator's LockInternals.REVOKE_MESSAGE. */
 #define ZKL_REVOKE_DATA "__REVOKE__"
 

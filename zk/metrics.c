@@ -25,7 +25,7 @@ static struct {
 	atomic_uint_fast64_t grants, releases, eagain, eintr;
 	atomic_uint_fast64_t losses[ZKM_LOSS_N];
 	atomic_uint_fast64_t local[ZKM_LOCAL_N];
-	atomic_uint_fast64_t connection_losses, expiries;
+	atomic_uint_fast64_t connection_losses, expiries, opened, closed;
 	atomic_int_fast64_t waiters, holders, lingering, dir_owners;
 	atomic_int state;
 	struct histogram wait, hold;
@@ -114,6 +114,14 @@ void zkm_connection_lost(void)
 void zkm_expired(void)
 {
 	ADD(m.expiries, 1);
+}
+
+void zkm_session_opened(int delta)
+{
+	if (delta > 0)
+		ADD(m.opened, 1);
+	else
+		ADD(m.closed, 1);
 }
 
 void zkm_session_state(int state)
@@ -222,6 +230,15 @@ size_t zkm_format(char *buf, size_t cap)
 	    (unsigned long long)GET(m.connection_losses));
 	family(&o, "session_expiries_total", "counter", "ZooKeeper sessions expired.");
 	put(&o, "zklockfs_session_expiries_total %llu\n", (unsigned long long)GET(m.expiries));
+	family(&o, "sessions_opened_total", "counter",
+	       "ZooKeeper sessions the mount opened, the first one included.");
+	put(&o, "zklockfs_sessions_opened_total %llu\n", (unsigned long long)GET(m.opened));
+	family(&o, "sessions_closed_total", "counter",
+	       "Sessions the mount closed while mounted: idle, beyond the first.");
+	put(&o, "zklockfs_sessions_closed_total %llu\n", (unsigned long long)GET(m.closed));
+	family(&o, "sessions", "gauge", "ZooKeeper sessions open.");
+	put(&o, "zklockfs_sessions %lld\n",
+	    (long long)GET(m.opened) - (long long)GET(m.closed));
 	family(&o, "waiters", "gauge", "Opens waiting for a lock.");
 	put(&o, "zklockfs_waiters %lld\n", (long long)GET(m.waiters));
 	family(&o, "holders", "gauge", "Locks held.");

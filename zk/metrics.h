@@ -51,6 +51,8 @@ void zkm_lost(enum zkm_loss cause);
  * ZOO_*_STATE). */
 void zkm_connection_lost(void);
 void zkm_expired(void);
+/* +1: the mount opened a session; -1: it closed one it no longer needed */
+void zkm_session_opened(int delta);
 void zkm_session_state(int state);
 
 /*

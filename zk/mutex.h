@@ -15,12 +15,15 @@
  *                                    fs/lockreq.h, fs/wbuf.h); lockreq_lost()
  *                                    takes it under the engine's lock
  *   ZKMX_RANK_OWNERS  fs->owners_mu   the directories made here (fs/attr.c)
- *   ZKMX_RANK_POOL    pool->mu        which session a directory has (fs/pool.c)
  *   ZKMX_RANK_XCACHE  fs->xc->mu      what one process just read (fs/xcache.c)
  *   ZKMX_RANK_OBSERVE fs->obs->mu     observed locks, LOCKDIR/.holders
  *                                    (fs/observe.c)
  *   ZKMX_RANK_PENDING fs->pend->mu    requests waiting on ZooKeeper, answered
  *                                    once (fs/pending.c)
+ *   ZKMX_RANK_POOL    pool->mu        which session a directory has, and its
+ *                                    pins (fs/pool.c); an engine's waiters
+ *                                    pin under the engine's lock, observers
+ *                                    under fs->obs->mu
  *
  * Below them all, and not ranked here: a session's own locks (zk/session.c:
  * its rwlock is taken by every ZooKeeper call, under any of the above; its
@@ -46,10 +49,10 @@ enum zkmx_rank {
 	ZKMX_RANK_ENGINE = 20,
 	ZKMX_RANK_FS = 30,
 	ZKMX_RANK_OWNERS = 40,
-	ZKMX_RANK_POOL = 50,
 	ZKMX_RANK_XCACHE = 60,
 	ZKMX_RANK_OBSERVE = 65,
 	ZKMX_RANK_PENDING = 70,
+	ZKMX_RANK_POOL = 80,
 };
 
 struct zkmx {

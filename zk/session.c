@@ -223,11 +223,13 @@ static zhandle_t *zks_init_handle(struct zks *s)
 	return zh;
 }
 
+static int wait_connected(struct zks *s);
+static void run_later(struct zks *s, bool go);
+
 int zks_open(struct zks *s, const char *connect, int timeout_ms,
 	     const char *auth_file, enum zkacl acl)
 {
 	pthread_condattr_t ca;
-	struct timespec deadline;
 	int err = 0;
 
 	memset(s, 0, sizeof(*s));
@@ -255,7 +257,20 @@ int zks_open(struct zks *s, const char *connect, int timeout_ms,
 		      connect, strerror(errno));
 		return -EINVAL;
 	}
-	deadline_in(&deadline, timeout_ms);
+	err = wait_connected(s);
+	if (err)
+		zklog(LOG_ERR, "cannot reach ZooKeeper at %s within %d ms", connect,
+		      timeout_ms);
+	return err;
+}
+
+/* Wait, at most the session timeout, for the new handle's session. */
+static int wait_connected(struct zks *s)
+{
+	struct timespec deadline;
+	int err = 0;
+
+	deadline_in(&deadline, s->timeout_ms);
 	pthread_mutex_lock(&s->lock);
 	while (s->state != ZOO_CONNECTED_STATE && err == 0) {
 		if (s->state == ZOO_AUTH_FAILED_STATE || s->expired)
@@ -264,9 +279,86 @@ int zks_open(struct zks *s, const char *connect, int timeout_ms,
 			err = -ETIMEDOUT;
 	}
 	pthread_mutex_unlock(&s->lock);
-	if (err)
-		zklog(LOG_ERR, "cannot reach ZooKeeper at %s within %d ms", connect,
-		      timeout_ms);
+	return err;
+}
+
+/* Stop the supervisor (no zks_later() from now on) and join it. */
+static void stop_supervisor(struct zks *s)
+{
+	pthread_mutex_lock(&s->lock);
+	s->stop = true;
+	pthread_cond_broadcast(&s->cond);
+	pthread_mutex_unlock(&s->lock);
+	if (s->started)
+		pthread_join(s->supervisor, NULL);
+	s->started = false;
+	run_later(s, false);
+}
+
+/*
+ * A barrier: one session's requests complete in order, so once this
+ * returns every request sent before has completed (zookeeper_close() with
+ * requests in flight may leak their completions).  Bounded by the
+ * client's own timeout; never in a callback.
+ */
+static void drain(zhandle_t *zh)
+{
+	struct Stat st;
+
+	if (zh && zoo_state(zh) == ZOO_CONNECTED_STATE)
+		zoo_exists(zh, "/", 0, &st);
+}
+
+void zks_hibernate(struct zks *s)
+{
+	zhandle_t *zh;
+
+	stop_supervisor(s);
+	drain(s->zh);
+	pthread_rwlock_wrlock(&s->rw);
+	zh = s->zh;
+	s->zh = NULL;			/* a late call fails at once, unsent */
+	s->gen++;
+	pthread_rwlock_unlock(&s->rw);
+	if (zh)
+		zookeeper_close(zh);
+	pthread_mutex_lock(&s->lock);
+	s->hb_gen++;
+	publish_locked(s);
+	pthread_mutex_unlock(&s->lock);
+}
+
+int zks_wake(struct zks *s)
+{
+	zhandle_t *zh;
+	int err;
+
+	pthread_mutex_lock(&s->lock);
+	s->state = ZOO_CONNECTING_STATE;
+	s->expired = s->silent = s->reconnected = s->was_disconnected = false;
+	s->tick_at = 0;
+	s->nrecent = 0;
+	memset(s->recent, 0, sizeof(s->recent));
+	s->negotiated_ms = s->timeout_ms;
+	pthread_mutex_unlock(&s->lock);
+	zh = zks_init_handle(s);
+	if (!zh)
+		return -errno;
+	pthread_rwlock_wrlock(&s->rw);
+	s->zh = zh;
+	pthread_rwlock_unlock(&s->rw);
+	atomic_fetch_add(&s->links, 1);
+	err = wait_connected(s);
+	if (!err) {
+		pthread_mutex_lock(&s->lock);
+		s->stop = false;
+		pthread_mutex_unlock(&s->lock);
+		err = zks_start(s, &s->ev);
+	}
+	if (err) {
+		zklog(LOG_WARNING, "cannot open another ZooKeeper session: %s", strerror(-err));
+		zks_hibernate(s);
+	}
 	return err;
 }
 
@@ -575,7 +667,7 @@ int64_t zks_session_id(struct zks *s)
 	int64_t id;
 
 	pthread_rwlock_rdlock(&s->rw);
-	id = zoo_client_id(s->zh)->client_id;
+	id = s->zh ? zoo_client_id(s->zh)->client_id : 0;
 	pthread_rwlock_unlock(&s->rw);
 	return id;
 }
@@ -585,7 +677,7 @@ int64_t zks_session_of(struct zks *s, uint64_t gen)
 	int64_t id = 0;
 
 	pthread_rwlock_rdlock(&s->rw);
-	if (s->gen == gen)
+	if (s->gen == gen && s->zh)
 		id = zoo_client_id(s->zh)->client_id;
 	pthread_rwlock_unlock(&s->rw);
 	return id;
@@ -596,25 +688,8 @@ void zks_close(struct zks *s)
 	if (!s->inited)
 		return;
 	s->inited = false;
-	pthread_mutex_lock(&s->lock);
-	s->stop = true;			/* the supervisor ends; no zks_later() */
-	pthread_cond_broadcast(&s->cond);
-	pthread_mutex_unlock(&s->lock);
-	if (s->started)
-		pthread_join(s->supervisor, NULL);
-	run_later(s, false);
-	if (s->zh && zoo_state(s->zh) == ZOO_CONNECTED_STATE) {
-		struct Stat st;
-
-		/*
-		 * A barrier: one session's requests complete in order, so once
-		 * this returns every request sent before (the deletes of the
-		 * last RELEASEs) has completed.  zookeeper_close() with requests
-		 * in flight may leak their completions.  Bounded by the
-		 * client's own timeout; only at exit, never in a callback.
-		 */
-		zoo_exists(s->zh, "/", 0, &st);
-	}
+	stop_supervisor(s);		/* no zks_later() from now on */
+	drain(s->zh);			/* the deletes of the last RELEASEs */
 	if (s->zh)
 		zookeeper_close(s->zh);
 	s->zh = NULL;

@@ -166,6 +166,20 @@ bool zks_quiet(struct zks *s);
 int zks_timeout_ms(struct zks *s);
 
 /*
+ * zks_hibernate() - a session the mount no longer needs (fs/pool.c): stop
+ * the supervisor (zks_later() refuses from now on), wait for every request
+ * sent so far to complete, and close the session; the struct stays, so a
+ * call that still comes fails at once, unsent, with ZINVALIDSTATE, and a
+ * reader of its heartbeat sees another generation.  zks_wake() - open a
+ * new session on it, wait for it (at most the session timeout) and start
+ * the supervisor again with the same events; on failure it stays
+ * hibernated.  Both after zks_start(), from one thread of the caller's
+ * (the pool's), never in a callback: they block.  Return: 0 or -errno.
+ */
+void zks_hibernate(struct zks *s);
+int zks_wake(struct zks *s);
+
+/*
  * zks_close() - stop the supervisor and close the session: the server
  * deletes our ephemeral entries at once.  Fires pending completions with
  * ZCLOSING; may block for seconds, so never call it holding a lock a

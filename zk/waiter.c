@@ -45,6 +45,8 @@ void zke_put_locked(struct zkl_waiter *w)
 		w->next->prev = w->prev;
 	else
 		e->all_tail = w->prev;
+	if (e->on_dir)
+		e->on_dir(e->on_dir_arg, w->dir, -1);
 	zke_waiter_free(w);
 }
 

@@ -71,7 +71,8 @@ static void test_defaults(void **state)
 	assert_int_equal(conf.naming, ZKN_CURATOR);
 	assert_null(conf.auth_file);
 	assert_int_equal(conf.acl, ZKACL_OPEN);	/* no credentials */
-	assert_int_equal(conf.sessions, ZKLFS_DEFAULT_SESSIONS);
+	assert_int_equal(conf.sessions, 0);
+	assert_int_equal(conf.sessions_idle_ms, ZKLFS_DEFAULT_SESSIONS_IDLE);
 	assert_int_equal(conf.containers, 0);	/* mkdir makes persistent znodes */
 	/* the mount point stays for fuse_parse_cmdline */
 	assert_int_equal(args.argc, 2);
@@ -139,6 +140,8 @@ static void test_bad_options(void **state)
 		"session_timeout=",
 		"linger=1e3",
 		"sessions= 2",
+		"sessions_idle=50",
+		"sessions_idle=1m",
 		"create_root=yes",
 		"lockfiles=1",
 		/* a flag: no value, not even an empty one */
