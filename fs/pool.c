@@ -377,7 +377,8 @@ static void sync_done(int rc, const char *value, const void *data)
 static int pool_slot(struct zklfs *fs, const char *dir, bool hold)
 {
 	struct zklfs_pool *p = fs->pool;
-	bool sync, kick = false;
+	bool sync, kick = false, moved;
+	uint64_t moves;
 	int slot;
 
 	if (p->max <= 1)
@@ -392,6 +393,7 @@ static int pool_slot(struct zklfs *fs, const char *dir, bool hold)
 	 */
 	zkmx_lock(&p->mu);
 	links_check_locked(p);
+	moves = p->slots.moves;
 	if (hold) {
 		slot = zklfs_slot_hold(&p->slots, dir, zks_now_ms(), &sync);
 		kick = p->running && zklfs_slots_want(&p->slots) >= 0;
@@ -400,7 +402,10 @@ static int pool_slot(struct zklfs *fs, const char *dir, bool hold)
 	}
 	if (sync && p->t[slot].ops->sync(p->t[slot].ctx, dir, sync_done, &p->ref[slot]) != ZOK)
 		zklfs_slot_unsynced(&p->slots, slot);
+	moved = p->slots.moves != moves;
 	zkmx_unlock(&p->mu);
+	if (moved)
+		zkm_lock_moved();
 	if (kick) {
 		pthread_mutex_lock(&p->mmu);
 		p->kick = true;

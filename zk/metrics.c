@@ -25,7 +25,7 @@ static struct {
 	atomic_uint_fast64_t grants, releases, eagain, eintr;
 	atomic_uint_fast64_t losses[ZKM_LOSS_N];
 	atomic_uint_fast64_t local[ZKM_LOCAL_N];
-	atomic_uint_fast64_t connection_losses, expiries, opened, closed;
+	atomic_uint_fast64_t connection_losses, expiries, opened, closed, moved;
 	atomic_int_fast64_t waiters, holders, lingering, dir_owners;
 	atomic_int state;
 	struct histogram wait, hold;
@@ -122,6 +122,11 @@ void zkm_session_opened(int delta)
 		ADD(m.opened, 1);
 	else
 		ADD(m.closed, 1);
+}
+
+void zkm_lock_moved(void)
+{
+	ADD(m.moved, 1);
 }
 
 void zkm_session_state(int state)
@@ -236,6 +241,9 @@ size_t zkm_format(char *buf, size_t cap)
 	family(&o, "sessions_closed_total", "counter",
 	       "Sessions the mount closed while mounted: idle, beyond the first.");
 	put(&o, "zklockfs_sessions_closed_total %llu\n", (unsigned long long)GET(m.closed));
+	family(&o, "lock_moves_total", "counter",
+	       "Locks with nothing left on their session moved to a less busy one.");
+	put(&o, "zklockfs_lock_moves_total %llu\n", (unsigned long long)GET(m.moved));
 	family(&o, "sessions", "gauge", "ZooKeeper sessions open.");
 	put(&o, "zklockfs_sessions %lld\n",
 	    (long long)GET(m.opened) - (long long)GET(m.closed));

@@ -53,6 +53,8 @@ void zkm_connection_lost(void);
 void zkm_expired(void);
 /* +1: the mount opened a session; -1: it closed one it no longer needed */
 void zkm_session_opened(int delta);
+/* a free lock directory moved to a less busy session of the mount */
+void zkm_lock_moved(void);
 void zkm_session_state(int state);
 
 /*

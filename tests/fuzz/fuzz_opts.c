@@ -8,8 +8,8 @@
  * Invariants: it never crashes, leaks (LeakSanitizer) or reads past an
  * argument (ASan); it answers 0 or -EINVAL; on 0 (other than --help and
  * --version) the source obeys check_source() (ROOT starts with '/', ...)
- * and is what zklfs_parse_source() makes of it, session_timeout= and
- * sessions= are in range, naming is what naming= said (curator if
+ * and is what zklfs_parse_source() makes of it, session_timeout=,
+ * sessions= (0 when not given) and sessions_idle= are in range, naming is what naming= said (curator if
  * absent), containers is a flag that no value came with; what is left for libfuse still starts with argv[0].
  */
 #define FUSE_USE_VERSION 314
@@ -52,7 +52,10 @@ static void check_conf(const struct zklfs_conf *conf)
 	free(c);
 	free(r);
 	CHECK(conf->session_timeout_ms >= 100 && conf->session_timeout_ms <= 3600000);
-	CHECK(conf->sessions >= 1 && conf->sessions <= ZKLFS_SESSIONS_MAX);
+	/* 0: the default, one session and more while busy */
+	CHECK(conf->sessions >= 0 && conf->sessions <= ZKLFS_SESSIONS_MAX);
+	CHECK(conf->sessions > 0 || !conf->sessions_str);
+	CHECK(conf->sessions_idle_ms >= 100 && conf->sessions_idle_ms <= ZKLFS_SESSIONS_IDLE_MAX);
 	if (conf->naming_str)
 		CHECK(zkn_parse_scheme(conf->naming_str, &naming) == 0);
 	CHECK(conf->naming == naming);
