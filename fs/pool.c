@@ -33,7 +33,7 @@
  *
  * The pool's own thread opens and closes sessions, since both block
  * (connecting; draining the requests in flight).  It opens one when every
- * open session has ZKLFS_SLOTS_GROW_AT active locks, and closes one
+ * open session has ZKLFS_SLOTS_GROW_AT locks in use, and closes one
  * (never the first) that has no pins and was not picked for
  * -o sessions_idle.  A closed session is hibernated, not freed
  * (zks_hibernate()): a thread that picked it that long ago and calls only
@@ -95,7 +95,7 @@ static void engine_pin(void *arg, const char *dir, int delta)
 	struct pool_ref *r = arg;
 
 	zkmx_lock(&r->pool->mu);
-	zklfs_slot_pin(&r->pool->slots, dir, r->slot, delta);
+	zklfs_slot_pin(&r->pool->slots, dir, r->slot, delta, zks_now_ms());
 	zkmx_unlock(&r->pool->mu);
 }
 
@@ -186,7 +186,7 @@ static int open_one(struct zklfs_pool *p, int i)
 /*
  * The pool's thread: opens a session when the slots want one, and closes
  * the idle ones, looking at least every quarter of the idle time (a
- * second at most) and whenever a hold kicks it.
+ * second at most: the load's sweep too) and whenever a hold kicks it.
  */
 static void *pool_thread(void *arg)
 {
@@ -218,6 +218,7 @@ static void *pool_thread(void *arg)
 
 		now = zks_now_ms();
 		zkmx_lock(&p->mu);
+		zklfs_slots_sweep(&p->slots, now, ZKLFS_SLOTS_RECENT_MS);
 		want = now >= retry_at ? zklfs_slots_want(&p->slots) : -1;
 		zkmx_unlock(&p->mu);
 		if (want >= 0) {
@@ -432,7 +433,7 @@ void zklfs_session_unhold(struct zklfs *fs, const char *dir, const struct zks *z
 	if (p->max <= 1)
 		return;
 	zkmx_lock(&p->mu);
-	zklfs_slot_pin(&p->slots, dir, zklfs_session_slot(fs, zks), -1);
+	zklfs_slot_pin(&p->slots, dir, zklfs_session_slot(fs, zks), -1, zks_now_ms());
 	zkmx_unlock(&p->mu);
 }
 

@@ -13,6 +13,8 @@ struct dirslot {
 	struct dirslot *next;
 	int slot;		/* -1: its slot closed, bound again at its next pick */
 	int pins;
+	bool counted;		/* in its slot's load */
+	uint64_t seen_ms;	/* its last pin or unpin */
 	char path[];
 };
 
@@ -50,19 +52,27 @@ static struct dirslot *find(struct zklfs_slots *t, const char *dir)
 	return NULL;
 }
 
-/* The open slot with the fewest active directories; of equals, the next
- * after the last one given a directory (round robin). */
-static int least_active(const struct zklfs_slots *t)
+/* The open slot with the least load; of equals, the next after the last
+ * one given a directory (round robin). */
+static int least_loaded(const struct zklfs_slots *t)
 {
 	int best = -1;
 
 	for (int k = 0; k < t->max; k++) {
 		int i = (int)((t->next + (unsigned)k) % (unsigned)t->max);
 
-		if (t->s[i].open && (best < 0 || t->s[i].active < t->s[best].active))
+		if (t->s[i].open && (best < 0 || t->s[i].load < t->s[best].load))
 			best = i;
 	}
 	return best;
+}
+
+static void count(struct zklfs_slots *t, struct dirslot *d, bool in)
+{
+	if (d->counted == in || d->slot < 0)
+		return;
+	d->counted = in;
+	t->s[d->slot].load += in ? 1 : -1;
 }
 
 /* Bind @d to @slot. */
@@ -76,7 +86,7 @@ int zklfs_slot_pick(struct zklfs_slots *t, const char *dir, uint64_t now_ms, boo
 {
 	struct dirslot *d = find(t, dir);
 	size_t len = strlen(dir);
-	int slot, best = least_active(t);
+	int slot, best = least_loaded(t);
 
 	*sync = false;
 	if (!d && t->ndirs < t->max_dirs && (d = malloc(sizeof(*d) + len + 1))) {
@@ -85,6 +95,7 @@ int zklfs_slot_pick(struct zklfs_slots *t, const char *dir, uint64_t now_ms, boo
 		/* never seen by the mount: nothing of it to see on another slot */
 		bind(t, d, best);
 		d->pins = 0;
+		d->counted = false;
 		memcpy(d->path, dir, len + 1);
 		d->next = *b;
 		*b = d;
@@ -94,11 +105,13 @@ int zklfs_slot_pick(struct zklfs_slots *t, const char *dir, uint64_t now_ms, boo
 		slot = 0;			/* full: never stored */
 	} else {
 		if (d->pins == 0 && d->slot != best &&
-		    (d->slot < 0 || t->s[best].active + ZKLFS_SLOTS_REBALANCE <= t->s[d->slot].active)) {
-			/* free, and its slot busier: what it did there may not
-			 * have reached the new one's server yet */
+		    (d->slot < 0 || t->s[best].load + ZKLFS_SLOTS_REBALANCE <=
+				     t->s[d->slot].load - d->counted)) {
+			/* free, and the others on its slot more: what it did
+			 * there may not have reached the new one's server yet */
 			if (d->slot >= 0)
 				t->moves++;
+			count(t, d, false);
 			bind(t, d, best);
 			t->s[best].synced = 0;
 		}
@@ -110,25 +123,32 @@ int zklfs_slot_pick(struct zklfs_slots *t, const char *dir, uint64_t now_ms, boo
 	return slot;
 }
 
-void zklfs_slot_pin(struct zklfs_slots *t, const char *dir, int slot, int delta)
+void zklfs_slot_pin(struct zklfs_slots *t, const char *dir, int slot, int delta,
+		    uint64_t now_ms)
 {
 	struct dirslot *d = find(t, dir);
 
 	if (!d || d->slot != slot)
 		return;
-	if (d->pins == 0 && delta > 0)
-		t->s[slot].active++;
 	d->pins += delta;
 	t->s[slot].pins += delta;
-	if (d->pins == 0)
-		t->s[slot].active--;
+	count(t, d, true);
+	d->seen_ms = now_ms;
+}
+
+void zklfs_slots_sweep(struct zklfs_slots *t, uint64_t now_ms, uint64_t recent_ms)
+{
+	for (size_t b = 0; b < BUCKETS; b++)
+		for (struct dirslot *d = t->dirs[b]; d; d = d->next)
+			if (d->counted && d->pins == 0 && now_ms - d->seen_ms > recent_ms)
+				count(t, d, false);
 }
 
 int zklfs_slot_hold(struct zklfs_slots *t, const char *dir, uint64_t now_ms, bool *sync)
 {
 	int slot = zklfs_slot_pick(t, dir, now_ms, sync);
 
-	zklfs_slot_pin(t, dir, slot, 1);
+	zklfs_slot_pin(t, dir, slot, 1, now_ms);
 	return slot;
 }
 
@@ -149,7 +169,7 @@ void zklfs_slots_changed(struct zklfs_slots *t, const char *dir, uint64_t now_ms
 
 int zklfs_slots_want(const struct zklfs_slots *t)
 {
-	if (t->nopen >= t->max || t->s[least_active(t)].active < ZKLFS_SLOTS_GROW_AT)
+	if (t->nopen >= t->max || t->s[least_loaded(t)].load < ZKLFS_SLOTS_GROW_AT)
 		return -1;
 	for (int i = 0; i < t->max; i++)
 		if (!t->s[i].open)
@@ -181,8 +201,11 @@ void zklfs_slot_close(struct zklfs_slots *t, int slot)
 {
 	for (size_t b = 0; b < BUCKETS; b++)
 		for (struct dirslot *d = t->dirs[b]; d; d = d->next)
-			if (d->slot == slot)
+			if (d->slot == slot) {
+				d->counted = false;
 				d->slot = -1;
+			}
 	t->s[slot].open = false;
+	t->s[slot].load = 0;
 	t->nopen--;
 }

@@ -60,7 +60,7 @@ static void test_round_robin_among_equals_and_sticky(void **state)
 	busy(&t, 2, 4);
 	for (int i = 0; i < 3; i++) {
 		assert_int_equal(zklfs_slot_hold(&t, "/z", 0, &sync), 0);
-		zklfs_slot_pin(&t, "/z", 0, -1);
+		zklfs_slot_pin(&t, "/z", 0, -1, 0);
 	}
 	zklfs_slots_free(&t);
 }
@@ -80,19 +80,61 @@ static void test_free_directory_moves_to_a_less_busy_slot(void **state)
 	assert_int_equal(zklfs_slots_want(&t), -1);	/* all open */
 	/* a pinned directory stays */
 	assert_int_equal(zklfs_slot_hold(&t, "/d0", 0, &sync), 0);
-	zklfs_slot_pin(&t, "/d0", 0, -1);
+	zklfs_slot_pin(&t, "/d0", 0, -1, 0);
 	/* a free one moves, and its new slot syncs first */
 	assert_int_equal(pick(&t, "/a", true), 1);
 	assert_int_equal(t.moves, 1);
 	assert_int_equal(pick(&t, "/a", false), 1);
 	/* once the slots are within REBALANCE of each other, nothing moves */
 	zklfs_slot_hold(&t, "/a", 0, &sync);
-	zklfs_slot_pin(&t, "/d3", 0, -1);		/* /d3 free: 3 against 1 */
+	zklfs_slot_pin(&t, "/d3", 0, -1, 0);		/* /d3 free: 3 others against 1 */
 	assert_int_equal(pick(&t, "/d3", true), 1);	/* 3 >= 1 + 2: moves */
 	zklfs_slot_hold(&t, "/d3", 0, &sync);
-	zklfs_slot_pin(&t, "/d2", 0, -1);		/* 2 against 2 */
+	zklfs_slot_pin(&t, "/d2", 0, -1, 0);		/* 2 others against 2 */
 	assert_int_equal(pick(&t, "/d2", false), 0);
 	assert_int_equal(t.moves, 2);
+	zklfs_slots_free(&t);
+}
+
+static void test_a_cycled_lock_stays_and_load_decays(void **state)
+{
+	struct zklfs_slots t;
+	bool sync;
+
+	(void)state;
+	assert_int_equal(zklfs_slots_init(&t, 2, 2, 100), 0);
+	/* four locks cycled on slot 0, nothing on slot 1: each is free for
+	 * a moment between its cycles, and none moves for that */
+	for (int i = 0; i < 4; i++) {
+		char dir[16];
+
+		snprintf(dir, sizeof(dir), "/c%d", i);
+		assert_int_equal(zklfs_slot_hold(&t, dir, 0, &sync), i % 2);
+	}
+	assert_int_equal(t.s[0].load, 2);
+	assert_int_equal(t.s[1].load, 2);
+	for (int round = 0; round < 10; round++)
+		for (int i = 0; i < 4; i++) {
+			char dir[16];
+
+			snprintf(dir, sizeof(dir), "/c%d", i);
+			zklfs_slot_pin(&t, dir, i % 2, -1, 0);
+			assert_int_equal(zklfs_slot_hold(&t, dir, 10 * (uint64_t)round, &sync),
+					 i % 2);
+		}
+	assert_int_equal(t.moves, 0);
+	/* unpinned and not picked for the recent time: no longer load */
+	for (int i = 0; i < 4; i++) {
+		char dir[16];
+
+		snprintf(dir, sizeof(dir), "/c%d", i);
+		zklfs_slot_pin(&t, dir, i % 2, -1, 0);
+	}
+	zklfs_slots_sweep(&t, 500, 1000);
+	assert_int_equal(t.s[0].load, 2);
+	zklfs_slots_sweep(&t, 2000, 1000);
+	assert_int_equal(t.s[0].load, 0);
+	assert_int_equal(t.s[1].load, 0);
 	zklfs_slots_free(&t);
 }
 
@@ -109,7 +151,7 @@ static void test_grows_while_every_slot_is_busy(void **state)
 	zklfs_slot_opened(&t, 1, 0);
 	assert_int_equal(zklfs_slots_want(&t), -1);	/* slot 1 has none */
 	busy(&t, 2, 2);					/* both on slot 1 */
-	assert_int_equal(t.s[1].active, 2);
+	assert_int_equal(t.s[1].load, 2);
 	assert_int_equal(zklfs_slots_want(&t), 2);
 	zklfs_slot_opened(&t, 2, 0);
 	busy(&t, 4, 4);
@@ -135,7 +177,7 @@ static void test_closes_only_idle_unpinned_slots(void **state)
 	assert_int_equal(zklfs_slots_idle(&t, 1, 2000, 1000), -1);
 	/* a pick keeps a slot in use */
 	pick_at(&t, "/b", 2500, false);
-	zklfs_slot_pin(&t, "/b", 1, -1);
+	zklfs_slot_pin(&t, "/b", 1, -1, 0);
 	assert_int_equal(zklfs_slots_idle(&t, 1, 3000, 1000), -1);
 	assert_int_equal(zklfs_slots_idle(&t, 1, 3500, 1000), 1);
 	/* with sessions=N, none closes */
@@ -238,6 +280,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_round_robin_among_equals_and_sticky),
 		cmocka_unit_test(test_free_directory_moves_to_a_less_busy_slot),
+		cmocka_unit_test(test_a_cycled_lock_stays_and_load_decays),
 		cmocka_unit_test(test_grows_while_every_slot_is_busy),
 		cmocka_unit_test(test_closes_only_idle_unpinned_slots),
 		cmocka_unit_test(test_rebound_after_close_syncs),
