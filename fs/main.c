@@ -67,7 +67,8 @@ static void pend_sweep(void *arg, bool go)
 
 static void pend_arm(struct zklfs *fs)
 {
-	if (zks_later(zklfs_session(fs, fs->root->path), pend_sweep, fs) != 0)
+	/* on the first session, which never closes */
+	if (zks_later(zklfs_session_at(fs, 0), pend_sweep, fs) != 0)
 		zpend_sweep(fs, 0, true);	/* closing: none armed */
 }
 

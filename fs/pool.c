@@ -17,7 +17,11 @@
  * pins count: every waiter of the engine, from its enqueue to the
  * completed delete of its entry (zkl_engine_on_dir()), a lock request from
  * the pick of its engine to the enqueue (zklfs_engine_hold()), and the
- * mount's watches and multi-call queries (zklfs_session_hold()).  So a
+ * mount's observers and F_GETLK queries, which keep a watch or ask again
+ * after a loss (zklfs_session_hold()).  A read of several calls, each
+ * sent from the last one's completion, pins nothing: each call counts as
+ * a use of its session, which is closed only after none for the idle
+ * time.  So a
  * lock's entries and hand-offs are all on one session, and its requests
  * are done in order: a listing or rmdir right after close() is sent after
  * the release's delete, on the same session.  A directory without pins
@@ -34,8 +38,9 @@
  * The pool's own thread opens and closes sessions, since both block
  * (connecting; draining the requests in flight).  It opens one when every
  * open session has ZKLFS_SLOTS_GROW_AT locks in use, and closes one
- * (never the first) that has no pins and was not picked for
- * -o sessions_idle.  A closed session is hibernated, not freed
+ * (never the first) that has no pins and was neither picked nor called
+ * through for -o sessions_idle (the session timeout at least), while
+ * settled (zks_settled()).  A closed session is hibernated, not freed
  * (zks_hibernate()): a thread that picked it that long ago and calls only
  * now gets an error, never a freed struct; its engine, idle, stays too.
  */
@@ -83,7 +88,7 @@ struct zklfs_pool {
 	/* the pool's thread; mmu guards kick and stop (a leaf: nothing is
 	   taken under it) */
 	pthread_t thread;
-	bool running;
+	atomic_bool running;
 	pthread_mutex_t mmu;
 	pthread_cond_t mcond;
 	bool kick, stop;
@@ -112,7 +117,8 @@ int zklfs_pool_open(struct zklfs *fs, zkl_lost_fn lost, zkl_lost_fn revoked)
 	p->conf = conf;
 	p->max = conf->sessions ? conf->sessions : ZKLFS_SESSIONS_MAX;
 	p->keep = conf->sessions ? conf->sessions : 1;
-	p->idle_ms = (uint64_t)conf->sessions_idle_ms;
+	p->idle_ms = (uint64_t)(conf->sessions_idle_ms > conf->session_timeout_ms ?
+				conf->sessions_idle_ms : conf->session_timeout_ms);
 	zkmx_init(&p->mu, ZKMX_RANK_POOL, "pool->mu");
 	pthread_mutex_init(&p->mmu, NULL);
 	pthread_condattr_init(&ca);
@@ -242,9 +248,14 @@ static void *pool_thread(void *arg)
 		 * Idle: no pins, and neither picked nor called through for
 		 * the idle time (a query of several calls, each sent from the
 		 * last one's completion, is not idle), connected and heard
-		 * from, so nothing waits for the session to come back.
+		 * from, with nothing waiting for the session to come back
+		 * (zks_settled()).  The idle time is at least the session
+		 * timeout: a call's answer takes less, or the session is not
+		 * heard from.  The clock is read under p->mu, so no pick is
+		 * later than it.
 		 */
 		zkmx_lock(&p->mu);
+		now = zks_now_ms();
 		for (int i = 0; i < p->max; i++) {
 			uint64_t c = atomic_load(&p->called[i]);
 
@@ -252,7 +263,7 @@ static void *pool_thread(void *arg)
 				p->slots.s[i].used_ms = c;
 		}
 		idle = zklfs_slots_idle(&p->slots, p->keep, now, p->idle_ms);
-		if (idle >= 0 && !zks_quiet(&p->zks[idle]))
+		if (idle >= 0 && zks_settled(&p->zks[idle]))
 			zklfs_slot_close(&p->slots, idle);
 		else
 			idle = -1;
@@ -274,12 +285,12 @@ int zklfs_pool_start(struct zklfs *fs, struct zk_heartbeat *hb)
 	for (int i = 0; i < p->inited; i++)
 		if (start_one(p, i) != 0)
 			return -EAGAIN;
-	if (p->max > p->keep) {
+	if (p->max > 1) {		/* sessions=N too: the load's sweep */
 		if (pthread_create(&p->thread, NULL, pool_thread, p) != 0) {
 			zklog(LOG_ERR, "cannot start the session pool's thread");
 			return -EAGAIN;
 		}
-		p->running = true;
+		atomic_store(&p->running, true);
 	}
 	return 0;
 }
@@ -301,13 +312,13 @@ void zklfs_pool_shutdown(struct zklfs *fs)
 
 	if (!p)
 		return;
-	if (p->running) {		/* no session opens or closes from now on */
+	if (atomic_load(&p->running)) {	/* no session opens or closes from now on */
 		pthread_mutex_lock(&p->mmu);
 		p->stop = true;
 		pthread_cond_signal(&p->mcond);
 		pthread_mutex_unlock(&p->mmu);
 		pthread_join(p->thread, NULL);
-		p->running = false;
+		atomic_store(&p->running, false);
 	}
 	for (int i = 0; i < p->max; i++)
 		if (p->engines[i])
@@ -397,7 +408,7 @@ static int pool_slot(struct zklfs *fs, const char *dir, bool hold)
 	moves = p->slots.moves;
 	if (hold) {
 		slot = zklfs_slot_hold(&p->slots, dir, zks_now_ms(), &sync);
-		kick = p->running && zklfs_slots_want(&p->slots) >= 0;
+		kick = atomic_load(&p->running) && zklfs_slots_want(&p->slots) >= 0;
 	} else {
 		slot = zklfs_slot_pick(&p->slots, dir, zks_now_ms(), &sync);
 	}

@@ -43,8 +43,8 @@ struct zks *zklfs_session(struct zklfs *fs, const char *dir);
 
 /*
  * zklfs_session_hold() - zklfs_session(), and @dir stays on that session
- * until zklfs_session_unhold(): for what spans several calls or keeps a
- * watch (an observer, a lock file's queue, a getlk).  zklfs_engine_hold(),
+ * until zklfs_session_unhold(): for what keeps a watch or asks again
+ * after a loss (an observer, an F_GETLK).  zklfs_engine_hold(),
  * zklfs_engine_unhold(): the same for an enqueue, from the pick of the
  * engine until the engine's own waiter holds the directory.  Any thread;
  * take pool->mu.

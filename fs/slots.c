@@ -140,7 +140,8 @@ void zklfs_slots_sweep(struct zklfs_slots *t, uint64_t now_ms, uint64_t recent_m
 {
 	for (size_t b = 0; b < BUCKETS; b++)
 		for (struct dirslot *d = t->dirs[b]; d; d = d->next)
-			if (d->counted && d->pins == 0 && now_ms - d->seen_ms > recent_ms)
+			if (d->counted && d->pins == 0 && now_ms > d->seen_ms &&
+			    now_ms - d->seen_ms > recent_ms)
 				count(t, d, false);
 }
 
@@ -191,7 +192,8 @@ int zklfs_slots_idle(const struct zklfs_slots *t, int keep, uint64_t now_ms,
 	for (int i = t->max - 1; i >= keep && i > 0; i--) {
 		const struct zklfs_slot *s = &t->s[i];
 
-		if (s->open && s->pins == 0 && now_ms - s->used_ms >= idle_ms)
+		if (s->open && s->pins == 0 && now_ms >= s->used_ms &&
+		    now_ms - s->used_ms >= idle_ms)
 			return i;
 	}
 	return -1;

@@ -355,6 +355,8 @@ int zks_wake(struct zks *s)
 		pthread_mutex_unlock(&s->lock);
 		err = zks_start(s, &s->ev);
 	}
+	if (!err)	/* a silence the engine was told of before is over */
+		s->ev.connected(s->ev.arg);
 	if (err) {
 		zklog(LOG_WARNING, "cannot open another ZooKeeper session: %s", strerror(-err));
 		zks_hibernate(s);
@@ -481,6 +483,17 @@ bool zks_quiet(struct zks *s)
 	q = s->silent || s->expired || quiet_locked(s);
 	pthread_mutex_unlock(&s->lock);
 	return q;
+}
+
+bool zks_settled(struct zks *s)
+{
+	bool ok;
+
+	pthread_mutex_lock(&s->lock);
+	ok = s->state == ZOO_CONNECTED_STATE && !s->silent && !s->expired &&
+	     !quiet_locked(s) && !s->later;
+	pthread_mutex_unlock(&s->lock);
+	return ok;
 }
 
 void zks_tick_by(struct zks *s, uint64_t at_ms)

@@ -162,6 +162,13 @@ uint64_t zks_now_ms(void);
  */
 bool zks_quiet(struct zks *s);
 
+/*
+ * zks_settled() - connected, heard from within the timeout less the
+ * margin, and no zks_later() call waiting for the session to come back:
+ * nothing waits on it but what is in flight.  Any thread; takes s->lock.
+ */
+bool zks_settled(struct zks *s);
+
 /* zks_timeout_ms() - the session timeout the server gave (else asked for). */
 int zks_timeout_ms(struct zks *s);
 
@@ -171,8 +178,9 @@ int zks_timeout_ms(struct zks *s);
  * sent so far to complete, and close the session; the struct stays, so a
  * call that still comes fails at once, unsent, with ZINVALIDSTATE, and a
  * reader of its heartbeat sees another generation.  zks_wake() - open a
- * new session on it, wait for it (at most the session timeout) and start
- * the supervisor again with the same events; on failure it stays
+ * new session on it, wait for it (at most the session timeout), start
+ * the supervisor again with the same events and call their connected()
+ * (a silence told before the session closed is over); on failure it stays
  * hibernated.  Both after zks_start(), from one thread of the caller's
  * (the pool's), never in a callback: they block.  Return: 0 or -errno.
  */

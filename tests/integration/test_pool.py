@@ -11,7 +11,8 @@ import time
 from harness import kill9, spawn, start_waiter, take, tcp_peers, wait_for
 
 METRICS = "user.zklockfs.metrics"
-IDLE_MS = 600           # -o sessions_idle: an idle extra session closes then
+SESSION_MS = 2000       # the session timeout, the least idle time there is
+IDLE_MS = 2000          # -o sessions_idle: an idle extra session closes then
 LOAD = 16               # processes, each cycling a lock of its own
 HELD = 6                # locks held while the load stops
 
@@ -68,7 +69,7 @@ def test_one_session_at_rest(mount, zk):
 
 
 def test_grows_under_load_and_shrinks_when_idle(mount, zk, zkc):
-    m = mount(opts=["sessions_idle=%d" % IDLE_MS])
+    m = mount(opts=["sessions_idle=%d" % IDLE_MS], session_timeout=SESSION_MS)
     procs = load(m, LOAD)
     wait_for(lambda: open_sessions(m) >= 4, 60, "at least 4 sessions under load")
     wait_for(lambda: len(tcp_peers(m.pid, zk.port)) >= 4, 10,
@@ -88,7 +89,7 @@ def test_grows_under_load_and_shrinks_when_idle(mount, zk, zkc):
 
 
 def test_session_holding_or_waiting_is_kept(mount, zk, zkc):
-    a = mount(opts=["sessions_idle=%d" % IDLE_MS])
+    a = mount(opts=["sessions_idle=%d" % IDLE_MS], session_timeout=SESSION_MS)
     b = mount()
     procs = load(a, LOAD)
     wait_for(lambda: open_sessions(a) >= 4, 60, "at least 4 sessions under load")
@@ -119,8 +120,8 @@ def test_session_holding_or_waiting_is_kept(mount, zk, zkc):
                  "only the sessions with entries left open")
     except AssertionError as e:
         raise AssertionError("%s; last seen (figures, owners): %r" % (e, seen[-1]))
-    # and keeps them: no entry ends while five idle times pass
-    time.sleep(5 * IDLE_MS / 1000)
+    # and keeps them: no entry ends while three idle times pass
+    time.sleep(3 * IDLE_MS / 1000)
     assert len(owners()) <= open_sessions(a) <= len(owners()) + 1
     for h in holders:
         assert h.alive(), "%r ended" % h
@@ -135,7 +136,7 @@ def test_session_holding_or_waiting_is_kept(mount, zk, zkc):
 
 
 def test_fixed_sessions_never_close(mount, zk):
-    m = mount(opts=["sessions=3", "sessions_idle=%d" % IDLE_MS])
+    m = mount(opts=["sessions=3", "sessions_idle=%d" % IDLE_MS], session_timeout=SESSION_MS)
     wait_for(lambda: len(tcp_peers(m.pid, zk.port)) == 3, 5, "3 connections")
     procs = load(m, 4)
     wait_for(lambda: figures(m)["sessions_opened_total"] == 3, 5, "3 opened")
