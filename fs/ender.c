@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "zk/clock.h"
 #include "zk/log.h"
 
 /* The most lost locks one scan of /proc looks for. */
@@ -624,13 +625,7 @@ static bool wait_gone(const struct scan *s, int ms)
 {
 	struct timespec until;
 
-	clock_gettime(CLOCK_MONOTONIC, &until);
-	until.tv_sec += ms / 1000;
-	until.tv_nsec += (ms % 1000) * 1000000L;
-	if (until.tv_nsec >= 1000000000L) {
-		until.tv_sec++;
-		until.tv_nsec -= 1000000000L;
-	}
+	zk_deadline_in(&until, CLOCK_MONOTONIC, ms);
 	for (;;) {
 		struct timespec now, tick;
 		bool hurry;
@@ -642,12 +637,7 @@ static bool wait_gone(const struct scan *s, int ms)
 		    (now.tv_sec == until.tv_sec && now.tv_nsec >= until.tv_nsec))
 			return false;
 		/* 20 ms a look, or at once when hurried */
-		clock_gettime(CLOCK_REALTIME, &tick);
-		tick.tv_nsec += 20000000L;
-		if (tick.tv_nsec >= 1000000000L) {
-			tick.tv_sec++;
-			tick.tv_nsec -= 1000000000L;
-		}
+		zk_deadline_in(&tick, CLOCK_REALTIME, 20);
 		pthread_mutex_lock(&st.mu);
 		if (!st.hurry)
 			pthread_cond_timedwait(&st.cv, &st.mu, &tick);

@@ -53,6 +53,7 @@
 #include <string.h>
 
 #include "fs/slots.h"
+#include "zk/clock.h"
 #include "zk/log.h"
 #include "zk/metrics.h"
 
@@ -108,7 +109,6 @@ int zklfs_pool_open(struct zklfs *fs, zkl_lost_fn lost, zkl_lost_fn revoked)
 {
 	const struct zklfs_conf *conf = fs->conf;
 	struct zklfs_pool *p;
-	pthread_condattr_t ca;
 	int err;
 
 	p = fs->pool = calloc(1, sizeof(*fs->pool));
@@ -121,10 +121,7 @@ int zklfs_pool_open(struct zklfs *fs, zkl_lost_fn lost, zkl_lost_fn revoked)
 				conf->sessions_idle_ms : conf->session_timeout_ms);
 	zkmx_init(&p->mu, ZKMX_RANK_POOL, "pool->mu");
 	pthread_mutex_init(&p->mmu, NULL);
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&p->mcond, &ca);
-	pthread_condattr_destroy(&ca);
+	zk_cond_init_monotonic(&p->mcond);
 	if (zklfs_slots_init(&p->slots, p->max, p->keep, DIRS_MAX) != 0)
 		return -ENOMEM;
 	while (p->inited < p->keep) {
@@ -204,13 +201,7 @@ static void *pool_thread(void *arg)
 		uint64_t now;
 		int want, idle;
 
-		clock_gettime(CLOCK_MONOTONIC, &ts);
-		ts.tv_sec += (time_t)(look / 1000);
-		ts.tv_nsec += (long)(look % 1000) * 1000000L;
-		if (ts.tv_nsec >= 1000000000L) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000L;
-		}
+		zk_deadline_in(&ts, CLOCK_MONOTONIC, (long)look);
 		pthread_mutex_lock(&p->mmu);
 		while (!p->stop && !p->kick)
 			if (pthread_cond_timedwait(&p->mcond, &p->mmu, &ts) != 0)

@@ -14,6 +14,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "zk/clock.h"
+
 int zkc_part(const char *connect, int i, char *host, size_t hsize, char *port,
 	     size_t psize)
 {
@@ -93,13 +95,7 @@ int zkc_check(const char *connect, int probe_ms, char *why, size_t size)
 	bool answered = false;
 	int i, rc, refused = 0, tried = 0;
 
-	clock_gettime(CLOCK_MONOTONIC, &deadline);
-	deadline.tv_sec += probe_ms / 1000;
-	deadline.tv_nsec += (long)(probe_ms % 1000) * 1000000L;
-	if (deadline.tv_nsec >= 1000000000L) {
-		deadline.tv_sec++;
-		deadline.tv_nsec -= 1000000000L;
-	}
+	zk_deadline_in(&deadline, CLOCK_MONOTONIC, probe_ms);
 	for (i = 0; (rc = zkc_part(connect, i, host, sizeof(host), port, sizeof(port))) != 0; i++) {
 		struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *res, *ai;
 		int gai;

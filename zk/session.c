@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "zk/clock.h"
 #include "zk/errno.h"
 #include "zk/metrics.h"
 #include "zk/creds.h"
@@ -33,17 +34,6 @@ static uint64_t boot_ms(void)
 
 	clock_gettime(CLOCK_BOOTTIME, &ts);
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
-static void deadline_in(struct timespec *ts, int ms)
-{
-	clock_gettime(CLOCK_MONOTONIC, ts);
-	ts->tv_sec += ms / 1000;
-	ts->tv_nsec += (long)(ms % 1000) * 1000000L;
-	if (ts->tv_nsec >= 1000000000L) {
-		ts->tv_sec++;
-		ts->tv_nsec -= 1000000000L;
-	}
 }
 
 static int margin_ms(const struct zks *s);
@@ -229,17 +219,13 @@ static void run_later(struct zks *s, bool go);
 int zks_open(struct zks *s, const char *connect, int timeout_ms,
 	     const char *auth_file, enum zkacl acl)
 {
-	pthread_condattr_t ca;
 	int err = 0;
 
 	memset(s, 0, sizeof(*s));
 	s->inited = true;
 	pthread_rwlock_init(&s->rw, NULL);
 	pthread_mutex_init(&s->lock, NULL);
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&s->cond, &ca);
-	pthread_condattr_destroy(&ca);
+	zk_cond_init_monotonic(&s->cond);
 	s->timeout_ms = s->negotiated_ms = timeout_ms;
 	s->connect = strdup(connect);
 	if (!s->connect)
@@ -270,7 +256,7 @@ static int wait_connected(struct zks *s)
 	struct timespec deadline;
 	int err = 0;
 
-	deadline_in(&deadline, s->timeout_ms);
+	zk_deadline_in(&deadline, CLOCK_MONOTONIC, s->timeout_ms);
 	pthread_mutex_lock(&s->lock);
 	while (s->state != ZOO_CONNECTED_STATE && err == 0) {
 		if (s->state == ZOO_AUTH_FAILED_STATE || s->expired)
@@ -532,7 +518,7 @@ static void *zks_supervise(void *arg)
 			wait = 0;
 		else if (!s->silent && silent_at - now < (uint64_t)wait)
 			wait = (int)(silent_at - now);
-		deadline_in(&deadline, wait);
+		zk_deadline_in(&deadline, CLOCK_MONOTONIC, wait);
 		if (wait)
 			pthread_cond_timedwait(&s->cond, &s->lock, &deadline);
 		if (s->stop)
