@@ -82,13 +82,17 @@ static void bind(struct zklfs_slots *t, struct dirslot *d, int slot)
 	t->next = (unsigned)slot + 1;
 }
 
-int zklfs_slot_pick(struct zklfs_slots *t, const char *dir, uint64_t now_ms, bool *sync)
+/*
+ * zklfs_slot_pick()'s work: @dir's entry (stored now if new; NULL when the
+ * table is full), its slot in *@slot.
+ */
+static struct dirslot *place(struct zklfs_slots *t, const char *dir, uint64_t now_ms,
+			     bool *sync, int *slot)
 {
 	struct dirslot *d = find(t, dir);
 	size_t len = strlen(dir);
-	int slot, best = least_loaded(t);
+	int best = least_loaded(t);
 
-	*sync = false;
 	if (!d && t->ndirs < t->max_dirs && (d = malloc(sizeof(*d) + len + 1))) {
 		struct dirslot **b = &t->dirs[zkn_hash(dir) % BUCKETS];
 
@@ -102,7 +106,7 @@ int zklfs_slot_pick(struct zklfs_slots *t, const char *dir, uint64_t now_ms, boo
 		t->ndirs++;
 	}
 	if (!d) {
-		slot = 0;			/* full: never stored */
+		*slot = 0;			/* full: never stored */
 	} else {
 		if (d->pins == 0 && d->slot != best &&
 		    (d->slot < 0 || t->s[best].load + ZKLFS_SLOTS_REBALANCE <=
@@ -115,11 +119,28 @@ int zklfs_slot_pick(struct zklfs_slots *t, const char *dir, uint64_t now_ms, boo
 			bind(t, d, best);
 			t->s[best].synced = 0;
 		}
-		slot = d->slot;
+		*slot = d->slot;
 	}
-	*sync = t->s[slot].synced < t->ns_gen;
-	t->s[slot].synced = t->ns_gen;
-	t->s[slot].used_ms = now_ms;
+	*sync = t->s[*slot].synced < t->ns_gen;
+	t->s[*slot].synced = t->ns_gen;
+	t->s[*slot].used_ms = now_ms;
+	return d;
+}
+
+/* @d's pins grow by @delta, at @now_ms; it counts in its slot's load. */
+static void pin(struct zklfs_slots *t, struct dirslot *d, int delta, uint64_t now_ms)
+{
+	d->pins += delta;
+	t->s[d->slot].pins += delta;
+	count(t, d, true);
+	d->seen_ms = now_ms;
+}
+
+int zklfs_slot_pick(struct zklfs_slots *t, const char *dir, uint64_t now_ms, bool *sync)
+{
+	int slot;
+
+	place(t, dir, now_ms, sync, &slot);
 	return slot;
 }
 
@@ -128,12 +149,8 @@ void zklfs_slot_pin(struct zklfs_slots *t, const char *dir, int slot, int delta,
 {
 	struct dirslot *d = find(t, dir);
 
-	if (!d || d->slot != slot)
-		return;
-	d->pins += delta;
-	t->s[slot].pins += delta;
-	count(t, d, true);
-	d->seen_ms = now_ms;
+	if (d && d->slot == slot)
+		pin(t, d, delta, now_ms);
 }
 
 void zklfs_slots_sweep(struct zklfs_slots *t, uint64_t now_ms, uint64_t recent_ms)
@@ -147,9 +164,11 @@ void zklfs_slots_sweep(struct zklfs_slots *t, uint64_t now_ms, uint64_t recent_m
 
 int zklfs_slot_hold(struct zklfs_slots *t, const char *dir, uint64_t now_ms, bool *sync)
 {
-	int slot = zklfs_slot_pick(t, dir, now_ms, sync);
+	int slot;
+	struct dirslot *d = place(t, dir, now_ms, sync, &slot);
 
-	zklfs_slot_pin(t, dir, slot, 1, now_ms);
+	if (d)
+		pin(t, d, 1, now_ms);
 	return slot;
 }
 
