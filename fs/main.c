@@ -441,13 +441,13 @@ out_session:
 	fuse_session_destroy(fs.se);
 out_nodes:
 	zklfs_pool_close(&fs);
+	zklfs_observe_free(&fs);		/* gives its holds back to the pool */
 	zklfs_pool_free(&fs);
 	zklfs_dirlists_free(&fs);
 	zklfs_nodes_free(&fs);
 	zklfs_owners_free(&fs);
 	zklfs_xc_free(&fs);
 	zpend_free(&fs);
-	zklfs_observe_free(&fs);
 	zklfs_watchdog_close(&fs);
 	zkmx_destroy(&fs.lock);
 	zkmx_destroy(&fs.wb_send);

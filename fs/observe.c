@@ -93,8 +93,7 @@ void zklfs_observe_free(struct zklfs *fs)
 		return;
 	for (struct observer *o = fs->obs->all, *next; o; o = next) {
 		next = o->next;
-		o->zks = NULL;		/* the sessions are closed: no watch fires */
-		obs_free(o);
+		obs_free(o);		/* the sessions are closed: no watch fires */
 	}
 	zkmx_destroy(&fs->obs->mu);
 	free(fs->obs);

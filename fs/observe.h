@@ -40,7 +40,9 @@
 
 #define ZKLFS_HOLDERS_NAME ".holders"
 
-/* zklfs_observe_init() and _free(): main thread, start and exit. */
+/* zklfs_observe_init() and _free(): main thread, start and exit; _free()
+ * after zklfs_pool_close() (no watch fires) and before zklfs_pool_free()
+ * (each observer gives its hold back). */
 int zklfs_observe_init(struct zklfs *fs);
 void zklfs_observe_free(struct zklfs *fs);
 
