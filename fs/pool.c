@@ -21,10 +21,9 @@
  * after a loss (zklfs_session_hold()).  A read of several calls, each
  * sent from the last one's completion, pins nothing: each call counts as
  * a use of its session, which is closed only after none for the idle
- * time.  So a
- * lock's entries and hand-offs are all on one session, and its requests
- * are done in order: a listing or rmdir right after close() is sent after
- * the release's delete, on the same session.  A directory without pins
+ * time.  So a lock's entries and hand-offs are all on one session, and its
+ * requests are done in order: a listing or rmdir right after close() is
+ * sent after the release's delete, on the same session.  A directory without pins
  * may move to a less busy session; the new one then sends a sync first,
  * as its server may not have seen what the old one did.
  *

@@ -341,9 +341,9 @@ int zks_wake(struct zks *s)
 		pthread_mutex_unlock(&s->lock);
 		err = zks_start(s, &s->ev);
 	}
-	if (!err)	/* a silence the engine was told of before is over */
+	if (!err) {	/* a silence the engine was told of before is over */
 		s->ev.connected(s->ev.arg);
-	if (err) {
+	} else {
 		zklog(LOG_WARNING, "cannot open another ZooKeeper session: %s", strerror(-err));
 		zks_hibernate(s);
 	}
