@@ -24,16 +24,21 @@ static int pick(struct zklfs_slots *t, const char *dir, bool want_sync)
 	return pick_at(t, dir, 0, want_sync);
 }
 
+/* The directory "@prefix@i" ("/d3"), in @buf. */
+static const char *named(char buf[32], const char *prefix, int i)
+{
+	snprintf(buf, 32, "%s%d", prefix, i);
+	return buf;
+}
+
 /* @n directories "/dN", each with one pin (a waiter), from @from on. */
 static void busy(struct zklfs_slots *t, int from, int n)
 {
 	char dir[32];
 	bool sync;
 
-	for (int i = from; i < from + n; i++) {
-		snprintf(dir, sizeof(dir), "/d%d", i);
-		zklfs_slot_hold(t, dir, 0, &sync);
-	}
+	for (int i = from; i < from + n; i++)
+		zklfs_slot_hold(t, named(dir, "/d", i), 0, &sync);
 }
 
 static void test_round_robin_among_equals_and_sticky(void **state)
@@ -99,37 +104,27 @@ static void test_free_directory_moves_to_a_less_busy_slot(void **state)
 static void test_a_cycled_lock_stays_and_load_decays(void **state)
 {
 	struct zklfs_slots t;
+	char dir[32];
 	bool sync;
 
 	(void)state;
 	assert_int_equal(zklfs_slots_init(&t, 2, 2, 100), 0);
 	/* four locks cycled on slot 0, nothing on slot 1: each is free for
 	 * a moment between its cycles, and none moves for that */
-	for (int i = 0; i < 4; i++) {
-		char dir[16];
-
-		snprintf(dir, sizeof(dir), "/c%d", i);
-		assert_int_equal(zklfs_slot_hold(&t, dir, 0, &sync), i % 2);
-	}
+	for (int i = 0; i < 4; i++)
+		assert_int_equal(zklfs_slot_hold(&t, named(dir, "/c", i), 0, &sync), i % 2);
 	assert_int_equal(t.s[0].load, 2);
 	assert_int_equal(t.s[1].load, 2);
 	for (int round = 0; round < 10; round++)
 		for (int i = 0; i < 4; i++) {
-			char dir[16];
-
-			snprintf(dir, sizeof(dir), "/c%d", i);
-			zklfs_slot_pin(&t, dir, i % 2, -1, 0);
+			zklfs_slot_pin(&t, named(dir, "/c", i), i % 2, -1, 0);
 			assert_int_equal(zklfs_slot_hold(&t, dir, 10 * (uint64_t)round, &sync),
 					 i % 2);
 		}
 	assert_int_equal(t.moves, 0);
 	/* unpinned and not picked for the recent time: no longer load */
-	for (int i = 0; i < 4; i++) {
-		char dir[16];
-
-		snprintf(dir, sizeof(dir), "/c%d", i);
-		zklfs_slot_pin(&t, dir, i % 2, -1, 0);
-	}
+	for (int i = 0; i < 4; i++)
+		zklfs_slot_pin(&t, named(dir, "/c", i), i % 2, -1, 0);
 	zklfs_slots_sweep(&t, 500, 1000);
 	assert_int_equal(t.s[0].load, 2);
 	zklfs_slots_sweep(&t, 2000, 1000);
