@@ -56,13 +56,13 @@ ENGINE_SRC = zk/queue.c zk/waiter.c zk/retry.c zk/watch.c zk/wait.c zk/sem.c zk/
 ZK_SRC   = zk/escape.c zk/naming.c zk/grant.c zk/limit.c zk/errno.c zk/log.c zk/creds.c \
 	   zk/digest.c zk/connect.c zk/session.c zk/calls.c zk/transport.c $(ENGINE_SRC)
 FS_SRC   = fs/opts.c fs/node.c fs/attr.c fs/pending.c fs/observe.c fs/zop.c fs/ops.c fs/remove.c \
-	   fs/readdir.c fs/read.c fs/reply.c fs/lockreq.c fs/lrquery.c fs/fdlock.c \
+	   fs/readdir.c fs/read.c fs/reply.c fs/signals.c fs/lockreq.c fs/lrquery.c fs/fdlock.c \
 	   fs/confirm.c fs/lockops.c fs/wbuf.c fs/xcache.c fs/limitattr.c fs/revoke.c fs/flock.c \
 	   fs/lockfile.c fs/lfns.c fs/lfqueue.c fs/fdops.c fs/slots.c fs/pool.c fs/watchdog.c \
 	   fs/ready.c fs/mntwatch.c fs/mountpoint.c fs/ender.c fs/main.c
 SRC      = $(ZK_SRC) $(FS_SRC)
 
-UNIT     = naming grant limit opts errno slots adopt log mutex connect digest heartbeat
+UNIT     = naming grant limit opts errno slots signals adopt log mutex connect digest heartbeat
 UNIT_BIN = $(UNIT:%=$(BUILD)/unit/test_%)
 
 .PHONY: all asan unit check check-unit check-docs check-sim check-integration check-asan run stop deps bench \
@@ -135,6 +135,7 @@ UNIT_SRC_errno   = zk/errno.c
 UNIT_SRC_connect = zk/connect.c
 UNIT_SRC_digest  = zk/digest.c
 UNIT_SRC_slots   = fs/slots.c zk/naming.c
+UNIT_SRC_signals = fs/signals.c
 UNIT_SRC_log     = zk/log.c zk/escape.c
 UNIT_SRC_adopt   =
 UNIT_SRC_mutex   = zk/mutex.c

@@ -59,26 +59,39 @@ static void unlink_locked(struct zklfs_pending *pl, struct zpend *p)
 }
 
 /*
- * FUSE_INTERRUPT of @req: answer it EINTR if it still waits.  @req is
- * found by its address: libfuse keeps it alive while this runs, so no
- * other request can have it, and one already answered is not on the list.
+ * FUSE_INTERRUPT of @req, if it still waits: a signal that ends its caller
+ * is answered EINTR now; a caught one now if the request has waited its
+ * patience, else marked for the sweep to answer once it has; one that
+ * only stops or continues the caller (^Z, fg) not at all, as nothing of
+ * the caller's runs before the answer (pending.h).  @req is found by its
+ * address: libfuse keeps it alive while this runs, so no other request
+ * can have it, and one already answered is not on the list.  The kernel
+ * sends one FUSE_INTERRUPT per request, however many signals come.
  */
 static void pend_interrupt(fuse_req_t req, void *arg)
 {
 	struct zklfs *fs = arg;
 	struct zklfs_pending *pl = fs->pend;
-	bool mine = false;
+	enum zklfs_signal kind = fs->reply->signalled(req);
+	uint64_t now_ms = zklfs_now_ms();
+	bool now = false;
 
+	if (kind == ZKLFS_SIG_STOPS)
+		return;
 	zkmx_lock(&pl->mu);
 	for (struct zpend *p = pl->head.next; p != &pl->head; p = p->next) {
 		if (p->req == req) {
-			unlink_locked(pl, p);
-			mine = true;
+			p->interrupted = true;
+			if (kind == ZKLFS_SIG_ENDS ||
+			    p->since_ms + ZPEND_PATIENCE_MS <= now_ms) {
+				unlink_locked(pl, p);
+				now = true;
+			}
 			break;
 		}
 	}
 	zkmx_unlock(&pl->mu);
-	if (mine)
+	if (now)
 		fs->reply->err(req, EINTR);
 }
 
@@ -90,11 +103,13 @@ void zpend_start(struct zklfs *fs, struct zpend *p, fuse_req_t req)
 
 	p->req = req;
 	p->answered = false;
+	p->interrupted = false;
 	p->started = true;
+	p->since_ms = zklfs_now_ms();
 	zkmx_lock(&pl->mu);
 	/* the sweep comes a tenth of the timeout late at most: due that early */
 	period = pl->timeout_ms / 10 > 1000 ? 1000 : pl->timeout_ms / 10;
-	p->due_ms = zklfs_now_ms() + (uint64_t)(pl->timeout_ms - period);
+	p->due_ms = p->since_ms + (uint64_t)(pl->timeout_ms - period);
 	p->next = &pl->head;
 	p->prev = pl->head.prev;
 	pl->head.prev->next = p;
@@ -133,12 +148,31 @@ bool zpend_answered(struct zklfs *fs, struct zpend *p)
 	return answered;
 }
 
-/* Answer ETIMEDOUT the @n requests @due, taken off the list.  Return: @n. */
-static unsigned answer_timedout(struct zklfs *fs, const fuse_req_t *due, size_t n)
+/* A request taken off the list, and its answer. */
+struct due {
+	fuse_req_t req;
+	int err;
+};
+
+/* Take @p off the list into @d: EINTR if its caller was signalled, else
+ * @err.  fs->pend->mu held. */
+static void take_locked(struct zklfs_pending *pl, struct zpend *p, struct due *d, int err)
 {
-	for (size_t i = 0; i < n; i++)
-		fs->reply->err(due[i], ETIMEDOUT);
-	return (unsigned)n;
+	d->req = p->req;
+	d->err = p->interrupted ? EINTR : err;
+	unlink_locked(pl, p);
+}
+
+/* Answer the @n requests of @due.  Return: how many were ETIMEDOUT. */
+static unsigned answer(struct zklfs *fs, const struct due *due, size_t n)
+{
+	unsigned timedout = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		timedout += due[i].err == ETIMEDOUT;
+		fs->reply->err(due[i].req, due[i].err);
+	}
+	return timedout;
 }
 
 void zpend_session(struct zklfs *fs, struct zpend *p, const void *zks)
@@ -155,7 +189,7 @@ void zpend_session(struct zklfs *fs, struct zpend *p, const void *zks)
 unsigned zpend_silent(struct zklfs *fs, const void *zks)
 {
 	struct zklfs_pending *pl = fs->pend;
-	fuse_req_t due[32];
+	struct due due[32];
 	unsigned total = 0;
 	size_t n;
 
@@ -167,13 +201,11 @@ unsigned zpend_silent(struct zklfs *fs, const void *zks)
 		for (p = pl->head.next; p != &pl->head && n < sizeof(due) / sizeof(due[0]);
 		     p = next) {
 			next = p->next;
-			if (p->zks != zks)
-				continue;
-			due[n++] = p->req;
-			unlink_locked(pl, p);
+			if (p->zks == zks)
+				take_locked(pl, p, &due[n++], ETIMEDOUT);
 		}
 		zkmx_unlock(&pl->mu);
-		total += answer_timedout(fs, due, n);
+		total += answer(fs, due, n);
 	} while (n == sizeof(due) / sizeof(due[0]));
 	if (total)
 		zklog(LOG_WARNING, "%u request%s answered ETIMEDOUT: ZooKeeper is silent",
@@ -184,25 +216,31 @@ unsigned zpend_silent(struct zklfs *fs, const void *zks)
 bool zpend_sweep(struct zklfs *fs, uint64_t now_ms, bool stop)
 {
 	struct zklfs_pending *pl = fs->pend;
-	fuse_req_t due[32];
+	struct due due[32];
 	unsigned total = 0;
 	size_t n;
 	bool more;
 	int timeout;
 
 	do {
+		struct zpend *p, *next;
+
 		n = 0;
 		zkmx_lock(&pl->mu);
-		while (n < sizeof(due) / sizeof(due[0]) && pl->head.next != &pl->head &&
-		       pl->head.next->due_ms <= now_ms) {
-			due[n++] = pl->head.next->req;
-			unlink_locked(pl, pl->head.next);
+		/* oldest first: past the first that is neither due nor out of
+		 * patience, none is */
+		for (p = pl->head.next; p != &pl->head && n < sizeof(due) / sizeof(due[0]) &&
+		     (p->due_ms <= now_ms || p->since_ms + ZPEND_PATIENCE_MS <= now_ms);
+		     p = next) {
+			next = p->next;
+			if (p->due_ms <= now_ms || p->interrupted)
+				take_locked(pl, p, &due[n++], ETIMEDOUT);
 		}
 		more = pl->head.next != &pl->head;
 		pl->armed = more && !stop;
 		timeout = pl->timeout_ms;
 		zkmx_unlock(&pl->mu);
-		total += answer_timedout(fs, due, n);
+		total += answer(fs, due, n);
 	} while (n == sizeof(due) / sizeof(due[0]));
 	if (total)
 		zklog(LOG_WARNING, "%u request%s found no answer from ZooKeeper within "

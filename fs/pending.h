@@ -4,9 +4,16 @@
  * (FUSE_INTERRUPT: EINTR) or by its deadline (ETIMEDOUT, the session
  * timeout after it came).  So no read, mkdir, rmdir, xattr, F_GETLK or
  * fsync blocks longer than the session timeout while ZooKeeper is away,
- * and ^C or kill ends any of them at once (docs/SPEC.md, "When ZooKeeper
- * is away").  A wait for a lock is not one of these: it waits as long as
- * it takes, and its own interrupt handshake is fs/lockreq.c's.
+ * and a signal ends any of them (docs/SPEC.md, "When ZooKeeper is away").
+ * A wait for a lock is not one of these: it waits as long as it takes,
+ * and its own interrupt handshake is fs/lockreq.c's.
+ *
+ * A signal that ends the caller (kill, ^C on most programs) is answered
+ * at once.  One it catches (a handler, Go's preemption) is answered only
+ * once the request has waited ZPEND_PATIENCE_MS, at the next sweep: a
+ * healthy ZooKeeper answers within it, and the caller gets that answer,
+ * never the EINTR a local disk would not give (fs/signals.h).  One that
+ * only stops it (^Z) leaves the request to its answer or its deadline.
  *
  * The request is embedded in its owner (a zop, F_GETLK's question, an
  * fsync's wait).  Its owner starts it, keeps it until its own work is
@@ -30,12 +37,18 @@
 
 #include "fs/mount.h"
 
+/* How long a request whose caller caught a signal may still wait for
+ * ZooKeeper's answer: many round trips of a healthy ensemble. */
+#define ZPEND_PATIENCE_MS 500
+
 struct zpend {
 	fuse_req_t req;
-	uint64_t due_ms;		/* answered ETIMEDOUT then (zks_now_ms()) */
+	uint64_t since_ms;		/* when it started (zklfs_now_ms()) */
+	uint64_t due_ms;		/* answered ETIMEDOUT then */
 	const void *zks;		/* the session it needs, if known: fs->pend->mu */
 	struct zpend *prev, *next;	/* fs->pend's list while unanswered */
 	bool answered;			/* fs->pend->mu */
+	bool interrupted;		/* a signal came: fs->pend->mu */
 	bool started;			/* by its owner's thread, before any other sees it */
 };
 
@@ -55,7 +68,8 @@ void zpend_free(struct zklfs *fs);
 /*
  * zpend_start() - @p (zeroed, or claimed before) now waits for @req: it is
  * due a session timeout from now, and a FUSE_INTERRUPT of @req answers it
- * EINTR (maybe inside this call: FUSE_INTERRUPT may have come already).
+ * EINTR as said above (maybe inside this call: FUSE_INTERRUPT may have
+ * come already).
  */
 void zpend_start(struct zklfs *fs, struct zpend *p, fuse_req_t req);
 
@@ -74,16 +88,18 @@ bool zpend_answered(struct zklfs *fs, struct zpend *p);
  * zpend_session() - @p's request needs the session @zks (a struct zks):
  * zpend_silent() answers it once that session is silent.
  * zpend_silent() - the mount declared the session @zks silent: answer
- * ETIMEDOUT now every request that needs it, rather than at its deadline,
- * so that a command of several requests waits out one outage once, not
- * once a request.  Return: how many were answered.
+ * ETIMEDOUT (EINTR if interrupted) now every request that needs it,
+ * rather than at its deadline, so that a command of several requests
+ * waits out one outage once, not once a request.  Return: how many
+ * were answered ETIMEDOUT.
  */
 void zpend_session(struct zklfs *fs, struct zpend *p, const void *zks);
 unsigned zpend_silent(struct zklfs *fs, const void *zks);
 
 /*
  * zpend_sweep() - answer ETIMEDOUT every request due by @now_ms, with
- * one log line for them all.  Return: whether any request still waits
+ * one log line for them all, and EINTR every interrupted one that has
+ * waited ZPEND_PATIENCE_MS.  Return: whether any request still waits
  * (sweep again later).  @stop: the mount is going; then nothing is armed
  * again.
  */

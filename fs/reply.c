@@ -87,6 +87,20 @@ static void caller(fuse_req_t req, struct zklfs_caller *c)
 	}
 }
 
+/* Read at FUSE_INTERRUPT, while the signal is still pending: the caller
+ * waits in the kernel for our answer.  A caller outside our pid namespace
+ * (pid 0), or gone, cannot be read: an empty status, CAUGHT. */
+static enum zklfs_signal signalled(fuse_req_t req)
+{
+	char status[2048];
+	pid_t tid = fuse_req_ctx(req)->pid;
+
+	status[0] = '\0';
+	if (tid)
+		zklfs_proc_text(tid, "status", status, sizeof(status));
+	return zklfs_signal_kind(status);
+}
+
 static void notify_poll(struct fuse_pollhandle *ph)
 {
 	fuse_lowlevel_notify_poll(ph);
@@ -105,6 +119,7 @@ const struct zklfs_reply zklfs_fuse_reply = {
 	.err = reply_err,
 	.on_interrupt = on_interrupt,
 	.caller = caller,
+	.signalled = signalled,
 	.holders = holders,
 	.end = zklfs_ender_post,
 	.notify_poll = notify_poll,

@@ -7,7 +7,8 @@
  * OPEN, INTERRUPT, RELEASE and flock/fcntl requests through the same code
  * as the kernel does, in any order.
  *
- * Depends on: fs/mount.h, fs/ender.h (where a description is found).
+ * Depends on: fs/mount.h, fs/ender.h (where a description is found),
+ * fs/signals.h.
  * Every operation may be called on any thread,
  * without fs->lock (fs/mount.h: never held across a reply).
  */
@@ -16,6 +17,7 @@
 
 #include "fs/ender.h"
 #include "fs/mount.h"
+#include "fs/signals.h"
 
 /* Who asks for a lock: the caller of a request, read while it waits in it.
  * Information for the entry's data and the log, never a grant's reason. */
@@ -36,6 +38,9 @@ struct zklfs_reply {
 	void (*on_interrupt)(fuse_req_t req, fuse_interrupt_func_t fn, void *arg);
 	/* the caller of @req: every field */
 	void (*caller)(fuse_req_t req, struct zklfs_caller *c);
+	/* what the signals pending for the caller of @req do to it
+	 * (fs/signals.h), asked at its FUSE_INTERRUPT */
+	enum zklfs_signal (*signalled)(fuse_req_t req);
 	/* on_loss=end: the anchors of the description @req (of process @pid,
 	 * uid @uid) locks through, on the inode @ino (zklfs_holders_read()),
 	 * and 0, or -ENOLCK if the daemon could not end that process

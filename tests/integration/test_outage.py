@@ -10,8 +10,10 @@ test and always resumed in a finally clause.
 
 import errno
 import os
+import select
 import signal
 import subprocess
+import sys
 import time
 
 import pytest
@@ -99,6 +101,102 @@ def test_a_signal_ends_a_request_waiting_for_a_stopped_zookeeper(mount, zk, requ
         fig(request, "ZooKeeper stopped: SIGKILL ends a waiting stat() in %.3f s" % took)
     finally:
         zk.resume()
+
+
+# access(2) of argv[1] through libc, which gives EINTR back where
+# os.access() would retry it (PEP 475); with "handle", SIGUSR1 has a
+# handler installed with SA_RESTART, as Go's runtime installs its own.
+# Prints "ready", then the call's result: "ok" or the errno's name.
+RAW_ACCESS = r"""
+import ctypes, errno, os, signal, sys
+libc = ctypes.CDLL(None, use_errno=True)
+libc.prctl(1, int(signal.SIGKILL), 0, 0, 0)      # PR_SET_PDEATHSIG
+if sys.argv[2] == "handle":
+    signal.signal(signal.SIGUSR1, lambda signum, frame: None)
+    signal.siginterrupt(signal.SIGUSR1, False)
+os.write(1, b"ready\n")
+rc = libc.access(os.fsencode(sys.argv[1]), 0)
+e = ctypes.get_errno() if rc else 0
+os.write(1, (errno.errorcode.get(e, str(e)) if rc else "ok").encode() + b"\n")
+"""
+
+
+def raw_access(path, handle):
+    """A process in access(2) of path, asleep in the mount: (process, its
+    start on the monotonic clock)."""
+    p = spawn([sys.executable, "-c", RAW_ACCESS, path, "handle" if handle else "-"],
+              stdin=subprocess.DEVNULL, stdout=subprocess.PIPE)
+    assert p.stdout.readline() == b"ready\n"
+    t0 = time.monotonic()
+    wait_for(lambda: harness.asleep_in(p.pid, None), 10, "access() asleep in the mount")
+    return p, t0
+
+
+def test_a_caught_signal_lets_a_quick_request_finish(mount, zk):
+    """A signal the caller catches with SA_RESTART (Go's preemption, a
+    SIGCHLD handler) does not fail a request ZooKeeper answers soon: the
+    caller gets ZooKeeper's answer, as from a local disk, never EINTR."""
+    m = mount(session_timeout=LONG_SESSION_MS)
+    d = lockdir(m)
+    zk.suspend()
+    try:
+        p, t0 = raw_access(os.path.join(d, "nobody-looked-yet"), handle=True)
+        p.send_signal(signal.SIGUSR1)
+        # an EINTR answer comes at the interrupt: within this, or never
+        ended, _, _ = select.select([p.stdout], [], [], 0.1)
+        assert not ended, "access() ended at a caught signal: %r" % p.stdout.readline()
+        took = time.monotonic() - t0
+    finally:
+        zk.resume()
+    assert p.stdout.readline() == b"ENOENT\n"
+    p.wait(timeout=10)
+    assert took < 0.5, "the test's own window outgrew the daemon's patience: %.2f s" % took
+
+
+def test_a_caught_signal_ends_a_request_zookeeper_does_not_answer(mount, zk, request):
+    """The same signal ends a request that has waited half a second for a
+    server that does not answer: EINTR within a second more, long before
+    the session timeout."""
+    m = mount(session_timeout=LONG_SESSION_MS)
+    d = lockdir(m)
+    zk.suspend()
+    try:
+        p, _ = raw_access(os.path.join(d, "nobody-looked-yet"), handle=True)
+        t0 = time.monotonic()
+        p.send_signal(signal.SIGUSR1)
+        line = p.stdout.readline()
+        took = time.monotonic() - t0
+    finally:
+        zk.resume()
+    p.wait(timeout=10)
+    assert line == b"EINTR\n", line
+    assert took <= 1.5 + LATE, "a caught signal ended access() after %.2f s" % took
+    fig(request, "ZooKeeper stopped: a caught signal ends a waiting access() in %.2f s "
+        "(session timeout %d s)" % (took, LONG_SESSION_MS // 1000))
+
+
+def test_a_stop_signal_never_fails_a_request(mount, zk):
+    """A stop (SIGSTOP here; ^Z's SIGTSTP alike, which the kernel drops in
+    an orphaned process group such as the test's) of a process whose
+    request waits for ZooKeeper: the request is answered when ZooKeeper
+    answers, however long that takes, and the process goes on with that
+    answer once continued."""
+    m = mount(session_timeout=LONG_SESSION_MS)
+    d = lockdir(m)
+    zk.suspend()
+    try:
+        p, _ = raw_access(os.path.join(d, "nobody-looked-yet"), handle=False)
+        p.send_signal(signal.SIGSTOP)
+        # past the patience of a caught signal, and a sweep after it: an
+        # EINTR would have been answered by now (the process, stopped at
+        # its return, would print it after SIGCONT)
+        time.sleep(2.0)
+    finally:
+        zk.resume()
+    wait_for(lambda: harness.proc_state(p.pid) == "T", 10, "stopped once answered")
+    p.send_signal(signal.SIGCONT)
+    assert p.stdout.readline() == b"ENOENT\n"
+    p.wait(timeout=10)
 
 
 def test_no_request_outlives_the_session_timeout(mount, zk, request):

@@ -337,6 +337,16 @@ static void caller(fuse_req_t r, struct zklfs_caller *c)
 	snprintf(c->cmd, sizeof(c->cmd), "sim\n");
 }
 
+/* A simulated signal ends its caller: a request that waits on ZooKeeper
+ * is answered EINTR at once.  The daemon's other case, a caught signal
+ * that lets a young request finish, rests on the deadline sweep, which
+ * the simulator does not run (zpend_init() without an arm). */
+static enum zklfs_signal signalled(fuse_req_t r)
+{
+	(void)r;
+	return ZKLFS_SIG_ENDS;
+}
+
 /* on_loss=end is the daemon's: the simulated mounts tell their holders. */
 static int holders(fuse_req_t r, pid_t pid, uid_t uid, uint64_t ino,
 		   struct zklfs_holders *h)
@@ -375,6 +385,7 @@ static const struct zklfs_reply sim_reply = {
 	.err = reply_err,
 	.on_interrupt = on_interrupt,
 	.caller = caller,
+	.signalled = signalled,
 	.holders = holders,
 	.end = end,
 	.notify_poll = notify_poll,
