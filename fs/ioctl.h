@@ -8,7 +8,8 @@
  *	ioctl(fd, ZKLFS_IOC_TOKEN, &t);		// t.text: "CZXID SEQ"
  *
  * ZKLFS_IOC_STATE gives what user.zklockfs.state gives an entry: "held",
- * "waiting", "revoking" or "lost".  ZKLFS_IOC_TOKEN gives the fencing
+ * "waiting", "revoking", "doubt" (the mount cannot tell whether ZooKeeper
+ * still keeps the entry) or "lost".  ZKLFS_IOC_TOKEN gives the fencing
  * token, as user.zklockfs.token does.  Both also work on an entry's
  * holder descriptor.  A descriptor that holds and waits for nothing:
  * ENOLCK; another ioctl: ENOTTY.  The numbers, for other languages:

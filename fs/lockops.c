@@ -97,9 +97,10 @@ void zklfs_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 
 /*
  * A regular file is always readable and writable; the holder's descriptor
- * also reports POLLERR|POLLHUP once the lock is lost, and POLLPRI once its
- * holder is asked to let go, waking a poller that is already waiting (we
- * keep its poll handle).
+ * also reports POLLERR|POLLHUP once the lock is lost, POLLPRI once its
+ * holder is asked to let go, and POLLPRI once as it enters doubt and once
+ * as it leaves it, waking a poller that is already waiting (we keep its
+ * poll handle).
  */
 void zklfs_poll(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 		struct fuse_pollhandle *ph)
@@ -108,7 +109,7 @@ void zklfs_poll(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 	struct node *n = node_of(fs, ino);
 
 	if (fi->fh == FH_HOLDER) {
-		fuse_reply_poll(req, lockreq_holder_poll(fs, n, ph));
+		fuse_reply_poll(req, lockreq_holder_poll(fs, n, fi->poll_events, ph));
 		return;
 	}
 	if (ph)

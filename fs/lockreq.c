@@ -207,6 +207,7 @@ static void lock_answer(struct zklfs *fs, struct node *n, fuse_req_t req,
 		lockreq_set_state_locked(lr, LR_LOST);
 	if (info.revoking)		/* asked while it waited */
 		lr->revoking = true;
+	lr->doubt = info.doubt;		/* granted in a doubt: told */
 	lr->seq = info.seq;
 	lr->czxid = info.czxid;
 	lr->grants = info.grants;
@@ -624,6 +625,7 @@ void lockreq_giveback(struct zklfs *fs, struct node *n)
 	free(n->path);
 	n->path = NULL;
 	lr->revoking = false;
+	lr->doubt = false;
 	lr->seq = 0;
 	lr->czxid = 0;
 	zkmx_unlock(&fs->lock);
@@ -763,9 +765,12 @@ enum lr_joined lockreq_join(fuse_req_t req, struct node *n, enum zkn_kind kind)
 	return LR_JOINED;
 }
 
-/* Under the engine's lock: record that @w's lock is lost (else that its
- * holder is asked to let go), and wake the holder's poller. */
-static void holder_event(struct zkl_waiter *w, void *arg, bool lost)
+enum holder_news { NEWS_LOST, NEWS_REVOKED, NEWS_DOUBT };
+
+/* Under the engine's lock: record that @w's lock is lost (or that its
+ * holder is asked to let go, or entered doubt or left it), and wake the
+ * holder's poller. */
+static void holder_event(struct zkl_waiter *w, void *arg, enum holder_news news)
 {
 	struct node *n = arg;
 	struct lockreq *lr = n->lr;
@@ -775,17 +780,22 @@ static void holder_event(struct zkl_waiter *w, void *arg, bool lost)
 	struct zklfs_holders h;
 	char what[512];
 	const char *why = NULL;
-	bool end;
+	bool end, lost = news == NEWS_LOST;
 
 	zkmx_lock(&fs->lock);
 	if (lr->w != w) {		/* given back, or not yet taken in */
 		zkmx_unlock(&fs->lock);
 		return;
 	}
-	if (lost)
-		lr->loss = zkl_loss_locked(w);	/* the engine's lock is held */
-	if (!lost)
+	if (news == NEWS_DOUBT) {	/* the engine's lock is held */
+		lr->doubt = zkl_doubt_locked(w);
+		lr->doubt_moves++;
+	} else if (!lost)
 		lr->revoking = true;
+	else
+		lr->loss = zkl_loss_locked(w);
+	if (!lost)
+		;
 	else if (lr->state == LR_HELD)
 		lockreq_set_state_locked(lr, LR_LOST);
 	else
@@ -810,10 +820,15 @@ static void holder_event(struct zkl_waiter *w, void *arg, bool lost)
 
 void lockreq_lost(struct zkl_waiter *w, void *arg)
 {
-	holder_event(w, arg, true);
+	holder_event(w, arg, NEWS_LOST);
 }
 
 void lockreq_revoked(struct zkl_waiter *w, void *arg)
 {
-	holder_event(w, arg, false);
+	holder_event(w, arg, NEWS_REVOKED);
+}
+
+void lockreq_doubted(struct zkl_waiter *w, void *arg)
+{
+	holder_event(w, arg, NEWS_DOUBT);
 }

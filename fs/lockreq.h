@@ -147,6 +147,11 @@ struct lockreq {
 	bool opened;			/* an OPEN took this node; only set */
 	bool revoking;			/* its holder is asked to let go:
 					   POLLPRI; until given back */
+	bool doubt;			/* its session is in doubt, and no read
+					   since showed the entry (zk/watch.c) */
+	unsigned doubt_moves;		/* times doubt changed: POLLPRI for a
+					   poller that saw fewer */
+	unsigned doubt_polled;		/* ... doubt_moves a poll reported */
 	bool selfwait_told;		/* the notice that its process waits
 					   behind it was logged (once an entry) */
 	int32_t seq;			/* of our entry, once granted */
@@ -312,10 +317,18 @@ void lockreq_lost(struct zkl_waiter *w, void *arg);
  * record the request and wake the holder's poller.  Under the engine's lock. */
 void lockreq_revoked(struct zkl_waiter *w, void *arg);
 
+/* lockreq_doubted() - the engines' doubt callback (zkl_engine_on_doubt()):
+ * record that the holder entered doubt or left it, and wake its poller.
+ * Under the engine's lock. */
+void lockreq_doubted(struct zkl_waiter *w, void *arg);
+
 /* lockreq_holder_poll() - what poll() reports on @n's holder descriptor:
- * POLLERR|POLLHUP once lost; else readable, writable, and POLLPRI once its
- * holder is asked to let go.  Keeps @ph (or frees it) to wake the poller. */
-unsigned lockreq_holder_poll(struct zklfs *fs, struct node *n,
+ * POLLERR|POLLHUP once lost; else readable, writable, POLLPRI while its
+ * holder is asked to let go, and POLLPRI once for each move into doubt or
+ * out of it, to the first poll that asks for POLLPRI in @events (an edge:
+ * the poll after it waits for the next).  Keeps @ph (or frees it) to wake
+ * the poller. */
+unsigned lockreq_holder_poll(struct zklfs *fs, struct node *n, unsigned events,
 			     struct fuse_pollhandle *ph);
 
 /*
@@ -359,7 +372,7 @@ void lockreq_tell(struct zklfs *fs, struct node *n);
  * into *@kind.  Return: false if @n holds none. */
 bool lockreq_held_kind(struct zklfs *fs, struct node *n, enum zkn_kind *kind);
 /* lockreq_own_text() - that state as user.zklockfs.state says it (held,
- * lost, revoking), or with @token the fencing token ("CZXID SEQ", and the
+ * revoking, doubt, lost: the first of these that is so, from the last), or with @token the fencing token ("CZXID SEQ", and the
  * grants of a lingering entry), into @buf.  Return: its length, or -1 if
  * @n holds no lock of this mount. */
 int lockreq_own_text(struct zklfs *fs, struct node *n, bool token, char *buf,

@@ -66,7 +66,7 @@ bool lockreq_table_stat(struct zklfs *fs, const char *path, struct Stat *zs,
 	return known;
 }
 
-unsigned lockreq_holder_poll(struct zklfs *fs, struct node *n,
+unsigned lockreq_holder_poll(struct zklfs *fs, struct node *n, unsigned events,
 			     struct fuse_pollhandle *ph)
 {
 	struct lockreq *lr = n->lr;
@@ -76,6 +76,11 @@ unsigned lockreq_holder_poll(struct zklfs *fs, struct node *n,
 	zkmx_lock(&fs->lock);
 	ev = lr->state == LR_LOST ? POLLERR | POLLHUP :
 	     POLLIN | POLLRDNORM | POLLOUT | POLLWRNORM | (lr->revoking ? POLLPRI : 0);
+	/* a move into doubt or out of it: told once, to a poll that asks */
+	if (lr->state != LR_LOST && (events & POLLPRI) && lr->doubt_polled != lr->doubt_moves) {
+		lr->doubt_polled = lr->doubt_moves;
+		ev |= POLLPRI;
+	}
 	if (ph && lr->state != LR_LOST) {
 		old = lr->ph;		/* the newest poller is the one to wake */
 		lr->ph = ph;
@@ -164,6 +169,7 @@ bool lockreq_own_state(struct zklfs *fs, struct node *n, struct zkl_info *info)
 	info->lost = lr->state == LR_LOST;
 	info->loss = lr->loss;
 	info->revoking = lr->revoking;
+	info->doubt = lr->doubt;
 	info->seq = lr->seq;
 	info->czxid = lr->czxid;
 	info->grants = lr->grants;
@@ -200,7 +206,7 @@ int lockreq_own_text(struct zklfs *fs, struct node *n, bool token, char *buf,
 	if (!lockreq_own_state(fs, n, &own))
 		return -1;
 	if (!token)
-		return snprintf(buf, size, "%s", own.lost ? "lost" :
+		return snprintf(buf, size, "%s", own.lost ? "lost" : own.doubt ? "doubt" :
 				own.revoking ? "revoking" : own.granted ? "held" : "waiting");
 	if (!own.grants)
 		return snprintf(buf, size, "%lld %d", (long long)own.czxid, own.seq);

@@ -389,7 +389,7 @@ int main(int argc, char *argv[])
 	sigaddset(&sigs, SIGTERM);
 	sigaddset(&sigs, SIGHUP);
 	pthread_sigmask(SIG_BLOCK, &sigs, &old);
-	err = zklfs_pool_open(&fs, lockreq_lost, lockreq_revoked);
+	err = zklfs_pool_open(&fs, lockreq_lost, lockreq_revoked, lockreq_doubted);
 	if (err)
 		goto out_nodes;
 	if (zklfs_nodes_init(&fs, zklfs_lock_node_end) != 0 || zklfs_owners_init(&fs) != 0 ||

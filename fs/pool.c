@@ -104,7 +104,8 @@ static void engine_pin(void *arg, const char *dir, int delta)
 	zkmx_unlock(&r->pool->mu);
 }
 
-int zklfs_pool_open(struct zklfs *fs, zkl_lost_fn lost, zkl_lost_fn revoked)
+int zklfs_pool_open(struct zklfs *fs, zkl_lost_fn lost, zkl_lost_fn revoked,
+		    zkl_lost_fn doubted)
 {
 	const struct zklfs_conf *conf = fs->conf;
 	struct zklfs_pool *p;
@@ -143,6 +144,7 @@ int zklfs_pool_open(struct zklfs *fs, zkl_lost_fn lost, zkl_lost_fn revoked)
 			return -ENOMEM;
 		}
 		zkl_engine_on_revoke(p->engines[i], revoked);
+		zkl_engine_on_doubt(p->engines[i], doubted);
 		zkl_engine_on_dir(p->engines[i], engine_pin, &p->ref[i]);
 		zkl_engine_set_linger(p->engines[i], (unsigned)conf->linger_ms);
 	}

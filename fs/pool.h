@@ -18,7 +18,8 @@
 
 /*
  * Start-up, main thread: zklfs_pool_open() (every session, the root,
- * every engine, whose lost and revoke callbacks are @lost and @revoked),
+ * every engine, whose lost, revoke and doubt callbacks are @lost, @revoked
+ * and @doubted),
  * zklfs_pool_start() (the supervisors, and the pool's thread that opens
  * and closes sessions; session i publishes to @hb[i], zk/heartbeat.h,
  * unless @hb is NULL: zklfs_pool_max() slots).  Shutdown:
@@ -27,7 +28,8 @@
  * entries), zklfs_pool_free().  Each may follow a failed or partial
  * earlier step.  Return: 0 or -errno.
  */
-int zklfs_pool_open(struct zklfs *fs, zkl_lost_fn lost, zkl_lost_fn revoked);
+int zklfs_pool_open(struct zklfs *fs, zkl_lost_fn lost, zkl_lost_fn revoked,
+		    zkl_lost_fn doubted);
 int zklfs_pool_start(struct zklfs *fs, struct zk_heartbeat *hb);
 void zklfs_pool_shutdown(struct zklfs *fs);
 void zklfs_pool_close(struct zklfs *fs);

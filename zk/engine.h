@@ -70,6 +70,7 @@ struct zkl_engine {
 	enum zkn_naming naming;
 	zkl_lost_fn lost;
 	zkl_lost_fn revoked;		/* zkl_engine_on_revoke(), or NULL */
+	zkl_lost_fn doubted;		/* zkl_engine_on_doubt(), or NULL */
 	zkl_dir_fn on_dir;		/* zkl_engine_on_dir(), or NULL */
 	void *on_dir_arg;
 	struct zkmx lock;
@@ -82,6 +83,9 @@ struct zkl_engine {
 				   neither connected nor expired since: no
 				   grant (zke_grant_locked()); read through
 				   zke_silent_locked() */
+	bool doubt;		/* the session said it is in doubt and has not
+				   said since that it is out: no grant without
+				   a round trip (zke_unsure_locked()) */
 };
 
 struct zkl_waiter {
@@ -115,6 +119,10 @@ struct zkl_waiter {
 					   (not yet done) checks ours is there
 					   (zk/release.c) */
 	bool prelisted;			/* a listing follows the create (pipelined) */
+	bool doubt;			/* granted, and its session in doubt since
+					   (or at) the grant: until a read after
+					   the doubt shows its entry (zk/watch.c) */
+	bool doubt_asking;		/* that read is out */
 	bool marked;			/* within one locked pass only: to be
 					   granted (a listing's verdict, or the
 					   hand-off checked its entry) */
@@ -201,6 +209,18 @@ static inline bool zke_rule_current(const struct zkl_waiter *w)
 static inline bool zke_silent_locked(struct zkl_engine *e)
 {
 	return e->silent || e->t.ops->quiet(e->t.ctx);
+}
+
+/*
+ * zke_unsure_locked() - may @e's session have lost its entries without
+ * the mount knowing yet: silent, or in doubt (the session's event, or the
+ * transport when asked)?  A grant made without a round trip (a cohort
+ * hand-off, a lingering reuse) needs the answer no: a holder the mount
+ * only presumes it has could hand on a lock another client holds by now.
+ */
+static inline bool zke_unsure_locked(struct zkl_engine *e)
+{
+	return e->doubt || zke_silent_locked(e) || e->t.ops->doubtful(e->t.ctx);
 }
 
 /*
@@ -306,6 +326,15 @@ void zke_unwatch_locked(struct zkl_waiter *w);
  * and tell the holder (once), or end its linger. */
 void zke_read_revoke_locked(struct zkl_waiter *w, const char *value, int len);
 void zke_watch_locked(struct zkl_waiter *w);
+/*
+ * zke_doubt_locked() - @w's session entered doubt: a holder says so (the
+ * doubted callback).  zke_doubt_check_locked()
+ * - the doubt is over: read @w's entry, and leave doubt (the callback
+ * again) once the read shows it; a read that shows it gone loses the lock,
+ * one that fails is asked again at the next tick.
+ */
+void zke_doubt_locked(struct zkl_waiter *w);
+void zke_doubt_check_locked(struct zkl_waiter *w);
 
 /* zk/wait.c: a listing and its decision; how a waiter waits */
 void zke_children_done(int rc, const struct String_vector *strings,

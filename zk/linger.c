@@ -13,7 +13,8 @@
  * its session's end, or someone deleting it.  Our delete is ours to time;
  * a session that may have ended is one the mount has declared silent
  * (zk/session.c: a period before the server can expire it), and then
- * nothing is granted again on it; a delete by someone else is breaking the
+ * nothing is granted again on it; nor while the session is in doubt
+ * (zke_unsure_locked()), which lets the entry go; a delete by someone else is breaking the
  * lock, which the own watch reports as for any holder: the reused grant is
  * lost (zke_lose_locked()) as soon as the mount hears it.
  *
@@ -21,8 +22,8 @@
  * at that time: t.ops->tick_by()); any change among the lock's children (a
  * child watch, the only one on that lock: another client's entry joining
  * notifies this one mount, never a herd); an open of another name there;
- * the entry deleted, or asked to let go ("__REVOKE__"); the session silent
- * or expired; rmdir (zkl_unlinger()).  An entry that saw the lock contended
+ * the entry deleted, or asked to let go ("__REVOKE__"); the session in
+ * doubt, silent or expired; rmdir (zkl_unlinger()).  An entry that saw the lock contended
  * while it held it does not linger.
  *
  * Costs: the child watch, set once with a listing and left armed while the
@@ -220,7 +221,8 @@ static void dir_watch_locked(struct zkl_waiter *w)
 /*
  * zkl_release() of @w: keep its entry instead of deleting it?  Only an
  * entry that holds the lock, alone of ours in it, on a session neither
- * silent nor replaced, in a lock no one else asked for while it held.
+ * silent, in doubt nor replaced, in a lock no one else asked for while it
+ * held.
  */
 bool zke_linger_locked(struct zkl_waiter *w)
 {
@@ -229,7 +231,7 @@ bool zke_linger_locked(struct zkl_waiter *w)
 							       : e->linger_ms;
 
 	ZKMX_ASSERT_HELD(&w->e->lock);
-	if (!ms || zke_silent_locked(e) || e->shutdown || w->state != W_HELD ||
+	if (!ms || zke_unsure_locked(e) || w->doubt || e->shutdown || w->state != W_HELD ||
 	    w->ans != ANS_GRANTED || w->entry != ENTRY_LIVE || w->stall != S_NONE ||
 	    w->revoked || w->contended || w->limit || zke_stale_locked(w) ||
 	    !w->q || w->q->head != w || w->q->tail != w)
@@ -273,7 +275,7 @@ struct zkl_waiter *zke_reuse_locked(struct zkl_engine *e, const char *dir,
 
 	if (!x)
 		return NULL;
-	if (strcmp(x->prefix, prefix) == 0 && !zke_silent_locked(e) &&
+	if (strcmp(x->prefix, prefix) == 0 && !zke_unsure_locked(e) &&
 	    now_ms(e) < x->linger_until && !zke_stale_locked(x))
 		return x;
 	zke_unlinger_locked(x, false);

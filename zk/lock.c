@@ -232,6 +232,8 @@ static void on_tick(void *arg)
 	for_each_waiter(e, tick_step);
 	zkmx_lock(&e->lock);
 	for (struct zkl_waiter *w = e->all; w; w = w->next)
+		zke_doubt_check_locked(w);	/* one that failed: again */
+	for (struct zkl_waiter *w = e->all; w; w = w->next)
 		if ((w->state == W_HELD || w->state == W_WATCHING ||
 		     w->state == W_LOCALWAIT || w->state == W_SEMWAIT) &&
 		    w->entry == ENTRY_LIVE &&
@@ -242,9 +244,34 @@ static void on_tick(void *arg)
 	zke_unlock_fire(e);
 }
 
+/* The session entered doubt: a holder is told, a lingering entry let go
+ * (nothing is granted on it now). */
+static void doubt_step(struct zkl_waiter *w)
+{
+	if (w->state == W_CACHED)
+		zke_unlinger_locked(w, false);
+	else
+		zke_doubt_locked(w);
+}
+
+/* The session entered doubt (@in) or left it: then each holder's read that
+ * ends its doubt (zk/watch.c). */
+static void on_doubt(void *arg, bool in)
+{
+	struct zkl_engine *e = arg;
+
+	zkmx_lock(&e->lock);
+	e->doubt = in;
+	zkmx_unlock(&e->lock);
+	for_each_waiter(e, in ? doubt_step : zke_doubt_check_locked);
+}
+
 struct zks_events zkl_engine_events(struct zkl_engine *e)
 {
-	return (struct zks_events){ on_connected, on_silent, on_expired, on_tick, e };
+	return (struct zks_events){
+		.connected = on_connected, .silent = on_silent,
+		.expired = on_expired, .tick = on_tick, .doubt = on_doubt, .arg = e,
+	};
 }
 
 /* the API ------------------------------------------------------------------ */
@@ -300,6 +327,18 @@ void zkl_engine_on_dir(struct zkl_engine *e, zkl_dir_fn fn, void *arg)
 	e->on_dir = fn;
 	e->on_dir_arg = arg;
 	zkmx_unlock(&e->lock);
+}
+
+void zkl_engine_on_doubt(struct zkl_engine *e, zkl_lost_fn doubted)
+{
+	zkmx_lock(&e->lock);
+	e->doubted = doubted;
+	zkmx_unlock(&e->lock);
+}
+
+bool zkl_doubt_locked(const struct zkl_waiter *w)
+{
+	return w->doubt;
 }
 
 void zkl_engine_on_revoke(struct zkl_engine *e, zkl_lost_fn revoked)
@@ -465,6 +504,7 @@ void zkl_info(struct zkl_waiter *w, struct zkl_info *info, char **path)
 	info->granted = w->ans == ANS_GRANTED || w->ans == ANS_LOST;
 	info->lost = w->ans == ANS_LOST;
 	info->revoking = w->revoked;
+	info->doubt = w->doubt;
 	info->seq = w->seq;
 	info->grants = w->grants;
 	info->czxid = w->czxid;

@@ -75,6 +75,19 @@ typedef void (*zkl_lost_fn)(struct zkl_waiter *w, void *arg);
 void zkl_engine_on_revoke(struct zkl_engine *e, zkl_lost_fn revoked);
 
 /*
+ * zkl_engine_on_doubt() - run @doubted (as the lost callback runs: under
+ * the engine's lock, only to record and wake) when a granted entry's
+ * session enters doubt, and again when a read after the doubt showed the
+ * entry there (see zk/watch.c); zkl_doubt_locked() says which.  A doubt
+ * that ends in a loss runs the lost callback instead.  A grant made in
+ * doubt is reported by zkl_info() at the grant.  Call before the first
+ * enqueue.
+ */
+void zkl_engine_on_doubt(struct zkl_engine *e, zkl_lost_fn doubted);
+/* zkl_doubt_locked() - is @w in doubt?  For the doubted callback. */
+bool zkl_doubt_locked(const struct zkl_waiter *w);
+
+/*
  * zkl_engine_on_dir() - run @fn(@arg, dir, +1) when a waiter in the lock
  * @dir is made and @fn(@arg, dir, -1) when it is freed, which is after its
  * entry's delete completed (a lingering entry, and one whose hand-off is
@@ -126,7 +139,8 @@ struct zkl_engine *zkl_engine_new(const struct zkt_transport *t,
 /*
  * zkl_engine_events() - the session events the engine must hear, for
  * zks_start(): connected (redo what failed), silent (presume held locks
- * lost), expired (re-enqueue waiters on the new session).
+ * lost), expired (re-enqueue waiters on the new session), doubt (tell
+ * holders; no grant without a round trip meanwhile).
  */
 struct zks_events zkl_engine_events(struct zkl_engine *e);
 
@@ -206,6 +220,7 @@ void zkl_release(struct zkl_waiter *w);
 struct zkl_info {
 	bool created, granted, lost;
 	bool revoking;			/* asked to let go (zkl_engine_on_revoke()) */
+	bool doubt;			/* in doubt (zkl_engine_on_doubt()) */
 	uint32_t grants;		/* grants of its entry before this one
 					   (lingering): the fencing token's
 					   third field */

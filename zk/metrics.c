@@ -26,6 +26,10 @@ static struct {
 	atomic_uint_fast64_t losses[ZKM_LOSS_N];
 	atomic_uint_fast64_t local[ZKM_LOCAL_N];
 	atomic_uint_fast64_t connection_losses, expiries, opened, closed, moved;
+	/* time in doubt: of the doubts ended, and since the sum of the
+	 * beginnings of the in_doubt ones still on */
+	atomic_uint_fast64_t doubt_ended_us, doubt_began_sum_us;
+	atomic_int_fast64_t in_doubt;
 	atomic_int_fast64_t waiters, holders, lingering, dir_owners;
 	atomic_int state;
 	struct histogram wait, hold;
@@ -114,6 +118,22 @@ void zkm_connection_lost(void)
 void zkm_expired(void)
 {
 	ADD(m.expiries, 1);
+}
+
+uint64_t zkm_doubt_began(void)
+{
+	uint64_t now = zkm_now_us();
+
+	ADD(m.doubt_began_sum_us, now);
+	ADD(m.in_doubt, 1);
+	return now;
+}
+
+void zkm_doubt_ended(uint64_t began_us)
+{
+	ADD(m.doubt_ended_us, zkm_now_us() - began_us);
+	ADD(m.in_doubt, -1);
+	atomic_fetch_sub_explicit(&m.doubt_began_sum_us, began_us, memory_order_relaxed);
 }
 
 void zkm_session_opened(int delta)
@@ -235,6 +255,17 @@ size_t zkm_format(char *buf, size_t cap)
 	    (unsigned long long)GET(m.connection_losses));
 	family(&o, "session_expiries_total", "counter", "ZooKeeper sessions expired.");
 	put(&o, "zklockfs_session_expiries_total %llu\n", (unsigned long long)GET(m.expiries));
+	int64_t in_doubt = GET(m.in_doubt);
+	uint64_t doubt_us = GET(m.doubt_ended_us);
+
+	if (in_doubt > 0)	/* each one on so far: now less its beginning */
+		doubt_us += (uint64_t)in_doubt * zkm_now_us() - GET(m.doubt_began_sum_us);
+	family(&o, "doubt_seconds_total", "counter",
+	       "Time the mount's sessions spent in doubt, summed over the sessions: "
+	       "held locks neither known held nor lost.");
+	put(&o, "zklockfs_doubt_seconds_total %.3f\n", (double)doubt_us / 1e6);
+	family(&o, "sessions_in_doubt", "gauge", "ZooKeeper sessions in doubt now.");
+	put(&o, "zklockfs_sessions_in_doubt %lld\n", (long long)in_doubt);
 	family(&o, "sessions_opened_total", "counter",
 	       "ZooKeeper sessions the mount opened, the first one included.");
 	put(&o, "zklockfs_sessions_opened_total %llu\n", (unsigned long long)GET(m.opened));

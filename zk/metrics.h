@@ -10,7 +10,7 @@
  *
  * Writers: the engine (zk/waiter.c, zk/retry.c, zk/release.c, zk/lock.c,
  * zk/linger.c: answers, losses, releases, local grants), the session
- * (zk/session.c: connection losses, expiries, state) and fs/attr.c (the
+ * (zk/session.c: connection losses, expiries, doubt, state) and fs/attr.c (the
  * directory owners it keeps).
  * Reader: zkm_format(), on a FUSE thread.
  */
@@ -56,6 +56,10 @@ void zkm_session_opened(int delta);
 /* a free lock directory moved to a less busy session of the mount */
 void zkm_lock_moved(void);
 void zkm_session_state(int state);
+/* A session entered doubt (zks_doubtful()): returns when, for
+ * zkm_doubt_ended(), which says it left it. */
+uint64_t zkm_doubt_began(void);
+void zkm_doubt_ended(uint64_t began_us);
 
 /*
  * zkm_status() - one line for a service manager (systemd's

@@ -121,7 +121,9 @@ static void handoff_done(int rc, const void *data)
  * Cohort hand-off: may @l's release grant @x, a waiter of ours a listing
  * showed right behind it, before the delete is done?  @l must hold the
  * lock exclusively (so it is the lowest entry) and be given back, not lost;
- * both must be of the current session, and the session not silent.  Then
+ * both must be of the current session, and the session neither silent nor
+ * in doubt (zke_unsure_locked()), nor @l granted in a doubt not yet
+ * cleared.  Then
  * no entry of any other client is before @x, nor can one come before it,
  * and until the delete that checks @x's entry is done, @l's entry keeps
  * every other client out.  docs/DESIGN.md §12 has the whole argument.
@@ -129,7 +131,7 @@ static void handoff_done(int rc, const void *data)
 static bool cohort_locked(struct zkl_waiter *l, struct zkl_waiter *x)
 {
 	ZKMX_ASSERT_HELD(&l->e->lock);
-	return l->released && zke_holds_lowest(l) && !zke_silent_locked(l->e) &&
+	return l->released && zke_holds_lowest(l) && !zke_unsure_locked(l->e) && !l->doubt &&
 	       !zke_stale_locked(l) && !zke_answered(x) && x->entry == ENTRY_LIVE &&
 	       !x->limit && zke_rule_current(x) && !zke_stale_locked(x);
 }

@@ -138,6 +138,7 @@ static void zks_watcher(zhandle_t *zh, int type, int state, const char *path,
 struct ping {
 	struct zks *s;
 	uint64_t sent;
+	uint64_t id;		/* s->ping_next when sent */
 };
 
 /* The send time to count an answered ping @sent from (see above).  s->lock
@@ -159,6 +160,16 @@ static void ping_done(int rc, const char *value, const void *data)
 	struct zks *s = p->s;
 
 	(void)value;
+	pthread_mutex_lock(&s->lock);
+	if (p->id >= s->ping_done)	/* answered or failed: no more out */
+		s->ping_done = p->id + 1;
+	if (rc == ZOK && p->sent > s->answered_ms)
+		s->answered_ms = p->sent;
+	if (rc == ZOK)
+		s->answer_at_ms = boot_ms();
+	if (s->doubt)		/* the supervisor may end the doubt now */
+		pthread_cond_broadcast(&s->cond);
+	pthread_mutex_unlock(&s->lock);
 	if (rc == ZOK) {
 		pthread_mutex_lock(&s->lock);
 		uint64_t by = heard_by_locked(s, p->sent);
@@ -192,8 +203,22 @@ static void send_ping(struct zks *s)
 		return;
 	p->s = s;
 	p->sent = boot_ms();
-	if (zks_async_sync(s, "/", ping_done, p) != ZOK)
+	pthread_mutex_lock(&s->lock);
+	if (s->ping_next - s->ping_done >= ZKS_PINGS_OUT) {
+		pthread_mutex_unlock(&s->lock);	/* in doubt already */
 		free(p);
+		return;
+	}
+	p->id = s->ping_next++;
+	s->pings_out[p->id % ZKS_PINGS_OUT] = p->sent;
+	pthread_mutex_unlock(&s->lock);
+	/* a ping that cannot go out completes no later one: none are out */
+	if (zks_async_sync(s, "/", ping_done, p) != ZOK) {
+		pthread_mutex_lock(&s->lock);
+		s->ping_done = s->ping_next;
+		pthread_mutex_unlock(&s->lock);
+		free(p);
+	}
 }
 
 static zhandle_t *zks_init_handle(struct zks *s)
@@ -471,13 +496,61 @@ bool zks_quiet(struct zks *s)
 	return q;
 }
 
+uint64_t zks_doubt_after_ms(int timeout_ms)
+{
+	int period = timeout_ms / 10;
+
+	return 2 * (uint64_t)(period < 20 ? 20 : period > 1000 ? 1000 : period);
+}
+
+/*
+ * When the session turns doubtful, with a ping out: two periods after the
+ * last answer came, or, if no ping went out for a while (the supervisor
+ * was busy, or just started), a period after the oldest ping out was
+ * sent.  0: no ping is out.
+ */
+static uint64_t doubt_due_locked(const struct zks *s)
+{
+	uint64_t after = zks_doubt_after_ms(s->timeout_ms), from = s->answer_at_ms;
+	uint64_t oldest = s->pings_out[s->ping_done % ZKS_PINGS_OUT];
+
+	if (s->ping_done >= s->ping_next)
+		return 0;
+	if (oldest > from + after / 2)
+		from = oldest - after / 2;
+	return from + after;
+}
+
+/* See zks_doubtful(): is the session in doubt now?  s->lock held. */
+static bool doubt_locked(const struct zks *s)
+{
+	uint64_t due = doubt_due_locked(s);
+
+	if (s->state != ZOO_CONNECTED_STATE || s->expired)
+		return true;
+	if (due && due <= boot_ms())
+		return true;
+	/* a doubt ends with a round trip begun after it began */
+	return s->doubt && s->answered_ms < s->doubt_since_ms;
+}
+
+bool zks_doubtful(struct zks *s)
+{
+	bool d;
+
+	pthread_mutex_lock(&s->lock);
+	d = s->doubt || doubt_locked(s);
+	pthread_mutex_unlock(&s->lock);
+	return d;
+}
+
 bool zks_settled(struct zks *s)
 {
 	bool ok;
 
 	pthread_mutex_lock(&s->lock);
 	ok = s->state == ZOO_CONNECTED_STATE && !s->silent && !s->expired &&
-	     !quiet_locked(s) && !s->later;
+	     !s->doubt && !quiet_locked(s) && !s->later;
 	pthread_mutex_unlock(&s->lock);
 	return ok;
 }
@@ -501,6 +574,7 @@ static void *zks_supervise(void *arg)
 	while (!s->stop) {
 		struct timespec deadline;
 		bool ping, silent = false, renew = false, reconnected = false;
+		bool doubt, tell_doubt;
 		int timeout;
 
 		uint64_t now = boot_ms();
@@ -518,6 +592,15 @@ static void *zks_supervise(void *arg)
 			wait = 0;
 		else if (!s->silent && silent_at - now < (uint64_t)wait)
 			wait = (int)(silent_at - now);
+		/* and a doubt when it is due, not up to a period late */
+		uint64_t doubt_at = s->doubt ? 0 : doubt_due_locked(s);
+
+		if (doubt_at && doubt_at <= now)
+			wait = 0;
+		else if (doubt_at && doubt_at - now < (uint64_t)wait)
+			wait = (int)(doubt_at - now);
+		if (s->doubt != s->doubt_told)
+			wait = 0;
 		zk_deadline_in(&deadline, CLOCK_MONOTONIC, wait);
 		if (wait)
 			pthread_cond_timedwait(&s->cond, &s->lock, &deadline);
@@ -537,11 +620,32 @@ static void *zks_supervise(void *arg)
 		if (!s->silent && quiet_locked(s))
 			s->silent = silent = true;
 		timeout = s->negotiated_ms;
+		doubt = doubt_locked(s);
+		if (doubt && !s->doubt)
+			s->doubt_since_ms = boot_ms();
+		s->doubt = doubt;
+		tell_doubt = doubt != s->doubt_told;
+		s->doubt_told = doubt;
 		renew = s->expired;
 		reconnected = s->reconnected;
 		s->reconnected = false;
 		pthread_mutex_unlock(&s->lock);
 
+		if (tell_doubt) {
+			if (doubt)
+				zklog(LOG_NOTICE, "no answer from ZooKeeper for %llu ms, or "
+				      "no connection: held locks are in doubt",
+				      (unsigned long long)zks_doubt_after_ms(s->timeout_ms));
+			else
+				zklog(LOG_NOTICE, "ZooKeeper answers again: held locks are "
+				      "checked before they leave doubt");
+			if (doubt)
+				s->doubt_began_us = zkm_doubt_began();
+			else
+				zkm_doubt_ended(s->doubt_began_us);
+			if (s->ev.doubt)
+				s->ev.doubt(s->ev.arg, doubt);
+		}
 		if (ping) {
 			send_ping(s);
 			if (s->ev.tick)
@@ -583,7 +687,7 @@ int zks_start(struct zks *s, const struct zks_events *ev)
 	/* no ping went out since zks_open(); and nothing was held before now:
 	 * a lock is granted after the server read our create, which renewed
 	 * the session then */
-	s->last_heard_ms = boot_ms();
+	s->last_heard_ms = s->answer_at_ms = boot_ms();
 	publish_locked(s);
 	pthread_mutex_unlock(&s->lock);
 	err = pthread_create(&s->supervisor, NULL, zks_supervise, s);
@@ -688,6 +792,8 @@ void zks_close(struct zks *s)
 		return;
 	s->inited = false;
 	stop_supervisor(s);		/* no zks_later() from now on */
+	if (s->doubt_told)		/* a doubt that ends with the session */
+		zkm_doubt_ended(s->doubt_began_us);
 	drain(s->zh);			/* the deletes of the last RELEASEs */
 	if (s->zh)
 		zookeeper_close(s->zh);

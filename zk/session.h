@@ -10,6 +10,10 @@
  *     less a margin (a tenth of it, 20 ms to 1 s: zks_quiet()), at that
  *     time: the server may expire us a margin later, so held locks must be
  *     presumed lost from then on (Curator's LOST);
+ *   - calls ev->doubt(true) once the session is in doubt: a ping out and
+ *     no answer for two periods (zks_doubt_after_ms()), or the client
+ *     reports the connection lost; and ev->doubt(false) once a ping sent after that
+ *     is answered on a connected session (a round trip on it);
  *   - calls ev->connected() after a reconnection within the same session
  *     (requests that failed with a connection loss can be redone), and
  *     and after a silence that ends while connected (a ping answered
@@ -42,12 +46,14 @@ struct zks_events {
 	void (*silent)(void *arg);
 	void (*expired)(void *arg);
 	void (*tick)(void *arg);
+	void (*doubt)(void *arg, bool in);	/* or NULL */
 	void *arg;
 };
 
 struct zks_later;
 
 #define ZKS_RECENT 8	/* answered pings remembered: periods ping_done() looks back */
+#define ZKS_PINGS_OUT 64	/* pings out at once, at most */
 
 struct zks {
 	pthread_rwlock_t rw;		/* zh: read to use, write to replace */
@@ -70,6 +76,18 @@ struct zks {
 					   zks_renew(): before the session) */
 	uint64_t recent[ZKS_RECENT];	/* sends of the pings answered last */
 	unsigned nrecent;		/* recent[] written so far */
+	/* pings complete in the order sent: ping ids [ping_done, ping_next)
+	 * are out, each sent at pings_out[id % ZKS_PINGS_OUT] */
+	uint64_t ping_next, ping_done;
+	uint64_t pings_out[ZKS_PINGS_OUT];
+	uint64_t answered_ms;		/* the send of the latest ping answered */
+	uint64_t answer_at_ms;		/* when an answer last came (or the
+					   supervisor started) */
+	bool doubt;			/* in doubt since doubt_since_ms: see
+					   zks_doubtful() */
+	bool doubt_told;		/* what ev->doubt() last said */
+	uint64_t doubt_since_ms;
+	uint64_t doubt_began_us;	/* supervisor's: zkm_doubt_began() */
 	int timeout_ms;			/* asked for */
 	int negotiated_ms;		/* the server's (it clamps what we ask) */
 	char *connect;
@@ -164,10 +182,32 @@ bool zks_quiet(struct zks *s);
 
 /*
  * zks_settled() - connected, heard from within the timeout less the
- * margin, and no zks_later() call waiting for the session to come back:
+ * margin, not in doubt, and no zks_later() call waiting for the session to come back:
  * nothing waits on it but what is in flight.  Any thread; takes s->lock.
  */
 bool zks_settled(struct zks *s);
+
+/*
+ * zks_doubtful() - is the session in doubt: the client reports the
+ * connection lost (or the session expired), a ping is out and no answer
+ * came for zks_doubt_after_ms(), or, since either, no ping sent after it began
+ * was answered on a connected session?  Until then a holder cannot know
+ * whether the server still keeps its entry, nor that it does not: the
+ * mount grants nothing without a round trip (no cohort hand-off, no
+ * lingering reuse).  Read when asked, as zks_quiet() is.  Any thread;
+ * takes s->lock.
+ */
+bool zks_doubtful(struct zks *s);
+
+/*
+ * zks_doubt_after_ms() - how long a session with a ping out goes without
+ * an answer before it is in doubt: two ping periods, a period being a
+ * tenth of the session timeout @timeout_ms (20 ms to 1 s).  A ping
+ * answered within a period of the next one never starts a doubt, so a
+ * session whose pings wait a moment behind its own writes does not flap.
+ * Pure.
+ */
+uint64_t zks_doubt_after_ms(int timeout_ms);
 
 /* zks_timeout_ms() - the session timeout the server gave (else asked for). */
 int zks_timeout_ms(struct zks *s);

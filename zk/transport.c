@@ -88,6 +88,11 @@ static bool t_quiet(void *ctx)
 	return zks_quiet(ctx);
 }
 
+static bool t_doubtful(void *ctx)
+{
+	return zks_doubtful(ctx);
+}
+
 static void t_tick_by(void *ctx, uint64_t at_ms)
 {
 	zks_tick_by(ctx, at_ms);
@@ -118,6 +123,7 @@ static const struct zkt_ops session_ops = {
 	.sync = t_sync,
 	.now_ms = t_now_ms,
 	.quiet = t_quiet,
+	.doubtful = t_doubtful,
 	.tick_by = t_tick_by,
 	.generation = t_generation,
 	.session_of = t_session_of,

@@ -22,7 +22,7 @@
  *     ZCONNECTIONLOSS (their effect unknown) and armed watches stay armed;
  *     after an expiry they complete with ZSESSIONEXPIRED (or ZCLOSING), the
  *     session's ephemeral znodes are gone, and generation() has grown.
- * The session's events (connected again, silent, expired, tick) come the
+ * The session's events (connected again, silent, expired, tick, doubt) come the
  * other way, through zkl_engine_events().
  *
  * Each operation is as the zoo_a*() call of the same name, on the handle of
@@ -85,6 +85,10 @@ struct zkt_ops {
 	 * handle knows it expired)?  Read when asked, so it is true at once
 	 * after a resume from suspend, before the silent event comes */
 	bool (*quiet)(void *ctx);
+	/* is the session in doubt (zks_doubtful(): the connection lost, or a
+	 * ping unanswered for two periods, and no round trip since)?  Read
+	 * when asked, as quiet() is */
+	bool (*doubtful)(void *ctx);
 	void (*tick_by)(void *ctx, uint64_t at_ms);
 	/* how many times the session expired and was replaced */
 	uint64_t (*generation)(void *ctx);

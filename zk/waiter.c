@@ -289,6 +289,7 @@ bool zke_grant_locked(struct zkl_waiter *w, bool advance)
 		zke_stall_locked(w, S_CHECK);
 		return false;
 	}
+	w->doubt = w->e->doubt;	/* a round trip after the doubt says */
 	zke_answer_locked(w, 0, advance);
 	return true;
 }

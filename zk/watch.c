@@ -1,6 +1,7 @@
 /* zk/watch.c - the watches: on our own entry (a deletion not ours loses a
  * holder or fails a waiter; its data may ask the holder to let go), and on
- * the other client's entry a waiter must outlive. */
+ * the other client's entry a waiter must outlive; and the read that ends a
+ * holder's doubt, which a deletion not ours ends as the watch does. */
 #include "zk/engine.h"
 
 #include <errno.h>
@@ -305,4 +306,66 @@ void zke_unwatch_locked(struct zkl_waiter *w)
 	w->refs++;
 	if (w->e->t.ops->unwatch(w->e->t.ctx, w->path, zke_own_watcher, w, unwatch_done, w) != ZOK)
 		w->refs--;		/* not there (it fired): nothing to undo */
+}
+
+/*
+ * Doubt.  While the session is in doubt (zks_doubtful()) a holder cannot
+ * know that the server still keeps its entry, nor that it does not: it
+ * reads "doubt", neither held nor lost.  When the session says the doubt
+ * is over (a ping sent after it began was answered on a connected
+ * session), each holder reads its own entry on that session: the read is
+ * ordered after everything the session heard, so an entry it shows was
+ * there after the doubt, and the lock held all along (only its deletion
+ * ends a hold, and a deletion not ours is a loss).  A read that shows it
+ * gone loses the lock; a read that fails (the connection went again) is
+ * asked again at the next tick or the next end of a doubt.
+ */
+void zke_doubt_locked(struct zkl_waiter *w)
+{
+	struct zkl_engine *e = w->e;
+
+	ZKMX_ASSERT_HELD(&e->lock);
+	if (w->state != W_CACHED && w->ans == ANS_GRANTED && !w->released && !w->doubt) {
+		w->doubt = true;
+		if (e->doubted)
+			e->doubted(w, w->arg);
+	}
+}
+
+static void doubt_check_done(int rc, const struct Stat *stat, const void *data)
+{
+	struct zkl_waiter *w = (struct zkl_waiter *)data;
+	struct zkl_engine *e = w->e;
+
+	(void)stat;
+	zkmx_lock(&e->lock);
+	w->doubt_asking = false;
+	if (!w->doubt || w->ans != ANS_GRANTED || w->released || e->doubt)
+		;		/* lost, given back, or in doubt again */
+	else if (rc == ZOK) {
+		w->doubt = false;
+		if (e->doubted)
+			e->doubted(w, w->arg);
+	} else if (rc == ZNONODE)
+		deleted_by_other_locked(w);
+	zke_put_locked(w);
+	zke_unlock_fire(e);
+}
+
+void zke_doubt_check_locked(struct zkl_waiter *w)
+{
+	struct zkl_engine *e = w->e;
+	int rc;
+
+	ZKMX_ASSERT_HELD(&e->lock);
+	if (!w->doubt || w->doubt_asking || e->doubt || w->ans != ANS_GRANTED ||
+	    w->released || w->entry != ENTRY_LIVE || !w->path || zke_stale_locked(w))
+		return;		/* an expiry loses a stale one: on_expired() */
+	w->refs++;
+	w->doubt_asking = true;
+	rc = e->t.ops->exists(e->t.ctx, w->path, doubt_check_done, w);
+	if (rc == ZOK)
+		return;
+	w->doubt_asking = false;
+	w->refs--;
 }

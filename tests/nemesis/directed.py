@@ -65,7 +65,7 @@ def minority_follower(c, logdir):
         t_cut = time.monotonic()
         c.net.set_cut("minority", pairs)
         p = select.poll()
-        p.register(fd, select.POLLPRI)
+        p.register(fd, 0)       # POLLERR|POLLHUP: lost (POLLPRI is doubt)
         ev = p.poll(4 * SESSION_MS)
         t_err = time.monotonic()
         t.join(4 * SESSION_MS / 1000.0)

@@ -212,6 +212,10 @@ static void granted_on(struct world *wd, struct driven *d)
 		sim_linger_grants++;
 		sn_trace(&wd->net, "        (w%d's grant reuses a lingering entry)", d->id);
 	}
+	/* a grant without a round trip needs a session surely alive */
+	if ((info.grants || d->w->cohort) && sim_was_doubtful(wd, d->mount))
+		sim_failf(wd, "doubt: w%d granted by a %s while m%d was in doubt", d->id,
+			  info.grants ? "lingering entry" : "cohort hand-off", d->mount);
 }
 
 void sim_done(struct zkl_waiter *w, int err, void *arg)
@@ -222,6 +226,23 @@ void sim_done(struct zkl_waiter *w, int err, void *arg)
 	if (w != d->w)
 		sim_failf(wd, "done: w%d called with another waiter", d->id);
 	sim_answered(wd, d, err);
+}
+
+/* Is mount @m's session in doubt, as its engine may know it: told so and
+ * not yet out, or its connection down (zks_doubtful())? */
+bool sim_was_doubtful(struct world *wd, int m)
+{
+	struct zkt_transport t = sn_transport(&wd->net.mounts[m]);
+
+	return t.ops->doubtful(t.ctx);
+}
+
+void sim_doubted(struct zkl_waiter *w, void *arg)
+{
+	struct world *wd = sim_world;
+
+	sn_trace(&wd->net, "        doubt: %s", zkl_doubt_locked(w) ? "in" : "out");
+	simfs_doubted(wd, w, arg);
 }
 
 /* Is mount @m's session silent, as its engine may know it: told so, not

@@ -471,6 +471,93 @@ static void linger_after_suspend(struct world *wd)
 	zkl_engine_set_linger(wd->eng[0], 1000);	/* the end phase's run out */
 }
 
+/* Is @id's lock in doubt, as the engine tells its holder? */
+static bool in_doubt(struct world *wd, int id)
+{
+	struct zkl_info info;
+
+	zkl_info(wd->driven[id].w, &info, NULL);
+	return info.doubt;
+}
+
+/* Mount @m's supervisor says its session entered doubt, or left it. */
+static void doubt(struct world *wd, int m)
+{
+	if (!did(wd, sn_ev_doubt(M(wd, m))))
+		sim_failf(wd, "script: m%d's doubt did not move", m);
+}
+
+/*
+ * In doubt, a release hands nothing on without a round trip: the waiter
+ * behind, on the same mount, is granted by its own listing, and is in
+ * doubt as it is granted (the listing came in the doubt); it leaves the
+ * doubt once the session does and a read shows its entry.
+ */
+static void no_cohort_in_doubt(struct world *wd)
+{
+	int l, x, y;
+
+	three_in_d1(wd, &l, &x, &y);
+	doubt(wd, 0);
+	expect(wd, in_doubt(wd, l), "the holder w%d is in doubt", l);
+	release(wd, l);
+	expect(wd, waits(wd, x), "w%d not granted by a cohort hand-off in doubt", x);
+	quiesce(wd);
+	expect(wd, granted(wd, x) && in_doubt(wd, x),
+	       "w%d granted by its listing, in doubt", x);
+	doubt(wd, 0);
+	expect(wd, in_doubt(wd, x), "w%d in doubt until a read shows its entry", x);
+	quiesce(wd);
+	expect(wd, !in_doubt(wd, x), "w%d out of doubt after the read", x);
+	release(wd, x);
+	quiesce(wd);
+	expect(wd, granted(wd, y), "w%d holds", y);
+}
+
+/*
+ * A doubt ends with a read of the entry on the session, not with the
+ * session's word alone: the entry deleted meanwhile (its notification
+ * not yet delivered), the read shows it gone and the lock is lost,
+ * never held again.
+ */
+static void doubt_ends_with_a_read(struct world *wd)
+{
+	int l, x, y;
+
+	three_in_d1(wd, &l, &x, &y);
+	doubt(wd, 0);
+	unlink_entry(wd, l);
+	doubt(wd, 0);
+	expect(wd, in_doubt(wd, l) && !wd->driven[l].lost,
+	       "w%d in doubt until the read is answered", l);
+	apply_all(wd, 0);
+	read_all(wd, 0);
+	deliver_all(wd, 0);
+	expect(wd, wd->driven[l].lost, "w%d lost: the read showed its entry gone", l);
+	release(wd, l);
+	quiesce(wd);
+	release(wd, x);
+	quiesce(wd);
+	expect(wd, granted(wd, y), "w%d holds", y);
+}
+
+/* A lingering entry is let go when its session enters doubt: nothing is
+ * granted on it without a round trip. */
+static void no_linger_in_doubt(struct world *wd)
+{
+	int b;
+
+	linger_one(wd);
+	doubt(wd, 0);
+	expect(wd, !zkl_cached(wd->eng[0], wd->dirs[1], wd->driven[0].path),
+	       "the lingering entry let go in doubt");
+	b = enqueue(wd, 0, 1, ZKN_EXCLUSIVE, 0);
+	expect(wd, waits(wd, b), "w%d not granted on a kept entry in doubt", b);
+	doubt(wd, 0);
+	quiesce(wd);
+	expect(wd, granted(wd, b) && !in_doubt(wd, b), "w%d holds once out of doubt", b);
+}
+
 static const struct scenario {
 	const char *name;
 	void (*run)(struct world *wd);
@@ -495,6 +582,9 @@ static const struct scenario {
 	{ "lost-before-its-answer", lost_before_its_answer },
 	{ "second-open-queues", second_open_queues },
 	{ "lockfile-close-of-a-copy", lockfile_close_of_a_copy },
+	{ "no-cohort-in-doubt", no_cohort_in_doubt },
+	{ "doubt-ends-with-a-read", doubt_ends_with_a_read },
+	{ "no-linger-in-doubt", no_linger_in_doubt },
 };
 
 /* the runner ----------------------------------------------------------------- */

@@ -77,7 +77,7 @@ ssize_t getrandom(void *buf, size_t len, unsigned int flags)
 
 enum act { A_APPLY, A_READ, A_DELIVER, A_READ_OLD, A_DELIVER_OLD, A_TICK,
 	   A_CONNECTED, A_EXPIRED, A_SILENT, A_DROP, A_RECONNECT, A_EXPIRE,
-	   A_REPLACE, A_ENQUEUE, A_CANCEL, A_RELEASE, A_UNLINK, A_FOREIGN_ENQ,
+	   A_REPLACE, A_DOUBT, A_ENQUEUE, A_CANCEL, A_RELEASE, A_UNLINK, A_FOREIGN_ENQ,
 	   A_FOREIGN_REL, A_SETDATA, A_FDLOCK, A_N };
 
 /* Weights: network steps dominate; faults scale with the seed's fault rate. */
@@ -105,6 +105,9 @@ static int weight(struct world *wd, enum act a, struct sn_mount *m)
 				 h->connected_once &&
 				 szk_session_alive(&wd->net.zk, h->sid) ? 2 * f : 0;
 	case A_REPLACE:	  return h->state == SN_EXPIRED && !m->expired_due ? 20 : 0;
+	case A_DOUBT:	  return m->engine_doubt ? (h->state == SN_CONNECTED && !m->expired_due ?
+						    (wd->ending ? 30 : 8) : 0) :
+				 h->state != SN_CONNECTED ? (wd->ending ? 0 : 10) : f;
 	default:	  return 0;
 	}
 }
@@ -130,7 +133,7 @@ static bool run_mount_act(struct world *wd, enum act a, struct sn_mount *m)
 {
 	static const char *const names[] = { "apply", "read", "deliver", "read (old)",
 		"deliver (old)", "tick", "connected event", "expired event", "silent event",
-		"drop connection", "reconnect", "server expiry", "new handle" };
+		"drop connection", "reconnect", "server expiry", "new handle", "doubt event" };
 
 	sn_trace(&wd->net, "  m%d %s", m->id, names[a]);
 	switch (a) {
@@ -147,6 +150,7 @@ static bool run_mount_act(struct world *wd, enum act a, struct sn_mount *m)
 	case A_RECONNECT:   return sn_reconnect(m);
 	case A_EXPIRE:	    return sn_expire(m);
 	case A_REPLACE:	    return sn_replace(m);
+	case A_DOUBT:	    return sn_ev_doubt(m);
 	default:	    return false;
 	}
 }
@@ -204,7 +208,7 @@ static bool step(struct world *wd)
 	int total = 0, k;
 
 	for (int i = 0; i < SIM_MOUNTS; i++)
-		for (int a = A_APPLY; a <= A_REPLACE; a++)
+		for (int a = A_APPLY; a <= A_DOUBT; a++)
 			total += weight(wd, (enum act)a, &wd->net.mounts[i]);
 	for (int a = A_ENQUEUE; a < A_N; a++)
 		total += driver_weight(wd, (enum act)a);
@@ -217,7 +221,7 @@ static bool step(struct world *wd)
 	if (wd->verbose)
 		printf("step %ld:\n", wd->step);
 	for (int i = 0; i < SIM_MOUNTS; i++)
-		for (int a = A_APPLY; a <= A_REPLACE; a++) {
+		for (int a = A_APPLY; a <= A_DOUBT; a++) {
 			k -= weight(wd, (enum act)a, &wd->net.mounts[i]);
 			if (k < 0) {
 				run_mount_act(wd, (enum act)a, &wd->net.mounts[i]);
@@ -348,6 +352,7 @@ void sim_world_init(struct world *wd, uint64_t seed, bool verbose)
 		wd->eng[i] = zkl_engine_new(&t, wd->naming[i], sim_lost);
 		if (!wd->eng[i])
 			abort();
+		zkl_engine_on_doubt(wd->eng[i], sim_doubted);
 		/* one seed in four lingers (zk/linger.c): 10 to 70 steps */
 		wd->lingers = seed % 4 == 3;
 		if (wd->lingers)

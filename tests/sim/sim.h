@@ -171,6 +171,10 @@ void sim_failf(struct world *wd, const char *fmt, ...)
  * lock node of fs/). */
 void sim_done(struct zkl_waiter *w, int err, void *arg);
 void sim_lost(struct zkl_waiter *w, void *arg);
+/* The engine's doubt callback: told to fs/ for its waiters. */
+void sim_doubted(struct zkl_waiter *w, void *arg);
+/* sim_was_doubtful() - may mount @m's engine know its session in doubt? */
+bool sim_was_doubtful(struct world *wd, int m);
 /* sim_answered(), sim_lost_driven() - @d answered @err, @d lost: checked, as
  * the engine's callbacks check its own waiters (simfs.c: through fs/) */
 void sim_answered(struct world *wd, struct driven *d, int err);

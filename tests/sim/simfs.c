@@ -196,7 +196,7 @@ static void to_waiter(struct world *wd, struct fuse_req *r, int err)
 		if (!ph)
 			abort();
 		ph->fd = r->fd;
-		lockreq_holder_poll(&wd->fs[f->mount]->fs, f->n, ph);
+		lockreq_holder_poll(&wd->fs[f->mount]->fs, f->n, POLLPRI, ph);
 	}
 }
 
@@ -366,7 +366,7 @@ static void notify_poll(struct fuse_pollhandle *ph)
 	struct world *wd = W();
 	struct sfd *f = &wd->fds[ph->fd];
 	bool was = kernel(wd);
-	unsigned ev = lockreq_holder_poll(&wd->fs[f->mount]->fs, f->n, NULL);
+	unsigned ev = lockreq_holder_poll(&wd->fs[f->mount]->fs, f->n, POLLPRI, NULL);
 
 	sn_trace(&wd->net, "        fs: poller of fd%d woken: %#x", ph->fd, ev);
 	if (!(ev & (POLLERR | POLLPRI)))
@@ -481,6 +481,15 @@ bool simfs_believes(struct world *wd, const struct driven *d)
 	struct fuse_file_info fi = { .fh = FH_HOLDER };
 
 	return lockreq_holder_errno(&wd->fs[f->mount]->fs, f->n, &fi) == 0;
+}
+
+void simfs_doubted(struct world *wd, struct zkl_waiter *w, void *arg)
+{
+	for (int i = wd->nfd - 1; i >= 0; i--)
+		if (wd->fds[i].n && (void *)wd->fds[i].n == arg) {
+			lockreq_doubted(w, arg);
+			return;
+		}
 }
 
 bool simfs_lost(struct world *wd, struct zkl_waiter *w, void *arg)

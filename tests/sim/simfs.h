@@ -73,6 +73,9 @@ bool simfs_believes(struct world *wd, const struct driven *d);
 /* simfs_lost() - the engine's lost callback, if @arg is a lock node of
  * fs/: lockreq_lost(), then the loss checked.  Return: whether it was. */
 bool simfs_lost(struct world *wd, struct zkl_waiter *w, void *arg);
+/* simfs_doubted() - the engine's doubt callback, if @arg is a lock node of
+ * fs/: passed on to it. */
+void simfs_doubted(struct world *wd, struct zkl_waiter *w, void *arg);
 
 /* simfs_stands_for() - does @f still stand for the entry of waiter @old
  * (-1: none)?  Its node holds a waiter, and its path is that entry's. */

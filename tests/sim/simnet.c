@@ -343,6 +343,14 @@ static bool t_quiet(void *ctx)
 	       m->net->now - m->last_heard >= SN_QUIET_MS;
 }
 
+/* In doubt: told so and not yet out, or the connection down (zks_doubtful()). */
+static bool t_doubtful(void *ctx)
+{
+	struct sn_mount *m = ctx;
+
+	return m->engine_doubt || m->cur->state != SN_CONNECTED;
+}
+
 static void t_tick_by(void *ctx, uint64_t at_ms)
 {
 	(void)ctx, (void)at_ms;
@@ -365,7 +373,7 @@ static const struct zkt_ops sn_ops = {
 	.children = t_children, .get = t_get, .wget = t_wget,
 	.exists = t_exists, .unwatch = t_unwatch, .set = t_set,
 	.wchildren = t_wchildren, .unwatch_children = t_unwatch_children,
-	.now_ms = t_now_ms, .quiet = t_quiet, .tick_by = t_tick_by,
+	.now_ms = t_now_ms, .quiet = t_quiet, .doubtful = t_doubtful, .tick_by = t_tick_by,
 	.generation = t_generation, .session_of = t_session_of,
 };
 

@@ -94,6 +94,9 @@ struct sn_mount {
 					   not yet connected or expired */
 	uint64_t last_heard;		/* net->now when it last read the
 					   server, or connected */
+	bool engine_doubt;		/* the engine was told it is in doubt,
+					   and not yet out */
+	unsigned doubts;		/* doubts told so far */
 };
 
 /* The session timeout less the margin, on the clock (t_quiet()). */
@@ -153,6 +156,9 @@ bool sn_ev_expired(struct sn_mount *m);
 bool sn_ev_connected(struct sn_mount *m);
 bool sn_ev_silent(struct sn_mount *m);
 bool sn_ev_tick(struct sn_mount *m);
+/* The supervisor says the session entered doubt, or, connected, left it
+ * (a ping answered): whichever it is not in now. */
+bool sn_ev_doubt(struct sn_mount *m);
 
 /*
  * sn_clock_jump() - the clock moves @dt on at once.  Mounts other than

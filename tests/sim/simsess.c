@@ -239,6 +239,25 @@ bool sn_ev_silent(struct sn_mount *m)
 	return true;
 }
 
+/*
+ * Doubt (zks_doubtful()): the supervisor says so when a ping is overdue or
+ * the connection is lost, at any moment, and says it is over only on a
+ * connected handle, once a ping sent since was answered.
+ */
+bool sn_ev_doubt(struct sn_mount *m)
+{
+	bool in = !m->engine_doubt;
+
+	if (!in && (m->cur->state != SN_CONNECTED || m->expired_due))
+		return false;
+	m->engine_doubt = in;
+	if (in)
+		m->doubts++;
+	sn_trace(m->net, "        m%d: engine hears: %s doubt", m->id, in ? "in" : "out of");
+	m->ev.doubt(m->ev.arg, in);
+	return true;
+}
+
 bool sn_ev_tick(struct sn_mount *m)
 {
 	if (m->cur->state != SN_CONNECTED || m->expired_due)

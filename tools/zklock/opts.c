@@ -56,6 +56,10 @@ static void __attribute__((noreturn)) cli_usage(FILE *f, int status)
 "      --on-revoke SIG        signal for the command when someone asks the\n"
 "                             lock's holder to let go (default USR1; not\n"
 "                             STOP, TSTP, TTIN or TTOU)\n"
+"      --on-doubt SIG[,SIG2]  signal for the command's processes when the\n"
+"                             mount cannot tell whether the lock still holds\n"
+"                             (ZooKeeper unheard), and SIG2 once it holds\n"
+"                             again (none by default; not the stop signals)\n"
 "      --per-host             let LOCKDIR end in this host's name: a lock of\n"
 "                             this host's own, which excludes no other host\n"
 "      --verbose              say how long getting the lock took\n"
@@ -159,6 +163,7 @@ static bool cli_stop_signal(int sig)
 	return sig == SIGSTOP || sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU;
 }
 
+
 /* See opts.h.  The daemon's own check (zk/naming.c), for either naming
  * scheme and kind: a NAME no mount takes is refused before one is asked. */
 bool cli_opts_name_ok(const char *name)
@@ -189,10 +194,42 @@ static int __attribute__((format(printf, 1, 2))) cli_bad_usage(const char *fmt, 
 	return -EINVAL;
 }
 
+/*
+ * --on-doubt=SIG[,SIG2]: the signal sent as the lock enters doubt, and
+ * the one sent as it leaves it (optional).  A stop signal is refused, as
+ * for --on-revoke: a command stopped while its lock is lost could not be
+ * ended with the grace a loss allows.  Return: 0, or the usage error told.
+ */
+static int cli_parse_doubt(const char *arg, struct cli_opts *o)
+{
+	char first[32];
+	const char *comma = strchr(arg, ',');
+	size_t len = comma ? (size_t)(comma - arg) : strlen(arg);
+	int *sig[2] = { &o->on_doubt, &o->on_sure };
+	const char *part[2];
+
+	if (len >= sizeof(first))
+		return cli_bad_usage("invalid signal: '%s'", arg);
+	memcpy(first, arg, len);
+	first[len] = '\0';
+	part[0] = first;
+	part[1] = comma ? comma + 1 : NULL;
+	o->on_sure = 0;
+	for (int i = 0; i < 2 && part[i]; i++) {
+		if (cli_parse_signal(part[i], sig[i]))
+			return cli_bad_usage("invalid signal: '%s'", part[i]);
+		if (cli_stop_signal(*sig[i]))
+			return cli_bad_usage("--on-doubt %s would stop the command while "
+					     "its lock may be lost: choose a signal it "
+					     "handles", part[i]);
+	}
+	return 0;
+}
+
 /* See opts.h. */
 int cli_opts_parse(int argc, char **argv, struct cli_opts *o)
 {
-	enum { OPT_VERBOSE = 256, OPT_LIST, OPT_ON_REVOKE, OPT_METRICS, OPT_CONFIRM,
+	enum { OPT_VERBOSE = 256, OPT_LIST, OPT_ON_REVOKE, OPT_ON_DOUBT, OPT_METRICS, OPT_CONFIRM,
 	       OPT_PER_HOST, OPT_WATCH, OPT_JSON };
 	static const struct option longopts[] = {
 		{ "shared",		no_argument,		NULL, 's' },
@@ -209,6 +246,7 @@ int cli_opts_parse(int argc, char **argv, struct cli_opts *o)
 		{ "close",		no_argument,		NULL, 'o' },
 		{ "verbose",		no_argument,		NULL, OPT_VERBOSE },
 		{ "on-revoke",		required_argument,	NULL, OPT_ON_REVOKE },
+		{ "on-doubt",		required_argument,	NULL, OPT_ON_DOUBT },
 		{ "list",		no_argument,		NULL, OPT_LIST },
 		{ "watch",		no_argument,		NULL, OPT_WATCH },
 		{ "json",		no_argument,		NULL, OPT_JSON },
@@ -219,7 +257,7 @@ int cli_opts_parse(int argc, char **argv, struct cli_opts *o)
 		{ "version",		no_argument,		NULL, 'V' },
 		{ NULL, 0, NULL, 0 }
 	};
-	int c, rest;
+	int c, rest, err;
 
 	*o = (struct cli_opts){ .timeout = -1, .kill_after = 10,
 				.conflict_code = CLI_EXIT_CONFLICT,
@@ -291,6 +329,11 @@ int cli_opts_parse(int argc, char **argv, struct cli_opts *o)
 				return cli_bad_usage("--on-revoke %s would stop the command while it keeps the lock: "
 						     "choose a signal that asks it to let go",
 						     optarg);
+			break;
+		case OPT_ON_DOUBT:
+			err = cli_parse_doubt(optarg, o);
+			if (err)
+				return err;
 			break;
 		case 'h':
 			cli_usage(stdout, 0);

@@ -41,6 +41,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "fs/ioctl.h"
+#include "tools/zklock/entry.h"
 #include "tools/zklock/signals.h"
 #include "tools/zklock/why.h"
 
@@ -404,6 +406,51 @@ bool cli_tree_claim_loss(void)
 	return !atomic_exchange(&loss_claimed, true);
 }
 
+/* How often the lock's state is read once POLLPRI stays up (a revocation
+ * holds it up until the lock is given back) while --on-doubt needs the
+ * moves into doubt and out of it. */
+#define CLI_STATE_LOOK_MS 250
+
+/*
+ * The lock's state, read when POLLPRI came (or every CLI_STATE_LOOK_MS):
+ * a request to let go is passed on once (--on-revoke), a move into doubt
+ * or out of it as --on-doubt asks, to the command's whole tree, while the
+ * command runs (@running).  Return: whether it brought news; none means
+ * POLLPRI stays up.
+ */
+static bool cli_tree_pri(struct cli_run *r, bool running)
+{
+	char state[32];
+	bool doubt, news = false;
+	int sig, n;
+
+	if (cli_entry_fd_text(r->lockfd, ZKLFS_IOC_STATE, state, sizeof(state)))
+		return false;
+	if (strcmp(state, "revoking") == 0 && !r->revoked) {
+		r->revoked = news = true;
+		if (running && r->child) {
+			warnx("asked to let go of %s: sent %s to %s (pid %d)",
+			      r->entry, strsignal(r->o->on_revoke), r->argv[0],
+			      (int)r->child);
+			kill(r->child, r->o->on_revoke);
+		}
+	}
+	doubt = strcmp(state, "doubt") == 0;
+	if (doubt == r->doubt || (!doubt && strcmp(state, "held") != 0 &&
+				  strcmp(state, "revoking") != 0))
+		return news;		/* no move, or lost: POLLERR says */
+	r->doubt = doubt;
+	sig = doubt ? r->o->on_doubt : r->o->on_sure;
+	if (running && sig && r->child) {
+		n = cli_signal_tree(r, sig, 0);
+		warnx(doubt ? "lock %s in doubt (ZooKeeper unheard): sent %s to the %d "
+			      "process%s of %s" :
+			      "lock %s held again: sent %s to the %d process%s of %s",
+		      r->entry, strsignal(sig), n, n == 1 ? "" : "es", r->argv[0]);
+	}
+	return true;
+}
+
 /* See tree.h. */
 int cli_tree_supervise(struct cli_run *r, int *status)
 {
@@ -415,6 +462,7 @@ int cli_tree_supervise(struct cli_run *r, int *status)
 	enum { RUNNING, TERMINATING, KILLING } phase = RUNNING;
 	double kill_at = 0;
 	int err, timeout, n, round_ms = CLI_KILL_ROUND_MS;
+	bool look = false;	/* POLLPRI stays up: read the state instead */
 
 	for (;;) {
 		err = cli_reap(r, status);
@@ -445,20 +493,24 @@ int cli_tree_supervise(struct cli_run *r, int *status)
 			  phase == TERMINATING ? cli_ms_until(kill_at) : round_ms;
 		if (phase == KILLING && round_ms < CLI_KILL_ROUND_MAX_MS)
 			round_ms *= 2;
-		if (poll(pfd, 2, timeout) < 0) {
+		if (look && r->o->on_doubt && pfd[1].fd >= 0 &&
+		    (timeout < 0 || timeout > CLI_STATE_LOOK_MS))
+			timeout = CLI_STATE_LOOK_MS;
+		n = poll(pfd, 2, timeout);
+		if (n < 0) {
 			if (errno == EINTR)
 				continue;
 			return -errno;
 		}
+		if (look && r->o->on_doubt && pfd[1].fd >= 0 && !pfd[1].revents)
+			cli_tree_pri(r, phase == RUNNING);
 		if ((pfd[1].revents & POLLPRI) &&
 		    !(pfd[1].revents & (POLLERR | POLLHUP))) {
-			pfd[1].events = 0;	/* told once: now only a loss */
-			r->revoked = true;
-			if (phase == RUNNING && r->child) {
-				warnx("asked to let go of %s: sent %s to %s (pid %d)",
-				      r->entry, strsignal(r->o->on_revoke), r->argv[0],
-				      (int)r->child);
-				kill(r->child, r->o->on_revoke);
+			/* a revocation holds POLLPRI up: from then on only a
+			 * loss wakes us, and the state is read as we look */
+			if (!cli_tree_pri(r, phase == RUNNING) || r->revoked) {
+				look = true;
+				pfd[1].events = 0;
 			}
 		} else if (pfd[1].revents) {
 			r->lost = true;

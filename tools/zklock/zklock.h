@@ -48,6 +48,9 @@ struct cli_opts {
 	const char *name;	/* -N NAME; NULL: from the host name */
 	int on_revoke;		/* --on-revoke=SIG: passed to the command when
 				   its holder is asked to let go (SIGUSR1) */
+	int on_doubt;		/* --on-doubt=SIG[,SIG2]: sent to the command's */
+	int on_sure;		/* tree when the lock enters doubt, and when it
+				   leaves it (0: none) */
 	unsigned limit;		/* -L N: a semaphore of N holders; 0: none */
 	bool per_host;		/* --per-host: LOCKDIR may end in the host name */
 	const char *shell_cmd;	/* -c 'SHELL COMMAND' */
@@ -77,6 +80,7 @@ struct cli_run {
 	sigset_t orig_mask;	/* zklock's mask at start, the command's mask */
 	bool lost;		/* the lock was lost while the command ran */
 	bool revoked;		/* asked to let go: told the command (once) */
+	bool doubt;		/* in doubt: told the command (--on-doubt) */
 	bool blind;		/* /proc unreadable: the command alone is seen */
 	bool kill_failed;	/* a kill failed and was reported (once) */
 	double t0;		/* cli_now() at start: -n's and -w's bounds
