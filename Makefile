@@ -53,16 +53,16 @@ SAN      = -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-re
 # the lock engine: what the simulator (tests/sim) drives without a server
 ENGINE_SRC = zk/queue.c zk/waiter.c zk/retry.c zk/watch.c zk/wait.c zk/sem.c zk/release.c \
 	     zk/create.c zk/linger.c zk/lock.c zk/mutex.c zk/metrics.c
-ZK_SRC   = zk/escape.c zk/naming.c zk/grant.c zk/limit.c zk/errno.c zk/log.c zk/creds.c \
+ZK_SRC   = zk/escape.c zk/naming.c zk/grant.c zk/limit.c zk/statedata.c zk/errno.c zk/log.c zk/creds.c \
 	   zk/digest.c zk/connect.c zk/session.c zk/calls.c zk/transport.c $(ENGINE_SRC)
 FS_SRC   = fs/opts.c fs/node.c fs/attr.c fs/pending.c fs/observe.c fs/zop.c fs/ops.c fs/remove.c \
 	   fs/readdir.c fs/read.c fs/reply.c fs/signals.c fs/lockreq.c fs/lrquery.c fs/fdlock.c \
-	   fs/confirm.c fs/lockops.c fs/wbuf.c fs/xcache.c fs/limitattr.c fs/revoke.c fs/flock.c \
+	   fs/confirm.c fs/state.c fs/lockops.c fs/wbuf.c fs/xcache.c fs/limitattr.c fs/revoke.c fs/flock.c \
 	   fs/lockfile.c fs/lfns.c fs/lfqueue.c fs/fdops.c fs/slots.c fs/pool.c fs/watchdog.c \
 	   fs/ready.c fs/mntwatch.c fs/mountpoint.c fs/ender.c fs/main.c
 SRC      = $(ZK_SRC) $(FS_SRC)
 
-UNIT     = naming grant limit opts errno slots signals adopt log mutex connect digest heartbeat
+UNIT     = naming grant limit statedata opts errno slots signals adopt log mutex connect digest heartbeat
 UNIT_BIN = $(UNIT:%=$(BUILD)/unit/test_%)
 
 .PHONY: all asan unit check check-unit check-docs check-sim check-integration check-asan run stop deps bench \
@@ -116,6 +116,7 @@ $(BUILD)/asan/zklockfs: $(call objs,$(BUILD)/asan/obj,$(SRC))
 ZKLOCK_SRC = tools/zklock/main.c tools/zklock/opts.c tools/zklock/lockdir.c \
 	     tools/zklock/entry.c tools/zklock/signals.c tools/zklock/tree.c tools/zklock/list.c \
 	     tools/zklock/why.c tools/zklock/bound.c tools/zklock/watchdog.c tools/zklock/watch.c tools/zklock/waitinfo.c \
+	     tools/zklock/state.c \
 	     zk/escape.c zk/naming.c
 $(BUILD)/zklock: $(call objs,$(BUILD)/obj,$(ZKLOCK_SRC))
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -pthread
@@ -130,6 +131,7 @@ asan: $(BUILD)/asan/zklockfs $(BUILD)/asan/zklock
 UNIT_SRC_naming  = zk/naming.c
 UNIT_SRC_grant   = zk/grant.c zk/naming.c
 UNIT_SRC_limit   = zk/limit.c zk/escape.c
+UNIT_SRC_statedata = zk/statedata.c zk/limit.c zk/escape.c
 UNIT_SRC_opts    = fs/opts.c zk/naming.c
 UNIT_SRC_errno   = zk/errno.c
 UNIT_SRC_connect = zk/connect.c

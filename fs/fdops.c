@@ -23,6 +23,7 @@
 #include "fs/lockfile.h"
 #include "fs/lockreq.h"
 #include "fs/observe.h"
+#include "fs/state.h"
 #include "fs/watchdog.h"
 #include "zk/log.h"
 
@@ -259,6 +260,25 @@ static void watchdog_ioctl(fuse_req_t req, struct node *ln)
 		fuse_reply_ioctl(req, 0, &w, sizeof(w));
 }
 
+/* ZKLFS_IOC_SETSTATE: the state of the lock @fi holds (fs/state.h). */
+static void state_ioctl(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
+			const void *in_buf, size_t in_bufsz)
+{
+	struct zklfs *fs = fuse_req_userdata(req);
+	const struct zklfs_ioc_state *st = in_buf;
+	struct node *n, *ln;
+
+	if (in_bufsz < sizeof(*st) || st->len > ZKLFS_STATE_MAX) {
+		fuse_reply_err(req, EINVAL);
+		return;
+	}
+	if (lockfile(req, ino, &n))
+		ln = lf_holder(fs, fi, 0, true);
+	else
+		ln = fi->fh == FH_HOLDER ? n : NULL;
+	zklfs_state_set(req, fs, ln, st->data, st->len);
+}
+
 /* ZKLFS_IOC_TELL: the holder of @fi handles a loss itself (fs/ioctl.h). */
 static void tell_ioctl(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
@@ -286,9 +306,13 @@ void zklfs_fd_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd, void *arg,
 	struct node *n, *ln;
 	int len;
 
-	(void)arg, (void)flags, (void)in_buf, (void)in_bufsz;
+	(void)arg, (void)flags;
 	if (cmd == ZKLFS_IOC_TELL) {
 		tell_ioctl(req, ino, fi);
+		return;
+	}
+	if (cmd == ZKLFS_IOC_SETSTATE) {
+		state_ioctl(req, ino, fi, in_buf, in_bufsz);
 		return;
 	}
 	if ((cmd != ZKLFS_IOC_STATE && !token && cmd != ZKLFS_IOC_WATCHDOG &&

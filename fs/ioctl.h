@@ -34,6 +34,18 @@
  * before and after it locks; on an entry's holder descriptor, from then
  * on; a reader's descriptor of an entry: ENOLCK.
  *
+ * ZKLFS_IOC_SETSTATE (0x7ffc5a07) sets the state of the lock the
+ * descriptor holds exclusively (LOCKDIR/.state: docs/SPEC.md, "State that
+ * only the holder may change") to the first len bytes of data, at most
+ * ZKLFS_STATE_MAX (0: empty); ZooKeeper applies it only if the holder's
+ * entry still exists, in the same multi.  It returns once applied: EIO if
+ * the lock is gone (even if the mount had not heard so yet), EACCES from a
+ * descriptor that does not hold the lock exclusively (a shared holder, a
+ * semaphore slot, a reader, a waiter), EFBIG if the lock's data would not
+ * fit, EINVAL for a len past the data.  Python: struct.pack("I", len(s)) +
+ * s padded to 16380 bytes, in a bytearray (fcntl.ioctl copies an immutable
+ * argument only up to 1024 bytes).
+ *
  * ZKLFS_IOC_WATCHDOG (0x81005a03) gives a holder what zklock's watchdog
  * reads without asking the daemon (zk/heartbeat.h, fs/watchdog.h): the
  * path of the daemon's heartbeat file, its owner (the daemon's uid: zklock
@@ -66,5 +78,16 @@ struct zklfs_ioc_watchdog {
 #define ZKLFS_IOC_LOSS _IOR('Z', 4, struct zklfs_ioc_text)
 #define ZKLFS_IOC_KIND _IOR('Z', 5, struct zklfs_ioc_text)
 #define ZKLFS_IOC_TELL _IO('Z', 6)
+
+/* The most state one ZKLFS_IOC_SETSTATE sets: an ioctl's argument is at
+ * most 16 KiB less one byte. */
+#define ZKLFS_STATE_MAX 16376
+
+struct zklfs_ioc_state {
+	uint32_t len;			/* bytes of data that are the state */
+	char data[ZKLFS_STATE_MAX];
+};
+
+#define ZKLFS_IOC_SETSTATE _IOW('Z', 7, struct zklfs_ioc_state)
 
 #endif

@@ -1,6 +1,6 @@
 /*
  * fs/limitattr.c - user.zklockfs.limit and user.zklockfs.linger of a lock
- * directory (see limitattr.h).
+ * directory, and the state user.zklockfs.statedata reads (see limitattr.h).
  */
 #include "fs/limitattr.h"
 
@@ -16,6 +16,7 @@
 
 #include "zk/limit.h"
 #include "zk/lock.h"
+#include "zk/statedata.h"
 #include "zk/log.h"
 
 #define SET_TRIES 5			/* the data keeps changing under us */
@@ -32,6 +33,19 @@ static void get_done(int rc, const char *value, int len, const struct Stat *zs,
 	(void)zs;
 	if (rc != ZOK) {
 		zop_fail(op, rc);
+		return;
+	}
+	if (!op->setting) {		/* the state: never longer than its line */
+		char *state = malloc(len > 0 ? (size_t)len : 1);
+		ssize_t n = state ? zksd_read(value, len > 0 ? (size_t)len : 0, state,
+					      len > 0 ? (size_t)len : 0) : -ENOMEM;
+
+		if (n == -ENOMEM)
+			zop_reply_err(op, ENOMEM);
+		else		/* a garbled line (by hand) reads as none */
+			zop_reply_value(op, state, n > 0 ? (size_t)n : 0);
+		free(state);
+		zop_free(op);
 		return;
 	}
 	v = zklim_setting_parse(op->setting, value, len > 0 ? (size_t)len : 0);

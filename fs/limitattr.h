@@ -30,9 +30,12 @@
 
 #define ZKLFS_LIMIT_XATTR "user.zklockfs.limit"
 #define ZKLFS_LINGER_XATTR "user.zklockfs.linger"
+#define ZKLFS_STATEDATA_XATTR "user.zklockfs.statedata"
 
 /* zklfs_limit_get() - getxattr of the setting @s of the lock directory @n:
- * "N", or ENODATA if it has none. */
+ * "N", or ENODATA if it has none; with @s NULL, the state the lock's holder
+ * published (zk/statedata.h), the way a lock file's is read, empty if none
+ * (LOCKDIR/.state reads the same: fs/observe.h). */
 void zklfs_limit_get(fuse_req_t req, struct node *n, size_t size,
 		     const struct zklim_setting *s);
 

@@ -185,6 +185,7 @@ static void lock_answer(struct zklfs *fs, struct node *n, fuse_req_t req,
 	struct lockreq *lr = n->lr;
 	struct fuse_file_info fi;
 	struct zkl_info info;
+	unsigned moves;
 	char *path;
 
 	zklfs_xc_changed(fs);		/* an entry made, or gone */
@@ -200,6 +201,9 @@ static void lock_answer(struct zklfs *fs, struct node *n, fuse_req_t req,
 		joins_answer(fs, joins, err);
 		return;
 	}
+	zkmx_lock(&fs->lock);
+	moves = lr->doubt_moves;
+	zkmx_unlock(&fs->lock);
 	zkl_info(lr->w, &info, &path);
 	zkmx_lock(&fs->lock);
 	lockreq_set_state_locked(lr, LR_HELD);
@@ -207,10 +211,12 @@ static void lock_answer(struct zklfs *fs, struct node *n, fuse_req_t req,
 		lockreq_set_state_locked(lr, LR_LOST);
 	if (info.revoking)		/* asked while it waited */
 		lr->revoking = true;
-	lr->doubt = info.doubt;		/* granted in a doubt: told */
+	if (lr->doubt_moves == moves)	/* else the doubted callback's is newer */
+		lr->doubt = info.doubt;
 	lr->seq = info.seq;
 	lr->czxid = info.czxid;
 	lr->grants = info.grants;
+	lr->limit = info.limit;
 	free(n->path);
 	n->path = path;
 	if (path)
@@ -626,6 +632,7 @@ void lockreq_giveback(struct zklfs *fs, struct node *n)
 	n->path = NULL;
 	lr->revoking = false;
 	lr->doubt = false;
+	lr->doubt_polled = lr->doubt_moves;	/* the next hold starts afresh */
 	lr->seq = 0;
 	lr->czxid = 0;
 	zkmx_unlock(&fs->lock);

@@ -157,6 +157,8 @@ struct lockreq {
 	int32_t seq;			/* of our entry, once granted */
 	int64_t czxid;
 	uint32_t grants;		/* its entry's grants before (lingering) */
+	unsigned limit;			/* the semaphore's it was granted under
+					   (0: a plain lock) */
 	struct fuse_pollhandle *ph;	/* the holder's poller to wake */
 	struct zklfs_wbuf wb;		/* written through the holder's fd */
 	struct lr_confirm *cf;		/* its confirmation out (fs/confirm.c),

@@ -170,6 +170,8 @@ bool lockreq_own_state(struct zklfs *fs, struct node *n, struct zkl_info *info)
 	info->loss = lr->loss;
 	info->revoking = lr->revoking;
 	info->doubt = lr->doubt;
+	info->kind = lr->kind;
+	info->limit = lr->limit;
 	info->seq = lr->seq;
 	info->czxid = lr->czxid;
 	info->grants = lr->grants;

@@ -23,7 +23,7 @@ enum node_type {
 			   or a lock file's lock record (fs/lockfile.h) */
 	NODE_LOCKFILE,	/* -o lockfiles: a persistent znode shown as a
 			   regular file, locked with flock/fcntl */
-	NODE_HOLDERS,	/* LOCKDIR/.holders: no znode (fs/observe.h) */
+	NODE_HOLDERS,	/* LOCKDIR/.holders or .state: no znode (fs/observe.h) */
 };
 
 struct lfrec;

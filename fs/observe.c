@@ -1,4 +1,5 @@
-/* fs/observe.c - LOCKDIR/.holders: who holds a lock, poll(2)-able (observe.h). */
+/* fs/observe.c - LOCKDIR/.holders and .state: who holds a lock and what its
+ * holder published, poll(2)-able (observe.h). */
 #include "fs/observe.h"
 
 #include <errno.h>
@@ -18,6 +19,10 @@
 #include "zk/grant.h"
 #include "zk/limit.h"
 #include "zk/log.h"
+#include "zk/statedata.h"
+
+/* What an observer's text is: the holders, or the lock's state. */
+enum obs_kind { OBS_HOLDERS, OBS_STATE };
 
 /* A descriptor of .holders: its fh. */
 struct obs_fd {
@@ -39,6 +44,7 @@ struct obs_open {
 struct observer {
 	struct zklfs *fs;
 	char *dir;			/* the lock's znode; read only */
+	enum obs_kind kind;		/* read only */
 	struct zks *zks;		/* its session; read only */
 	struct obs_fd *fds;		/* open descriptors */
 	struct obs_open *opening;
@@ -346,26 +352,42 @@ static void fetch_again(void *arg, bool go);
 
 /* The listing, its watch armed: the holders, after the limit if there
  * may be one. */
+/*
+ * The watched read of @f ended with @rc: true if it is an answer to go on
+ * with (its watch is armed); else what it says is done: a transient
+ * failure fetches again once the session is back, no lock there is an
+ * empty text (nobody holds it, no state), another failure ends the fetch.
+ */
+static bool fetch_answered(struct fetch *f, int rc)
+{
+	struct observer *o = f->o;
+
+	if (zk_rc_transient(rc) && zks_later(o->zks, fetch_again, f) == 0)
+		return false;	/* the session is away: again when it is back */
+	if (rc == ZNONODE) {	/* no lock there (yet) */
+		fetch_text(f);
+		return false;
+	}
+	if (rc != ZOK) {
+		zklog(LOG_NOTICE, "%s of %s: %s", o->kind == OBS_STATE ? "state" : "holders",
+		      o->dir, zerror(rc));
+		fetch_end(f, NULL, 0, -zk_errno(rc));
+		return false;
+	}
+	zkmx_lock(&o->fs->obs->mu);
+	o->armed = true;
+	zkmx_unlock(&o->fs->obs->mu);
+	return true;
+}
+
 static void children_done(int rc, const struct String_vector *sv, const struct Stat *st,
 			  const void *data)
 {
 	struct fetch *f = (struct fetch *)data;
 	struct observer *o = f->o;
 
-	if (zk_rc_transient(rc) && zks_later(o->zks, fetch_again, f) == 0)
-		return;		/* the session is away: again when it is back */
-	if (rc == ZNONODE) {	/* no lock there (yet): nobody holds it */
-		fetch_text(f);
+	if (!fetch_answered(f, rc))
 		return;
-	}
-	if (rc != ZOK) {
-		zklog(LOG_NOTICE, "holders of %s: %s", o->dir, zerror(rc));
-		fetch_end(f, NULL, 0, -zk_errno(rc));
-		return;
-	}
-	zkmx_lock(&o->fs->obs->mu);
-	o->armed = true;
-	zkmx_unlock(&o->fs->obs->mu);
 	f->sv = *sv;		/* kept: the kids borrow its names */
 	memset((void *)sv, 0, sizeof(*sv));
 	f->kids = zkg_parse_children(f->sv.data, f->sv.count, &f->n);
@@ -379,12 +401,41 @@ static void children_done(int rc, const struct String_vector *sv, const struct S
 	fetch_holders(f);
 }
 
+/* The lock's data, its watch armed: the state it holds is the text. */
+static void state_done(int rc, const char *value, int len, const struct Stat *st,
+		       const void *data)
+{
+	struct fetch *f = (struct fetch *)data;
+	char *text;
+	ssize_t n;
+
+	(void)st;
+	if (!fetch_answered(f, rc))
+		return;
+	text = malloc(len > 0 ? (size_t)len : 1);
+	if (!text) {
+		fetch_end(f, NULL, 0, ENOMEM);
+		return;
+	}
+	/* the decoded state is never longer than its line: a garbled one
+	 * (written by hand) reads as none */
+	n = zksd_read(value, len > 0 ? (size_t)len : 0, text, len > 0 ? (size_t)len : 0);
+	fetch_end(f, text, n > 0 ? (size_t)n : 0, 0);
+}
+
 static void fetch_send(struct fetch *f)
 {
 	struct observer *o = f->o;
 	const struct zkt_transport *t = zklfs_transport(o->fs, o->zks);
-	int rc = t->ops->wchildren(t->ctx, o->dir, obs_watcher, o, children_done, f);
+	int rc;
 
+	if (o->kind == OBS_STATE) {
+		rc = t->ops->wget(t->ctx, o->dir, obs_watcher, o, state_done, f);
+		if (rc != ZOK)
+			state_done(rc, NULL, 0, NULL, f);
+		return;
+	}
+	rc = t->ops->wchildren(t->ctx, o->dir, obs_watcher, o, children_done, f);
 	if (rc != ZOK)
 		children_done(rc, NULL, NULL, f);
 }
@@ -430,11 +481,11 @@ static void obs_attr(struct zklfs *fs, struct node *n, struct stat *st)
 	st->st_atim = st->st_ctim = st->st_mtim;
 }
 
-void obs_lookup(fuse_req_t req, struct node *p)
+void obs_lookup(fuse_req_t req, struct node *p, const char *name)
 {
 	struct zklfs *fs = p->fs;
 	struct fuse_entry_param e;
-	char *path = zkn_join(p->path, ZKLFS_HOLDERS_NAME);
+	char *path = zkn_join(p->path, name);
 	struct node *n = NULL;
 
 	if (path) {
@@ -463,15 +514,16 @@ void obs_getattr(fuse_req_t req, struct node *n)
 	fuse_reply_attr(req, &st, 1.0);
 }
 
-/* The observer of the lock @dir, made if none.  Under mu.  Return: NULL
- * on ENOMEM. */
-static struct observer *obs_get_locked(struct zklfs *fs, const char *dir)
+/* The observer of @kind of the lock @dir, made if none.  Under mu.
+ * Return: NULL on ENOMEM. */
+static struct observer *obs_get_locked(struct zklfs *fs, const char *dir,
+				       enum obs_kind kind)
 {
 	struct observer *o;
 
 	ZKMX_ASSERT_HELD(&fs->obs->mu);
 	for (o = fs->obs->all; o; o = o->next)
-		if (strcmp(o->dir, dir) == 0)
+		if (o->kind == kind && strcmp(o->dir, dir) == 0)
 			return o;
 	o = calloc(1, sizeof(*o));
 	if (o)
@@ -480,6 +532,7 @@ static struct observer *obs_get_locked(struct zklfs *fs, const char *dir)
 		free(o);
 		return NULL;
 	}
+	o->kind = kind;
 	o->fs = fs;
 	o->zks = zklfs_session_hold(fs, dir);	/* its watches stay there */
 	o->next = fs->obs->all;
@@ -494,6 +547,7 @@ void obs_open(fuse_req_t req, struct node *n, struct fuse_file_info *fi)
 	struct observer *o = NULL;
 	struct obs_fd *d;
 	bool start = false, now = false;
+	enum obs_kind kind = OBS_HOLDERS;
 	char *dir;
 
 	if ((fi->flags & O_ACCMODE) != O_RDONLY) {
@@ -502,6 +556,8 @@ void obs_open(fuse_req_t req, struct node *n, struct fuse_file_info *fi)
 	}
 	zkmx_lock(&fs->lock);
 	dir = n->path ? strndup(n->path, zkn_parent_len(n->path)) : NULL;
+	if (dir && strcmp(zkn_base(n->path), ZKLFS_STATE_NAME) == 0)
+		kind = OBS_STATE;
 	zkmx_unlock(&fs->lock);
 	d = dir ? calloc(1, sizeof(*d)) : NULL;
 	if (d)
@@ -511,7 +567,7 @@ void obs_open(fuse_req_t req, struct node *n, struct fuse_file_info *fi)
 		op->fd = d;
 		zpend_start(fs, &op->pend, req);	/* before anyone sees it */
 		zkmx_lock(&fs->obs->mu);
-		o = obs_get_locked(fs, dir);
+		o = obs_get_locked(fs, dir, kind);
 		if (o && o->ready && o->armed && !o->fetching) {
 			d->o = o;	/* its watch is armed: the text is current */
 			d->next = o->fds;

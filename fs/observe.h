@@ -1,7 +1,8 @@
 /*
- * fs/observe.h - watching who holds a lock without taking it: the file
+ * fs/observe.h - watching a lock without taking it: the files
  * LOCKDIR/.holders, the poll(2)-able handle behind `zklock --watch` (the
- * "observe" side of leader election).
+ * "observe" side of leader election), and LOCKDIR/.state, the state its
+ * holder publishes (set through fs/state.h).
  *
  * .holders is in every directory, never listed, never in ZooKeeper; a
  * directory or entry of that name cannot be made through the mount.
@@ -25,6 +26,13 @@
  * is asked between changes.  The last close lets the observer go when its
  * watch next fires.
  *
+ * .state is the same, with the lock's data for its text: it reads as the
+ * state the lock's data holds (zk/statedata.h; nothing while none, or a
+ * state line another client garbled), and poll() reports POLLIN|POLLPRI
+ * once it differs from what the descriptor last read at offset 0.  Its
+ * observer keeps one data watch on the lock; each change of the lock's
+ * data (a set, a limit) is one read.
+ *
  * Depends on: fs/mount.h, fs/node.h, fs/pool.h, fs/pending.h.  Handlers on
  * the FUSE thread; completions and watches on the ZooKeeper threads; the
  * observers under their own mutex (ZKMX_RANK_OBSERVE), never held across a
@@ -39,6 +47,7 @@
 #include "fs/node.h"
 
 #define ZKLFS_HOLDERS_NAME ".holders"
+#define ZKLFS_STATE_NAME ".state"
 
 /* zklfs_observe_init() and _free(): main thread, start and exit; _free()
  * after zklfs_pool_close() (no watch fires) and before zklfs_pool_free()
@@ -46,17 +55,18 @@
 int zklfs_observe_init(struct zklfs *fs);
 void zklfs_observe_free(struct zklfs *fs);
 
-/* zklfs_observe_name() - is @name the handle's (in any directory)? */
+/* zklfs_observe_name() - is @name one of the handles' (in any directory)? */
 static inline bool zklfs_observe_name(const char *name)
 {
-	return name[0] == '.' && __builtin_strcmp(name, ZKLFS_HOLDERS_NAME) == 0;
+	return name[0] == '.' && (__builtin_strcmp(name, ZKLFS_HOLDERS_NAME) == 0 ||
+				  __builtin_strcmp(name, ZKLFS_STATE_NAME) == 0);
 }
 
-/* obs_lookup() - LOOKUP of .holders in the directory @p. */
-void obs_lookup(fuse_req_t req, struct node *p);
-/* obs_getattr() - GETATTR of @n, a .holders node. */
+/* obs_lookup() - LOOKUP of the handle @name in the directory @p. */
+void obs_lookup(fuse_req_t req, struct node *p, const char *name);
+/* obs_getattr() - GETATTR of @n, a handle's node (NODE_HOLDERS). */
 void obs_getattr(fuse_req_t req, struct node *n);
-/* The descriptor's requests on @n, a .holders node. */
+/* The descriptor's requests on @n, a handle's node. */
 void obs_open(fuse_req_t req, struct node *n, struct fuse_file_info *fi);
 void obs_read(fuse_req_t req, size_t size, off_t off, struct fuse_file_info *fi);
 void obs_poll(fuse_req_t req, struct fuse_file_info *fi, struct fuse_pollhandle *ph);

@@ -197,7 +197,7 @@ static void zklfs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 		return;
 	}
 	if (zklfs_observe_name(name)) {	/* in every directory, of no znode */
-		obs_lookup(req, p);
+		obs_lookup(req, p, name);
 		return;
 	}
 	op = zop_new(req, p, zkn_join(p->path, name));

@@ -505,6 +505,7 @@ void zkl_info(struct zkl_waiter *w, struct zkl_info *info, char **path)
 	info->lost = w->ans == ANS_LOST;
 	info->revoking = w->revoked;
 	info->doubt = w->doubt;
+	info->limit = w->limit;
 	info->seq = w->seq;
 	info->grants = w->grants;
 	info->czxid = w->czxid;

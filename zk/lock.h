@@ -221,6 +221,8 @@ struct zkl_info {
 	bool created, granted, lost;
 	bool revoking;			/* asked to let go (zkl_engine_on_revoke()) */
 	bool doubt;			/* in doubt (zkl_engine_on_doubt()) */
+	unsigned limit;			/* the semaphore's limit it was granted
+					   under (0: a plain lock) */
 	uint32_t grants;		/* grants of its entry before this one
 					   (lingering): the fencing token's
 					   third field */

@@ -2,6 +2,7 @@
 #include "zk/metrics.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -26,14 +27,18 @@ static struct {
 	atomic_uint_fast64_t losses[ZKM_LOSS_N];
 	atomic_uint_fast64_t local[ZKM_LOCAL_N];
 	atomic_uint_fast64_t connection_losses, expiries, opened, closed, moved;
-	/* time in doubt: of the doubts ended, and since the sum of the
-	 * beginnings of the in_doubt ones still on */
-	atomic_uint_fast64_t doubt_ended_us, doubt_began_sum_us;
-	atomic_int_fast64_t in_doubt;
+	/* time in doubt (doubt_mu): of the doubts ended, and since the sum of
+	 * the beginnings of the in_doubt ones still on */
+	uint64_t doubt_ended_us, doubt_began_sum_us;
+	int64_t in_doubt;
 	atomic_int_fast64_t waiters, holders, lingering, dir_owners;
 	atomic_int state;
 	struct histogram wait, hold;
 } m;
+
+/* The doubt figures are read together: a lock, not atomics (a doubt that
+ * began between two loads would make the total run backwards). */
+static pthread_mutex_t doubt_mu = PTHREAD_MUTEX_INITIALIZER;
 
 #define ADD(x, n) atomic_fetch_add_explicit(&(x), (n), memory_order_relaxed)
 #define GET(x) atomic_load_explicit(&(x), memory_order_relaxed)
@@ -124,16 +129,20 @@ uint64_t zkm_doubt_began(void)
 {
 	uint64_t now = zkm_now_us();
 
-	ADD(m.doubt_began_sum_us, now);
-	ADD(m.in_doubt, 1);
+	pthread_mutex_lock(&doubt_mu);
+	m.doubt_began_sum_us += now;
+	m.in_doubt++;
+	pthread_mutex_unlock(&doubt_mu);
 	return now;
 }
 
 void zkm_doubt_ended(uint64_t began_us)
 {
-	ADD(m.doubt_ended_us, zkm_now_us() - began_us);
-	ADD(m.in_doubt, -1);
-	atomic_fetch_sub_explicit(&m.doubt_began_sum_us, began_us, memory_order_relaxed);
+	pthread_mutex_lock(&doubt_mu);
+	m.doubt_ended_us += zkm_now_us() - began_us;
+	m.in_doubt--;
+	m.doubt_began_sum_us -= began_us;
+	pthread_mutex_unlock(&doubt_mu);
 }
 
 void zkm_session_opened(int delta)
@@ -255,11 +264,15 @@ size_t zkm_format(char *buf, size_t cap)
 	    (unsigned long long)GET(m.connection_losses));
 	family(&o, "session_expiries_total", "counter", "ZooKeeper sessions expired.");
 	put(&o, "zklockfs_session_expiries_total %llu\n", (unsigned long long)GET(m.expiries));
-	int64_t in_doubt = GET(m.in_doubt);
-	uint64_t doubt_us = GET(m.doubt_ended_us);
+	int64_t in_doubt;
+	uint64_t doubt_us;
 
+	pthread_mutex_lock(&doubt_mu);
+	in_doubt = m.in_doubt;
+	doubt_us = m.doubt_ended_us;
 	if (in_doubt > 0)	/* each one on so far: now less its beginning */
-		doubt_us += (uint64_t)in_doubt * zkm_now_us() - GET(m.doubt_began_sum_us);
+		doubt_us += (uint64_t)in_doubt * zkm_now_us() - m.doubt_began_sum_us;
+	pthread_mutex_unlock(&doubt_mu);
 	family(&o, "doubt_seconds_total", "counter",
 	       "Time the mount's sessions spent in doubt, summed over the sessions: "
 	       "held locks neither known held nor lost.");

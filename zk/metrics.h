@@ -6,7 +6,9 @@
  * C11 atomic updated with relaxed order: no lock, no allocation, safe
  * from any thread, including with the engine's lock held; a plain lock's
  * open and close pay a few atomic adds.  A reader sees each figure whole,
- * not all of them at one instant.
+ * not all of them at one instant.  The time in doubt alone is kept under
+ * a mutex of its own (its parts are read together), taken by the
+ * session's supervisor and the reader, never under another lock.
  *
  * Writers: the engine (zk/waiter.c, zk/retry.c, zk/release.c, zk/lock.c,
  * zk/linger.c: answers, losses, releases, local grants), the session

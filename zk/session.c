@@ -163,10 +163,8 @@ static void ping_done(int rc, const char *value, const void *data)
 	pthread_mutex_lock(&s->lock);
 	if (p->id >= s->ping_done)	/* answered or failed: no more out */
 		s->ping_done = p->id + 1;
-	if (rc == ZOK && p->sent > s->answered_ms)
-		s->answered_ms = p->sent;
-	if (rc == ZOK)
-		s->answer_at_ms = boot_ms();
+	if (rc == ZOK && p->id >= s->ping_answered)
+		s->ping_answered = p->id + 1;
 	if (s->doubt)		/* the supervisor may end the doubt now */
 		pthread_cond_broadcast(&s->cond);
 	pthread_mutex_unlock(&s->lock);
@@ -212,10 +210,12 @@ static void send_ping(struct zks *s)
 	p->id = s->ping_next++;
 	s->pings_out[p->id % ZKS_PINGS_OUT] = p->sent;
 	pthread_mutex_unlock(&s->lock);
-	/* a ping that cannot go out completes no later one: none are out */
+	/* a ping that cannot go out is taken back (the supervisor alone
+	 * sends them: it is still the last one) */
 	if (zks_async_sync(s, "/", ping_done, p) != ZOK) {
 		pthread_mutex_lock(&s->lock);
-		s->ping_done = s->ping_next;
+		if (s->ping_next == p->id + 1)
+			s->ping_next = p->id;
 		pthread_mutex_unlock(&s->lock);
 		free(p);
 	}
@@ -503,22 +503,13 @@ uint64_t zks_doubt_after_ms(int timeout_ms)
 	return 2 * (uint64_t)(period < 20 ? 20 : period > 1000 ? 1000 : period);
 }
 
-/*
- * When the session turns doubtful, with a ping out: two periods after the
- * last answer came, or, if no ping went out for a while (the supervisor
- * was busy, or just started), a period after the oldest ping out was
- * sent.  0: no ping is out.
- */
+/* When the oldest ping out, unanswered, turns the session doubtful; 0:
+ * none is out. */
 static uint64_t doubt_due_locked(const struct zks *s)
 {
-	uint64_t after = zks_doubt_after_ms(s->timeout_ms), from = s->answer_at_ms;
-	uint64_t oldest = s->pings_out[s->ping_done % ZKS_PINGS_OUT];
-
 	if (s->ping_done >= s->ping_next)
 		return 0;
-	if (oldest > from + after / 2)
-		from = oldest - after / 2;
-	return from + after;
+	return s->pings_out[s->ping_done % ZKS_PINGS_OUT] + zks_doubt_after_ms(s->timeout_ms);
 }
 
 /* See zks_doubtful(): is the session in doubt now?  s->lock held. */
@@ -531,7 +522,7 @@ static bool doubt_locked(const struct zks *s)
 	if (due && due <= boot_ms())
 		return true;
 	/* a doubt ends with a round trip begun after it began */
-	return s->doubt && s->answered_ms < s->doubt_since_ms;
+	return s->doubt && s->ping_answered <= s->doubt_ping;
 }
 
 bool zks_doubtful(struct zks *s)
@@ -599,7 +590,8 @@ static void *zks_supervise(void *arg)
 			wait = 0;
 		else if (doubt_at && doubt_at - now < (uint64_t)wait)
 			wait = (int)(doubt_at - now);
-		if (s->doubt != s->doubt_told)
+		/* a move a broadcast asked for while we were not waiting */
+		if (doubt_locked(s) != s->doubt)
 			wait = 0;
 		zk_deadline_in(&deadline, CLOCK_MONOTONIC, wait);
 		if (wait)
@@ -621,8 +613,8 @@ static void *zks_supervise(void *arg)
 			s->silent = silent = true;
 		timeout = s->negotiated_ms;
 		doubt = doubt_locked(s);
-		if (doubt && !s->doubt)
-			s->doubt_since_ms = boot_ms();
+		if (doubt && !s->doubt)		/* a ping sent from now on ends it */
+			s->doubt_ping = s->ping_next;
 		s->doubt = doubt;
 		tell_doubt = doubt != s->doubt_told;
 		s->doubt_told = doubt;
@@ -687,7 +679,7 @@ int zks_start(struct zks *s, const struct zks_events *ev)
 	/* no ping went out since zks_open(); and nothing was held before now:
 	 * a lock is granted after the server read our create, which renewed
 	 * the session then */
-	s->last_heard_ms = s->answer_at_ms = boot_ms();
+	s->last_heard_ms = boot_ms();
 	publish_locked(s);
 	pthread_mutex_unlock(&s->lock);
 	err = pthread_create(&s->supervisor, NULL, zks_supervise, s);

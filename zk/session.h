@@ -10,8 +10,8 @@
  *     less a margin (a tenth of it, 20 ms to 1 s: zks_quiet()), at that
  *     time: the server may expire us a margin later, so held locks must be
  *     presumed lost from then on (Curator's LOST);
- *   - calls ev->doubt(true) once the session is in doubt: a ping out and
- *     no answer for two periods (zks_doubt_after_ms()), or the client
+ *   - calls ev->doubt(true) once the session is in doubt: a ping out
+ *     unanswered for two periods (zks_doubt_after_ms()), or the client
  *     reports the connection lost; and ev->doubt(false) once a ping sent after that
  *     is answered on a connected session (a round trip on it);
  *   - calls ev->connected() after a reconnection within the same session
@@ -80,13 +80,12 @@ struct zks {
 	 * are out, each sent at pings_out[id % ZKS_PINGS_OUT] */
 	uint64_t ping_next, ping_done;
 	uint64_t pings_out[ZKS_PINGS_OUT];
-	uint64_t answered_ms;		/* the send of the latest ping answered */
-	uint64_t answer_at_ms;		/* when an answer last came (or the
-					   supervisor started) */
-	bool doubt;			/* in doubt since doubt_since_ms: see
-					   zks_doubtful() */
+	uint64_t ping_answered;		/* 1 + the id of the latest ping
+					   answered (0: none) */
+	bool doubt;			/* in doubt since ping doubt_ping was
+					   next: see zks_doubtful() */
 	bool doubt_told;		/* what ev->doubt() last said */
-	uint64_t doubt_since_ms;
+	uint64_t doubt_ping;
 	uint64_t doubt_began_us;	/* supervisor's: zkm_doubt_began() */
 	int timeout_ms;			/* asked for */
 	int negotiated_ms;		/* the server's (it clamps what we ask) */
@@ -189,8 +188,8 @@ bool zks_settled(struct zks *s);
 
 /*
  * zks_doubtful() - is the session in doubt: the client reports the
- * connection lost (or the session expired), a ping is out and no answer
- * came for zks_doubt_after_ms(), or, since either, no ping sent after it began
+ * connection lost (or the session expired), a ping has been out
+ * unanswered for zks_doubt_after_ms(), or, since either, no ping sent after it began
  * was answered on a connected session?  Until then a holder cannot know
  * whether the server still keeps its entry, nor that it does not: the
  * mount grants nothing without a round trip (no cohort hand-off, no
@@ -200,12 +199,11 @@ bool zks_settled(struct zks *s);
 bool zks_doubtful(struct zks *s);
 
 /*
- * zks_doubt_after_ms() - how long a session with a ping out goes without
- * an answer before it is in doubt: two ping periods, a period being a
- * tenth of the session timeout @timeout_ms (20 ms to 1 s).  A ping
- * answered within a period of the next one never starts a doubt, so a
- * session whose pings wait a moment behind its own writes does not flap.
- * Pure.
+ * zks_doubt_after_ms() - how long a ping goes unanswered before the
+ * session is in doubt: two ping periods, a period being a tenth of the
+ * session timeout @timeout_ms (20 ms to 1 s).  A ping answered within two
+ * periods never starts a doubt, so a session whose pings wait a moment
+ * behind its own writes does not flap.  Pure.
  */
 uint64_t zks_doubt_after_ms(int timeout_ms);
 

@@ -9,6 +9,7 @@
 #include <err.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -274,4 +275,38 @@ int cli_entry_export_env(struct cli_run *r)
 	    setenv("ZKLOCK_MODE", r->o->shared ? "shared" : "exclusive", 1) < 0)
 		return -errno;
 	return 0;
+}
+
+/* See entry.h. */
+int cli_inherited_fd(void)
+{
+	const char *v = getenv("ZKLOCK_FD");
+	char *end;
+	long fd;
+
+	if (!v || !*v)
+		return -1;
+	errno = 0;
+	fd = strtol(v, &end, 10);
+	if (errno || *end || fd < 0 || fd > INT_MAX || fcntl((int)fd, F_GETFD) < 0)
+		return -1;
+	return (int)fd;
+}
+
+/* See entry.h. */
+bool cli_fd_is_lock(int fd, const char *dir, bool lockfile)
+{
+	char link[64], path[PATH_MAX];
+	size_t dlen = strlen(dir);
+	ssize_t n;
+
+	snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+	n = readlink(link, path, sizeof(path) - 1);
+	if (n <= 0)
+		return false;
+	path[n] = '\0';
+	if (lockfile)
+		return strcmp(path, dir) == 0;
+	return (size_t)n > dlen + 1 && memcmp(path, dir, dlen) == 0 &&
+	       path[dlen] == '/' && !strchr(path + dlen + 1, '/');
 }

@@ -84,4 +84,19 @@ int cli_entry_fd_text(int fd, unsigned long cmd, char *buf, size_t size);
  */
 int cli_entry_export_env(struct cli_run *r);
 
+/*
+ * cli_inherited_fd() - the lock descriptor a zklock we run under left us:
+ * ZKLOCK_FD, if it names a descriptor open in this process.  Return: it,
+ * or -1 (not set, not a number, or not open).
+ */
+int cli_inherited_fd(void);
+
+/*
+ * cli_fd_is_lock() - does descriptor @fd stand for the lock @dir (an
+ * absolute path): an entry in the lock directory @dir, or the lock file
+ * @dir itself (@lockfile)?  The kernel says where the descriptor's file
+ * is (/proc/self/fd), whatever the environment says.
+ */
+bool cli_fd_is_lock(int fd, const char *dir, bool lockfile);
+
 #endif

@@ -96,6 +96,7 @@
 #include "tools/zklock/lockdir.h"
 #include "tools/zklock/opts.h"
 #include "tools/zklock/signals.h"
+#include "tools/zklock/state.h"
 #include "tools/zklock/tree.h"
 #include "tools/zklock/waitinfo.h"
 #include "tools/zklock/watch.h"
@@ -233,48 +234,6 @@ static int cli_prepare(struct cli_run *r)
 		r->argv = o->argv;
 	}
 	return 0;
-}
-
-/*
- * The lock descriptor a zklock we run under left us: ZKLOCK_FD, if it names
- * a descriptor open in this process.  Return: it, or -1 (not set, not a
- * number, or not open).
- */
-static int cli_inherited_fd(void)
-{
-	const char *v = getenv("ZKLOCK_FD");
-	char *end;
-	long fd;
-
-	if (!v || !*v)
-		return -1;
-	errno = 0;
-	fd = strtol(v, &end, 10);
-	if (errno || *end || fd < 0 || fd > INT_MAX || fcntl((int)fd, F_GETFD) < 0)
-		return -1;
-	return (int)fd;
-}
-
-/*
- * Does descriptor @fd stand for the lock @dir: an entry in the lock
- * directory @dir, or the lock file @dir itself?  The kernel says where
- * the descriptor's file is (/proc/self/fd), whatever the environment says.
- */
-static bool cli_fd_is_lock(int fd, const char *dir, bool lockfile)
-{
-	char link[64], path[PATH_MAX];
-	size_t dlen = strlen(dir);
-	ssize_t n;
-
-	snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
-	n = readlink(link, path, sizeof(path) - 1);
-	if (n <= 0)
-		return false;
-	path[n] = '\0';
-	if (lockfile)
-		return strcmp(path, dir) == 0;
-	return (size_t)n > dlen + 1 && memcmp(path, dir, dlen) == 0 &&
-	       path[dlen] == '/' && !strchr(path + dlen + 1, '/');
 }
 
 /* Why an inherited ZKLOCK_FD did not make this zklock a nested one (NULL:
@@ -451,6 +410,8 @@ static int cli_run_command(struct cli_run *r)
 	if (r->o->verbose)
 		fprintf(stderr, "%s: executing %s\n", program_invocation_short_name,
 			r->o->shell_cmd ? r->o->shell_cmd : r->argv[0]);
+	if (r->o->on_doubt && (status = cli_tree_until_sure(r)) != 0)
+		return status;
 	/* watched before it starts: a daemon that froze meanwhile holds
 	 * zklock in the ioctl, never a command running unwatched */
 	if (cli_watchdog_arm(r) != 0)
@@ -559,6 +520,8 @@ int main(int argc, char **argv)
 		return cli_metrics(o.lockdir);
 	if (o.confirm)
 		return cli_confirm();
+	if (o.state)
+		return cli_state(o.lockdir, o.state_set);
 
 	/* the command gets our mask as we got it; -w needs SIGALRM */
 	status = cli_sig_install(&r.orig_mask);

@@ -35,6 +35,7 @@ static void __attribute__((noreturn)) cli_usage(FILE *f, int status)
 "  zklock --watch [--json] LOCKDIR\n"
 "  zklock --metrics MOUNTPOINT\n"
 "  zklock --confirm\n"
+"  zklock --state LOCKDIR [--set VALUE]\n"
 "\n"
 "Run a command while holding a zklockfs (ZooKeeper) lock. LOCKDIR is a\n"
 "directory on a zklockfs mount, created if missing, or a lock file on a\n"
@@ -69,6 +70,10 @@ static void __attribute__((noreturn)) cli_usage(FILE *f, int status)
 "      --json                 with --list or --watch: one JSON object a line\n"
 "      --metrics              print the figures of the mount at LOCKDIR (its\n"
 "                             mount point), in the Prometheus text format\n"
+"      --state                print the state LOCKDIR's holder published\n"
+"                             (LOCKDIR/.state); with --set VALUE, run by the\n"
+"                             command under zklock, publish VALUE (exit 75:\n"
+"                             the lock is lost, and nothing changed)\n"
 "      --confirm              run by a command under zklock: exit 0 if its\n"
 "                             lock ($ZKLOCK_ENTRY) is still held, as ZooKeeper\n"
 "                             says now, else 75\n"
@@ -229,7 +234,7 @@ static int cli_parse_doubt(const char *arg, struct cli_opts *o)
 /* See opts.h. */
 int cli_opts_parse(int argc, char **argv, struct cli_opts *o)
 {
-	enum { OPT_VERBOSE = 256, OPT_LIST, OPT_ON_REVOKE, OPT_ON_DOUBT, OPT_METRICS, OPT_CONFIRM,
+	enum { OPT_VERBOSE = 256, OPT_LIST, OPT_ON_REVOKE, OPT_ON_DOUBT, OPT_STATE, OPT_SET, OPT_METRICS, OPT_CONFIRM,
 	       OPT_PER_HOST, OPT_WATCH, OPT_JSON };
 	static const struct option longopts[] = {
 		{ "shared",		no_argument,		NULL, 's' },
@@ -251,6 +256,8 @@ int cli_opts_parse(int argc, char **argv, struct cli_opts *o)
 		{ "watch",		no_argument,		NULL, OPT_WATCH },
 		{ "json",		no_argument,		NULL, OPT_JSON },
 		{ "confirm",		no_argument,		NULL, OPT_CONFIRM },
+		{ "state",		no_argument,		NULL, OPT_STATE },
+		{ "set",		required_argument,	NULL, OPT_SET },
 		{ "metrics",		no_argument,		NULL, OPT_METRICS },
 		{ "per-host",		no_argument,		NULL, OPT_PER_HOST },
 		{ "help",		no_argument,		NULL, 'h' },
@@ -319,6 +326,12 @@ int cli_opts_parse(int argc, char **argv, struct cli_opts *o)
 		case OPT_CONFIRM:
 			o->confirm = true;
 			break;
+		case OPT_STATE:
+			o->state = true;
+			break;
+		case OPT_SET:
+			o->state_set = optarg;
+			break;
 		case OPT_PER_HOST:
 			o->per_host = true;
 			break;
@@ -357,15 +370,26 @@ int cli_opts_parse(int argc, char **argv, struct cli_opts *o)
 	if (!*o->lockdir)
 		return cli_bad_usage("empty LOCKDIR");
 	rest = argc - optind;
-	if (o->list + o->metrics + o->watch > 1)
-		return cli_bad_usage("one of --list, --watch and --metrics at a time");
+	/* --state LOCKDIR --set VALUE: the option after LOCKDIR, as shown */
+	if (o->state && !o->state_set && rest == 2 && strcmp(argv[optind], "--set") == 0) {
+		o->state_set = argv[optind + 1];
+		rest = 0;
+	} else if (o->state && !o->state_set && rest == 1 &&
+		   strncmp(argv[optind], "--set=", 6) == 0) {
+		o->state_set = argv[optind] + 6;
+		rest = 0;
+	}
+	if (o->list + o->metrics + o->watch + o->state > 1)
+		return cli_bad_usage("one of --list, --watch, --state and --metrics at a time");
 	if (o->json && !o->list && !o->watch)
 		return cli_bad_usage("--json goes with --list or --watch");
-	if (o->list || o->metrics || o->watch) {
+	if (o->state_set && !o->state)
+		return cli_bad_usage("--set goes with --state");
+	if (o->list || o->metrics || o->watch || o->state) {
 		if (rest || o->shell_cmd)
 			return cli_bad_usage("%s takes only %s", o->list ? "--list" :
-					     o->watch ? "--watch" : "--metrics",
-					     o->metrics ? "MOUNTPOINT" : "LOCKDIR");
+					     o->watch ? "--watch" : o->state ? "--state" :
+					     "--metrics", o->metrics ? "MOUNTPOINT" : "LOCKDIR");
 		return 0;
 	}
 	if (rest && (strcmp(argv[optind], "-c") == 0 ||

@@ -452,6 +452,39 @@ static bool cli_tree_pri(struct cli_run *r, bool running)
 }
 
 /* See tree.h. */
+int cli_tree_until_sure(struct cli_run *r)
+{
+	struct pollfd pfd[2] = {
+		{ .fd = r->sigfd, .events = POLLIN },
+		{ .fd = r->lockfd, .events = 0 },	/* POLLERR|POLLHUP: lost */
+	};
+	struct signalfd_siginfo si;
+	char state[32];
+	bool said = false;
+
+	for (;;) {
+		if (cli_entry_fd_text(r->lockfd, ZKLFS_IOC_STATE, state, sizeof(state)) ||
+		    strcmp(state, "lost") == 0) {
+			warnx("lock in %s lost before %s started: %s", r->dir, r->argv[0],
+			      cli_why_lost(r));
+			return CLI_EXIT_LOST;
+		}
+		if (strcmp(state, "doubt") != 0)
+			return 0;
+		if (!said)
+			warnx("lock %s in doubt (ZooKeeper unheard): %s starts once it "
+			      "holds again", r->entry, r->argv[0]);
+		said = true;
+		if (poll(pfd, 2, CLI_STATE_LOOK_MS) < 0 && errno != EINTR)
+			return CLI_EXIT_OSERR;
+		if ((pfd[0].revents & POLLIN) &&
+		    read(r->sigfd, &si, sizeof(si)) == (ssize_t)sizeof(si) &&
+		    si.ssi_signo != SIGCHLD)
+			return 128 + (int)si.ssi_signo;	/* nothing to pass it on to */
+	}
+}
+
+/* See tree.h. */
 int cli_tree_supervise(struct cli_run *r, int *status)
 {
 	struct pollfd pfd[2] = {
@@ -493,8 +526,10 @@ int cli_tree_supervise(struct cli_run *r, int *status)
 			  phase == TERMINATING ? cli_ms_until(kill_at) : round_ms;
 		if (phase == KILLING && round_ms < CLI_KILL_ROUND_MAX_MS)
 			round_ms *= 2;
-		if (look && r->o->on_doubt && pfd[1].fd >= 0 &&
-		    (timeout < 0 || timeout > CLI_STATE_LOOK_MS))
+		/* looking: while a doubt or a revocation is still to tell */
+		bool looking = look && pfd[1].fd >= 0 && (r->o->on_doubt || !r->revoked);
+
+		if (looking && (timeout < 0 || timeout > CLI_STATE_LOOK_MS))
 			timeout = CLI_STATE_LOOK_MS;
 		n = poll(pfd, 2, timeout);
 		if (n < 0) {
@@ -502,12 +537,13 @@ int cli_tree_supervise(struct cli_run *r, int *status)
 				continue;
 			return -errno;
 		}
-		if (look && r->o->on_doubt && pfd[1].fd >= 0 && !pfd[1].revents)
+		if (looking && !pfd[1].revents)
 			cli_tree_pri(r, phase == RUNNING);
 		if ((pfd[1].revents & POLLPRI) &&
 		    !(pfd[1].revents & (POLLERR | POLLHUP))) {
-			/* a revocation holds POLLPRI up: from then on only a
-			 * loss wakes us, and the state is read as we look */
+			/* a revocation holds POLLPRI up (told, or hidden
+			 * behind a doubt when nothing moved): from then on only
+			 * a loss wakes us, and the state is read as we look */
 			if (!cli_tree_pri(r, phase == RUNNING) || r->revoked) {
 				look = true;
 				pfd[1].events = 0;

@@ -35,6 +35,14 @@ int cli_tree_spawn(struct cli_run *r);
 int cli_tree_exec(struct cli_run *r);
 
 /*
+ * cli_tree_until_sure() - with --on-doubt, before the command starts:
+ * wait while the lock reads "doubt" (a grant the mount cannot yet vouch
+ * for), reading its state every quarter second.  Return: 0 once it holds,
+ * 75 if it is lost, 128+N for a signal N that came meanwhile, 71.
+ */
+int cli_tree_until_sure(struct cli_run *r);
+
+/*
  * cli_tree_supervise() - wait for the command and everything it started,
  * watching r->lockfd (zklockfs wakes poll() with POLLERR|POLLHUP when the
  * lock is lost) and r->sigfd. The tree is ended (SIGTERM and SIGCONT;

@@ -43,6 +43,8 @@ struct cli_opts {
 	bool json;		/* --json, with --list or --watch */
 	bool metrics;		/* --metrics MOUNTPOINT */
 	bool confirm;		/* --confirm: is the lock of ZKLOCK_ENTRY held? */
+	bool state;		/* --state: print LOCKDIR's state ... */
+	const char *state_set;	/* ... or, --set VALUE, publish VALUE */
 	bool done;		/* --help/--version answered: exit 0 */
 	double kill_after;	/* --kill-after SECONDS, after a loss */
 	const char *name;	/* -N NAME; NULL: from the host name */
