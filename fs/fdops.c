@@ -260,15 +260,19 @@ static void watchdog_ioctl(fuse_req_t req, struct node *ln)
 		fuse_reply_ioctl(req, 0, &w, sizeof(w));
 }
 
-/* ZKLFS_IOC_SETSTATE: the state of the lock @fi holds (fs/state.h). */
+/* ZKLFS_IOC_SETSTATE, ZKLFS_IOC_RUN: fenced writes of the lock @fi holds
+ * (fs/state.h). */
 static void state_ioctl(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
-			const void *in_buf, size_t in_bufsz)
+			unsigned int cmd, const void *in_buf, size_t in_bufsz,
+			size_t out_bufsz)
 {
 	struct zklfs *fs = fuse_req_userdata(req);
 	const struct zklfs_ioc_state *st = in_buf;
 	struct node *n, *ln;
 
-	if (in_bufsz < sizeof(*st) || st->len > ZKLFS_STATE_MAX) {
+	if (cmd == ZKLFS_IOC_RUN ? in_bufsz < sizeof(struct zklfs_ioc_run) ||
+				   out_bufsz < sizeof(struct zklfs_ioc_run)
+				 : in_bufsz < sizeof(*st) || st->len > ZKLFS_STATE_MAX) {
 		fuse_reply_err(req, EINVAL);
 		return;
 	}
@@ -276,7 +280,10 @@ static void state_ioctl(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *f
 		ln = lf_holder(fs, fi, 0, true);
 	else
 		ln = fi->fh == FH_HOLDER ? n : NULL;
-	zklfs_state_set(req, fs, ln, st->data, st->len);
+	if (cmd == ZKLFS_IOC_RUN)
+		zklfs_state_run(req, fs, ln, in_buf);
+	else
+		zklfs_state_set(req, fs, ln, st->data, st->len);
 }
 
 /* ZKLFS_IOC_TELL: the holder of @fi handles a loss itself (fs/ioctl.h). */
@@ -311,8 +318,8 @@ void zklfs_fd_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd, void *arg,
 		tell_ioctl(req, ino, fi);
 		return;
 	}
-	if (cmd == ZKLFS_IOC_SETSTATE) {
-		state_ioctl(req, ino, fi, in_buf, in_bufsz);
+	if (cmd == ZKLFS_IOC_SETSTATE || cmd == ZKLFS_IOC_RUN) {
+		state_ioctl(req, ino, fi, cmd, in_buf, in_bufsz, out_bufsz);
 		return;
 	}
 	if ((cmd != ZKLFS_IOC_STATE && !token && cmd != ZKLFS_IOC_WATCHDOG &&

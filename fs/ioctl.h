@@ -42,9 +42,19 @@
  * the lock is gone (even if the mount had not heard so yet), EACCES from a
  * descriptor that does not hold the lock exclusively (a shared holder, a
  * semaphore slot, a reader, a waiter), EFBIG if the lock's data would not
- * fit, EINVAL for a len past the data.  Python: struct.pack("I", len(s)) +
+ * fit, EINVAL for a len past the data; EINTR or ETIMEDOUT as any request
+ * that waits on ZooKeeper (whether that set lands is then unknown, as for
+ * a write), EAGAIN if the lock's data kept changing under it.  Python: struct.pack("I", len(s)) +
  * s padded to 16380 bytes, in a bytearray (fcntl.ioctl copies an immutable
  * argument only up to 1024 bytes).
+ *
+ * ZKLFS_IOC_RUN (0xc0d85a08) is zklock --once-per's, on the descriptor
+ * that holds a lock exclusively, fenced as ZKLFS_IOC_SETSTATE: with a
+ * period, record a run in the lock znode's data unless one recorded there
+ * started less than the period ago, on the times the ensemble stamps on
+ * the lock's znode (ran 1: recorded, start_ms its stamp; ran 0: skip,
+ * start_ms and label the run that counts); with period 0, record the exit
+ * status of the run of start_ms if the lock's data still names it.
  *
  * ZKLFS_IOC_WATCHDOG (0x81005a03) gives a holder what zklock's watchdog
  * reads without asking the daemon (zk/heartbeat.h, fs/watchdog.h): the
@@ -89,5 +99,19 @@ struct zklfs_ioc_state {
 };
 
 #define ZKLFS_IOC_SETSTATE _IOW('Z', 7, struct zklfs_ioc_state)
+
+struct zklfs_ioc_run {
+	uint64_t period_ms;	/* in: claim this period's run; 0: record
+				   exit_status for the run of start_ms */
+	int64_t start_ms;	/* out: the run that counts, as the ensemble
+				   stamped it (ms since the epoch); in, with
+				   period_ms 0: ours */
+	int32_t exit_status;	/* in, with period_ms 0 */
+	uint32_t ran;		/* out: 1: ours counts (recorded), 0: skip */
+	char label[192];	/* in: ours ("HOST PID"); out: the one that
+				   counts; NUL-terminated */
+};
+
+#define ZKLFS_IOC_RUN _IOWR('Z', 8, struct zklfs_ioc_run)
 
 #endif

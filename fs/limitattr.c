@@ -16,23 +16,38 @@
 
 #include "zk/limit.h"
 #include "zk/lock.h"
+#include "zk/escape.h"
 #include "zk/statedata.h"
 #include "zk/log.h"
 
 #define SET_TRIES 5			/* the data keeps changing under us */
+#define LASTRUN 1			/* op->attr of user.zklockfs.lastrun */
 
 /* reading --------------------------------------------------------------------- */
 
-static void get_done(int rc, const char *value, int len, const struct Stat *zs,
-		     const void *data)
+/* Answer @op, a getxattr of the lock's data (a setting, the state or the
+ * last run), from that data (@value, @len bytes); free @op. */
+static void get_answer(struct zop *op, const char *value, int len)
 {
-	struct zop *op = (struct zop *)data;
 	long v;
 	char val[24];
 
-	(void)zs;
-	if (rc != ZOK) {
-		zop_fail(op, rc);
+	if (!op->setting && op->attr == LASTRUN) {
+		struct zksd_run run;
+		char line[64 + 4 * ZKSD_LABEL_MAX];
+		int k;
+
+		if (!zksd_run_read(value, len > 0 ? (size_t)len : 0, &run)) {
+			zop_reply_err(op, ENODATA);
+		} else {
+			k = run.exited ? snprintf(line, sizeof(line), "%lld %d ",
+						  (long long)run.start_ms, run.exit_status)
+				       : snprintf(line, sizeof(line), "%lld - ",
+						  (long long)run.start_ms);
+			zkesc(line + k, sizeof(line) - (size_t)k, run.label, strlen(run.label));
+			zop_reply_value(op, line, strlen(line));
+		}
+		zop_free(op);
 		return;
 	}
 	if (!op->setting) {		/* the state: never longer than its line */
@@ -58,16 +73,35 @@ static void get_done(int rc, const char *value, int len, const struct Stat *zs,
 	zop_free(op);
 }
 
+static void get_done(int rc, const char *value, int len, const struct Stat *zs,
+		     const void *data)
+{
+	struct zop *op = (struct zop *)data;
+
+	if (rc != ZOK) {
+		zop_fail(op, rc);
+		return;
+	}
+	/* the same command's next read of the lock's data (zklock --list
+	 * asks the limit, then the last run) is answered from it */
+	zklfs_xc_put_stat(op->fs, zop_pid(op), op->path, zs, value ? value : "",
+			  value && len > 0 ? len : 0);
+	get_answer(op, value, len);
+}
+
 static int get_send(struct zop *op)
 {
 	return zklfs_zget(op->fs, op->zks, op->path, get_done, op);
 }
 
 void zklfs_limit_get(fuse_req_t req, struct node *n, size_t size,
-		     const struct zklim_setting *s)
+		     const struct zklim_setting *s, bool lastrun)
 {
 	struct zklfs *fs = fs_of(req);
 	struct zop *op = zop_new(req, n, zklfs_node_path(fs, n));
+	char *cached = NULL;
+	struct Stat zs;
+	int clen = 0;
 
 	if (!op) {
 		fuse_reply_err(req, ENOMEM);
@@ -75,6 +109,12 @@ void zklfs_limit_get(fuse_req_t req, struct node *n, size_t size,
 	}
 	op->size = size;
 	op->setting = s;
+	op->attr = lastrun ? LASTRUN : 0;
+	if (zklfs_xc_stat(fs, zop_pid(op), op->path, &zs, &cached, &clen)) {
+		get_answer(op, cached, clen);
+		free(cached);
+		return;
+	}
 	zop_send(op, zklfs_session(fs, op->path), get_send);
 }
 

@@ -31,13 +31,16 @@
 #define ZKLFS_LIMIT_XATTR "user.zklockfs.limit"
 #define ZKLFS_LINGER_XATTR "user.zklockfs.linger"
 #define ZKLFS_STATEDATA_XATTR "user.zklockfs.statedata"
+#define ZKLFS_LASTRUN_XATTR "user.zklockfs.lastrun"
 
 /* zklfs_limit_get() - getxattr of the setting @s of the lock directory @n:
  * "N", or ENODATA if it has none; with @s NULL, the state the lock's holder
  * published (zk/statedata.h), the way a lock file's is read, empty if none
- * (LOCKDIR/.state reads the same: fs/observe.h). */
+ * (LOCKDIR/.state reads the same: fs/observe.h); with @lastrun, the last
+ * run of zklock --once-per: "START EXIT LABEL" (START the ensemble's
+ * stamp in ms, EXIT "-" while it runs, LABEL escaped), ENODATA if none. */
 void zklfs_limit_get(fuse_req_t req, struct node *n, size_t size,
-		     const struct zklim_setting *s);
+		     const struct zklim_setting *s, bool lastrun);
 
 /*
  * zklfs_limit_set() - setxattr of @s (@value of @len bytes, XATTR_CREATE or

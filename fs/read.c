@@ -345,9 +345,11 @@ void zklfs_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 			fuse_reply_err(req, ENODATA);
 		return;
 	}
-	if (setting_of(name) || strcmp(name, ZKLFS_STATEDATA_XATTR) == 0) {
+	if (setting_of(name) || strcmp(name, ZKLFS_STATEDATA_XATTR) == 0 ||
+	    strcmp(name, ZKLFS_LASTRUN_XATTR) == 0) {
 		if (node_persistent(n->type))
-			zklfs_limit_get(req, n, size, setting_of(name));
+			zklfs_limit_get(req, n, size, setting_of(name),
+					strcmp(name, ZKLFS_LASTRUN_XATTR) == 0);
 		else
 			fuse_reply_err(req, ENODATA);
 		return;

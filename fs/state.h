@@ -1,6 +1,7 @@
 /*
- * fs/state.h - setting LOCKDIR/.state: the state only the holder may
- * change (docs/SPEC.md, "State that only the holder may change").
+ * fs/state.h - writes of a lock znode's data that ZooKeeper fences: the
+ * state only the holder may change (LOCKDIR/.state: docs/SPEC.md, "State
+ * that only the holder may change"), and the runs of zklock --once-per.
  *
  * ZKLFS_IOC_SETSTATE on the descriptor that holds a lock exclusively (an
  * entry's holder descriptor, or a lock file's that holds it) reads the
@@ -17,6 +18,14 @@
  * Costs the ensemble, per set: one read of the lock's data and one write
  * (the multi is one transaction).
  *
+ * A run of zklock --once-per (ZKLFS_IOC_RUN) is two such writes: a probe
+ * that puts a run line "0 - LABEL" in the lock's data, whose mtime is the
+ * ensemble's clock now; then, if the previous run line's stamp is less
+ * than the period before that, the previous line back (a skip), else the
+ * line with that stamp (ours counts).  No client's clock is read: a host
+ * whose clock is wrong skips and runs as the others do.  Its exit status
+ * is a third write, made only while the line is still ours.
+ *
  * Depends on: fs/lockreq.h (who holds), fs/pool.h (the entry's session),
  * fs/pending.h (the request is bounded and interruptible).  FUSE thread
  * to start; answered from ZooKeeper's completion thread.
@@ -26,6 +35,7 @@
 
 #include <stddef.h>
 
+#include "fs/ioctl.h"
 #include "fs/node.h"
 
 /*
@@ -38,5 +48,13 @@
  */
 void zklfs_state_set(fuse_req_t req, struct zklfs *fs, struct node *ln,
 		     const char *state, size_t len);
+
+/*
+ * zklfs_state_run() - ZKLFS_IOC_RUN of @in through @ln, answered to @req:
+ * the run that counts (fs/ioctl.h), or errors as zklfs_state_set()'s.
+ * FUSE thread, without fs->lock.
+ */
+void zklfs_state_run(fuse_req_t req, struct zklfs *fs, struct node *ln,
+		     const struct zklfs_ioc_run *in);
 
 #endif

@@ -111,6 +111,43 @@ static void test_bad_lines_and_bounds(void **state)
 	assert_int_equal(zksd_edit("limit=2\n", 8, "a", 1, data, sizeof(data)), -E2BIG);
 }
 
+/* A run's line: written and read back, its label unable to make a line. */
+static void test_run_lines(void **state)
+{
+	struct zksd_run r = { .start_ms = 1764979200123 }, back;
+	char out[512];
+	ssize_t n;
+
+	(void)state;
+	snprintf(r.label, sizeof(r.label), "web1 4242\nlimit=1");
+	n = zksd_run_edit("limit=3\nstate=YQ==\n", 19, &r, out, sizeof(out) - 1);
+	assert_true(n > 0);
+	out[n] = '\0';
+	assert_int_equal(zklim_parse(out, (size_t)n), 3);
+	assert_true(zksd_run_read(out, (size_t)n, &back));
+	assert_int_equal(back.start_ms, r.start_ms);
+	assert_false(back.exited);
+	assert_string_equal(back.label, r.label);
+	r.exited = true;
+	r.exit_status = 3;
+	n = zksd_run_edit(out, (size_t)n, &r, out + 256, 255);
+	assert_true(n > 0);
+	assert_true(zksd_run_read(out + 256, (size_t)n, &back));
+	assert_true(back.exited);
+	assert_int_equal(back.exit_status, 3);
+	assert_int_equal(memcmp(out + 256, "limit=3\nstate=YQ==\nrun=1764979200123 3 ", 38), 0);
+	/* garbled by hand: none */
+	assert_false(zksd_run_read("run=12\n", 7, &back));
+	assert_false(zksd_run_read("run=x - YQ==\n", 13, &back));
+	assert_false(zksd_run_read("run=1 300 YQ==\n", 15, &back));
+	assert_false(zksd_run_read("run=1 - Y\n", 10, &back));
+	assert_false(zksd_run_read("limit=2\n", 8, &back));
+	/* removed */
+	n = zksd_run_edit("run=1 - YQ==\nx=1\n", 17, NULL, out, sizeof(out));
+	assert_int_equal(n, 4);
+	assert_memory_equal(out, "x=1\n", 4);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -119,6 +156,7 @@ int main(void)
 		cmocka_unit_test(test_a_state_never_makes_a_setting),
 		cmocka_unit_test(test_binary_round_trip),
 		cmocka_unit_test(test_bad_lines_and_bounds),
+		cmocka_unit_test(test_run_lines),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

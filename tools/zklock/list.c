@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "tools/zklock/lockdir.h"
+#include "tools/zklock/once.h"
 #include "tools/zklock/watch.h"
 #include "tools/zklock/zklock.h"
 
@@ -343,6 +344,22 @@ static const char *cli_limit_of(const char *path, char *buf, size_t size)
 	return buf;
 }
 
+/* After the queue, the last run of zklock --once-per under @path, if any. */
+static void cli_print_last_run(const char *path, bool json)
+{
+	char last[1024];
+
+	if (!cli_once_last(path, last, sizeof(last)))
+		return;
+	if (json) {
+		printf("{\"last_run\":");
+		cli_json_str(stdout, last);
+		printf("}\n");
+	} else {
+		printf("last run (--once-per): %s\n", last);
+	}
+}
+
 /* --list of a lock file. */
 static int cli_list_file(const char *path, bool json)
 {
@@ -358,6 +375,7 @@ static int cli_list_file(const char *path, bool json)
 		return cli_lockdir_failed(path, (int)n);
 	cli_mark_self_waits(rows, (size_t)n);
 	cli_print_table(rows, (size_t)n, cli_limit_of(path, limit, sizeof(limit)), json);
+	cli_print_last_run(path, json);
 	if (fflush(stdout) == EOF)
 		status = CLI_EXIT_OSERR;
 	for (ssize_t i = 0; i < n; i++)
@@ -424,6 +442,7 @@ int cli_list(const char *dir, bool json)
 	} else {
 		cli_mark_self_waits(rows, n);
 		cli_print_table(rows, n, cli_limit_of(dir, limit, sizeof(limit)), json);
+		cli_print_last_run(dir, json);
 		if (fflush(stdout) == EOF)
 			status = CLI_EXIT_OSERR;
 	}

@@ -94,6 +94,7 @@
 #include "tools/zklock/entry.h"
 #include "tools/zklock/list.h"
 #include "tools/zklock/lockdir.h"
+#include "tools/zklock/once.h"
 #include "tools/zklock/opts.h"
 #include "tools/zklock/signals.h"
 #include "tools/zklock/state.h"
@@ -542,6 +543,13 @@ int main(int argc, char **argv)
 	status = cli_prepare(&r);
 	if (!status && (status = cli_nested(&r)) < 0) {
 		status = cli_acquire(&r);
+		/* busy: this period's run may be the one holding it */
+		if (o.once_per && o.nonblock && r.lockfd < 0 && status == o.conflict_code) {
+			int skip = cli_once_busy(&r);
+
+			if (skip >= 0)
+				status = skip;
+		}
 	} else if (r.lockfd >= 0) {	/* a lock file opened, never locked */
 		close(r.lockfd);
 		r.lockfd = -1;
@@ -549,7 +557,11 @@ int main(int argc, char **argv)
 	cli_sig_disarm_timer();
 	if (r.lockfd >= 0) {		/* not "-E 0" after a conflict */
 		cli_bound_held();
-		status = cli_run_command(&r);
+		if (!o.once_per || (status = cli_once_claim(&r)) < 0) {
+			status = cli_run_command(&r);
+			if (o.once_per)
+				cli_once_done(&r, status);
+		}
 	}
 	cli_run_free(&r);
 	return status;

@@ -36,6 +36,7 @@ static void __attribute__((noreturn)) cli_usage(FILE *f, int status)
 "  zklock --metrics MOUNTPOINT\n"
 "  zklock --confirm\n"
 "  zklock --state LOCKDIR [--set VALUE]\n"
+"  zklock --once-per PERIOD [options] LOCKDIR COMMAND [ARG...]\n"
 "\n"
 "Run a command while holding a zklockfs (ZooKeeper) lock. LOCKDIR is a\n"
 "directory on a zklockfs mount, created if missing, or a lock file on a\n"
@@ -54,6 +55,12 @@ static void __attribute__((noreturn)) cli_usage(FILE *f, int status)
 "  -k, --kill-after SECS      SIGKILL what the command left running SECS\n"
 "                             after SIGTERM (default 10; a lost lock: at once)\n"
 "  -o, --close                accepted for flock(1) compatibility (always so)\n"
+"      --once-per PERIOD      run COMMAND only if no run under LOCKDIR started\n"
+"                             within PERIOD (seconds, or 30m, 1h, 1d), as the\n"
+"                             ZooKeeper ensemble's clock says: the cluster's\n"
+"                             cron (for a job cron starts every INTERVAL,\n"
+"                             about INTERVAL/2); a skip exits 0\n"
+"      --skipped-exit CODE    exit status of a skip (default 0)\n"
 "      --on-revoke SIG        signal for the command when someone asks the\n"
 "                             lock's holder to let go (default USR1; not\n"
 "                             STOP, TSTP, TTIN or TTOU)\n"
@@ -98,6 +105,31 @@ static int cli_parse_seconds(const char *s, double *out)
 	    v >= CLI_SECONDS_MAX)
 		return -EINVAL;
 	*out = v;
+	return 0;
+}
+
+/*
+ * --once-per PERIOD: a whole number of seconds, or of minutes, hours or
+ * days with m, h or d after it (30m, 1h, 1d), 1 s to 366 days, into
+ * *@out seconds.  Return: 0 or -EINVAL.
+ */
+static int cli_parse_period(const char *s, double *out)
+{
+	char *end;
+	long v;
+	double unit = 1;
+
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (errno || end == s || v < 1)
+		return -EINVAL;
+	if (*end == 's' || *end == 'm' || *end == 'h' || *end == 'd') {
+		unit = *end == 's' ? 1 : *end == 'm' ? 60 : *end == 'h' ? 3600 : 86400;
+		end++;
+	}
+	if (*end || v * unit > 366 * 86400.0)
+		return -EINVAL;
+	*out = (double)v * unit;
 	return 0;
 }
 
@@ -234,7 +266,8 @@ static int cli_parse_doubt(const char *arg, struct cli_opts *o)
 /* See opts.h. */
 int cli_opts_parse(int argc, char **argv, struct cli_opts *o)
 {
-	enum { OPT_VERBOSE = 256, OPT_LIST, OPT_ON_REVOKE, OPT_ON_DOUBT, OPT_STATE, OPT_SET, OPT_METRICS, OPT_CONFIRM,
+	enum { OPT_VERBOSE = 256, OPT_LIST, OPT_ON_REVOKE, OPT_ON_DOUBT, OPT_STATE, OPT_SET,
+	       OPT_ONCE_PER, OPT_SKIPPED_EXIT, OPT_METRICS, OPT_CONFIRM,
 	       OPT_PER_HOST, OPT_WATCH, OPT_JSON };
 	static const struct option longopts[] = {
 		{ "shared",		no_argument,		NULL, 's' },
@@ -257,6 +290,8 @@ int cli_opts_parse(int argc, char **argv, struct cli_opts *o)
 		{ "json",		no_argument,		NULL, OPT_JSON },
 		{ "confirm",		no_argument,		NULL, OPT_CONFIRM },
 		{ "state",		no_argument,		NULL, OPT_STATE },
+		{ "once-per",		required_argument,	NULL, OPT_ONCE_PER },
+		{ "skipped-exit",	required_argument,	NULL, OPT_SKIPPED_EXIT },
 		{ "set",		required_argument,	NULL, OPT_SET },
 		{ "metrics",		no_argument,		NULL, OPT_METRICS },
 		{ "per-host",		no_argument,		NULL, OPT_PER_HOST },
@@ -329,6 +364,15 @@ int cli_opts_parse(int argc, char **argv, struct cli_opts *o)
 		case OPT_STATE:
 			o->state = true;
 			break;
+		case OPT_ONCE_PER:
+			if (cli_parse_period(optarg, &o->once_per))
+				return cli_bad_usage("invalid --once-per: '%s' (a number of "
+						     "seconds, or 30m, 1h, 1d)", optarg);
+			break;
+		case OPT_SKIPPED_EXIT:
+			if (cli_parse_code(optarg, &o->skipped_exit))
+				return cli_bad_usage("invalid --skipped-exit: '%s'", optarg);
+			break;
 		case OPT_SET:
 			o->state_set = optarg;
 			break;
@@ -385,6 +429,10 @@ int cli_opts_parse(int argc, char **argv, struct cli_opts *o)
 		return cli_bad_usage("--json goes with --list or --watch");
 	if (o->state_set && !o->state)
 		return cli_bad_usage("--set goes with --state");
+	if (o->skipped_exit && !o->once_per)
+		return cli_bad_usage("--skipped-exit goes with --once-per");
+	if (o->once_per && (o->shared || o->list || o->watch || o->metrics || o->state))
+		return cli_bad_usage("--once-per runs a command under an exclusive lock");
 	if (o->list || o->metrics || o->watch || o->state) {
 		if (rest || o->shell_cmd)
 			return cli_bad_usage("%s takes only %s", o->list ? "--list" :

@@ -25,7 +25,7 @@
 static ssize_t read_state(const char *dir, bool lockfile, char *buf, size_t cap)
 {
 	char path[PATH_MAX];
-	ssize_t n, got = 0;
+	ssize_t n = 0, got = 0;
 	int fd;
 
 	if (lockfile) {

@@ -12,6 +12,7 @@
 
 #include <signal.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <sys/types.h>
 #include <sysexits.h>
 #include <time.h>
@@ -43,6 +44,8 @@ struct cli_opts {
 	bool json;		/* --json, with --list or --watch */
 	bool metrics;		/* --metrics MOUNTPOINT */
 	bool confirm;		/* --confirm: is the lock of ZKLOCK_ENTRY held? */
+	double once_per;	/* --once-per PERIOD, in seconds; 0: none */
+	int skipped_exit;	/* --skipped-exit CODE (0) */
 	bool state;		/* --state: print LOCKDIR's state ... */
 	const char *state_set;	/* ... or, --set VALUE, publish VALUE */
 	bool done;		/* --help/--version answered: exit 0 */
@@ -83,6 +86,8 @@ struct cli_run {
 	bool lost;		/* the lock was lost while the command ran */
 	bool revoked;		/* asked to let go: told the command (once) */
 	bool doubt;		/* in doubt: told the command (--on-doubt) */
+	int64_t run_start_ms;	/* --once-per: our run's stamp (0: none) */
+	char run_label[192];	/* ... and its label */
 	bool blind;		/* /proc unreadable: the command alone is seen */
 	bool kill_failed;	/* a kill failed and was reported (once) */
 	double t0;		/* cli_now() at start: -n's and -w's bounds
