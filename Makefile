@@ -116,7 +116,7 @@ $(BUILD)/asan/zklockfs: $(call objs,$(BUILD)/asan/obj,$(SRC))
 ZKLOCK_SRC = tools/zklock/main.c tools/zklock/opts.c tools/zklock/lockdir.c \
 	     tools/zklock/entry.c tools/zklock/signals.c tools/zklock/tree.c tools/zklock/list.c \
 	     tools/zklock/why.c tools/zklock/bound.c tools/zklock/watchdog.c tools/zklock/watch.c tools/zklock/waitinfo.c \
-	     tools/zklock/state.c tools/zklock/once.c \
+	     tools/zklock/state.c tools/zklock/once.c tools/zklock/text.c \
 	     zk/escape.c zk/naming.c
 $(BUILD)/zklock: $(call objs,$(BUILD)/obj,$(ZKLOCK_SRC))
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -pthread

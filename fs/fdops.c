@@ -19,7 +19,7 @@
 #include <sys/file.h>
 
 #include "fs/fdlock.h"
-#include "fs/ioctl.h"
+#include "abi/zklockfs.h"
 #include "fs/lockfile.h"
 #include "fs/lockreq.h"
 #include "fs/observe.h"
@@ -286,7 +286,7 @@ static void state_ioctl(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *f
 		zklfs_state_set(req, fs, ln, st->data, st->len);
 }
 
-/* ZKLFS_IOC_TELL: the holder of @fi handles a loss itself (fs/ioctl.h). */
+/* ZKLFS_IOC_TELL: the holder of @fi handles a loss itself (abi/zklockfs.h). */
 static void tell_ioctl(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct zklfs *fs = fuse_req_userdata(req);

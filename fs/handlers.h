@@ -99,7 +99,7 @@ void zklfs_fd_getlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 		    struct flock *lock);
 void zklfs_fd_setlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 		    struct flock *lock, int sleep);
-/* the ioctls of fs/ioctl.h: a lock's state and token, by its descriptor */
+/* the ioctls of abi/zklockfs.h: a lock's state and token, by its descriptor */
 void zklfs_fd_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd, void *arg,
 		    struct fuse_file_info *fi, unsigned flags, const void *in_buf,
 		    size_t in_bufsz, size_t out_bufsz);

@@ -21,7 +21,7 @@
  * every engine, whose lost, revoke and doubt callbacks are @lost, @revoked
  * and @doubted),
  * zklfs_pool_start() (the supervisors, and the pool's thread that opens
- * and closes sessions; session i publishes to @hb[i], zk/heartbeat.h,
+ * and closes sessions; session i publishes to @hb[i], abi/zklockfs.h,
  * unless @hb is NULL: zklfs_pool_max() slots).  Shutdown:
  * zklfs_pool_shutdown() (no session opens or closes any more; every engine
  * answers its waiters), then zklfs_pool_close() (the server drops our

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fs/ioctl.h"
+#include "abi/zklockfs.h"
 #include "fs/lockreq.h"
 #include "fs/pending.h"
 #include "fs/pool.h"

@@ -35,7 +35,7 @@
 
 #include <stddef.h>
 
-#include "fs/ioctl.h"
+#include "abi/zklockfs.h"
 #include "fs/node.h"
 
 /*
@@ -51,7 +51,7 @@ void zklfs_state_set(fuse_req_t req, struct zklfs *fs, struct node *ln,
 
 /*
  * zklfs_state_run() - ZKLFS_IOC_RUN of @in through @ln, answered to @req:
- * the run that counts (fs/ioctl.h), or errors as zklfs_state_set()'s.
+ * the run that counts (abi/zklockfs.h), or errors as zklfs_state_set()'s.
  * FUSE thread, without fs->lock.
  */
 void zklfs_state_run(fuse_req_t req, struct zklfs *fs, struct node *ln,

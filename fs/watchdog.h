@@ -1,7 +1,7 @@
 /*
  * fs/watchdog.h - the daemon's side of zklock's watchdog: a file of this
  * host's memory (tmpfs) where the mount's sessions publish until when the
- * server surely keeps them (zk/heartbeat.h), for a zklock that must end
+ * server surely keeps them (abi/zklockfs.h), for a zklock that must end
  * its command in time even if this daemon stops answering.
  *
  * The file is /run/zklockfs/zklockfs-hb-PID-XXXXXX for a daemon run by
@@ -10,18 +10,17 @@
  * start (never a SIGBUS later), removed at exit (and, for root, when a
  * later daemon finds the file of one that died).  A holder learns its
  * path, its owner, its lock's slot and the session's generation through
- * ZKLFS_IOC_WATCHDOG (fs/ioctl.h).
+ * ZKLFS_IOC_WATCHDOG (abi/zklockfs.h).
  *
- * Depends on: fs/mount.h, zk/heartbeat.h.  zklfs_watchdog_open() and
+ * Depends on: fs/mount.h, abi/zklockfs.h.  zklfs_watchdog_open() and
  * _close() on the main thread at start and exit; zklfs_watchdog_info()
  * on any thread: the file's slots are atomics, its path read only.
  */
 #ifndef FS_WATCHDOG_H
 #define FS_WATCHDOG_H
 
-#include "fs/ioctl.h"
+#include "abi/zklockfs.h"
 #include "fs/mount.h"
-#include "zk/heartbeat.h"
 
 /*
  * zklfs_watchdog_open() - make and map the file, for @slots sessions.

@@ -40,7 +40,7 @@ static int margin_ms(const struct zks *s);
 static bool quiet_locked(const struct zks *s);
 
 /*
- * Publish until when the server surely keeps the session (zk/heartbeat.h):
+ * Publish until when the server surely keeps the session (abi/zklockfs.h):
  * the instant quiet_locked() turns true, so zklock and the daemon act at
  * once.  s->lock held; whenever last_heard_ms or the handle changes.
  */

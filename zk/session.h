@@ -39,7 +39,7 @@
 #include <zookeeper/zookeeper.h>
 
 #include "zk/acl.h"
-#include "zk/heartbeat.h"
+#include "abi/zklockfs.h"
 
 struct zks_events {
 	void (*connected)(void *arg);
@@ -115,7 +115,7 @@ int zks_open(struct zks *s, const char *connect, int timeout_ms,
 	     const char *auth_file, enum zkacl acl);
 
 /*
- * zks_publish() - from now on keep @hb (zk/heartbeat.h: shared memory)
+ * zks_publish() - from now on keep @hb (abi/zklockfs.h: shared memory)
  * up to date: until when the server surely keeps this session, the
  * handle's generation, the supervisor's last look.  Main thread, between
  * zks_open() and zks_start().

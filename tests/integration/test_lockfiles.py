@@ -24,7 +24,7 @@ from interop import Curator, curator_cp  # noqa: F401 (fixture)
 
 FLOCK = shutil.which("flock") or "/usr/bin/flock"
 PERL = shutil.which("perl") or "/usr/bin/perl"
-TELL = 0x5a06       # ZKLFS_IOC_TELL (fs/ioctl.h): a loss is told, nothing ended
+TELL = 0x5a06       # ZKLFS_IOC_TELL (abi/zklockfs.h): a loss is told, nothing ended
 
 # A holder: locks PATH (flock, or lockf with "lockf"), says "held", keeps
 # it until its stdin ends.  With "pid" it writes its pid to the file first.
@@ -417,7 +417,7 @@ def test_lost_lock_is_pollerr_and_eio(mount, zkc):
 
 def test_holder_reads_state_and_token_through_its_descriptor(mount):
     """getxattr carries no descriptor: the holder of a lock file asks its
-    own state and fencing token with the ioctls of fs/ioctl.h; a
+    own state and fencing token with the ioctls of abi/zklockfs.h; a
     descriptor that holds nothing gets ENOLCK."""
     state, token = 0x80405a01, 0x80405a02
     _, (d1,) = lockfiles(mount, 1)

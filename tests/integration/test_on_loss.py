@@ -22,7 +22,7 @@ import harness
 from harness import GRANT_TIMEOUT, PY, SLOW, spawn, wait_for
 
 FLOCK = shutil.which("flock") or "/usr/bin/flock"
-TELL = 0x5a06                   # ZKLFS_IOC_TELL (fs/ioctl.h)
+TELL = 0x5a06                   # ZKLFS_IOC_TELL (abi/zklockfs.h)
 STATE = 0x80405a01              # ZKLFS_IOC_STATE
 
 # A job: its monotonic time, a line every 20 ms, into the file argv[1].

@@ -20,7 +20,7 @@ TIMEOUT = 2.0
 TELL_HOLD = r'''
 import fcntl, sys, time
 f = open(sys.argv[1], "a+")
-fcntl.ioctl(f, 0x5a06)              # ZKLFS_IOC_TELL (fs/ioctl.h)
+fcntl.ioctl(f, 0x5a06)              # ZKLFS_IOC_TELL (abi/zklockfs.h)
 fcntl.flock(f, fcntl.LOCK_EX)
 time.sleep(600)
 '''

@@ -23,7 +23,7 @@ from harness import GRANT_TIMEOUT, spawn, wait_for
 from lockers import as_user
 
 FLOCK = shutil.which("flock") or "/usr/bin/flock"
-WATCHDOG = 0x81005a03           # ZKLFS_IOC_WATCHDOG (fs/ioctl.h)
+WATCHDOG = 0x81005a03           # ZKLFS_IOC_WATCHDOG (abi/zklockfs.h)
 TELL = 0x5a06                   # ZKLFS_IOC_TELL
 ALICE, BOB = 1000, 1001
 # a daemon of alice's, able to mount (CAP_SYS_ADMIN) and open /dev/fuse

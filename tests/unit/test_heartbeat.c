@@ -1,11 +1,11 @@
-/* Unit tests: zklock's watchdog verdict (zk/heartbeat.h). */
+/* Unit tests: zklock's watchdog verdict (abi/zklockfs.h). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "zk/heartbeat.h"
+#include "abi/zklockfs.h"
 
 static void test_verdict(void **state)
 {

@@ -20,7 +20,7 @@
 #include <sys/prctl.h>
 #include <sys/utsname.h>
 
-#include "fs/ioctl.h"
+#include "abi/zklockfs.h"
 
 #include "tools/zklock/lockdir.h"
 #include "tools/zklock/opts.h"

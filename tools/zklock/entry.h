@@ -66,7 +66,7 @@ int cli_entry_take(struct cli_run *r, const char *path);
 int cli_entry_find(struct cli_run *r);
 
 /*
- * cli_entry_fd_text() - the text an ioctl of zklockfs (fs/ioctl.h: its
+ * cli_entry_fd_text() - the text an ioctl of zklockfs (abi/zklockfs.h: its
  * state, kind, fencing token) gives for the lock descriptor @fd, into
  * @buf.  Return: 0 or the errno (ENOLCK: it holds no lock; ENOTTY: no
  * zklockfs descriptor).

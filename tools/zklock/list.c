@@ -19,47 +19,13 @@
 
 #include "tools/zklock/lockdir.h"
 #include "tools/zklock/once.h"
-#include "tools/zklock/watch.h"
+#include "tools/zklock/text.h"
 #include "tools/zklock/zklock.h"
 
 /* One row of the --list table; every field allocated. */
 struct cli_row {
 	char *state, *kind, *entry, *host, *pid, *age, *since, *cmd;
 };
-
-/* See list.h. */
-ssize_t cli_read_all(int fd, char **out)
-{
-	size_t len = 0, cap = 0;
-	char *buf = NULL, *nbuf;
-	ssize_t n;
-
-	for (;;) {
-		if (cap - len < 4096) {
-			cap = cap ? 2 * cap : 4096;
-			nbuf = realloc(buf, cap + 1);
-			if (!nbuf) {
-				free(buf);
-				return -ENOMEM;
-			}
-			buf = nbuf;
-		}
-		n = read(fd, buf + len, cap - len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			n = -errno;
-			free(buf);
-			return n;
-		}
-		if (n == 0)
-			break;
-		len += (size_t)n;
-	}
-	buf[len] = '\0';
-	*out = buf;
-	return (ssize_t)len;
-}
 
 /*
  * @src (@len bytes, anything a holder or a ZooKeeper client wrote) made

@@ -34,8 +34,5 @@ int cli_list(const char *dir, bool json);
  */
 int cli_list_holder(const char *lock, bool lockfile, char *buf, size_t size);
 
-/* cli_read_all() - read @fd to its end into *@out (to free, NUL-terminated).
- * Return: the length, or a negative errno. */
-ssize_t cli_read_all(int fd, char **out);
 
 #endif

@@ -88,7 +88,7 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
-#include "fs/ioctl.h"
+#include "abi/zklockfs.h"
 
 #include "tools/zklock/bound.h"
 #include "tools/zklock/entry.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* tools/zklock/once.c - zklock --once-per (see once.h). */
 #include "tools/zklock/once.h"
 
@@ -10,7 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "fs/ioctl.h"
+#include "abi/zklockfs.h"
 #include "tools/zklock/lockdir.h"
 
 #define XATTR_LASTRUN "user.zklockfs.lastrun"

@@ -1,7 +1,8 @@
+// SPDX-License-Identifier: MIT
 /*
  * tools/zklock/once.h - zklock --once-per PERIOD: the cluster's cron runs
  * a job once a period, not once a host.  Holding the lock, zklock asks the
- * mount (ZKLFS_IOC_RUN, fs/ioctl.h) to record this run in the lock znode's
+ * mount (ZKLFS_IOC_RUN, abi/zklockfs.h) to record this run in the lock znode's
  * data unless a run recorded there started less than PERIOD ago, on the
  * times the ensemble stamps, never a clock of this host's.  main() calls
  * it; it calls lockdir.h.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* tools/zklock/state.c - zklock --state (see state.h). */
 #include "tools/zklock/state.h"
 
@@ -13,7 +14,7 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
-#include "fs/ioctl.h"
+#include "abi/zklockfs.h"
 #include "tools/zklock/entry.h"
 #include "tools/zklock/zklock.h"
 #include "zk/escape.h"

@@ -1,8 +1,9 @@
+// SPDX-License-Identifier: MIT
 /*
  * tools/zklock/state.h - zklock --state: print the state a lock's holder
  * published (LOCKDIR/.state, or a lock file's user.zklockfs.statedata), or,
  * run by the command zklock runs, publish one through the descriptor it
- * was left (ZKLOCK_FD: ZKLFS_IOC_SETSTATE, fs/ioctl.h).  main() calls it;
+ * was left (ZKLOCK_FD: ZKLFS_IOC_SETSTATE, abi/zklockfs.h).  main() calls it;
  * it calls entry.h.
  */
 #ifndef ZKLOCK_STATE_H

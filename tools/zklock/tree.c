@@ -41,7 +41,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "fs/ioctl.h"
+#include "abi/zklockfs.h"
 #include "tools/zklock/entry.h"
 #include "tools/zklock/signals.h"
 #include "tools/zklock/why.h"

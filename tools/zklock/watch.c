@@ -11,27 +11,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "tools/zklock/list.h"
 #include "tools/zklock/lockdir.h"
+#include "tools/zklock/text.h"
 #include "tools/zklock/zklock.h"
 
 #define HOLDERS_NAME ".holders"	/* fs/observe.h */
 #define HOLDER_FIELDS 6		/* ENTRY KIND HOST PID CMD SINCE */
-
-/* See watch.h. */
-void cli_json_str(FILE *f, const char *s)
-{
-	fputc('"', f);
-	for (const unsigned char *c = (const unsigned char *)s; *c; c++) {
-		if (*c == '"' || *c == '\\')
-			fprintf(f, "\\%c", *c);
-		else if (*c < 0x20)
-			fprintf(f, "\\u%04x", *c);
-		else
-			fputc(*c, f);
-	}
-	fputc('"', f);
-}
 
 /* Read all of .holders from offset 0 (which tells the mount this descriptor
  * saw it): *@buf (to free), NUL-terminated. */

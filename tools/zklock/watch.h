@@ -4,8 +4,7 @@
  * now and again at each change, from LOCKDIR/.holders (zklockfs(8)): the
  * "observe" side of leader election.  The mount keeps one ZooKeeper watch
  * per observed lock, whatever the number of watchers; zklock only polls
- * the handle, never the ensemble.  Also the JSON form of a line, which
- * --list shares.
+ * the handle, never the ensemble.
  */
 #ifndef TOOLS_ZKLOCK_WATCH_H
 #define TOOLS_ZKLOCK_WATCH_H
@@ -24,7 +23,5 @@
  */
 int cli_watch(const char *lockdir, bool json);
 
-/* cli_json_str() - @s as a JSON string, quotes included, on @f. */
-void cli_json_str(FILE *f, const char *s);
 
 #endif

@@ -15,8 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "fs/ioctl.h"
-#include "zk/heartbeat.h"
+#include "abi/zklockfs.h"
 
 #include "tools/zklock/signals.h"
 #include "tools/zklock/tree.h"

@@ -6,7 +6,7 @@
  * A frozen daemon can neither say that the lock is lost nor answer a
  * question: the poll() of the lock's descriptor would hang with it.  So a
  * thread of zklock watches without calling into the mount: it maps the
- * daemon's heartbeat file (zk/heartbeat.h; its path from the holder's
+ * daemon's heartbeat file (abi/zklockfs.h; its path from the holder's
  * descriptor, ZKLFS_IOC_WATCHDOG) and reads until when the server surely
  * keeps the lock's session.  At that instant, on CLOCK_BOOTTIME (it runs
  * through a suspend), or as soon as the session was replaced (expired), it

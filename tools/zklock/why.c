@@ -7,7 +7,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 
-#include "fs/ioctl.h"
+#include "abi/zklockfs.h"
 
 #include "tools/zklock/list.h"
 #include "tools/zklock/signals.h"
