@@ -129,7 +129,7 @@ static void getlk_free(struct getlk *op)
 	free(op);
 }
 
-/* Sent again from the top, by the session's supervisor (zks_later()). */
+/* Sent again from the top, by the session's supervisor (zklfs_zlater()). */
 static void getlk_resend(void *arg, bool go)
 {
 	struct getlk *op = arg;
@@ -152,7 +152,7 @@ static void getlk_resend(void *arg, bool go)
 static void getlk_reply(struct getlk *op, int rc)
 {
 	if (zk_rc_transient(rc) && !zpend_answered(op->fs, &op->pend) &&
-	    zks_later(op->zks, getlk_resend, op) == 0)
+	    zklfs_zlater(op->fs, op->zks, getlk_resend, op) == 0)
 		return;
 	if (zpend_claim(op->fs, &op->pend)) {
 		if (rc == ZOK)

@@ -59,7 +59,7 @@ static void pend_sweep(void *arg, bool go)
 	struct zks *s;
 
 	for (int i = 0; go && (s = zklfs_session_at(fs, i)); i++)
-		if (zks_quiet(s))
+		if (zklfs_zquiet(fs, s))
 			zpend_silent(fs, s);
 	if (zpend_sweep(fs, zklfs_now_ms(), !go))
 		pend_arm(fs);
@@ -68,7 +68,7 @@ static void pend_sweep(void *arg, bool go)
 static void pend_arm(struct zklfs *fs)
 {
 	/* on the first session, which never closes */
-	if (zks_later(zklfs_session_at(fs, 0), pend_sweep, fs) != 0)
+	if (zklfs_zlater(fs, zklfs_session_at(fs, 0), pend_sweep, fs) != 0)
 		zpend_sweep(fs, 0, true);	/* closing: none armed */
 }
 
@@ -398,7 +398,7 @@ int main(int argc, char *argv[])
 		zklog(LOG_ERR, "out of memory");
 		goto out_nodes;
 	}
-	zpend_timeout(&fs, zks_timeout_ms(zklfs_session(&fs, fs.root->path)));
+	zpend_timeout(&fs, zklfs_ztimeout_ms(&fs, zklfs_session(&fs, fs.root->path)));
 	hb = zklfs_watchdog_open(&fs, zklfs_pool_max(&fs));	/* none: said, no mount */
 	if (!hb || zklfs_pool_start(&fs, hb) != 0)
 		goto out_nodes;

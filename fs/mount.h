@@ -9,7 +9,7 @@
  *
  * Threads: one FUSE loop thread runs every handler; the ZooKeeper
  * completion thread runs the completions that answer requests later; the
- * sessions' supervisors run ticks (zks_later()).  fs->lock guards the
+ * sessions' supervisors run ticks (zklfs_zlater()).  fs->lock guards the
  * inode table (fs/node.h), every lock request (fs/lockreq.h) and the
  * holders' data (fs/wbuf.h); it is never held across a fuse_reply_*() or
  * a call into the lock engine, but it is taken under the engine's lock by
@@ -101,7 +101,7 @@ struct zklfs {
 					   so that sets go out in the order the
 					   data was taken: never an older one last */
 	struct node *dirty;		/* nodes with data to send; fs->lock */
-	struct wb_tick {		/* a zks_later() flush per session */
+	struct wb_tick {		/* a zklfs_zlater() flush per session */
 		struct zklfs *fs;
 		struct zks *zks;
 		bool queued;		/* fs->lock */

@@ -362,7 +362,7 @@ static bool fetch_answered(struct fetch *f, int rc)
 {
 	struct observer *o = f->o;
 
-	if (zk_rc_transient(rc) && zks_later(o->zks, fetch_again, f) == 0)
+	if (zk_rc_transient(rc) && zklfs_zlater(o->fs, o->zks, fetch_again, f) == 0)
 		return false;	/* the session is away: again when it is back */
 	if (rc == ZNONODE) {	/* no lock there (yet) */
 		fetch_text(f);

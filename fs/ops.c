@@ -151,7 +151,7 @@ static bool from_tables(struct zklfs *fs, const char *path, struct Stat *zs,
 	 * either may be the silent one */
 	struct zks *in = zklfs_session_of(fs, path, false), *own = zklfs_session_of(fs, path, true);
 
-	if (!zks_quiet(in) && (own == in || !zks_quiet(own)))
+	if (!zklfs_zquiet(fs, in) && (own == in || !zklfs_zquiet(fs, own)))
 		return false;
 	if (fs->conf->lockfiles && lf_in_use(fs, path)) {	/* held, waited for or open */
 		memset(zs, 0, sizeof(*zs));

@@ -559,3 +559,32 @@ int zklfs_zdelete(struct zklfs *fs, struct zks *zs, const char *path,
 
 	return t->ops->remove(t->ctx, path, done, arg);
 }
+
+int zklfs_zlater(struct zklfs *fs, struct zks *zs, void (*fn)(void *arg, bool go),
+		 void *arg)
+{
+	const struct zkt_transport *t = zklfs_transport(fs, zs);
+
+	return t->ops->later(t->ctx, fn, arg);
+}
+
+bool zklfs_zquiet(struct zklfs *fs, struct zks *zs)
+{
+	const struct zkt_transport *t = zklfs_transport(fs, zs);
+
+	return t->ops->quiet(t->ctx);
+}
+
+int zklfs_ztimeout_ms(struct zklfs *fs, struct zks *zs)
+{
+	const struct zkt_transport *t = zklfs_transport(fs, zs);
+
+	return t->ops->timeout_ms(t->ctx);
+}
+
+size_t zklfs_data_max(struct zklfs *fs, const char *path)
+{
+	const struct zkt_transport *t = zklfs_transport(fs, zklfs_session_at(fs, 0));
+
+	return t->ops->data_max(t->ctx, path);
+}

@@ -96,6 +96,13 @@ int zklfs_zcreate(struct zklfs *fs, struct zks *zs, const char *path,
 		  string_stat_completion_t done, const void *arg);
 int zklfs_zdelete(struct zklfs *fs, struct zks *zs, const char *path,
 		  void_completion_t done, const void *arg);
+int zklfs_zlater(struct zklfs *fs, struct zks *zs, void (*fn)(void *arg, bool go),
+		 void *arg);
+bool zklfs_zquiet(struct zklfs *fs, struct zks *zs);
+int zklfs_ztimeout_ms(struct zklfs *fs, struct zks *zs);
+/* zklfs_data_max() - the most data a request on @path may carry (the same
+ * on every session). */
+size_t zklfs_data_max(struct zklfs *fs, const char *path);
 
 /*
  * zklfs_ns_changed() - a mkdir or rmdir of @dir through this mount is done

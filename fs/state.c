@@ -134,7 +134,7 @@ static void retry(struct setop *s, bool later)
 	}
 	if (!later)
 		read_lock(s);
-	else if (zks_later(s->zks, again, s) != 0)
+	else if (zklfs_zlater(s->fs, s->zks, again, s) != 0)
 		finish(s, ESHUTDOWN);
 }
 
@@ -213,7 +213,7 @@ static void data_done(int rc, const char *value, int len, const struct Stat *st,
 {
 	struct setop *s = (struct setop *)data;
 	const struct zkt_transport *t = zklfs_transport(s->fs, s->zks);
-	size_t cap = zks_data_max(s->dir);
+	size_t cap = zklfs_data_max(s->fs, s->dir);
 	ssize_t n;
 
 	if (zk_rc_transient(rc)) {

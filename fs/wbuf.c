@@ -4,7 +4,7 @@
  * A write() changes the node's buffer and answers (a setData of the whole
  * data written so far for each write would cost ZooKeeper's transaction log
  * 32 MiB for 256 writes of 1 KiB); the latest buffer is sent once,
- * at the first of: the next look of the lock's supervisor (zks_later(),
+ * at the first of: the next look of the lock's supervisor (zklfs_zlater(),
  * within a tenth of the session timeout, at most 1 s), an fsync, or the
  * give-back of the entry, just before its delete.
  *
@@ -125,12 +125,12 @@ static bool holds_locked(const struct node *n)
 
 /*
  * The most data @n's entry may hold: what ZooKeeper takes with its path
- * (zks_data_max(): a request it refuses costs the connection).
+ * (zklfs_data_max(): a request it refuses costs the connection).
  */
 static size_t data_max_locked(const struct node *n)
 {
 	ZKMX_ASSERT_HELD(&n->fs->lock);
-	return n->path ? zks_data_max(n->path) : ZKS_DATA_MAX;
+	return n->path ? zklfs_data_max(n->fs, n->path) : ZKS_DATA_MAX;
 }
 
 /*
@@ -168,7 +168,7 @@ static void wb_schedule(struct zklfs *fs, struct zks *zks)
 {
 	struct wb_tick *t = &fs->wb_ticks[zklfs_session_slot(fs, zks)];
 
-	if (zks_later(zks, wb_tick_run, t) == 0)
+	if (zklfs_zlater(fs, zks, wb_tick_run, t) == 0)
 		return;
 	/* closing: the data goes at fsync or close, or with the session */
 	zkmx_lock(&fs->lock);
@@ -245,7 +245,7 @@ static void flight_send(struct wflight *f)
 }
 
 /*
- * The supervisor's look (zks_later()): send the data of every dirty node
+ * The supervisor's look (zklfs_zlater()): send the data of every dirty node
  * of this session.  With !@go the session closes: its entries go with it.
  */
 static void wb_tick_run(void *arg, bool go)

@@ -7,7 +7,7 @@
  *
  * A holder's write() and truncate change its data in memory and answer at
  * once; the data goes to ZooKeeper as one setData of the latest bytes, at
- * the next supervisor tick of the lock's session (zks_later()), at fsync,
+ * the next supervisor tick of the lock's session (zklfs_zlater()), at fsync,
  * or at the give-back (close, LOCK_UN) before the entry's delete.  Every
  * set goes on the lock's session, where the create and the delete go, so
  * ZooKeeper does them in that order.  Taking, sending and answering:

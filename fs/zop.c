@@ -144,7 +144,7 @@ struct zop *zop_new_child(fuse_req_t req, struct node *p, const char *name,
  */
 static bool zop_silent(struct zop *op, struct zks *zks)
 {
-	if (!zks_quiet(zks)) {
+	if (!zklfs_zquiet(op->fs, zks)) {
 		zpend_session(op->fs, &op->pend, zks);
 		return false;
 	}
@@ -242,5 +242,5 @@ static bool zop_again(struct zop *op, int rc)
 {
 	if (!op->send || !zk_rc_transient(rc))
 		return false;
-	return zklfs_now_ms() < op->pend.due_ms && zks_later(op->zks, zop_resend, op) == 0;
+	return zklfs_now_ms() < op->pend.due_ms && zklfs_zlater(op->fs, op->zks, zop_resend, op) == 0;
 }

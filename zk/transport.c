@@ -93,6 +93,22 @@ static bool t_doubtful(void *ctx)
 	return zks_doubtful(ctx);
 }
 
+static int t_later(void *ctx, void (*fn)(void *arg, bool go), void *arg)
+{
+	return zks_later(ctx, fn, arg);
+}
+
+static int t_timeout_ms(void *ctx)
+{
+	return zks_timeout_ms(ctx);
+}
+
+static size_t t_data_max(void *ctx, const char *path)
+{
+	(void)ctx;
+	return zks_data_max(path);
+}
+
 static void t_tick_by(void *ctx, uint64_t at_ms)
 {
 	zks_tick_by(ctx, at_ms);
@@ -125,6 +141,9 @@ static const struct zkt_ops session_ops = {
 	.quiet = t_quiet,
 	.doubtful = t_doubtful,
 	.tick_by = t_tick_by,
+	.later = t_later,
+	.timeout_ms = t_timeout_ms,
+	.data_max = t_data_max,
 	.generation = t_generation,
 	.session_of = t_session_of,
 };

@@ -3,8 +3,9 @@
  *
  * The engine (zk/lock.c) never calls the ZooKeeper client or zk/session.c
  * directly, only these operations, and neither does fs/ (fs/pool.h,
- * zklfs_transport()), as the C client's core talks to its
- * world through zk_adaptor.h.  zkt_session() is the real one, over
+ * zklfs_transport()), as the C client's core talks to its world through
+ * zk_adaptor.h; only fs/pool.c, which opens, starts and closes the
+ * sessions, calls zk/session.h.  zkt_session() is the real one, over
  * a struct zks; a test may give the engine a fake that records each call and
  * answers it later, in any order, from any schedule it likes.
  *
@@ -32,6 +33,7 @@
 #define ZK_TRANSPORT_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <zookeeper/zookeeper.h>
 
@@ -90,6 +92,15 @@ struct zkt_ops {
 	 * when asked, as quiet() is */
 	bool (*doubtful)(void *ctx);
 	void (*tick_by)(void *ctx, uint64_t at_ms);
+	/* run @fn(@arg, true) at the supervisor's next look, to redo what met a
+	 * connection loss, or @fn(@arg, false) if the session closes first
+	 * (zks_later(): 0, or -ESHUTDOWN/-ENOMEM and @fn never runs); fs/'s
+	 * (the engine stalls instead, and the simulator's transport refuses) */
+	int (*later)(void *ctx, void (*fn)(void *arg, bool go), void *arg);
+	/* the session timeout the server gave (else the one asked for) */
+	int (*timeout_ms)(void *ctx);
+	/* the most data one request on @path may carry (zks_data_max()) */
+	size_t (*data_max)(void *ctx, const char *path);
 	/* how many times the session expired and was replaced */
 	uint64_t (*generation)(void *ctx);
 	/* the session id of generation @gen if current and connected once, else 0 */

@@ -1,6 +1,7 @@
 /* tests/sim/simnet.c - the simulated connections (see simnet.h). */
 #include "tests/sim/simnet_int.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -351,6 +352,27 @@ static bool t_doubtful(void *ctx)
 	return m->engine_doubt || m->cur->state != SN_CONNECTED;
 }
 
+/* fs/'s redo after a connection loss: the simulator's fs/ files (the lock
+ * requests) make none, so one that comes is refused, as a closing
+ * session refuses it. */
+static int t_later(void *ctx, void (*fn)(void *arg, bool go), void *arg)
+{
+	(void)ctx, (void)fn, (void)arg;
+	return -ESHUTDOWN;
+}
+
+static int t_timeout_ms(void *ctx)
+{
+	(void)ctx;
+	return (int)(SN_QUIET_MS / 2);
+}
+
+static size_t t_data_max(void *ctx, const char *path)
+{
+	(void)ctx, (void)path;
+	return ZKS_DATA_MAX;
+}
+
 static void t_tick_by(void *ctx, uint64_t at_ms)
 {
 	(void)ctx, (void)at_ms;
@@ -374,6 +396,7 @@ static const struct zkt_ops sn_ops = {
 	.exists = t_exists, .unwatch = t_unwatch, .set = t_set,
 	.wchildren = t_wchildren, .unwatch_children = t_unwatch_children,
 	.now_ms = t_now_ms, .quiet = t_quiet, .doubtful = t_doubtful, .tick_by = t_tick_by,
+	.later = t_later, .timeout_ms = t_timeout_ms, .data_max = t_data_max,
 	.generation = t_generation, .session_of = t_session_of,
 };
 
