@@ -53,16 +53,16 @@ SAN      = -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-re
 # the lock engine: what the simulator (tests/sim) drives without a server
 ENGINE_SRC = zk/queue.c zk/waiter.c zk/retry.c zk/watch.c zk/wait.c zk/sem.c zk/release.c \
 	     zk/create.c zk/linger.c zk/lock.c zk/mutex.c zk/metrics.c
-ZK_SRC   = zk/escape.c zk/naming.c zk/grant.c zk/limit.c zk/statedata.c zk/errno.c zk/log.c zk/creds.c \
+ZK_SRC   = zk/escape.c zk/naming.c zk/grant.c zk/settings.c zk/statedata.c zk/errno.c zk/log.c zk/creds.c \
 	   zk/digest.c zk/connect.c zk/session.c zk/calls.c zk/transport.c $(ENGINE_SRC)
 FS_SRC   = fs/opts.c fs/node.c fs/attr.c fs/pending.c fs/observe.c fs/zop.c fs/ops.c fs/remove.c \
 	   fs/readdir.c fs/read.c fs/reply.c fs/signals.c fs/lockreq.c fs/lrquery.c fs/fdlock.c \
-	   fs/confirm.c fs/state.c fs/lockops.c fs/wbuf.c fs/xcache.c fs/limitattr.c fs/revoke.c fs/flock.c \
+	   fs/confirm.c fs/state.c fs/lockops.c fs/wbuf.c fs/xcache.c fs/settings.c fs/revoke.c fs/flock.c \
 	   fs/lockfile.c fs/lfns.c fs/lfqueue.c fs/fdops.c fs/slots.c fs/pool.c fs/watchdog.c \
 	   fs/ready.c fs/mntwatch.c fs/mountpoint.c fs/ender.c fs/main.c
 SRC      = $(ZK_SRC) $(FS_SRC)
 
-UNIT     = naming grant limit statedata opts errno slots signals adopt log mutex connect digest heartbeat
+UNIT     = naming grant settings statedata opts errno slots signals adopt log mutex connect digest heartbeat
 UNIT_BIN = $(UNIT:%=$(BUILD)/unit/test_%)
 
 .PHONY: all asan unit check check-unit check-docs check-sim check-integration check-asan run stop deps bench \
@@ -130,8 +130,8 @@ asan: $(BUILD)/asan/zklockfs $(BUILD)/asan/zklock
 # of what it tests
 UNIT_SRC_naming  = zk/naming.c
 UNIT_SRC_grant   = zk/grant.c zk/naming.c
-UNIT_SRC_limit   = zk/limit.c zk/escape.c
-UNIT_SRC_statedata = zk/statedata.c zk/limit.c zk/escape.c
+UNIT_SRC_settings = zk/settings.c zk/escape.c
+UNIT_SRC_statedata = zk/statedata.c zk/settings.c zk/escape.c
 UNIT_SRC_opts    = fs/opts.c zk/naming.c
 UNIT_SRC_errno   = zk/errno.c
 UNIT_SRC_connect = zk/connect.c
@@ -159,7 +159,7 @@ endif
 # from SEED_FIRST; `make sim SEED=x` replays seed x with a trace;
 # `make sim SCENARIO=name` replays a scripted scenario with a trace.
 # check-sim (part of make check) runs every scenario and SIM_CHECK_SEEDS seeds.
-SIM_SRC   = $(ENGINE_SRC) zk/grant.c zk/limit.c zk/naming.c zk/errno.c zk/escape.c \
+SIM_SRC   = $(ENGINE_SRC) zk/grant.c zk/settings.c zk/naming.c zk/errno.c zk/escape.c \
 	    fs/node.c fs/pending.c fs/lockreq.c fs/lrquery.c fs/fdlock.c fs/lockfile.c \
 	    tests/sim/sim.c tests/sim/actions.c tests/sim/simfs.c tests/sim/simfsact.c tests/sim/check.c tests/sim/script.c tests/sim/scenarios.c tests/sim/fsscenarios.c tests/sim/simnet.c tests/sim/simsess.c tests/sim/simzk.c
 SEEDS     ?= 10000
@@ -246,7 +246,7 @@ check-asan: $(BUILD)/asan/zklockfs $(BUILD)/asan/zklock
 # fuzzing: the pure parsers under libFuzzer (clang), each target for
 # FUZZ_SECONDS over a fresh copy of its seed corpus tests/fuzz/corpus/T/ in
 # $(BUILD)/fuzz/corpus/T/; a crash fails, its input kept as $(BUILD)/fuzz/crash-T-*.
-FUZZ         = names grant limit source opts
+FUZZ         = names grant settings source opts
 FUZZ_BIN     = $(FUZZ:%=$(BUILD)/fuzz/fuzz_%)
 FUZZ_SECONDS ?= 60
 FUZZ_CC      ?= clang
@@ -254,7 +254,7 @@ FUZZ_SAN     = -fsanitize=fuzzer,address,undefined -fno-omit-frame-pointer -fno-
 
 FUZZ_SRC_names  = zk/naming.c
 FUZZ_SRC_grant  = zk/grant.c zk/naming.c
-FUZZ_SRC_limit  = zk/limit.c zk/escape.c
+FUZZ_SRC_settings = zk/settings.c zk/escape.c
 FUZZ_SRC_source = fs/opts.c zk/naming.c
 FUZZ_SRC_opts   = fs/opts.c zk/naming.c
 

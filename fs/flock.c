@@ -51,7 +51,7 @@
 #include "fs/wbuf.h"
 #include "zk/errno.h"
 #include "zk/grant.h"
-#include "zk/limit.h"
+#include "zk/settings.h"
 #include "zk/log.h"
 
 /* The kernel's largest pid (PID_MAX_LIMIT). */
@@ -168,7 +168,7 @@ static bool data_line(const char *data, int len, const char *key, char *out,
 		      size_t size)
 {
 	size_t vlen;
-	const char *v = zklim_data_value(data, len > 0 ? (size_t)len : 0, key, &vlen);
+	const char *v = zkset_data_value(data, len > 0 ? (size_t)len : 0, key, &vlen);
 
 	if (v)
 		snprintf(out, size, "%.*s", (int)vlen, v);
@@ -254,7 +254,7 @@ static void getlk_children_done(int rc, const struct String_vector *sv,
 		getlk_reply(op, rc);
 }
 
-/* The lock's limit, if a semaphore (zk/limit.h); then its listing. */
+/* The lock's limit, if a semaphore (zk/settings.h); then its listing. */
 static void getlk_limit_done(int rc, const char *value, int len,
 			     const struct Stat *zs, const void *data)
 {
@@ -262,7 +262,7 @@ static void getlk_limit_done(int rc, const char *value, int len,
 
 	(void)zs;
 	if (rc == ZOK) {
-		op->limit = zklim_parse(value, len > 0 ? (size_t)len : 0);
+		op->limit = zkset_parse(value, len > 0 ? (size_t)len : 0);
 		rc = zklfs_zchildren(op->fs, op->zks, op->dir, getlk_children_done, op);
 	}
 	if (rc != ZOK)

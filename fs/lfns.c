@@ -22,7 +22,7 @@
 #include "fs/zop.h"
 #include "zk/errno.h"
 #include "zk/grant.h"
-#include "zk/limit.h"
+#include "zk/settings.h"
 #include "zk/log.h"
 
 /* Does @data (@len bytes) hold the mark @line ("zklockfs=folder"), ended
@@ -30,7 +30,7 @@
 static bool marked(const char *data, int len, const char *line)
 {
 	size_t vlen, n = len > 0 ? (size_t)len : 0;
-	const char *v = zklim_data_value(data, n, line, &vlen);
+	const char *v = zkset_data_value(data, n, line, &vlen);
 
 	return v && vlen == 0 && (size_t)(v - data) < n;
 }

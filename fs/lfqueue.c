@@ -20,7 +20,7 @@
  * LF_QUEUE_MAX entries (more than the 64 KiB an xattr value may take) is
  * E2BIG, after the listing alone.
  *
- * Depends on: fs/zop.h, fs/pool.h, fs/xcache.h; zk/grant.h, zk/limit.h, zk/escape.h.
+ * Depends on: fs/zop.h, fs/pool.h, fs/xcache.h; zk/grant.h, zk/settings.h, zk/escape.h.
  * Completions on the ZooKeeper thread; a queue being built is its own
  * (its count under q->mu).
  */
@@ -35,7 +35,7 @@
 #include "fs/zop.h"
 #include "zk/escape.h"
 #include "zk/grant.h"
-#include "zk/limit.h"
+#include "zk/settings.h"
 #include "zk/log.h"
 
 #define LF_QUEUE_MAX 1000
@@ -126,8 +126,8 @@ static void q_entry_done(int rc, const char *value, int len, const struct Stat *
 	if (rc == ZOK) {		/* else gone meanwhile, or unknown: left out */
 		e->found = true;
 		e->ctime = zs->ctime;
-		zklim_data_field(value, len > 0 ? (size_t)len : 0, "host=", e->host, sizeof(e->host));
-		zklim_data_field(value, len > 0 ? (size_t)len : 0, "pid=", e->pid, sizeof(e->pid));
+		zkset_data_field(value, len > 0 ? (size_t)len : 0, "host=", e->host, sizeof(e->host));
+		zkset_data_field(value, len > 0 ? (size_t)len : 0, "pid=", e->pid, sizeof(e->pid));
 	}
 	q_done_one(e->q);
 }
@@ -194,7 +194,7 @@ static void q_limit_done(int rc, const char *value, int len, const struct Stat *
 
 	(void)zs;
 	if (rc == ZOK) {
-		q->limit = zklim_parse(value, len > 0 ? (size_t)len : 0);
+		q->limit = zkset_parse(value, len > 0 ? (size_t)len : 0);
 		rc = zklfs_zchildren(op->fs, op->zks, op->path, q_children_done, q);
 	}
 	if (rc != ZOK) {

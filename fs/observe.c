@@ -17,7 +17,7 @@
 #include "fs/reply.h"
 #include "zk/errno.h"
 #include "zk/grant.h"
-#include "zk/limit.h"
+#include "zk/settings.h"
 #include "zk/log.h"
 #include "zk/statedata.h"
 
@@ -269,10 +269,10 @@ static void entry_line(struct fetch *f, size_t i, const char *value, size_t n)
 	char host[160], pid[32], cmd[160], since[64], name[1024];
 	bool last;
 
-	zklim_data_field(value, n, "host=", host, sizeof(host));
-	zklim_data_field(value, n, "pid=", pid, sizeof(pid));
-	zklim_data_field(value, n, "cmd=", cmd, sizeof(cmd));
-	zklim_data_field(value, n, "since=", since, sizeof(since));
+	zkset_data_field(value, n, "host=", host, sizeof(host));
+	zkset_data_field(value, n, "pid=", pid, sizeof(pid));
+	zkset_data_field(value, n, "cmd=", cmd, sizeof(cmd));
+	zkset_data_field(value, n, "since=", since, sizeof(since));
 	zkesc(name, sizeof(name), c->name, strlen(c->name));
 	snprintf(f->line[i], sizeof(f->line[0]), "%s\t%s\t%s\t%s\t%s\t%s\n", name,
 		 c->kind == ZKN_SHARED ? "shared" : "exclusive", host, pid, cmd, since);
@@ -344,7 +344,7 @@ static void limit_done(int rc, const char *value, int len, const struct Stat *zs
 
 	(void)zs;
 	if (rc == ZOK)
-		f->limit = zklim_parse(value, len > 0 ? (size_t)len : 0);
+		f->limit = zkset_parse(value, len > 0 ? (size_t)len : 0);
 	fetch_holders(f);	/* gone meanwhile: the next change says so */
 }
 

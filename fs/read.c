@@ -3,12 +3,12 @@
  * attributes of entries and directories.
  *
  * Depends on: fs/handlers.h, fs/zop.h, fs/lockreq.h (our own lock's state),
- * fs/wbuf.h (data written, not yet sent), fs/limitattr.h (a semaphore's
+ * fs/wbuf.h (data written, not yet sent), fs/settings.h (a semaphore's
  * limit), fs/revoke.h (asking a holder to let go).
  */
 #include "fs/handlers.h"
 
-#include "fs/limitattr.h"
+#include "fs/settings.h"
 #include "fs/lockfile.h"
 #include "fs/lockreq.h"
 #include "fs/reply.h"
@@ -25,7 +25,7 @@
 
 #include "zk/errno.h"
 #include "zk/grant.h"
-#include "zk/limit.h"
+#include "zk/settings.h"
 #include "zk/metrics.h"
 #include "zk/log.h"
 
@@ -197,13 +197,13 @@ static int token_send(struct zop *op)
 	return zklfs_zexists(op->fs, op->zks, op->path, token_done, op);
 }
 
-/* The directory setting (zk/limit.h) the xattr @name is, or NULL. */
-static const struct zklim_setting *setting_of(const char *name)
+/* The directory setting (zk/settings.h) the xattr @name is, or NULL. */
+static const struct zkset_setting *setting_of(const char *name)
 {
 	if (strcmp(name, ZKLFS_LIMIT_XATTR) == 0)
-		return &zklim_setting_limit;
+		return &zkset_setting_limit;
 	if (strcmp(name, ZKLFS_LINGER_XATTR) == 0)
-		return &zklim_setting_linger;
+		return &zkset_setting_linger;
 	return NULL;
 }
 
@@ -259,7 +259,7 @@ static bool xattr_cached(struct zop *op)
 	return true;
 }
 
-/* The lock's limit (zk/limit.h) is in op->off; now its listing. */
+/* The lock's limit (zk/settings.h) is in op->off; now its listing. */
 static void xattr_limit_done(int rc, const char *value, int len,
 			     const struct Stat *zs, const void *data)
 {
@@ -271,7 +271,7 @@ static void xattr_limit_done(int rc, const char *value, int len,
 		zop_fail(op, rc);
 		return;
 	}
-	op->off = (off_t)zklim_parse(value, len > 0 ? (size_t)len : 0);
+	op->off = (off_t)zkset_parse(value, len > 0 ? (size_t)len : 0);
 	dir = xattr_dir(op);
 	rc = dir ? zklfs_zchildren(op->fs, op->zks, dir, xattr_children_done, op) : ZSYSTEMERROR;
 	free(dir);
@@ -454,8 +454,8 @@ static void listxattr_dir_done(int rc, const char *value, int len,
 	size_t have = len > 0 ? (size_t)len : 0;
 
 	zop_reply_value(op, buf,
-			  xattr_list(NODE_DIR, zklim_parse(value, have),
-				     zklim_setting_parse(&zklim_setting_linger, value, have) >= 0,
+			  xattr_list(NODE_DIR, zkset_parse(value, have),
+				     zkset_setting_parse(&zkset_setting_linger, value, have) >= 0,
 				     op->node->ino == FUSE_ROOT_ID, buf));
 	zop_free(op);
 }

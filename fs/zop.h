@@ -26,7 +26,7 @@
 struct dirlist;
 
 /* One request in flight to ZooKeeper. */
-struct zklim_setting;
+struct zkset_setting;
 
 struct zop {
 	struct zklfs *fs;
@@ -38,7 +38,7 @@ struct zop {
 	size_t size;
 	off_t off;
 	int attr;			/* xattr asked for (enum xattr) */
-	const struct zklim_setting *setting;	/* a directory's setting asked for */
+	const struct zkset_setting *setting;	/* a directory's setting asked for */
 	enum node_type type;
 	struct dirlist *dl;		/* opendir */
 	struct fuse_file_info fi;

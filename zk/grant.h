@@ -71,7 +71,7 @@ const struct zkg_child *zkg_blocker(const struct zkg_child *kids, size_t n,
 				    int32_t own);
 
 /*
- * Semaphores.  A lock znode whose data sets a limit N (zk/limit.h) lets N
+ * Semaphores.  A lock znode whose data sets a limit N (zk/settings.h) lets N
  * entries hold at once: an entry holds when fewer than N entries, of any
  * kind, come before it.  The functions below take that @limit (1 to
  * ZKG_LIMIT_MAX); a lock without one is decided by those above.

@@ -1,6 +1,6 @@
 /*
  * zk/sem.c - semaphores: locks whose znode's data sets a limit of N
- * holders (zk/limit.h); an entry holds when fewer than N entries, of any
+ * holders (zk/settings.h); an entry holds when fewer than N entries, of any
  * kind, come before it (zkg_decide_limit(), zk/grant.c).
  *
  * Knowing the limit costs a plain lock nothing: the listing every decision
@@ -34,7 +34,7 @@
 #include <string.h>
 
 #include "zk/grant.h"
-#include "zk/limit.h"
+#include "zk/settings.h"
 #include "zk/log.h"
 
 /* knowing the limit ------------------------------------------------------- */
@@ -74,8 +74,8 @@ static void limit_read_done(int rc, const char *value, int len,
 	zkmx_lock(&e->lock);
 	q = w->q;
 	if (rc == ZOK && q) {
-		q->limit = zklim_parse(value, len > 0 ? (size_t)len : 0);
-		q->linger = zklim_setting_parse(&zklim_setting_linger, value,
+		q->limit = zkset_parse(value, len > 0 ? (size_t)len : 0);
+		q->linger = zkset_setting_parse(&zkset_setting_linger, value,
 						len > 0 ? (size_t)len : 0);
 		q->lknown = true;
 		q->lczxid = stat->czxid;

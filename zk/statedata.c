@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "zk/limit.h"
+#include "zk/settings.h"
 
 static const char b64[] =
 	"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
@@ -80,7 +80,7 @@ static ssize_t decode(const char *v, size_t vlen, char *out, size_t cap)
 ssize_t zksd_read(const char *data, size_t len, char *out, size_t cap)
 {
 	size_t vlen;
-	const char *v = zklim_data_value(data, len, ZKSD_KEY, &vlen);
+	const char *v = zkset_data_value(data, len, ZKSD_KEY, &vlen);
 
 	return v ? decode(v, vlen, out, cap) : 0;
 }
@@ -150,7 +150,7 @@ ssize_t zksd_edit(const char *data, size_t len, const void *state, size_t slen,
 bool zksd_run_read(const char *data, size_t len, struct zksd_run *run)
 {
 	size_t vlen, i = 0;
-	const char *v = zklim_data_value(data, len, ZKSD_RUN_KEY, &vlen);
+	const char *v = zkset_data_value(data, len, ZKSD_RUN_KEY, &vlen);
 	char buf[96], *end;
 	long long start;
 	ssize_t n;

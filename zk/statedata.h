@@ -2,7 +2,7 @@
  * zk/statedata.h - the state a lock's holder publishes (LOCKDIR/.state),
  * as it lives in the lock znode's own data.
  *
- * The lock znode's data is a list of lines: settings (zk/limit.h:
+ * The lock znode's data is a list of lines: settings (zk/settings.h:
  * "limit=N", "linger=MS"), a lock file's mark, anything another client
  * wrote.  The state is one more line, "state=" and the state's bytes in
  * base64 (RFC 4648, with padding), so that whatever bytes a holder

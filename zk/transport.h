@@ -51,7 +51,7 @@ struct zkt_ops {
 		     zoo_op_result_t *results, void_completion_t done,
 		     const void *arg);
 	/* as zoo_aget_children2(): the names, and the Stat of @path itself
-	 * (its dataLength says whether a limit may be set: zk/limit.h) */
+	 * (its dataLength says whether a limit may be set: zk/settings.h) */
 	int (*children)(void *ctx, const char *path,
 			strings_stat_completion_t done, const void *arg);
 	int (*get)(void *ctx, const char *path, data_completion_t done,

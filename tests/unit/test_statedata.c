@@ -8,7 +8,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "zk/limit.h"
+#include "zk/settings.h"
 #include "zk/statedata.h"
 
 /* @data edited to hold @state, as a string. */
@@ -77,8 +77,8 @@ static void test_a_state_never_makes_a_setting(void **state)
 	const char *data = edit("linger=100\n", s, strlen(s));
 
 	(void)state;
-	assert_int_equal(zklim_parse(data, strlen(data)), 0);
-	assert_int_equal(zklim_setting_parse(&zklim_setting_linger, data, strlen(data)), 100);
+	assert_int_equal(zkset_parse(data, strlen(data)), 0);
+	assert_int_equal(zkset_setting_parse(&zkset_setting_linger, data, strlen(data)), 100);
 	assert_string_equal(read_back(data), s);
 }
 
@@ -123,7 +123,7 @@ static void test_run_lines(void **state)
 	n = zksd_run_edit("limit=3\nstate=YQ==\n", 19, &r, out, sizeof(out) - 1);
 	assert_true(n > 0);
 	out[n] = '\0';
-	assert_int_equal(zklim_parse(out, (size_t)n), 3);
+	assert_int_equal(zkset_parse(out, (size_t)n), 3);
 	assert_true(zksd_run_read(out, (size_t)n, &back));
 	assert_int_equal(back.start_ms, r.start_ms);
 	assert_false(back.exited);

@@ -1,8 +1,8 @@
 /*
- * fs/limitattr.c - user.zklockfs.limit and user.zklockfs.linger of a lock
- * directory, and the state user.zklockfs.statedata reads (see limitattr.h).
+ * fs/settings.c - user.zklockfs.limit and user.zklockfs.linger of a lock
+ * directory, and the state user.zklockfs.statedata reads (see settings.h).
  */
-#include "fs/limitattr.h"
+#include "fs/settings.h"
 
 #include "fs/attr.h"
 #include "fs/pool.h"
@@ -14,7 +14,7 @@
 #include <string.h>
 #include <sys/xattr.h>
 
-#include "zk/limit.h"
+#include "zk/settings.h"
 #include "zk/lock.h"
 #include "zk/escape.h"
 #include "zk/statedata.h"
@@ -63,7 +63,7 @@ static void get_answer(struct zop *op, const char *value, int len)
 		zop_free(op);
 		return;
 	}
-	v = zklim_setting_parse(op->setting, value, len > 0 ? (size_t)len : 0);
+	v = zkset_setting_parse(op->setting, value, len > 0 ? (size_t)len : 0);
 	if (v < 0) {
 		zop_reply_err(op, ENODATA);
 	} else {
@@ -95,7 +95,7 @@ static int get_send(struct zop *op)
 }
 
 void zklfs_limit_get(fuse_req_t req, struct node *n, size_t size,
-		     const struct zklim_setting *s, bool lastrun)
+		     const struct zkset_setting *s, bool lastrun)
 {
 	struct zklfs *fs = fs_of(req);
 	struct zop *op = zop_new(req, n, zklfs_node_path(fs, n));
@@ -123,7 +123,7 @@ void zklfs_limit_get(fuse_req_t req, struct node *n, size_t size,
 /* A setxattr or removexattr of a setting, between its calls. */
 struct limit_set {
 	struct zop *op;
-	const struct zklim_setting *s;
+	const struct zkset_setting *s;
 	long now;			/* -1: remove */
 	long before;			/* -1: not set */
 	int flags;			/* XATTR_CREATE, XATTR_REPLACE */
@@ -163,7 +163,7 @@ static void set_done(int rc, const struct Stat *zs, const void *data)
 		return;
 	}
 	zklfs_xc_changed(op->fs);	/* the lock's limit */
-	if (ls->s == &zklim_setting_limit)
+	if (ls->s == &zkset_setting_limit)
 		zkl_limit_changed(zklfs_engine(op->fs, op->path), op->path,
 				  ls->before > 0 ? (unsigned)ls->before : 0,
 				  ls->now > 0 ? (unsigned)ls->now : 0);
@@ -189,15 +189,15 @@ static void got_for_set(int rc, const char *value, int len, const struct Stat *z
 	 * directory first: only the mount's owner and root set or remove one.
 	 * The other settings stay the directory owner's too.
 	 */
-	if (ls->s == &zklim_setting_limit ? op->uid != 0 && op->uid != op->fs->uid :
+	if (ls->s == &zkset_setting_limit ? op->uid != 0 && op->uid != op->fs->uid :
 	    !zklfs_may_own(op->fs, op->uid, op->path, NODE_DIR, zs)) {
 		zklog(LOG_NOTICE, "setting %.*s refused: uid %u owns %s", (int)strlen(ls->s->key) - 1,
-		      ls->s->key, (unsigned)op->uid, ls->s == &zklim_setting_limit ?
+		      ls->s->key, (unsigned)op->uid, ls->s == &zkset_setting_limit ?
 		      "not the mount" : "neither the directory nor the mount");
 		set_reply(ls, EPERM);
 		return;
 	}
-	ls->before = zklim_setting_parse(ls->s, value, have);
+	ls->before = zkset_setting_parse(ls->s, value, have);
 	if ((ls->flags & XATTR_CREATE) && ls->before >= 0) {
 		set_reply(ls, EEXIST);
 		return;
@@ -208,7 +208,7 @@ static void got_for_set(int rc, const char *value, int len, const struct Stat *z
 	}
 	free(ls->data);
 	ls->data = malloc(cap);
-	n = ls->data ? zklim_setting_edit(ls->s, value, have, ls->now, ls->data, cap) : -ENOMEM;
+	n = ls->data ? zkset_setting_edit(ls->s, value, have, ls->now, ls->data, cap) : -ENOMEM;
 	if (n < 0) {
 		set_reply(ls, n == -E2BIG ? E2BIG : ENOMEM);
 		return;
@@ -233,13 +233,13 @@ static void read_for_set(struct limit_set *ls)
 }
 
 void zklfs_limit_set(fuse_req_t req, struct node *n, const char *value,
-		     size_t len, int flags, const struct zklim_setting *s)
+		     size_t len, int flags, const struct zkset_setting *s)
 {
 	struct zklfs *fs = fs_of(req);
 	struct limit_set *ls;
 	unsigned now = 0;
 
-	if (value && zklim_setting_value(s, value, len, &now) != 0) {
+	if (value && zkset_setting_value(s, value, len, &now) != 0) {
 		fuse_reply_err(req, EINVAL);
 		return;
 	}

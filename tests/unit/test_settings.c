@@ -1,5 +1,5 @@
-/* tests/unit/test_limit.c - a semaphore's limit and a lingering lock's time
- * in a lock znode's data (zk/limit.c). */
+/* tests/unit/test_settings.c - a semaphore's limit and a lingering lock's time
+ * in a lock znode's data (zk/settings.c). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -9,12 +9,12 @@
 #include <errno.h>
 #include <string.h>
 
-#include "zk/limit.h"
+#include "zk/settings.h"
 
-#define PARSE(s) zklim_parse((s), sizeof(s) - 1)
+#define PARSE(s) zkset_parse((s), sizeof(s) - 1)
 
 /* a lock znode's data (with its length: a NUL is a byte like any other)
- * and the limit zklim_parse reads in it */
+ * and the limit zkset_parse reads in it */
 struct parsed {
 	const char *data;
 	size_t len;
@@ -25,9 +25,9 @@ struct parsed {
 static void parse_each(const struct parsed *rows, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
-		if (zklim_parse(rows[i].data, rows[i].len) != rows[i].limit)
-			fail_msg("zklim_parse(\"%.*s\"): %u, not %u", (int)rows[i].len,
-				 rows[i].data, zklim_parse(rows[i].data, rows[i].len),
+		if (zkset_parse(rows[i].data, rows[i].len) != rows[i].limit)
+			fail_msg("zkset_parse(\"%.*s\"): %u, not %u", (int)rows[i].len,
+				 rows[i].data, zkset_parse(rows[i].data, rows[i].len),
 				 rows[i].limit);
 }
 
@@ -73,27 +73,27 @@ static void test_value_is_a_plain_number_in_range(void **state)
 	unsigned v = 0;
 
 	(void)state;
-	assert_int_equal(zklim_value("5", 1, &v), 0);
+	assert_int_equal(zkset_value("5", 1, &v), 0);
 	assert_int_equal(v, 5);
-	assert_int_equal(zklim_value("1000\n", 5, &v), 0);
+	assert_int_equal(zkset_value("1000\n", 5, &v), 0);
 	assert_int_equal(v, 1000);
-	assert_int_equal(zklim_value("0", 1, &v), -EINVAL);
-	assert_int_equal(zklim_value("1001", 4, &v), -EINVAL);
-	assert_int_equal(zklim_value("", 0, &v), -EINVAL);
-	assert_int_equal(zklim_value("\n", 1, &v), -EINVAL);
-	assert_int_equal(zklim_value("5\n\n", 3, &v), -EINVAL);
-	assert_int_equal(zklim_value("five", 4, &v), -EINVAL);
+	assert_int_equal(zkset_value("0", 1, &v), -EINVAL);
+	assert_int_equal(zkset_value("1001", 4, &v), -EINVAL);
+	assert_int_equal(zkset_value("", 0, &v), -EINVAL);
+	assert_int_equal(zkset_value("\n", 1, &v), -EINVAL);
+	assert_int_equal(zkset_value("5\n\n", 3, &v), -EINVAL);
+	assert_int_equal(zkset_value("five", 4, &v), -EINVAL);
 	assert_int_equal(v, 1000);	/* untouched on failure */
 }
 
 static void edit(const char *in, unsigned limit, const char *want)
 {
 	char out[128];
-	int n = zklim_edit(in, strlen(in), limit, out, sizeof(out));
+	int n = zkset_edit(in, strlen(in), limit, out, sizeof(out));
 
 	assert_int_equal(n, (int)strlen(want));
 	assert_memory_equal(out, want, (size_t)n);
-	assert_int_equal(zklim_parse(out, (size_t)n), limit);
+	assert_int_equal(zkset_parse(out, (size_t)n), limit);
 }
 
 static void test_edit_keeps_every_other_line(void **state)
@@ -117,12 +117,12 @@ static void test_edit_that_does_not_fit(void **state)
 	char out[8];
 
 	(void)state;
-	assert_int_equal(zklim_edit("", 0, 5, out, 7), -E2BIG);
-	assert_int_equal(zklim_edit("", 0, 5, out, 8), 8);
-	assert_int_equal(zklim_edit("abcdefgh", 8, 0, out, 7), -E2BIG);
+	assert_int_equal(zkset_edit("", 0, 5, out, 7), -E2BIG);
+	assert_int_equal(zkset_edit("", 0, 5, out, 8), 8);
+	assert_int_equal(zkset_edit("abcdefgh", 8, 0, out, 7), -E2BIG);
 }
 
-#define LINGER(s) zklim_setting_parse(&zklim_setting_linger, (s), sizeof(s) - 1)
+#define LINGER(s) zkset_setting_parse(&zkset_setting_linger, (s), sizeof(s) - 1)
 
 static void test_linger_is_set_apart_from_the_limit(void **state)
 {
@@ -140,14 +140,14 @@ static void test_linger_is_set_apart_from_the_limit(void **state)
 	assert_int_equal(LINGER("linger=00\n"), -1);
 	assert_int_equal(LINGER("linger=99999999999\n"), -1);
 	assert_int_equal(PARSE("linger=5\n"), 0);
-	assert_int_equal(zklim_setting_value(&zklim_setting_linger, "0\n", 2, &v), 0);
+	assert_int_equal(zkset_setting_value(&zkset_setting_linger, "0\n", 2, &v), 0);
 	assert_int_equal(v, 0);
-	assert_int_equal(zklim_setting_value(&zklim_setting_linger, "-1", 2, &v), -EINVAL);
-	n = zklim_setting_edit(&zklim_setting_linger, "limit=5\nlinger=9\n", 17, 100, out,
+	assert_int_equal(zkset_setting_value(&zkset_setting_linger, "-1", 2, &v), -EINVAL);
+	n = zkset_setting_edit(&zkset_setting_linger, "limit=5\nlinger=9\n", 17, 100, out,
 			     sizeof(out));
 	assert_int_equal(n, (int)strlen("limit=5\nlinger=100\n"));
 	assert_memory_equal(out, "limit=5\nlinger=100\n", (size_t)n);
-	n = zklim_setting_edit(&zklim_setting_linger, "limit=5\nlinger=9\n", 17, -1, out,
+	n = zkset_setting_edit(&zkset_setting_linger, "limit=5\nlinger=9\n", 17, -1, out,
 			     sizeof(out));
 	assert_int_equal(n, 8);
 	assert_memory_equal(out, "limit=5\n", 8);

@@ -1,11 +1,11 @@
 /*
- * fs/limitattr.h - the settings of a lock directory: user.zklockfs.limit,
+ * fs/settings.h - the settings of a lock directory: user.zklockfs.limit,
  * the limit of holders that makes it a semaphore, and user.zklockfs.linger,
  * how long a mount may keep an entry after its last close (lingering
  * locks; it overrides the mount's -o linger=).
  *
  * Kept as lines "limit=N" and "linger=MS" in the data of the directory's
- * znode (zk/limit.h), where every mount and client reads them; the engine
+ * znode (zk/settings.h), where every mount and client reads them; the engine
  * decides with them (zk/sem.c, zk/linger.c).  Read by anyone; set or removed by the directory's
  * owner (zklfs_owner()), the mount's owner or root, as chmod would be:
  * EPERM for others.  Setting it is a read-modify-write of the znode's data
@@ -18,15 +18,15 @@
  *
  * Depends on: fs/zop.h, fs/attr.h, fs/pool.h.
  */
-#ifndef FS_LIMITATTR_H
-#define FS_LIMITATTR_H
+#ifndef FS_SETTINGS_H
+#define FS_SETTINGS_H
 
 #include <stdbool.h>
 #include <stddef.h>
 
 #include "fs/node.h"
 
-#include "zk/limit.h"
+#include "zk/settings.h"
 
 #define ZKLFS_LIMIT_XATTR "user.zklockfs.limit"
 #define ZKLFS_LINGER_XATTR "user.zklockfs.linger"
@@ -40,7 +40,7 @@
  * run of zklock --once-per: "START EXIT LABEL" (START the ensemble's
  * stamp in ms, EXIT "-" while it runs, LABEL escaped), ENODATA if none. */
 void zklfs_limit_get(fuse_req_t req, struct node *n, size_t size,
-		     const struct zklim_setting *s, bool lastrun);
+		     const struct zkset_setting *s, bool lastrun);
 
 /*
  * zklfs_limit_set() - setxattr of @s (@value of @len bytes, XATTR_CREATE or
@@ -50,6 +50,6 @@ void zklfs_limit_get(fuse_req_t req, struct node *n, size_t size,
  * not.
  */
 void zklfs_limit_set(fuse_req_t req, struct node *n, const char *value,
-		     size_t len, int flags, const struct zklim_setting *s);
+		     size_t len, int flags, const struct zkset_setting *s);
 
 #endif

@@ -1,15 +1,15 @@
 /*
- * tests/fuzz/fuzz_limit.c - a lock znode's data, as any client may have
- * written it, and the limit read from it and written into it (zk/limit.c).
+ * tests/fuzz/fuzz_settings.c - a lock znode's data, as any client may have
+ * written it, and the limit read from it and written into it (zk/settings.c).
  *
  * Input: the data (at most 4096 bytes).  Invariants:
- * - zklim_parse() is 0 or in 1..ZKG_LIMIT_MAX, and never reads past
+ * - zkset_parse() is 0 or in 1..ZKG_LIMIT_MAX, and never reads past
  *   @len (the copy is exactly @len bytes);
- * - after zklim_edit() with a limit L (0..ZKG_LIMIT_MAX), the data reads
+ * - after zkset_edit() with a limit L (0..ZKG_LIMIT_MAX), the data reads
  *   L, holds at most one "limit=" line, and keeps every other line in order;
  * - editing twice is editing once; an edit into a buffer too small fails
  *   with -E2BIG and never writes past it;
- * - zklim_value() accepts exactly what zklim_parse() reads after
+ * - zkset_value() accepts exactly what zkset_parse() reads after
  *   "limit=".
  */
 #include "tests/fuzz/fuzz.h"
@@ -17,7 +17,7 @@
 #include <errno.h>
 
 #include "zk/grant.h"
-#include "zk/limit.h"
+#include "zk/settings.h"
 
 #define MAX_DATA 4096
 
@@ -55,20 +55,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (!in)
 		abort();
 	memcpy(in, data, size);
-	lim = zklim_parse(in, size);
+	lim = zkset_parse(in, size);
 	CHECK(lim <= ZKG_LIMIT_MAX);
 	if (size > 6 && memcmp(in, "limit=", 6) == 0) {
 		const char *nl = memchr(in, '\n', size);
 		size_t l = (nl ? (size_t)(nl - in) : size) - 6;
 
-		CHECK((zklim_value(in + 6, l, &v) == 0) == (lim != 0));
+		CHECK((zkset_value(in + 6, l, &v) == 0) == (lim != 0));
 		CHECK(lim == 0 || v == lim);
 	}
 	want = size ? (unsigned)data[0] * 4 % (ZKG_LIMIT_MAX + 1) : 0;
-	n = zklim_edit(in, size, want, a, sizeof(a));
+	n = zkset_edit(in, size, want, a, sizeof(a));
 	CHECK(n >= 0);
-	CHECK(zklim_parse(a, (size_t)n) == want);
-	n2 = zklim_edit(a, (size_t)n, want, b, sizeof(b));
+	CHECK(zkset_parse(a, (size_t)n) == want);
+	n2 = zkset_edit(a, (size_t)n, want, b, sizeof(b));
 	CHECK(n2 == n && memcmp(a, b, (size_t)n) == 0);
 	la = others(in, size, oa);
 	lb = others(a, (size_t)n, ob);
@@ -78,7 +78,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 		if (!small)
 			abort();
-		CHECK(zklim_edit(in, size, want, small, (size_t)n - 1) == -E2BIG);
+		CHECK(zkset_edit(in, size, want, small, (size_t)n - 1) == -E2BIG);
 		free(small);
 	}
 	free(in);

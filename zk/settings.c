@@ -1,5 +1,5 @@
-/* zk/limit.c - the settings in a lock znode's data (see limit.h). */
-#include "zk/limit.h"
+/* zk/settings.c - the settings in a lock znode's data (see settings.h). */
+#include "zk/settings.h"
 
 #include <errno.h>
 #include <stdbool.h>
@@ -9,11 +9,11 @@
 #include "zk/escape.h"
 #include "zk/grant.h"
 
-const struct zklim_setting zklim_setting_limit = { "limit=", 1, ZKG_LIMIT_MAX };
-const struct zklim_setting zklim_setting_linger = { "linger=", 0, ZKLIM_LINGER_MAX };
+const struct zkset_setting zkset_setting_limit = { "limit=", 1, ZKG_LIMIT_MAX };
+const struct zkset_setting zkset_setting_linger = { "linger=", 0, ZKSET_LINGER_MAX };
 
 /* Decimal @s->min..@s->max, exactly @len digits, no leading zero: or -1. */
-static long number(const struct zklim_setting *s, const char *d, size_t len)
+static long number(const struct zkset_setting *s, const char *d, size_t len)
 {
 	unsigned long v = 0;
 
@@ -28,14 +28,14 @@ static long number(const struct zklim_setting *s, const char *d, size_t len)
 }
 
 /* Is the line @line (@len bytes, no newline) one of @s's? */
-static bool is_line(const struct zklim_setting *s, const char *line, size_t len)
+static bool is_line(const struct zkset_setting *s, const char *line, size_t len)
 {
 	size_t klen = strlen(s->key);
 
 	return len >= klen && memcmp(line, s->key, klen) == 0;
 }
 
-const char *zklim_data_value(const char *data, size_t len, const char *key, size_t *vlen)
+const char *zkset_data_value(const char *data, size_t len, const char *key, size_t *vlen)
 {
 	size_t i = 0, klen = strlen(key);
 
@@ -52,11 +52,11 @@ const char *zklim_data_value(const char *data, size_t len, const char *key, size
 	return NULL;
 }
 
-void zklim_data_field(const char *data, size_t len, const char *key, char *out,
+void zkset_data_field(const char *data, size_t len, const char *key, char *out,
 		      size_t size)
 {
 	size_t vlen;
-	const char *v = zklim_data_value(data, len, key, &vlen);
+	const char *v = zkset_data_value(data, len, key, &vlen);
 
 	if (v && vlen)
 		zkesc(out, size, v, vlen);
@@ -64,15 +64,15 @@ void zklim_data_field(const char *data, size_t len, const char *key, char *out,
 		snprintf(out, size, "-");
 }
 
-long zklim_setting_parse(const struct zklim_setting *s, const char *data, size_t len)
+long zkset_setting_parse(const struct zkset_setting *s, const char *data, size_t len)
 {
 	size_t vlen;
-	const char *v = zklim_data_value(data, len, s->key, &vlen);
+	const char *v = zkset_data_value(data, len, s->key, &vlen);
 
 	return v ? number(s, v, vlen) : -1;
 }
 
-int zklim_setting_value(const struct zklim_setting *s, const char *val, size_t len,
+int zkset_setting_value(const struct zkset_setting *s, const char *val, size_t len,
 			unsigned *out)
 {
 	long v;
@@ -96,7 +96,7 @@ static bool put(char *out, size_t cap, size_t *at, const char *s, size_t n)
 	return true;
 }
 
-int zklim_setting_edit(const struct zklim_setting *s, const char *data, size_t len,
+int zkset_setting_edit(const struct zkset_setting *s, const char *data, size_t len,
 		       long value, char *out, size_t cap)
 {
 	char line[32];
@@ -129,21 +129,21 @@ int zklim_setting_edit(const struct zklim_setting *s, const char *data, size_t l
 	return (int)at;
 }
 
-unsigned zklim_parse(const char *data, size_t len)
+unsigned zkset_parse(const char *data, size_t len)
 {
-	long v = zklim_setting_parse(&zklim_setting_limit, data, len);
+	long v = zkset_setting_parse(&zkset_setting_limit, data, len);
 
 	return v > 0 ? (unsigned)v : 0;
 }
 
-int zklim_value(const char *val, size_t len, unsigned *out)
+int zkset_value(const char *val, size_t len, unsigned *out)
 {
-	return zklim_setting_value(&zklim_setting_limit, val, len, out);
+	return zkset_setting_value(&zkset_setting_limit, val, len, out);
 }
 
-int zklim_edit(const char *data, size_t len, unsigned limit, char *out,
+int zkset_edit(const char *data, size_t len, unsigned limit, char *out,
 	       size_t cap)
 {
-	return zklim_setting_edit(&zklim_setting_limit, data, len, limit ? (long)limit : -1,
+	return zkset_setting_edit(&zkset_setting_limit, data, len, limit ? (long)limit : -1,
 				  out, cap);
 }
