@@ -212,12 +212,12 @@ check-unit: unit
 # waiter's moves are printed from zk/moves.h and fs/lrmoves.h, the lists the
 # checker enforces, and the copy between its markers must match; every
 # source file is named where a newcomer looks for it (tools/check-layout);
-# and the engine's files call one another as zk/engine.h says
-# (tools/check-engine-calls)
+# the engine's files call one another as zk/engine.h says
+# (tools/check-engine-calls), and fs/'s only downwards (tools/check-fs-layers)
 $(BUILD)/moves: $(call objs,$(BUILD)/obj,tools/moves.c)
 	$(CC) $(CFLAGS) -o $@ $^
 
-check-docs: $(BUILD)/moves $(call objs,$(BUILD)/obj,$(filter zk/%,$(ENGINE_SRC)))
+check-docs: $(BUILD)/moves $(call objs,$(BUILD)/obj,$(filter zk/%,$(ENGINE_SRC)) $(FS_SRC))
 	@awk '/^<!-- moves: end/ { p = 0 } p; /^<!-- moves: begin/ { p = 1 }' docs/DESIGN.md \
 	  > $(BUILD)/moves.doc
 	@$(BUILD)/moves | diff -u $(BUILD)/moves.doc - || { echo "docs/DESIGN.md: \
@@ -225,6 +225,7 @@ check-docs: $(BUILD)/moves $(call objs,$(BUILD)/obj,$(filter zk/%,$(ENGINE_SRC))
 	  its markers"; exit 1; }
 	@tools/check-layout
 	@tools/check-engine-calls $(BUILD)/obj
+	@tools/check-fs-layers $(BUILD)/obj
 	@# the man pages say the version debian/changelog gives (the one source)
 	@for m in docs/zklockfs.8 docs/zklock.1; do \
 	  grep -q '^\.TH .*"zklockfs $(VERSION)"' $$m || { \
