@@ -43,6 +43,18 @@ static bool lockfile(fuse_req_t req, fuse_ino_t ino, struct node **n)
 	return (*n)->type == NODE_LOCKFILE;
 }
 
+/* The node through which @fi, a descriptor of @ino, holds its lock (a lock
+ * file's holder's entry, or the entry itself for its holder's descriptor),
+ * or NULL if it holds none: what the ioctls on a lock ask about. */
+static struct node *held_through(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct node *n;
+
+	if (lockfile(req, ino, &n))
+		return lf_holder(fuse_req_userdata(req), fi, 0, true);
+	return fi->fh == FH_HOLDER ? n : NULL;
+}
+
 /* @fi as the holder's descriptor of a record's lock node. */
 static struct fuse_file_info as_holder(const struct fuse_file_info *fi)
 {
@@ -268,7 +280,7 @@ static void state_ioctl(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *f
 {
 	struct zklfs *fs = fuse_req_userdata(req);
 	const struct zklfs_ioc_state *st = in_buf;
-	struct node *n, *ln;
+	struct node *ln;
 
 	if (cmd == ZKLFS_IOC_RUN ? in_bufsz < sizeof(struct zklfs_ioc_run) ||
 				   out_bufsz < sizeof(struct zklfs_ioc_run)
@@ -276,10 +288,7 @@ static void state_ioctl(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *f
 		fuse_reply_err(req, EINVAL);
 		return;
 	}
-	if (lockfile(req, ino, &n))
-		ln = lf_holder(fs, fi, 0, true);
-	else
-		ln = fi->fh == FH_HOLDER ? n : NULL;
+	ln = held_through(req, ino, fi);
 	if (cmd == ZKLFS_IOC_RUN)
 		zklfs_state_run(req, fs, ln, in_buf);
 	else
@@ -310,7 +319,7 @@ void zklfs_fd_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd, void *arg,
 	struct zklfs *fs = fuse_req_userdata(req);
 	bool token = cmd == ZKLFS_IOC_TOKEN;
 	struct zklfs_ioc_text t;
-	struct node *n, *ln;
+	struct node *ln;
 	int len;
 
 	(void)arg, (void)flags;
@@ -329,10 +338,7 @@ void zklfs_fd_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd, void *arg,
 		fuse_reply_err(req, ENOTTY);
 		return;
 	}
-	if (lockfile(req, ino, &n))
-		ln = lf_holder(fs, fi, 0, true);
-	else
-		ln = fi->fh == FH_HOLDER ? n : NULL;
+	ln = held_through(req, ino, fi);
 	if (cmd == ZKLFS_IOC_WATCHDOG) {
 		watchdog_ioctl(req, ln);
 		return;

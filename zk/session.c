@@ -613,11 +613,10 @@ static void *zks_supervise(void *arg)
 			s->silent = silent = true;
 		timeout = s->negotiated_ms;
 		doubt = doubt_locked(s);
+		tell_doubt = doubt != s->doubt;	/* the engine heard s->doubt */
 		if (doubt && !s->doubt)		/* a ping sent from now on ends it */
 			s->doubt_ping = s->ping_next;
 		s->doubt = doubt;
-		tell_doubt = doubt != s->doubt_told;
-		s->doubt_told = doubt;
 		renew = s->expired;
 		reconnected = s->reconnected;
 		s->reconnected = false;
@@ -784,7 +783,7 @@ void zks_close(struct zks *s)
 		return;
 	s->inited = false;
 	stop_supervisor(s);		/* no zks_later() from now on */
-	if (s->doubt_told)		/* a doubt that ends with the session */
+	if (s->doubt)			/* a doubt that ends with the session */
 		zkm_doubt_ended(s->doubt_began_us);
 	drain(s->zh);			/* the deletes of the last RELEASEs */
 	if (s->zh)

@@ -83,8 +83,8 @@ struct zks {
 	uint64_t ping_answered;		/* 1 + the id of the latest ping
 					   answered (0: none) */
 	bool doubt;			/* in doubt since ping doubt_ping was
-					   next: see zks_doubtful() */
-	bool doubt_told;		/* what ev->doubt() last said */
+					   next (zks_doubtful()); what the
+					   supervisor last told ev->doubt() */
 	uint64_t doubt_ping;
 	uint64_t doubt_began_us;	/* supervisor's: zkm_doubt_began() */
 	int timeout_ms;			/* asked for */
