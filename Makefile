@@ -1,5 +1,5 @@
 # zklockfs - see README.md.  The targets (`make help` prints this list):
-#   make                 build/zklockfs (the daemon), build/zklock, build/zkbench
+#   make                 build/zklockfs (the daemon), build/zklock, build/zkbench, build/delaylink
 #   make run             install what is missing, start a local ZooKeeper, mount, show a lock
 #   make stop            unmount and stop what make run started
 #   make check           every test below, as CI runs them (root, /dev/fuse)
@@ -43,10 +43,10 @@ VERSION := $(shell awk -F'[()]' 'NR == 1 { print $$2 }' debian/changelog)
 WARN     = -std=c11 -Wpedantic -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes
 # a package build's own (dpkg-buildflags: _FORTIFY_SOURCE) come last
 ENV_CPPFLAGS := $(CPPFLAGS)
-CPPFLAGS = -I. -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 -DTHREADED -DZKLOCKFS_VERSION='"$(VERSION)"' \
+CPPFLAGS = -I. -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 -DZKLOCKFS_VERSION='"$(VERSION)"' \
 	   $(FUSE_CFLAGS) $(ENV_CPPFLAGS)
 CFLAGS  ?= -O2 -g
-LDLIBS   = $(FUSE_LIBS) -lzookeeper_mt -lsystemd -lpthread
+LDLIBS   = $(FUSE_LIBS) -lzookeeper_st -lsystemd -lpthread
 SAN      = -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined \
 	   -DZKL_LOCKCHECK
 
@@ -54,7 +54,7 @@ SAN      = -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-re
 ENGINE_SRC = zk/queue.c zk/waiter.c zk/retry.c zk/watch.c zk/wait.c zk/sem.c zk/release.c \
 	     zk/create.c zk/linger.c zk/lock.c zk/mutex.c zk/metrics.c
 ZK_SRC   = zk/escape.c zk/naming.c zk/grant.c zk/settings.c zk/statedata.c zk/errno.c zk/log.c zk/creds.c \
-	   zk/digest.c zk/connect.c zk/session.c zk/calls.c zk/transport.c $(ENGINE_SRC)
+	   zk/digest.c zk/connect.c zk/drive.c zk/session.c zk/calls.c zk/transport.c $(ENGINE_SRC)
 FS_SRC   = fs/opts.c fs/node.c fs/attr.c fs/pending.c fs/observe.c fs/zop.c fs/ops.c fs/remove.c \
 	   fs/readdir.c fs/read.c fs/reply.c fs/signals.c fs/lockreq.c fs/lrquery.c fs/fdlock.c \
 	   fs/confirm.c fs/state.c fs/lockops.c fs/wbuf.c fs/xcache.c fs/settings.c fs/revoke.c fs/flock.c \
@@ -103,7 +103,7 @@ $(BUILD)/sim-fast/obj/%.o: %.c
 	@mkdir -p $(@D)
 	$(CC) $(WARN) $(CPPFLAGS) -DZKL_PREEMPT -O2 -g $(DEPFLAGS) -c -o $@ $<
 
-all: $(BUILD)/zklockfs $(BUILD)/zklock $(BUILD)/zkbench
+all: $(BUILD)/zklockfs $(BUILD)/zklock $(BUILD)/zkbench $(BUILD)/delaylink
 
 $(BUILD)/zklockfs: $(call objs,$(BUILD)/obj,$(SRC))
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
@@ -169,11 +169,11 @@ SIM_CHECK_SEEDS ?= 3000
 SIM_KNOWN_BAD =
 
 $(BUILD)/sim/sim: $(call objs,$(BUILD)/sim/obj,$(SIM_SRC))
-	$(CC) -O1 -g $(SAN) -o $@ $^ -lzookeeper_mt -lpthread
+	$(CC) -O1 -g $(SAN) -o $@ $^ -lzookeeper_st -lpthread
 
 # without sanitizers, to measure the engine rather than ASan
 $(BUILD)/sim/sim-fast: $(call objs,$(BUILD)/sim-fast/obj,$(SIM_SRC))
-	$(CC) -O2 -g -o $@ $^ -lzookeeper_mt -lpthread
+	$(CC) -O2 -g -o $@ $^ -lzookeeper_st -lpthread
 
 sim: $(BUILD)/sim/sim
 ifdef SEED
@@ -286,10 +286,18 @@ stop:
 # the bench's measuring half: a file per mode (bench/zkbench.h)
 ZKBENCH_SRC = bench/zkbench.c bench/util.c bench/serverstats.c bench/zkconn.c \
 	      bench/recipe.c bench/cycles.c bench/scale.c bench/ceiling.c
+# the C recipe is the stock client's: the multi-threaded one, its
+# synchronous calls (libzookeeper-mt2; the -dev package, whose headers are
+# the same, cannot be installed beside libzookeeper-st-dev)
+$(call objs,$(BUILD)/obj,$(ZKBENCH_SRC)): CPPFLAGS += -DTHREADED
 $(BUILD)/zkbench: $(call objs,$(BUILD)/obj,$(ZKBENCH_SRC))
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -lzookeeper_mt -lpthread
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -l:libzookeeper_mt.so.2 -lpthread
 
-bench: deps $(BUILD)/zklockfs $(BUILD)/zkbench
+# the bench's slow link: a C relay that delays every byte (bench/delaylink.c)
+$(BUILD)/delaylink: $(call objs,$(BUILD)/obj,bench/delaylink.c)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^
+
+bench: deps $(BUILD)/zklockfs $(BUILD)/zkbench $(BUILD)/delaylink
 	bench/run
 
 # faults at random, combined, against three servers and three hosts in
@@ -349,7 +357,7 @@ help:
 # With `make run` or `make bench`, deps (which may install libfuse3-dev) goes
 # before any compile; a target's prerequisites alone are not ordered (make -j).
 ifneq ($(filter run bench,$(MAKECMDGOALS)),)
-$(call objs,$(BUILD)/obj,$(SRC) $(ZKLOCK_SRC) $(ZKBENCH_SRC)): | deps
+$(call objs,$(BUILD)/obj,$(SRC) $(ZKLOCK_SRC) $(ZKBENCH_SRC) bench/delaylink.c): | deps
 endif
 
 # The version is compiled into these: a new changelog entry rebuilds them.

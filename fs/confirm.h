@@ -7,7 +7,8 @@
  * fs/pool.h (the lock's session).  Called by the FSYNC handler (fs/wbuf.c)
  * once the holder's data is on its way (zklock --confirm is an fsync of
  * the descriptor zklock left its command: only a holder can ask);
- * answered from ZooKeeper's completion thread, or at once by a loss or a
+ * answered from a ZooKeeper completion (on the FUSE thread, which drives
+ * the sessions: zk/drive.h), or at once by a loss or a
  * give-back (fs/lockreq.c).
  *
  * The round trip is a sync of the lock's directory, then an exists of the

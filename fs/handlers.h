@@ -11,7 +11,8 @@
  *
  * Threads: every handler runs on the FUSE loop thread, copies what it
  * needs and returns without waiting for ZooKeeper; a request it cannot
- * answer at once is answered later on the ZooKeeper completion thread.
+ * answer at once is answered later from a ZooKeeper completion, which
+ * runs on that same thread (it drives the sessions too: zk/drive.h).
  * A handler holds fs->lock only briefly, never across a fuse_reply_*().
  */
 #ifndef FS_HANDLERS_H

@@ -1,13 +1,14 @@
 /*
  * fs/main.c - zklockfs [-f] [-d] [-o OPT,...] CONNECT[/ROOT] MOUNTPOINT
  *
- * Start-up order matters (docs/DESIGN.md): fork first (ZooKeeper's threads would
- * not survive it), block the termination signals before zookeeper_init so
- * its threads inherit the mask, connect, make the mount point immutable
- * (fs/mountpoint.h: as root), mount, and only then tell the waiting parent
- * that the mount is up.  Shutdown: answer pending opens, close the sessions
- * (the server drops every entry at once), unmount; the mount point stays
- * immutable.
+ * Start-up order matters (docs/DESIGN.md): fork first (our threads would
+ * not survive it), block the termination signals before the sessions
+ * start so their supervisors inherit the mask, connect, make the mount
+ * point immutable (fs/mountpoint.h: as root), mount, and only then tell
+ * the waiting parent that the mount is up.  Then this thread serves FUSE
+ * and drives the ZooKeeper sessions (serve_loop(), zk/drive.h).
+ * Shutdown: answer pending opens, close the sessions (the server drops
+ * every entry at once), unmount; the mount point stays immutable.
  */
 #include "fs/attr.h"
 #include "fs/ender.h"
@@ -39,6 +40,7 @@
 #include <unistd.h>
 
 #include "zk/connect.h"
+#include "zk/drive.h"
 #include "zk/log.h"
 
 
@@ -242,8 +244,58 @@ static char *mountpoint_check(const char *mp)
 	return real;
 }
 
+/* The FUSE side of the loop: the requests /dev/fuse has, then the exit flag. */
+struct serving {
+	struct fuse_session *se;
+	struct fuse_buf buf;
+};
+
+/* Requests served in a row before the sessions' I/O gets a turn */
+#define SERVE_BATCH 32
+/* A turn's longest wait: a signal's exit flag is seen this soon */
+#define SERVE_TICK_MS 250
+
+static int serve(void *arg, bool ready)
+{
+	struct serving *sv = arg;
+
+	for (int i = 0; ready && i < SERVE_BATCH && !fuse_session_exited(sv->se); i++) {
+		int res = fuse_session_receive_buf(sv->se, &sv->buf);
+
+		if (res == -EINTR || res == -EAGAIN)
+			break;
+		if (res < 0)
+			return res;
+		if (res == 0)		/* unmounted: libfuse ended the session */
+			break;
+		fuse_session_process_buf(sv->se, &sv->buf);
+	}
+	return fuse_session_exited(sv->se) ? 0 : 1;
+}
+
 /*
- * The exit status for what fuse_session_loop() returned: a clean stop is 0,
+ * Serve FUSE and drive the ZooKeeper sessions on this thread
+ * (zk/drive.h) until the session ends: unmounted, or a signal's handler
+ * (libfuse's) set its exit flag, which a turn sees within its tick.  As
+ * fuse_session_loop(), it leaves the session ready to serve again.
+ * Return: 0, or a negative errno of /dev/fuse.
+ */
+static int serve_loop(struct fuse_session *se)
+{
+	struct serving sv = { .se = se };
+	int fd = fuse_session_fd(se), rc;
+
+	/* read until there is nothing, then poll with the sessions */
+	if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) != 0)
+		return -errno;
+	rc = zkd_run(fd, serve, &sv, SERVE_TICK_MS);
+	free(sv.buf.mem);
+	fuse_session_reset(se);
+	return rc;
+}
+
+/*
+ * The exit status for what serve_loop() returned: a clean stop is 0,
  * whether by unmount (ENODEV), by a connection ended from outside (umount
  * -f, or the last close on a lazily unmounted mount: ECONNABORTED), or by
  * a terminating signal (libfuse returns its number).
@@ -298,7 +350,7 @@ static void stop_holders(struct zklfs *fs)
 		return;
 	}
 	free(held);
-	rc = fuse_session_loop(fs->se);
+	rc = serve_loop(fs->se);
 	atomic_store(&loop_over, true);
 	if (rc == SIGTERM || rc == SIGINT || rc == SIGHUP)
 		zklfs_ender_hurry();
@@ -422,7 +474,7 @@ int main(int argc, char *argv[])
 	if (conf.on_loss_end)
 		zklfs_ender_start();		/* a lost lock's work ends */
 
-	ret = loop_status(fuse_session_loop(fs.se));
+	ret = loop_status(serve_loop(fs.se));
 	zklfs_ready_stopping(&fs);
 	zklfs_pool_shutdown(&fs);		/* answer every waiting open: no grant
 						   from now on */

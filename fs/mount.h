@@ -7,9 +7,10 @@
  * module defines privately or in its own header.  Each field says which
  * module owns it and which lock guards it.
  *
- * Threads: one FUSE loop thread runs every handler; the ZooKeeper
- * completion thread runs the completions that answer requests later; the
- * sessions' supervisors run ticks (zklfs_zlater()).  fs->lock guards the
+ * Threads: one FUSE loop thread runs every handler and drives the
+ * ZooKeeper sessions, so the completions that answer requests later run
+ * there too (zk/drive.h); the sessions' supervisors run ticks
+ * (zklfs_zlater()).  fs->lock guards the
  * inode table (fs/node.h), every lock request (fs/lockreq.h) and the
  * holders' data (fs/wbuf.h); it is never held across a fuse_reply_*() or
  * a call into the lock engine, but it is taken under the engine's lock by

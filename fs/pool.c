@@ -389,9 +389,9 @@ static int pool_slot(struct zklfs *fs, const char *dir, bool hold)
 		return 0;
 	/*
 	 * The sync is queued under p->mu, so that no request of another
-	 * thread that picks this slot next can leave before it.  (zoo_async()
-	 * only queues; our completions run on the client's completion thread
-	 * without its locks, so p->mu is always taken first.)  A request sent
+	 * thread that picks this slot next can leave before it.  (A call
+	 * sends or queues, and runs no completion; completions run at the
+	 * loop's turns, without its locks, so p->mu is always taken first.)  A request sent
 	 * after a sync that fails fails with it (the client fails its queue in
 	 * order when the connection goes); the next one syncs again.
 	 */

@@ -28,7 +28,7 @@
  *
  * Depends on: fs/lockreq.h (who holds), fs/pool.h (the entry's session),
  * fs/pending.h (the request is bounded and interruptible).  FUSE thread
- * to start; answered from ZooKeeper's completion thread.
+ * to start; answered from a ZooKeeper completion (the same thread).
  */
 #ifndef FS_STATE_H
 #define FS_STATE_H

@@ -186,7 +186,7 @@ static int flight_errno(int rc)
 	return -zk_errno(rc);
 }
 
-/* ZooKeeper's answer, on its completion thread (or at once if not sent). */
+/* ZooKeeper's answer, in its completion (or at once if not sent). */
 static void flight_done(int rc, const struct Stat *zs, const void *data)
 {
 	struct wflight *f = (struct wflight *)data;

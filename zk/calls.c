@@ -1,29 +1,29 @@
 /*
- * zk/calls.c - the asynchronous calls on a session's current handle
- * (declared in zk/session.h): each holds the handle still, for reading,
- * while the client queues the request, so that an expiry cannot close it
- * under the call.
+ * zk/calls.c - a session's handle (declared in zk/session.h): the
+ * asynchronous calls made on it, and its part in the loop (zk/drive.h).
+ *
+ * Only the thread that holds the loop's token touches a handle.  A call
+ * made there goes to the client at once: the single-threaded client
+ * sends it before it returns, if the connection takes it.  A call made on
+ * any other thread is copied into a struct zks_call, queued on the
+ * session and the driver woken; the driver sends the queue, in order,
+ * before it next polls, and before any call of its own on that session
+ * (so a thread's calls keep their order, as they would in the client's
+ * own queue).  A queued call the client then refuses gets its completion
+ * at once, on the driver, with the refusal (ZINVALIDSTATE as
+ * ZSESSIONEXPIRED: the handle expired since it was queued).
+ *
+ * Replacing or closing a handle is a queued call too (zks_replace()): the
+ * calls queued before it go to the old handle, those after to the new.
  */
 #include "zk/session.h"
 
+#include <poll.h>
+#include <stddef.h>
+#include <stdlib.h>
 #include <string.h>
 
-/* The wrappers: the current handle, held still while the call queues. */
-static zhandle_t *zh_hold(struct zks *s)
-{
-	pthread_rwlock_rdlock(&s->rw);
-	return s->zh;
-}
-
-/* A hibernated session (zks_hibernate()) has no handle: the client then
- * refuses the call, unsent, as a bad argument; say why instead. */
-static int zh_put(struct zks *s, int rc)
-{
-	if (!s->zh && rc != ZOK)
-		rc = ZINVALIDSTATE;
-	pthread_rwlock_unlock(&s->rw);
-	return rc;
-}
+#include "zk/drive.h"
 
 /* ZooKeeper's jute.maxbuffer, the default: the longest request it reads */
 #define ZK_REQUEST_MAX 0xfffff
@@ -86,17 +86,419 @@ static bool multi_too_big(int count, const zoo_op_t *ops)
 	return paths >= ZK_REQUEST_MAX || data > room(paths);
 }
 
+/* What a call asks; see the file's comment. */
+enum call_op {
+	C_CREATE, C_DELETE, C_MULTI, C_GET, C_EXISTS, C_SET, C_CHILDREN2,
+	C_SYNC, C_UNWATCH, C_ACL, C_REPLACE
+};
+
+struct zks_call {
+	struct zks_call *next;
+	enum call_op op;
+	const char *path;
+	const char *data;
+	int len;
+	int mode;		/* a create's flags, a set's version, an
+				   unwatch's type */
+	watcher_fn watcher;	/* or NULL */
+	void *wctx;
+	int count;		/* a multi's */
+	const zoo_op_t *ops;
+	zoo_op_result_t *results;
+	union {
+		string_stat_completion_t string_stat;
+		void_completion_t v;
+		data_completion_t data;
+		stat_completion_t stat;
+		strings_stat_completion_t strings_stat;
+		string_completion_t string;
+		acl_completion_t acl;
+	} done;
+	const void *arg;
+	/* C_REPLACE: the new handle (NULL: none), whether the generation
+	 * moves on, and the flag set once done (under s->lock) */
+	zhandle_t *nzh;
+	bool bump;
+	bool *replaced;
+	char bytes[];		/* a queued call's copies of its strings */
+};
+
+/* Send @c on @zh, the token held.  Return: the client's answer. */
+static int call_send(struct zks *s, zhandle_t *zh, const struct zks_call *c)
+{
+	void_completion_t *as_declared;
+	int state;
+
+	_Static_assert(sizeof(as_declared) == sizeof(c->done.v), "pointer sizes");
+	if (!zh)		/* hibernated: the client would say a bad argument */
+		return ZINVALIDSTATE;
+	switch (c->op) {
+	case C_CREATE:
+		return zoo_acreate2(zh, c->path, c->data, c->len, s->acl, c->mode,
+				    c->done.string_stat, c->arg);
+	case C_DELETE:
+		return zoo_adelete(zh, c->path, -1, c->done.v, c->arg);
+	case C_MULTI:
+		/*
+		 * The 3.8 client, when a sub-request cannot be made (its
+		 * handle expired), skips making the next ones but still
+		 * frees their uninitialised paths.  Do not ask it then.
+		 */
+		state = zoo_state(zh);
+		if (state == ZOO_EXPIRED_SESSION_STATE || state == ZOO_AUTH_FAILED_STATE)
+			return ZINVALIDSTATE;
+		return zoo_amulti(zh, c->count, c->ops, c->results, c->done.v, c->arg);
+	case C_GET:
+		return c->watcher ? zoo_awget(zh, c->path, c->watcher, c->wctx, c->done.data, c->arg)
+				  : zoo_aget(zh, c->path, 0, c->done.data, c->arg);
+	case C_EXISTS:
+		return zoo_aexists(zh, c->path, 0, c->done.stat, c->arg);
+	case C_SET:
+		return zoo_aset(zh, c->path, c->data, c->len, c->mode, c->done.stat, c->arg);
+	case C_CHILDREN2:
+		return c->watcher ? zoo_awget_children2(zh, c->path, c->watcher, c->wctx,
+							c->done.strings_stat, c->arg)
+				  : zoo_aget_children2(zh, c->path, 0, c->done.strings_stat, c->arg);
+	case C_SYNC:
+		return zoo_async(zh, c->path, c->done.string, c->arg);
+	case C_UNWATCH:
+		/*
+		 * 3.8 declares the completion as void_completion_t * but
+		 * stores and calls the pointer it is given: pass the function
+		 * itself.  ISO C has no cast from a function pointer to an
+		 * object pointer.
+		 */
+		memcpy(&as_declared, &c->done.v, sizeof(c->done.v));
+		return zoo_aremove_all_watches(zh, c->path, c->mode, 0, as_declared, c->arg);
+	case C_ACL:
+		return zoo_aget_acl(zh, c->path, c->done.acl, c->arg);
+	case C_REPLACE:
+		break;
+	}
+	return ZBADARGUMENTS;
+}
+
+/* The completion of a queued @c the client refused with @rc. */
+static void call_refused(const struct zks_call *c, int rc)
+{
+	if (rc == ZINVALIDSTATE)
+		rc = ZSESSIONEXPIRED;
+	switch (c->op) {
+	case C_CREATE:
+		if (c->done.string_stat)
+			c->done.string_stat(rc, NULL, NULL, c->arg);
+		break;
+	case C_DELETE:
+	case C_MULTI:
+	case C_UNWATCH:
+		if (c->done.v)
+			c->done.v(rc, c->arg);
+		break;
+	case C_GET:
+		if (c->done.data)
+			c->done.data(rc, NULL, -1, NULL, c->arg);
+		break;
+	case C_EXISTS:
+	case C_SET:
+		if (c->done.stat)
+			c->done.stat(rc, NULL, c->arg);
+		break;
+	case C_CHILDREN2:
+		if (c->done.strings_stat)
+			c->done.strings_stat(rc, NULL, NULL, c->arg);
+		break;
+	case C_SYNC:
+		if (c->done.string)
+			c->done.string(rc, NULL, c->arg);
+		break;
+	case C_ACL:
+		if (c->done.acl)
+			c->done.acl(rc, NULL, NULL, c->arg);
+		break;
+	case C_REPLACE:
+		break;
+	}
+}
+
+/* Put the handle @c names in, close the old one (its completions run
+ * now, with ZCLOSING), and say so.  The token held. */
+static void call_replace(struct zks *s, const struct zks_call *c)
+{
+	zhandle_t *old;
+
+	pthread_rwlock_wrlock(&s->rw);
+	old = s->zh;
+	s->zh = c->nzh;
+	if (c->bump)
+		s->gen++;
+	pthread_rwlock_unlock(&s->rw);
+	if (old)
+		zookeeper_close(old);
+	pthread_mutex_lock(&s->lock);
+	*c->replaced = true;
+	pthread_cond_broadcast(&s->cond);
+	pthread_mutex_unlock(&s->lock);
+}
+
+/* Send what was queued on @s, in order.  The token held, no lock: the
+ * completions of a refused call and of a replaced handle run here. */
+static void call_flush(struct zks *s)
+{
+	for (;;) {
+		struct zks_call *c;
+		int rc;
+
+		pthread_mutex_lock(&s->qlock);
+		c = s->qhead;
+		if (c) {
+			s->qhead = c->next;
+			if (!s->qhead)
+				s->qtail = &s->qhead;
+		}
+		pthread_mutex_unlock(&s->qlock);
+		if (!c)
+			return;
+		if (c->op == C_REPLACE)
+			call_replace(s, c);
+		else if ((rc = call_send(s, s->zh, c)) != ZOK)
+			call_refused(c, rc);
+		free(c);
+	}
+}
+
+/* A copy of @c and of the strings and ops it points to, in one block. */
+static struct zks_call *call_copy(const struct zks_call *c)
+{
+	size_t n = 0, plen = c->path ? strlen(c->path) + 1 : 0;
+	size_t dlen = c->data && c->len > 0 ? (size_t)c->len : 0;
+	struct zks_call *q;
+	char *p;
+
+	n = plen + dlen;
+	for (int i = 0; i < c->count; i++) {
+		const zoo_op_t *op = &c->ops[i];
+
+		n += sizeof(zoo_op_t) + strlen(op->check_op.path) + 1;
+		if (op->type == ZOO_CREATE_OP && op->create_op.data && op->create_op.datalen > 0)
+			n += (size_t)op->create_op.datalen;
+		if (op->type == ZOO_SETDATA_OP && op->set_op.data && op->set_op.datalen > 0)
+			n += (size_t)op->set_op.datalen;
+	}
+	q = malloc(sizeof(*q) + n + _Alignof(zoo_op_t));
+	if (!q)
+		return NULL;
+	*q = *c;
+	q->next = NULL;
+	p = q->bytes;
+	if (c->count) {		/* the ops first, aligned */
+		zoo_op_t *ops;
+
+		p += (_Alignof(zoo_op_t) - (uintptr_t)p % _Alignof(zoo_op_t)) % _Alignof(zoo_op_t);
+		ops = (zoo_op_t *)(void *)p;
+		memcpy(ops, c->ops, sizeof(zoo_op_t) * (size_t)c->count);
+		p += sizeof(zoo_op_t) * (size_t)c->count;
+		for (int i = 0; i < c->count; i++) {
+			zoo_op_t *op = &ops[i];
+			/* every op starts with its path: the union's members
+			 * agree on it (check_op names it here) */
+			size_t l = strlen(op->check_op.path) + 1;
+
+			memcpy(p, op->check_op.path, l);
+			if (op->type == ZOO_CREATE_OP)
+				op->create_op.path = p;
+			else if (op->type == ZOO_SETDATA_OP)
+				op->set_op.path = p;
+			else if (op->type == ZOO_DELETE_OP)
+				op->delete_op.path = p;
+			else
+				op->check_op.path = p;
+			p += l;
+			if (op->type == ZOO_CREATE_OP && op->create_op.data &&
+			    op->create_op.datalen > 0) {
+				memcpy(p, op->create_op.data, (size_t)op->create_op.datalen);
+				op->create_op.data = p;
+				p += op->create_op.datalen;
+			}
+			if (op->type == ZOO_SETDATA_OP && op->set_op.data &&
+			    op->set_op.datalen > 0) {
+				memcpy(p, op->set_op.data, (size_t)op->set_op.datalen);
+				op->set_op.data = p;
+				p += op->set_op.datalen;
+			}
+		}
+		q->ops = ops;
+	}
+	if (plen) {
+		memcpy(p, c->path, plen);
+		q->path = p;
+		p += plen;
+	}
+	if (dlen) {
+		memcpy(p, c->data, dlen);
+		q->data = p;
+	}
+	return q;
+}
+
+/* Queue @q (a copy) for the driver; @gen, if not NULL, gets the
+ * generation of the handle it will go to.  Return: as the client would. */
+static int call_queue(struct zks *s, struct zks_call *q, uint64_t *gen)
+{
+	int state;
+
+	pthread_mutex_lock(&s->qlock);
+	if (q->op == C_REPLACE) {
+		s->qzh = q->nzh;
+		if (q->bump)
+			s->qgen++;
+	} else {
+		/* the handle it will meet: refused now, as the client would */
+		if (!s->qzh)
+			goto refused;
+		state = zoo_state(s->qzh);
+		if (state == ZOO_EXPIRED_SESSION_STATE || state == ZOO_AUTH_FAILED_STATE)
+			goto refused;
+	}
+	if (gen)
+		*gen = s->qgen;
+	*s->qtail = q;
+	s->qtail = &q->next;
+	pthread_mutex_unlock(&s->qlock);
+	zkd_wake();
+	return ZOK;
+refused:
+	pthread_mutex_unlock(&s->qlock);
+	free(q);
+	return ZINVALIDSTATE;
+}
+
+/*
+ * Make the call @c: sent now on the driver, else queued for it.  The
+ * driver too queues it behind calls already queued, so that they go
+ * first: it sends the queue at its next turn's start, where what the
+ * queue may run (a refused call's completion, a replaced handle's) runs
+ * with no lock held, not here, under the caller's.
+ */
+static int call(struct zks *s, const struct zks_call *c, uint64_t *gen)
+{
+	struct zks_call *q;
+
+	if (zkd_driving()) {
+		bool queued;
+
+		pthread_mutex_lock(&s->qlock);
+		queued = s->qhead != NULL;
+		pthread_mutex_unlock(&s->qlock);
+		if (!queued) {
+			if (gen)
+				*gen = s->gen;
+			return call_send(s, s->zh, c);
+		}
+	}
+	q = call_copy(c);
+	if (!q)
+		return ZSYSTEMERROR;
+	return call_queue(s, q, gen);
+}
+
+static bool replaced_yet(void *arg)
+{
+	return *(bool *)arg;
+}
+
+void zks_replace(struct zks *s, zhandle_t *nzh, bool bump)
+{
+	struct zks_call c = { .op = C_REPLACE, .nzh = nzh, .bump = bump };
+	bool replaced = false;
+
+	struct zks_call *q = malloc(sizeof(*q));
+
+	c.replaced = &replaced;
+	while (!q) {		/* a handle must not stay: wait for memory */
+		struct timespec ts = { 0, 10 * 1000000L };
+
+		nanosleep(&ts, NULL);
+		q = malloc(sizeof(*q));
+	}
+	*q = c;
+	call_queue(s, q, NULL);
+	pthread_mutex_lock(&s->lock);
+	zkd_wait(&s->lock, &s->cond, replaced_yet, &replaced, NULL);
+	pthread_mutex_unlock(&s->lock);
+}
+
+/* The loop's client (zk/drive.h): send the queue, then ask the handle. */
+static void handle_prepare(struct zkd_client *cl, int *fd, short *events, int *timeout_ms)
+{
+	struct zks *s = (struct zks *)((char *)cl - offsetof(struct zks, client));
+	struct timeval tv = { 0, 0 };
+	int interest = 0, ms;
+	int rc;
+
+	call_flush(s);
+	s->turn_zh = s->zh;
+	if (!s->zh)
+		return;
+	rc = zookeeper_interest(s->zh, fd, &interest, &tv);
+	if (rc != ZOK && rc != ZINVALIDSTATE) {
+		/* a connect that failed at once: try again soon */
+		if (*fd < 0 && (tv.tv_sec == 0 && tv.tv_usec == 0))
+			tv.tv_usec = 20000;
+	}
+	if (rc == ZINVALIDSTATE || *fd < 0) {
+		*fd = -1;
+		interest = 0;
+		if (rc == ZINVALIDSTATE)	/* expired: the supervisor renews */
+			return;
+	}
+	*events = (short)((interest & ZOOKEEPER_READ ? POLLIN : 0) |
+			  (interest & ZOOKEEPER_WRITE ? POLLOUT : 0));
+	ms = (int)(tv.tv_sec * 1000 + (tv.tv_usec + 999) / 1000);
+	if (*timeout_ms < 0 || ms < *timeout_ms)
+		*timeout_ms = ms;
+}
+
+static void handle_process(struct zkd_client *cl, short revents)
+{
+	struct zks *s = (struct zks *)((char *)cl - offsetof(struct zks, client));
+	int events = 0;
+
+	if (!s->turn_zh || s->turn_zh != s->zh || !revents)
+		return;
+	if (revents & (POLLIN | POLLHUP | POLLERR))
+		events |= ZOOKEEPER_READ;
+	if (revents & (POLLOUT | POLLERR))
+		events |= ZOOKEEPER_WRITE;
+	zookeeper_process(s->zh, events);
+}
+
+void zks_calls_init(struct zks *s, zhandle_t *zh)
+{
+	pthread_mutex_init(&s->qlock, NULL);
+	s->qtail = &s->qhead;
+	s->qzh = zh;
+	s->client.prepare = handle_prepare;
+	s->client.process = handle_process;
+}
+
+void zks_calls_destroy(struct zks *s)
+{
+	pthread_mutex_destroy(&s->qlock);
+}
+
 int zks_acreate(struct zks *s, const char *path, const char *data, int len,
 		int mode, string_stat_completion_t done, const void *arg,
 		uint64_t *gen)
 {
-	zhandle_t *zh = zh_hold(s);
+	struct zks_call c = { .op = C_CREATE, .path = path, .data = data, .len = len,
+			      .mode = mode, .done.string_stat = done, .arg = arg };
 
-	if (gen)
-		*gen = s->gen;
-	if (too_big(path, len))
-		return zh_put(s, ZMARSHALLINGERROR);
-	return zh_put(s, zoo_acreate2(zh, path, data, len, s->acl, mode, done, arg));
+	if (too_big(path, len)) {
+		if (gen)
+			*gen = zks_generation(s);
+		return ZMARSHALLINGERROR;
+	}
+	return call(s, &c, gen);
 }
 
 uint64_t zks_generation(struct zks *s)
@@ -112,64 +514,77 @@ uint64_t zks_generation(struct zks *s)
 int zks_adelete(struct zks *s, const char *path, void_completion_t done,
 		const void *arg)
 {
-	return zh_put(s, zoo_adelete(zh_hold(s), path, -1, done, arg));
+	struct zks_call c = { .op = C_DELETE, .path = path, .done.v = done, .arg = arg };
+
+	return call(s, &c, NULL);
 }
 
 int zks_amulti(struct zks *s, int count, const zoo_op_t *ops,
 	       zoo_op_result_t *results, void_completion_t done, const void *arg)
 {
-	zhandle_t *zh = zh_hold(s);
-	int state = zoo_state(zh);
+	struct zks_call c = { .op = C_MULTI, .count = count, .ops = ops,
+			      .results = results, .done.v = done, .arg = arg };
 
-	/*
-	 * The 3.8 client, when a sub-request cannot be made (its handle
-	 * expired), skips making the next ones but still frees their
-	 * uninitialised paths.  Do not ask it then; the window left (an expiry
-	 * between this test and its own) is microseconds wide.
-	 */
-	if (state == ZOO_EXPIRED_SESSION_STATE || state == ZOO_AUTH_FAILED_STATE)
-		return zh_put(s, ZINVALIDSTATE);
 	if (multi_too_big(count, ops))
-		return zh_put(s, ZMARSHALLINGERROR);
-	return zh_put(s, zoo_amulti(zh, count, ops, results, done, arg));
+		return ZMARSHALLINGERROR;
+	return call(s, &c, NULL);
 }
 
 int zks_aget(struct zks *s, const char *path, data_completion_t done,
 	     const void *arg)
 {
-	return zh_put(s, zoo_aget(zh_hold(s), path, 0, done, arg));
+	return zks_awget(s, path, NULL, NULL, done, arg);
 }
 
 int zks_awget(struct zks *s, const char *path, watcher_fn watcher, void *wctx,
 	      data_completion_t done, const void *arg)
 {
-	return zh_put(s, zoo_awget(zh_hold(s), path, watcher, wctx, done, arg));
+	struct zks_call c = { .op = C_GET, .path = path, .watcher = watcher, .wctx = wctx,
+			      .done.data = done, .arg = arg };
+
+	return call(s, &c, NULL);
 }
 
 int zks_aexists(struct zks *s, const char *path, stat_completion_t done,
 		const void *arg)
 {
-	return zh_put(s, zoo_aexists(zh_hold(s), path, 0, done, arg));
+	struct zks_call c = { .op = C_EXISTS, .path = path, .done.stat = done, .arg = arg };
+
+	return call(s, &c, NULL);
 }
 
 int zks_aset_version(struct zks *s, const char *path, const char *data, int len,
 		     int version, stat_completion_t done, const void *arg)
 {
+	struct zks_call c = { .op = C_SET, .path = path, .data = data, .len = len,
+			      .mode = version, .done.stat = done, .arg = arg };
+
 	if (too_big(path, len))
 		return ZMARSHALLINGERROR;
-	return zh_put(s, zoo_aset(zh_hold(s), path, data, len, version, done, arg));
+	return call(s, &c, NULL);
 }
 
 int zks_achildren2(struct zks *s, const char *path,
 		   strings_stat_completion_t done, const void *arg)
 {
-	return zh_put(s, zoo_aget_children2(zh_hold(s), path, 0, done, arg));
+	return zks_awchildren2(s, path, NULL, NULL, done, arg);
 }
 
 int zks_awchildren2(struct zks *s, const char *path, watcher_fn watcher, void *wctx,
 		    strings_stat_completion_t done, const void *arg)
 {
-	return zh_put(s, zoo_awget_children2(zh_hold(s), path, watcher, wctx, done, arg));
+	struct zks_call c = { .op = C_CHILDREN2, .path = path, .watcher = watcher,
+			      .wctx = wctx, .done.strings_stat = done, .arg = arg };
+
+	return call(s, &c, NULL);
+}
+
+int zks_aget_acl(struct zks *s, const char *path, acl_completion_t done,
+		 const void *arg)
+{
+	struct zks_call c = { .op = C_ACL, .path = path, .done.acl = done, .arg = arg };
+
+	return call(s, &c, NULL);
 }
 
 uint64_t zks_links(struct zks *s)
@@ -180,7 +595,9 @@ uint64_t zks_links(struct zks *s)
 int zks_async_sync(struct zks *s, const char *path, string_completion_t done,
 		   const void *arg)
 {
-	return zh_put(s, zoo_async(zh_hold(s), path, done, arg));
+	struct zks_call c = { .op = C_SYNC, .path = path, .done.string = done, .arg = arg };
+
+	return call(s, &c, NULL);
 }
 
 static int unwatch(struct zks *s, const char *path, watcher_fn watcher, int type,
@@ -191,19 +608,14 @@ static int unwatch(struct zks *s, const char *path, watcher_fn watcher, int type
 	 * there (CHECK_WATCHES) and drops it locally: the server still fires
 	 * it.  REMOVE_WATCHES, which the server obeys, is sent only for "all
 	 * data watches of this session on @path" (the caller must hold no
-	 * other).  The client checks @watcher is among them first.  3.8
-	 * declares the completion as void_completion_t * but stores and calls
-	 * the pointer it is given: pass the function itself.
+	 * other).
 	 */
-	void_completion_t *as_declared;
+	struct zks_call c = { .op = C_UNWATCH, .path = path, .mode = type,
+			      .done.v = done, .arg = arg };
 
 	if (!watcher)
 		return ZBADARGUMENTS;
-	/* ISO C has no cast from a function pointer to an object pointer */
-	_Static_assert(sizeof(as_declared) == sizeof(done), "pointer sizes");
-	memcpy(&as_declared, &done, sizeof(done));
-	return zh_put(s, zoo_aremove_all_watches(zh_hold(s), path, type, 0,
-						 as_declared, arg));
+	return call(s, &c, NULL);
 }
 
 int zks_aunwatch(struct zks *s, const char *path, watcher_fn watcher, void *wctx,

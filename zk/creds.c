@@ -88,20 +88,15 @@ struct ACL_vector *zkcred_acl(enum zkacl acl)
 	return &acl_vectors[acl];
 }
 
-int zkcred_may_create(zhandle_t *zh, const char *path, const char *auth)
+int zkcred_may_create(const struct ACL_vector *acl, const char *path, const char *auth)
 {
-	struct ACL_vector acl = { 0, NULL };
-	struct Stat st;
 	char id[320];
 	bool may = false, unknown = false;
-	int rc = zoo_get_acl(zh, path, &acl, &st);
 
-	if (rc != ZOK)		/* the listing before it succeeded: not ours to judge */
-		return 0;
 	if (!auth || zkd_digest_id(auth, id, sizeof(id)) < 0)
 		id[0] = '\0';		/* no credentials: world:anyone alone */
-	for (int i = 0; i < acl.count; i++) {
-		const struct ACL *a = &acl.data[i];
+	for (int i = 0; i < acl->count; i++) {
+		const struct ACL *a = &acl->data[i];
 
 		if (!(a->perms & ZOO_PERM_CREATE))
 			continue;
@@ -112,7 +107,6 @@ int zkcred_may_create(zhandle_t *zh, const char *path, const char *auth)
 		else	/* ip, sasl, x509, ...: what the server says is not known here */
 			unknown = true;
 	}
-	deallocate_ACL_vector(&acl);
 	if (may || unknown)
 		return 0;
 	if (!auth) {		/* it may watch the tree: said, not refused */

@@ -20,16 +20,16 @@ int zkcred_read_auth(const char *file, char **out);
 
 /*
  * zkcred_may_create() - may the credentials @auth ("user:password"; NULL:
- * none, world:anyone alone) create children of @path, as its ACL says?  Read without writing anything: an
- * entry for world:anyone or for their digest id with the create
+ * none, world:anyone alone) create children of @path, whose ACL is @acl?
+ * An entry for world:anyone or for their digest id with the create
  * permission, or one of a scheme this cannot judge (ip, sasl, ...), says
- * yes.  Synchronous: main thread, at start-up.
+ * yes.  Pure but for its log line: zk/session.c asks it at start-up.
  * Return: 0, or -EACCES after one log line (a wrong password gives a
  * digest id no entry names: found at mount, not at the first lock).
  * Without credentials a tree that grants world:anyone no create is 0,
  * with one warning: such a mount may watch it, but takes no lock.
  */
-int zkcred_may_create(zhandle_t *zh, const char *path, const char *auth);
+int zkcred_may_create(const struct ACL_vector *acl, const char *path, const char *auth);
 
 /* zkcred_acl() - the ACL vector of @acl, static: never freed. */
 struct ACL_vector *zkcred_acl(enum zkacl acl);

@@ -37,7 +37,7 @@
  * enqueued again on the new session, oldest first.
  *
  * Threads: @done runs exactly once per waiter, never with the engine's lock
- * held: on the ZooKeeper completion thread, or on the thread of a call
+ * held: on the thread that drives ZooKeeper (zk/drive.h), or on the thread of a call
  * into the engine (zkl_cancel(), zkl_release(), or the supervisor's events)
  * whose work answered it.  No function here blocks.
  */

@@ -60,7 +60,7 @@ static void zks_log_cb(const char *message)
 	zklog(LOG_DEBUG, "zookeeper: %s", message);
 }
 
-/* Session events of the current handle (any of its threads). */
+/* Session events of the current handle (on the thread that drives it). */
 static void zks_watcher(zhandle_t *zh, int type, int state, const char *path,
 			void *ctx)
 {
@@ -91,8 +91,8 @@ static void zks_watcher(zhandle_t *zh, int type, int state, const char *path,
 		 * The server renewed the session when it read our
 		 * ConnectRequest, a one-way delay before this event: on a
 		 * slow link, longer than the margin.  When that was, no
-		 * clock of ours says (this event runs on the completion
-		 * thread, the request went out on the I/O thread), so it
+		 * clock of ours says (the client sent the request from
+		 * inside zookeeper_interest() and says not when), so it
 		 * moves nothing: a ping sent now says, and a silence in force
 		 * ends with its answer (ping_done()), which then tells the
 		 * engine of the reconnect.
@@ -229,8 +229,8 @@ static zhandle_t *zks_init_handle(struct zks *s)
 	if (!zh)
 		return NULL;
 	/* The client re-resolves the server names (getaddrinfo: /etc/hosts,
-	 * a netlink socket, /dev/urandom) every time its I/O thread polls,
-	 * which under load was a third of the daemon's CPU.  -1: resolve only
+	 * a netlink socket, /dev/urandom) every time it is asked what to
+	 * poll for, which under load was a third of the daemon's CPU.  -1: resolve only
 	 * when (re)connecting, as the Java client does. */
 	zoo_set_servers_resolution_delay(zh, -1);
 	if (s->auth)
@@ -244,6 +244,7 @@ static void run_later(struct zks *s, bool go);
 int zks_open(struct zks *s, const char *connect, int timeout_ms,
 	     const char *auth_file, enum zkacl acl)
 {
+	zhandle_t *zh;
 	int err = 0;
 
 	memset(s, 0, sizeof(*s));
@@ -251,6 +252,8 @@ int zks_open(struct zks *s, const char *connect, int timeout_ms,
 	pthread_rwlock_init(&s->rw, NULL);
 	pthread_mutex_init(&s->lock, NULL);
 	zk_cond_init_monotonic(&s->cond);
+	zks_calls_init(s, NULL);
+	zkd_add(&s->client);
 	s->timeout_ms = s->negotiated_ms = timeout_ms;
 	s->connect = strdup(connect);
 	if (!s->connect)
@@ -262,17 +265,26 @@ int zks_open(struct zks *s, const char *connect, int timeout_ms,
 			return err;
 	}
 	zoo_set_debug_level(ZOO_LOG_LEVEL_ERROR);
-	s->zh = zks_init_handle(s);
-	if (!s->zh) {
+	zh = zks_init_handle(s);
+	if (!zh) {
 		zklog(LOG_ERR, "cannot start a ZooKeeper client for '%s': %s",
 		      connect, strerror(errno));
 		return -EINVAL;
 	}
+	zks_replace(s, zh, false);
 	err = wait_connected(s);
 	if (err)
 		zklog(LOG_ERR, "cannot reach ZooKeeper at %s within %d ms", connect,
 		      timeout_ms);
 	return err;
+}
+
+static bool connected_or_refused(void *arg)
+{
+	const struct zks *s = arg;
+
+	return s->state == ZOO_CONNECTED_STATE || s->state == ZOO_AUTH_FAILED_STATE ||
+	       s->expired;
 }
 
 /* Wait, at most the session timeout, for the new handle's session. */
@@ -283,14 +295,79 @@ static int wait_connected(struct zks *s)
 
 	zk_deadline_in(&deadline, CLOCK_MONOTONIC, s->timeout_ms);
 	pthread_mutex_lock(&s->lock);
-	while (s->state != ZOO_CONNECTED_STATE && err == 0) {
-		if (s->state == ZOO_AUTH_FAILED_STATE || s->expired)
-			err = -EACCES;
-		else if (pthread_cond_timedwait(&s->cond, &s->lock, &deadline) == ETIMEDOUT)
-			err = -ETIMEDOUT;
-	}
+	if (!zkd_wait(&s->lock, &s->cond, connected_or_refused, s, &deadline))
+		err = -ETIMEDOUT;
+	else if (s->state != ZOO_CONNECTED_STATE)
+		err = -EACCES;
 	pthread_mutex_unlock(&s->lock);
 	return err;
+}
+
+/*
+ * A call whose answer a thread of ours waits for (start-up, a barrier):
+ * made as any other, then zkd_wait() until its completion says.
+ */
+struct waited {
+	struct zks *s;
+	bool done;
+	int rc;
+	struct Stat st;
+	const char *path, *auth;	/* an ACL's judge */
+	int verdict;
+};
+
+static bool waited_done(void *arg)
+{
+	return ((struct waited *)arg)->done;
+}
+
+static void waited_set(struct waited *w, int rc, const struct Stat *st)
+{
+	pthread_mutex_lock(&w->s->lock);
+	w->rc = rc;
+	if (st)
+		w->st = *st;
+	w->done = true;
+	pthread_cond_broadcast(&w->s->cond);
+	pthread_mutex_unlock(&w->s->lock);
+}
+
+static void waited_stat(int rc, const struct Stat *st, const void *data)
+{
+	waited_set((struct waited *)data, rc, st);
+}
+
+static void waited_created(int rc, const char *name, const struct Stat *st, const void *data)
+{
+	(void)name;
+	waited_set((struct waited *)data, rc, st);
+}
+
+static void waited_listed(int rc, const struct String_vector *sv, const struct Stat *st,
+			  const void *data)
+{
+	(void)sv;
+	waited_set((struct waited *)data, rc, st);
+}
+
+static void waited_acl(int rc, struct ACL_vector *acl, struct Stat *st, const void *data)
+{
+	struct waited *w = (struct waited *)data;
+
+	/* the listing before it succeeded: a failure is not ours to judge */
+	w->verdict = rc == ZOK && acl ? zkcred_may_create(acl, w->path, w->auth) : 0;
+	waited_set(w, rc, st);
+}
+
+/* Wait for @w's call, which returned @rc.  Return: its answer. */
+static int waited_for(struct waited *w, int rc)
+{
+	if (rc != ZOK)
+		return rc;
+	pthread_mutex_lock(&w->s->lock);
+	zkd_wait(&w->s->lock, &w->s->cond, waited_done, w, NULL);
+	pthread_mutex_unlock(&w->s->lock);
+	return w->rc;
 }
 
 /* Stop the supervisor (no zks_later() from now on) and join it. */
@@ -312,27 +389,23 @@ static void stop_supervisor(struct zks *s)
  * requests in flight may leak their completions).  Bounded by the
  * client's own timeout; never in a callback.
  */
-static void drain(zhandle_t *zh)
+static void drain(struct zks *s)
 {
-	struct Stat st;
+	struct waited w = { .s = s };
+	bool connected;
 
-	if (zh && zoo_state(zh) == ZOO_CONNECTED_STATE)
-		zoo_exists(zh, "/", 0, &st);
+	pthread_mutex_lock(&s->lock);
+	connected = s->state == ZOO_CONNECTED_STATE && !s->expired;
+	pthread_mutex_unlock(&s->lock);
+	if (connected)
+		waited_for(&w, zks_aexists(s, "/", waited_stat, &w));
 }
 
 void zks_hibernate(struct zks *s)
 {
-	zhandle_t *zh;
-
 	stop_supervisor(s);
-	drain(s->zh);
-	pthread_rwlock_wrlock(&s->rw);
-	zh = s->zh;
-	s->zh = NULL;			/* a late call fails at once, unsent */
-	s->gen++;
-	pthread_rwlock_unlock(&s->rw);
-	if (zh)
-		zookeeper_close(zh);
+	drain(s);
+	zks_replace(s, NULL, true);	/* a late call fails at once, unsent */
 	pthread_mutex_lock(&s->lock);
 	s->hb_gen++;
 	publish_locked(s);
@@ -355,9 +428,7 @@ int zks_wake(struct zks *s)
 	zh = zks_init_handle(s);
 	if (!zh)
 		return -errno;
-	pthread_rwlock_wrlock(&s->rw);
-	s->zh = zh;
-	pthread_rwlock_unlock(&s->rw);
+	zks_replace(s, zh, false);
 	atomic_fetch_add(&s->links, 1);
 	err = wait_connected(s);
 	if (!err) {
@@ -378,7 +449,7 @@ int zks_wake(struct zks *s)
 /* Replace the expired handle: new one in, then the old one closed. */
 static void zks_renew(struct zks *s)
 {
-	zhandle_t *old, *nzh;
+	zhandle_t *nzh;
 
 	zklog(LOG_WARNING, "ZooKeeper session expired: opening a new one");
 	/* before the new handle exists: its first events must not be undone */
@@ -402,12 +473,8 @@ static void zks_renew(struct zks *s)
 		struct timespec ts = { 0, 200 * 1000000L };
 		nanosleep(&ts, NULL);
 	}
-	pthread_rwlock_wrlock(&s->rw);
-	old = s->zh;
-	s->zh = nzh;
-	s->gen++;
-	pthread_rwlock_unlock(&s->rw);
-	zookeeper_close(old);	/* its completions fire now, with errors */
+	zks_replace(s, nzh, true);	/* the old one's completions fire now,
+					   with errors */
 	pthread_mutex_lock(&s->lock);
 	s->dead = NULL;		/* no event of it comes any more */
 	if (s->state == ZOO_CONNECTED_STATE)
@@ -695,11 +762,11 @@ int zks_start(struct zks *s, const struct zks_events *ev)
  */
 static int list_root(struct zks *s, const char *path)
 {
-	struct String_vector sv = { 0, NULL };
-	int rc = zoo_get_children(s->zh, path, 0, &sv);
+	struct waited w = { .s = s };
+	int rc = waited_for(&w, zks_achildren2(s, path, waited_listed, &w));
 
 	if (rc == ZOK)
-		deallocate_String_vector(&sv);
+		;
 	else if (rc == ZNOAUTH)
 		zklog(LOG_ERR, "cannot list root znode %s: %s", path, s->auth ?
 		      "the credentials of auth_file may not read it" :
@@ -717,12 +784,13 @@ int zks_check_root(struct zks *s, const char *path, bool create, bool write)
 	if (!p)
 		return -ENOMEM;
 	for (slash = strchr(p + 1, '/');; slash = strchr(slash + 1, '/')) {
-		struct Stat st;
+		struct waited w = { .s = s };
+		const struct Stat *st = &w.st;
 
 		if (slash)
 			*slash = '\0';
 		if (strcmp(p, "/") != 0) {
-			rc = zoo_exists(s->zh, p, 0, &st);
+			rc = waited_for(&w, zks_aexists(s, p, waited_stat, &w));
 			if (rc == ZNONODE && !create) {
 				zklog(LOG_ERR, "ROOT %s does not exist in ZooKeeper (%s is "
 				      "missing): check it for a typo, or mount with -o "
@@ -731,10 +799,13 @@ int zks_check_root(struct zks *s, const char *path, bool create, bool write)
 				return -ENOENT;
 			}
 			if (rc == ZNONODE) {
-				rc = zoo_create(s->zh, p, NULL, -1, s->acl, 0, NULL, 0);
+				struct waited c = { .s = s };
+
+				rc = waited_for(&c, zks_acreate(s, p, NULL, -1, 0, waited_created,
+								&c, NULL));
 				if (rc == ZNODEEXISTS)
 					rc = ZOK;
-			} else if (rc == ZOK && st.ephemeralOwner != 0) {
+			} else if (rc == ZOK && st->ephemeralOwner != 0) {
 				zklog(LOG_ERR, "%s is an ephemeral znode, not a directory", p);
 				free(p);
 				return -ENOTDIR;
@@ -751,8 +822,12 @@ int zks_check_root(struct zks *s, const char *path, bool create, bool write)
 	free(p);
 	if (rc == ZOK)
 		rc = list_root(s, path);
-	if (rc == ZOK && write)		/* with credentials or without */
-		return zkcred_may_create(s->zh, path, s->auth);
+	if (rc == ZOK && write) {	/* with credentials or without */
+		struct waited w = { .s = s, .path = path, .auth = s->auth };
+
+		waited_for(&w, zks_aget_acl(s, path, waited_acl, &w));
+		return w.verdict;
+	}
 	return zk_errno(rc);
 }
 
@@ -785,10 +860,10 @@ void zks_close(struct zks *s)
 	stop_supervisor(s);		/* no zks_later() from now on */
 	if (s->doubt)			/* a doubt that ends with the session */
 		zkm_doubt_ended(s->doubt_began_us);
-	drain(s->zh);			/* the deletes of the last RELEASEs */
-	if (s->zh)
-		zookeeper_close(s->zh);
-	s->zh = NULL;
+	drain(s);			/* the deletes of the last RELEASEs */
+	zks_replace(s, NULL, false);
+	zkd_remove(&s->client);
+	zks_calls_destroy(s);
 	free(s->connect);
 	if (s->auth)
 		explicit_bzero(s->auth, strlen(s->auth));

@@ -25,9 +25,11 @@
  * one at a time.
  *
  * Every asynchronous call goes through the zks_a*() wrappers, which use the
- * current handle; completions and watchers run on that handle's completion
- * thread.  A handle is closed only after it was replaced, so a wrapper never
- * uses a closed handle.
+ * current handle (zk/calls.c): the single-threaded client, driven by the
+ * loop of zk/drive.h; completions and watchers run on the thread that
+ * drives it (the FUSE thread, fs/main.c), one at a time.  A handle is
+ * replaced and closed by that thread too (zks_replace()), so a wrapper
+ * never uses a closed handle.
  */
 #ifndef ZK_SESSION_H
 #define ZK_SESSION_H
@@ -39,6 +41,7 @@
 #include <zookeeper/zookeeper.h>
 
 #include "zk/acl.h"
+#include "zk/drive.h"
 #include "abi/zklockfs.h"
 
 struct zks_events {
@@ -51,14 +54,23 @@ struct zks_events {
 };
 
 struct zks_later;
+struct zks_call;
 
 #define ZKS_RECENT 8	/* answered pings remembered: periods ping_done() looks back */
 #define ZKS_PINGS_OUT 64	/* pings out at once, at most */
 
 struct zks {
-	pthread_rwlock_t rw;		/* zh: read to use, write to replace */
+	pthread_rwlock_t rw;		/* zh, gen: written by the token's
+					   holder (zk/drive.h) under write,
+					   read elsewhere under read */
 	zhandle_t *zh;
 	uint64_t gen;			/* handles replaced so far; rw */
+	struct zkd_client client;	/* the loop's (zk/calls.c) */
+	zhandle_t *turn_zh;		/* the token's: the handle of this turn */
+	pthread_mutex_t qlock;		/* the calls queued for the driver: */
+	struct zks_call *qhead, **qtail;
+	zhandle_t *qzh;			/* qlock: the handle they will meet */
+	uint64_t qgen;			/* qlock: its generation */
 	pthread_mutex_t lock;		/* the fields below */
 	pthread_cond_t cond;
 	int state;			/* last session state seen */
@@ -251,7 +263,32 @@ void zks_close(struct zks *s);
  */
 size_t zks_data_max(const char *path);
 
-/* Asynchronous calls on the current handle; as zoo_a*(), same returns. */
+/*
+ * zks_calls_init() - the call queue and the loop's client of @s, whose
+ * handle is @zh; zks_calls_destroy() - its end, once the loop no longer
+ * drives it (zk/calls.c).  zks_open() and zks_close().
+ */
+void zks_calls_init(struct zks *s, zhandle_t *zh);
+void zks_calls_destroy(struct zks *s);
+
+/*
+ * zks_replace() - make @nzh (NULL: none, hibernated) the handle of @s and
+ * close the one it had, whose pending completions then run with ZCLOSING;
+ * with @bump, what the old one made is of an older generation.  The calls
+ * queued before go to the old handle, those after to @nzh.  Waits until
+ * done (driving meanwhile if nobody does): never from a completion, nor
+ * holding a lock a completion takes.
+ */
+void zks_replace(struct zks *s, zhandle_t *nzh, bool bump);
+
+/*
+ * Asynchronous calls on the current handle; as zoo_a*(), same returns.
+ * Any thread, never blocks: made on the thread that drives the loop, the
+ * call goes to the client at once; on another, it is queued for the
+ * driver, which is woken, and ZOK returned unless the handle it will meet
+ * is gone or expired (ZINVALIDSTATE) or memory ran out (ZSYSTEMERROR).  A
+ * queued call the client refuses later completes with the refusal.
+ */
 /* @gen, if not NULL, gets the generation of the handle used (zks_generation()). */
 int zks_acreate(struct zks *s, const char *path, const char *data, int len,
 		int mode, string_stat_completion_t done, const void *arg,
@@ -279,6 +316,8 @@ int zks_awget(struct zks *s, const char *path, watcher_fn watcher, void *wctx,
 	      data_completion_t done, const void *arg);
 int zks_aexists(struct zks *s, const char *path, stat_completion_t done,
 		const void *arg);
+int zks_aget_acl(struct zks *s, const char *path, acl_completion_t done,
+		 const void *arg);
 /* No more data than zks_data_max(@path), else ZMARSHALLINGERROR unsent;
  * at @version (-1: any). */
 int zks_aset_version(struct zks *s, const char *path, const char *data, int len,
