@@ -62,7 +62,8 @@ FS_SRC   = fs/opts.c fs/node.c fs/attr.c fs/pending.c fs/observe.c fs/zop.c fs/o
 	   fs/ready.c fs/mntwatch.c fs/mountpoint.c fs/ender.c fs/main.c
 SRC      = $(ZK_SRC) $(FS_SRC)
 
-UNIT     = naming grant settings statedata opts errno slots signals adopt log mutex connect digest heartbeat
+UNIT     = naming grant settings statedata opts errno slots signals adopt log mutex connect digest heartbeat \
+	   calls
 UNIT_BIN = $(UNIT:%=$(BUILD)/unit/test_%)
 
 .PHONY: all asan unit check check-unit check-docs check-sim check-integration check-asan run stop deps bench \
@@ -142,6 +143,7 @@ UNIT_SRC_log     = zk/log.c zk/escape.c
 UNIT_SRC_adopt   =
 UNIT_SRC_mutex   = zk/mutex.c
 UNIT_SRC_heartbeat =
+UNIT_SRC_calls   = zk/calls.c zk/drive.c zk/log.c zk/escape.c
 .SECONDEXPANSION:
 $(UNIT_BIN): $(BUILD)/unit/test_%: $$(call objs,$(BUILD)/asan/obj,tests/unit/test_%.c $$(UNIT_SRC_%))
 	@mkdir -p $(@D)

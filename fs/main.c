@@ -248,6 +248,7 @@ static char *mountpoint_check(const char *mp)
 struct serving {
 	struct fuse_session *se;
 	struct fuse_buf buf;
+	int rc;				/* a negative errno of /dev/fuse */
 };
 
 /* Requests served in a row before the sessions' I/O gets a turn */
@@ -255,7 +256,7 @@ struct serving {
 /* A turn's longest wait: a signal's exit flag is seen this soon */
 #define SERVE_TICK_MS 250
 
-static int serve(void *arg, bool ready)
+static bool serve(void *arg, bool ready)
 {
 	struct serving *sv = arg;
 
@@ -264,34 +265,65 @@ static int serve(void *arg, bool ready)
 
 		if (res == -EINTR || res == -EAGAIN)
 			break;
-		if (res < 0)
-			return res;
+		if (res < 0) {
+			sv->rc = res;
+			return false;
+		}
 		if (res == 0)		/* unmounted: libfuse ended the session */
 			break;
 		fuse_session_process_buf(sv->se, &sv->buf);
 	}
-	return fuse_session_exited(sv->se) ? 0 : 1;
+	return !fuse_session_exited(sv->se);
+}
+
+/*
+ * The termination signals end the loop, as libfuse's own handlers do, and
+ * say which one came (libfuse keeps that to itself): stop_holders() hurries
+ * at a second one.
+ */
+static struct fuse_session *signal_se;
+static volatile sig_atomic_t signal_came;
+
+static void on_exit_signal(int sig)
+{
+	signal_came = sig;
+	fuse_session_exit(signal_se);
+}
+
+/* Ours for SIGHUP, SIGINT and SIGTERM (@on), or the default again. */
+static int exit_signals(struct fuse_session *se, bool on)
+{
+	struct sigaction sa = { .sa_handler = on ? on_exit_signal : SIG_DFL };
+	const int sigs[] = { SIGHUP, SIGINT, SIGTERM };
+
+	signal_se = se;
+	sigemptyset(&sa.sa_mask);
+	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
+		if (sigaction(sigs[i], &sa, NULL) != 0)
+			return -errno;
+	return 0;
 }
 
 /*
  * Serve FUSE and drive the ZooKeeper sessions on this thread
  * (zk/drive.h) until the session ends: unmounted, or a signal's handler
- * (libfuse's) set its exit flag, which a turn sees within its tick.  As
+ * set its exit flag, which a turn sees within its tick.  As
  * fuse_session_loop(), it leaves the session ready to serve again.
- * Return: 0, or a negative errno of /dev/fuse.
+ * Return: 0, the signal that ended it, or a negative errno of /dev/fuse.
  */
 static int serve_loop(struct fuse_session *se)
 {
 	struct serving sv = { .se = se };
-	int fd = fuse_session_fd(se), rc;
+	int fd = fuse_session_fd(se);
 
 	/* read until there is nothing, then poll with the sessions */
 	if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) != 0)
 		return -errno;
-	rc = zkd_run(fd, serve, &sv, SERVE_TICK_MS);
+	signal_came = 0;
+	zkd_run(fd, serve, &sv, SERVE_TICK_MS);
 	free(sv.buf.mem);
 	fuse_session_reset(se);
-	return rc;
+	return sv.rc ? sv.rc : signal_came;
 }
 
 /*
@@ -459,6 +491,8 @@ int main(int argc, char *argv[])
 		goto out_nodes;
 	if (fuse_set_signal_handlers(fs.se) != 0)
 		goto out_session;
+	if (exit_signals(fs.se, true) != 0)
+		goto out_signals;
 	/* unwritable while nothing is mounted: never a host-local lock file */
 	zklfs_mp_guard(fs.mountpoint);
 	if (fuse_session_mount(fs.se, fs.mountpoint) != 0)
@@ -488,6 +522,7 @@ int main(int argc, char *argv[])
 		fuse_session_unmount(fs.se);
 	zklfs_ready_join(&fs);
 out_signals:
+	exit_signals(fs.se, false);
 	fuse_remove_signal_handlers(fs.se);
 out_session:
 	fuse_session_destroy(fs.se);

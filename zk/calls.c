@@ -116,9 +116,11 @@ struct zks_call {
 	} done;
 	const void *arg;
 	/* C_REPLACE: the new handle (NULL: none), whether the generation
-	 * moves on, and the flag set once done (under s->lock) */
+	 * moves on, where the old one goes, and the flag set once done
+	 * (both under s->lock) */
 	zhandle_t *nzh;
 	bool bump;
+	zhandle_t **old;
 	bool *replaced;
 	char bytes[];		/* a queued call's copies of its strings */
 };
@@ -220,8 +222,8 @@ static void call_refused(const struct zks_call *c, int rc)
 	}
 }
 
-/* Put the handle @c names in, close the old one (its completions run
- * now, with ZCLOSING), and say so.  The token held. */
+/* Put the handle @c names in, hand the old one to the thread that waits
+ * (zks_replace() closes it), and say so.  The token held. */
 static void call_replace(struct zks *s, const struct zks_call *c)
 {
 	zhandle_t *old;
@@ -232,9 +234,8 @@ static void call_replace(struct zks *s, const struct zks_call *c)
 	if (c->bump)
 		s->gen++;
 	pthread_rwlock_unlock(&s->rw);
-	if (old)
-		zookeeper_close(old);
 	pthread_mutex_lock(&s->lock);
+	*c->old = old;
 	*c->replaced = true;
 	pthread_cond_broadcast(&s->cond);
 	pthread_mutex_unlock(&s->lock);
@@ -347,6 +348,8 @@ static int call_queue(struct zks *s, struct zks_call *q, uint64_t *gen)
 	int state;
 
 	pthread_mutex_lock(&s->qlock);
+	if (gen)
+		*gen = s->qgen;
 	if (q->op == C_REPLACE) {
 		s->qzh = q->nzh;
 		if (q->bump)
@@ -359,8 +362,6 @@ static int call_queue(struct zks *s, struct zks_call *q, uint64_t *gen)
 		if (state == ZOO_EXPIRED_SESSION_STATE || state == ZOO_AUTH_FAILED_STATE)
 			goto refused;
 	}
-	if (gen)
-		*gen = s->qgen;
 	*s->qtail = q;
 	s->qtail = &q->next;
 	pthread_mutex_unlock(&s->qlock);
@@ -396,8 +397,11 @@ static int call(struct zks *s, const struct zks_call *c, uint64_t *gen)
 		}
 	}
 	q = call_copy(c);
-	if (!q)
+	if (!q) {
+		if (gen)
+			*gen = zks_generation(s);
 		return ZSYSTEMERROR;
+	}
 	return call_queue(s, q, gen);
 }
 
@@ -409,10 +413,11 @@ static bool replaced_yet(void *arg)
 void zks_replace(struct zks *s, zhandle_t *nzh, bool bump)
 {
 	struct zks_call c = { .op = C_REPLACE, .nzh = nzh, .bump = bump };
+	zhandle_t *old = NULL;
 	bool replaced = false;
-
 	struct zks_call *q = malloc(sizeof(*q));
 
+	c.old = &old;
 	c.replaced = &replaced;
 	while (!q) {		/* a handle must not stay: wait for memory */
 		struct timespec ts = { 0, 10 * 1000000L };
@@ -425,6 +430,19 @@ void zks_replace(struct zks *s, zhandle_t *nzh, bool bump)
 	pthread_mutex_lock(&s->lock);
 	zkd_wait(&s->lock, &s->cond, replaced_yet, &replaced, NULL);
 	pthread_mutex_unlock(&s->lock);
+	/*
+	 * Closed here, not on the loop: on a connected handle the client
+	 * sends the close and waits for the server's answer (a write of the
+	 * ensemble), which would hold up every session and FUSE.  No turn
+	 * reaches the old handle any more.  Its pending completions run here,
+	 * with ZCLOSING (none after a barrier: zks_hibernate(), zks_close()).
+	 * The client's one global counter of request ids, which the close's
+	 * own request takes without a lock, may then give the driver's next
+	 * request an id twice: harmless, as the client matches answers to a
+	 * connection's requests in order and the server only echoes the id.
+	 */
+	if (old)
+		zookeeper_close(old);
 }
 
 /* The loop's client (zk/drive.h): send the queue, then ask the handle. */
@@ -440,16 +458,17 @@ static void handle_prepare(struct zkd_client *cl, int *fd, short *events, int *t
 	if (!s->zh)
 		return;
 	rc = zookeeper_interest(s->zh, fd, &interest, &tv);
-	if (rc != ZOK && rc != ZINVALIDSTATE) {
-		/* a connect that failed at once: try again soon */
-		if (*fd < 0 && (tv.tv_sec == 0 && tv.tv_usec == 0))
-			tv.tv_usec = 20000;
+	if (rc == ZINVALIDSTATE) {	/* expired: the supervisor renews */
+		*fd = -1;
+		return;
 	}
-	if (rc == ZINVALIDSTATE || *fd < 0) {
+	if (rc != ZOK || *fd < 0) {
+		/* the connection failed (the client closed the socket it
+		 * named): nothing to poll, try again soon */
 		*fd = -1;
 		interest = 0;
-		if (rc == ZINVALIDSTATE)	/* expired: the supervisor renews */
-			return;
+		if (tv.tv_sec == 0 && tv.tv_usec == 0)
+			tv.tv_usec = 20000;
 	}
 	*events = (short)((interest & ZOOKEEPER_READ ? POLLIN : 0) |
 			  (interest & ZOOKEEPER_WRITE ? POLLOUT : 0));

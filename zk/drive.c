@@ -25,6 +25,7 @@ static pthread_mutex_t reg = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t reg_cv = PTHREAD_COND_INITIALIZER;
 static struct zkd_client *clients;
 static bool in_turn;			/* reg: a turn uses the copy */
+static uint64_t turns;			/* reg: turns ended */
 
 static pthread_once_t wake_once = PTHREAD_ONCE_INIT;
 static int wake_fd = -1;
@@ -69,9 +70,15 @@ void zkd_remove(struct zkd_client *c)
 			*p = c->next;
 			break;
 		}
-	/* a turn of another thread may still use it: let that turn end */
-	while (in_turn && !driving)
-		pthread_cond_wait(&reg_cv, &reg);
+	/* a turn of another thread may still use it: let that turn end
+	 * (the next one, which may start before this thread wakes, no
+	 * longer has it) */
+	if (in_turn && !driving) {
+		uint64_t now = turns;
+
+		while (turns == now)
+			pthread_cond_wait(&reg_cv, &reg);
+	}
 	pthread_mutex_unlock(&reg);
 }
 
@@ -120,22 +127,21 @@ static void turn(int xfd, int timeout_ms, bool *xready)
 	*xready = xi >= 0 && pfd[xi].revents;
 	pthread_mutex_lock(&reg);
 	in_turn = false;
+	turns++;
 	pthread_cond_broadcast(&reg_cv);
 	pthread_mutex_unlock(&reg);
 }
 
-int zkd_run(int fd, int (*serve)(void *arg, bool ready), void *arg, int tick_ms)
+void zkd_run(int fd, bool (*serve)(void *arg, bool ready), void *arg, int tick_ms)
 {
 	bool ready = false;
-	int rc;
 
 	pthread_mutex_lock(&token);
 	driving = true;
-	while ((rc = serve(arg, ready)) == 1)
+	while (serve(arg, ready))
 		turn(fd, tick_ms, &ready);
 	driving = false;
 	pthread_mutex_unlock(&token);
-	return rc;
 }
 
 /* how long until @deadline, in ms, at most @cap (@deadline NULL: @cap) */

@@ -72,12 +72,12 @@ void zkd_wake(void);
  * zkd_run() - drive every client, and @fd (-1: none) beside them, until
  * @serve says to stop.  Takes the token for the whole run.  Each turn
  * calls @serve(@arg, ready), ready saying whether @fd is readable; it
- * returns 1 to go on, else the run ends and zkd_run() returns what it
- * returned.  A turn waits at most @tick_ms (-1: only for the clients and
- * @fd), so a @serve that watches a flag set by a signal handler sees it.
- * One thread; never from a completion.
+ * returns true to go on, false to end the run.  A turn waits at most
+ * @tick_ms (-1: only for the clients and @fd), so a @serve that watches a
+ * flag set by a signal handler sees it.  One thread; never from a
+ * completion.
  */
-int zkd_run(int fd, int (*serve)(void *arg, bool ready), void *arg, int tick_ms);
+void zkd_run(int fd, bool (*serve)(void *arg, bool ready), void *arg, int tick_ms);
 
 /*
  * zkd_wait() - wait until @done(@arg) is true, at most until @deadline

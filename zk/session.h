@@ -273,7 +273,8 @@ void zks_calls_destroy(struct zks *s);
 
 /*
  * zks_replace() - make @nzh (NULL: none, hibernated) the handle of @s and
- * close the one it had, whose pending completions then run with ZCLOSING;
+ * close the one it had, on the calling thread, whose pending completions
+ * then run there with ZCLOSING;
  * with @bump, what the old one made is of an older generation.  The calls
  * queued before go to the old handle, those after to @nzh.  Waits until
  * done (driving meanwhile if nobody does): never from a completion, nor

@@ -285,3 +285,24 @@ def test_an_orderly_stop_ends_the_holders_before_the_sessions_close(mount, scrat
     assert harness.log_has(a, r"stopping: 3 locks held: [0-9]+ processes that held them "
                               r"sent SIGTERM, 1 of them SIGKILL after kill_grace=1000 ms"), \
         a.log_tail()
+
+
+@pytest.mark.timeout(60)
+def test_a_second_signal_ends_the_holders_at_once(mount, scratch):
+    """A second SIGTERM while the stop waits out kill_grace: the holders
+    that are left are sent SIGKILL then, not at the end of the grace."""
+    a = mount(opts=("lockfiles", "kill_grace=20000"))
+    d = os.path.join(a.path, "job")
+    os.mkdir(d)
+    lock, told = os.path.join(d, "s.lock"), os.path.join(scratch, "told")
+    s = spawn(["bash", "-c", 'trap "touch \\"$2\\"" TERM; exec 9>"$1"; flock -n 9 || exit 1; '
+               'echo held; while :; do sleep 0.05 9>&-; done', "-", lock, told],
+              stdout=subprocess.PIPE, text=True)
+    assert harness.Lines(s.stdout).readline(GRANT_TIMEOUT) == "held"
+    a.kill(signal.SIGTERM)
+    wait_for(lambda: os.path.exists(told), GRANT_TIMEOUT, "the holder told to stop")
+    t_again = time.monotonic()
+    a.kill(signal.SIGTERM)
+    assert s.wait(timeout=GRANT_TIMEOUT) == -signal.SIGKILL
+    assert time.monotonic() - t_again < 10, "SIGKILL waited for kill_grace"
+    assert a.proc.wait(timeout=GRANT_TIMEOUT) == 0
