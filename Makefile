@@ -307,9 +307,11 @@ bench: deps $(BUILD)/zklockfs $(BUILD)/zkbench $(BUILD)/delaylink
 # (tests/nemesis/run.py; a run is replayed by its seed)
 NEMESIS_SECONDS ?= 600
 NEMESIS_SEED ?=
+NEMESIS_LOAD ?=
 nemesis: deps $(BUILD)/zklockfs $(BUILD)/zklock
 	ZKLOCKFS=$(CURDIR)/$(BUILD)/zklockfs /usr/bin/python3 tests/nemesis/run.py \
-	  --seconds $(NEMESIS_SECONDS) $(if $(NEMESIS_SEED),--seed $(NEMESIS_SEED))
+	  --seconds $(NEMESIS_SECONDS) $(if $(NEMESIS_SEED),--seed $(NEMESIS_SEED)) \
+	  $(if $(NEMESIS_LOAD),--load $(NEMESIS_LOAD))
 
 # DESTDIR and PREFIX as usual; mount(8) finds helpers only in /sbin (MOUNTDIR).
 # A file of the system that the Debian package owns (dpkg -S: the mount

@@ -620,8 +620,8 @@ static bool any_alive(const struct scan *s)
 }
 
 /* Wait until no process marked in @s is left, for at most @ms (less if
- * hurried).  Return: whether none is left. */
-static bool wait_gone(const struct scan *s, int ms)
+ * hurried and @hurried_ends).  Return: whether none is left. */
+static bool wait_gone(const struct scan *s, int ms, bool hurried_ends)
 {
 	struct timespec until;
 
@@ -643,8 +643,10 @@ static bool wait_gone(const struct scan *s, int ms)
 			pthread_cond_timedwait(&st.cv, &st.mu, &tick);
 		hurry = st.hurry;
 		pthread_mutex_unlock(&st.mu);
-		if (hurry)
+		if (hurry && hurried_ends)
 			return !any_alive(s);
+		if (hurry)		/* the cond no longer waits: a look a tick */
+			nanosleep(&(struct timespec){ 0, 20000000 }, NULL);
 	}
 }
 
@@ -678,11 +680,13 @@ static void *stopping_main(void *arg)
 		if (s.procs[i].target && signallable(&s.procs[i]) &&
 		    signal_proc(&s.procs[i], SIGTERM) == 0)
 			termed++;
-	if (termed && !wait_gone(&s, st.grace_ms)) {
+	if (termed && !wait_gone(&s, st.grace_ms, true)) {
 		/* those left, and what they forked meanwhile (end_marked()
 		 * reads the table again): SIGKILL */
 		killed = end_marked(&s, who, sizeof(who));
-		wait_gone(&s, 1000);	/* their closes, served meanwhile */
+		/* gone (reaped), their closes are queued for the loop,
+		 * hurried or not */
+		wait_gone(&s, 1000, false);
 	}
 	if (termed || unknown)
 		zklog(LOG_NOTICE, "stopping: %zu locks held: %d processes that held them sent "

@@ -277,6 +277,25 @@ static bool serve(void *arg, bool ready)
 }
 
 /*
+ * Serve what /dev/fuse holds already, then stop: the closes of processes
+ * that just ended (the stop's holders), which the kernel queued as they
+ * exited.  After serve_loop(), which left the session ready again.
+ */
+static void serve_queued(struct fuse_session *se)
+{
+	struct serving sv = { .se = se };
+
+	for (int i = 0; i < 64 * SERVE_BATCH; i++) {
+		int res = fuse_session_receive_buf(se, &sv.buf);
+
+		if (res <= 0)
+			break;
+		fuse_session_process_buf(se, &sv.buf);
+	}
+	free(sv.buf.mem);
+}
+
+/*
  * The termination signals end the loop, as libfuse's own handlers do, and
  * say which one came (libfuse keeps that to itself): stop_holders() hurries
  * at a second one.
@@ -341,23 +360,17 @@ static int loop_status(int rc)
 	return 1;
 }
 
-static pthread_t main_thread;
-static atomic_bool loop_over;		/* the loop of stop_holders() ended */
+static atomic_bool holders_gone;	/* stop_holders(): its work is done */
 
-/* The holders are ended: the FUSE loop that served their closes ends
- * (libfuse's SIGTERM handler interrupts its read).  A signal may fall
- * between the loop's look at its exit flag and its read: again, until
- * the loop has ended. */
+/* The holders are ended (the ender's thread): the loop that served their
+ * closes ends, at once (zkd_wake(): it sees the exit flag). */
 static void holders_stopped(void *arg)
 {
 	struct zklfs *fs = arg;
-	const struct timespec tick = { 0, 20000000 };
 
+	atomic_store(&holders_gone, true);
 	fuse_session_exit(fs->se);
-	while (!atomic_load(&loop_over)) {
-		pthread_kill(main_thread, SIGTERM);
-		nanosleep(&tick, NULL);
-	}
+	zkd_wake();
 }
 
 /*
@@ -375,17 +388,23 @@ static void stop_holders(struct zklfs *fs)
 
 	if (!n)
 		return;
-	main_thread = pthread_self();
 	if (zklfs_ender_stopping(held, n, fs->conf->kill_grace_ms, holders_stopped, fs) != 0) {
 		zklog(LOG_ERR, "stopping: no thread to end the holders of %zu locks", n);
 		free(held);
 		return;
 	}
 	free(held);
-	rc = serve_loop(fs->se);
-	atomic_store(&loop_over, true);
-	if (rc == SIGTERM || rc == SIGINT || rc == SIGHUP)
+	for (;;) {
+		rc = serve_loop(fs->se);
+		if (atomic_load(&holders_gone)) {
+			serve_queued(fs->se);	/* the last ones' closes */
+			break;
+		}
+		if (rc != SIGTERM && rc != SIGINT && rc != SIGHUP)
+			break;		/* unmounted: nothing to serve */
+		/* another signal: SIGKILL now, and serve their closes */
 		zklfs_ender_hurry();
+	}
 	zklfs_ender_stopped();
 }
 

@@ -14,6 +14,8 @@ KIND:
   reader   the same, O_RDONLY: a shared holder (class tell)
   fencer   the raw holder, sending each beat as a write to the fencing
            resource (a unix datagram socket RESOURCE) with its token
+  busy     the raw holder, with sections of 1-20 ms one after another: a
+           busy host's load, many locks cycled at once (run.py --load)
 
 A section lasts 50-500 ms, or (two in five) 5-30 s: past the session
 timeout, so that faults land inside sections, as they do in a leader's.  Errors (the mount gone, ZooKeeper
@@ -52,8 +54,9 @@ def token_of(fd):
     return [int(x) for x in bytes(buf).split(b"\0", 1)[0].split()]
 
 
-def raw_section(log, a, sec, rng, mode, resource=None):
-    """One section through an entry's descriptor: (ok)."""
+def raw_section(log, a, sec, rng, mode, resource=None, dur=None):
+    """One section through an entry's descriptor, of @dur seconds (None:
+    length()): (ok)."""
     flags = (os.O_WRONLY if mode == "x" else os.O_RDONLY) | os.O_CREAT
     try:
         fd = os.open(os.path.join(a.lockpath, a.client), flags, 0o644)
@@ -67,7 +70,7 @@ def raw_section(log, a, sec, rng, mode, resource=None):
             sock.settimeout(2)
         p = select.poll()
         p.register(fd, select.POLLPRI)
-        until = time.monotonic() + length(rng)
+        until = time.monotonic() + (length(rng) if dur is None else dur)
         while time.monotonic() < until:
             if any(ev & (select.POLLERR | select.POLLHUP | select.POLLNVAL)
                    for _, ev in p.poll(0)):
@@ -114,10 +117,13 @@ def main():
                 ok = command_section(log, a, sec, rng, [zklock, "-w", "30", a.lockpath])
             elif a.kind == "flock":
                 ok = command_section(log, a, sec, rng, ["flock", "-w", "30", a.lockpath])
+            elif a.kind == "busy":
+                ok = raw_section(log, a, sec, rng, "x", dur=rng.uniform(0.001, 0.02))
             else:
                 ok = raw_section(log, a, sec, rng, "s" if a.kind == "reader" else "x",
                                  resource if a.kind == "fencer" else None)
-            time.sleep(rng.uniform(0, 0.05) if ok else 0.5)
+            if a.kind != "busy" or not ok:
+                time.sleep(rng.uniform(0, 0.05) if ok else 0.5)
 
 
 if __name__ == "__main__":

@@ -5,7 +5,7 @@ while clients on each host take the same locks in every way the product
 offers; then the checker's verdict (checker.py), which reads only the
 history the clients, the fencing resource and this runner logged.
 
-    run.py [--seconds N] [--seed S] [--at-once K] [--keep]
+    run.py [--seconds N] [--seed S] [--at-once K] [--load N] [--keep]
 
 Each server and host is a network namespace of its own (cluster.py,
 net.py).  The faults (Faults.draw): a host cut off from every server; a
@@ -19,6 +19,12 @@ comes 1 to 8 s later.  The seed and each fault are printed; a run is
 replayed by its seed as far as the real world allows (the faults' kinds,
 targets, lengths and gaps come from it; which server leads, and the
 clients' timing, do not).
+
+With --load N, each host also runs N busy clients (client.py busy), the
+i-th of every host on a lock of its own, W<i>: sections of 1-20 ms one
+after another, so the mount's session pool grows (many locks wait behind
+one session's pace) while the faults land; the runner logs the sessions
+each plain mount opened and closed.
 
 The last line is the checker's verdict; the exit status is 0 only when it
 found no overlap, fencing violation or leftover.
@@ -76,19 +82,25 @@ def watch_stalls(hist, stop):
         last = now
 
 
-def start_clients(hosts, work, seed, sock):
+def busy_locks(load):
+    return ["W%d" % i for i in range(load)]
+
+
+def start_clients(hosts, work, seed, sock, load=0):
     zklock = mounts.zklock_binary()
     procs = []
     env = dict(os.environ, ZKLOCK=zklock)
     for h in hosts:
         p, f = h.plain.path, h.files.path
-        for kind, lock, name, tag in (("zklock", os.path.join(p, "L1"), "L1", h.tag(h.plain)),
+        busy = [("busy", os.path.join(p, w), w, h.tag(h.plain)) for w in busy_locks(load)]
+        for kind, lock, name, tag in [("zklock", os.path.join(p, "L1"), "L1", h.tag(h.plain)),
                                       ("raw", os.path.join(p, "L1"), "L1", h.tag(h.plain)),
                                       ("reader", os.path.join(p, "L1"), "L1", h.tag(h.plain)),
                                       ("flock", os.path.join(f, "f", "job.lock"), "job",
                                        h.tag(h.files)),
-                                      ("fencer", os.path.join(p, "L2"), "L2", h.tag(h.plain))):
-            client = "%s-%s" % (kind, h.name)
+                                      ("fencer", os.path.join(p, "L2"), "L2",
+                                       h.tag(h.plain))] + busy:
+            client = "%s-%s" % (kind if kind != "busy" else "busy" + name, h.name)
             argv = [sys.executable, os.path.join(HERE, "client.py"), kind,
                     os.path.join(work, client + ".jsonl"), client, tag, lock, name,
                     str(seed * 100 + len(procs))] + ([sock] if kind == "fencer" else [])
@@ -263,12 +275,30 @@ def remount(m, timeout=120.0):
             time.sleep(1)
 
 
-def leftovers(c, hist):
+def leftovers(c, hist, load):
     """Entries left in ZooKeeper once every mount is gone."""
     with c.client() as zk:
-        for lock in ("L1", "L2", "f/job.lock"):
+        for lock in ["L1", "L2", "f/job.lock"] + busy_locks(load):
             for kid in zk.get_children(cluster.ROOT + "/" + lock):
                 hist.add(ev="leftover", what="entry %s/%s/%s" % (cluster.ROOT, lock, kid))
+
+
+def pools(c, hist):
+    """The sessions each plain mount opened and closed (its pool)."""
+    for h in c.hosts:
+        try:
+            text = os.getxattr(h.plain.path, "user.zklockfs.metrics").decode()
+        except OSError:
+            continue
+        got = dict(line.split() for line in text.splitlines()
+                   if line.startswith(("zklockfs_sessions_opened_total ",
+                                       "zklockfs_sessions_closed_total ")))
+        hist.add(ev="pool", host=h.tag(h.plain),
+                 opened=int(got.get("zklockfs_sessions_opened_total", 0)),
+                 closed=int(got.get("zklockfs_sessions_closed_total", 0)))
+        say("%s: sessions opened %s, closed %s" % (
+            h.tag(h.plain), got.get("zklockfs_sessions_opened_total", "?"),
+            got.get("zklockfs_sessions_closed_total", "?")))
 
 
 def unmount_all(c, hist):
@@ -292,6 +322,8 @@ def main():
     ap.add_argument("--seed", type=int, default=None)
     ap.add_argument("--at-once", type=int, default=Faults.MAX_AT_ONCE,
                     help="most faults at one time (1: one at a time)")
+    ap.add_argument("--load", type=int, default=0,
+                    help="busy clients per host, each cycling a lock of its own")
     ap.add_argument("--keep", action="store_true", help="keep the run's directory")
     a = ap.parse_args()
     for sig in (signal.SIGTERM, signal.SIGHUP):     # end as ^C does: clean up first
@@ -309,7 +341,7 @@ def main():
         c.start()       # the runner's thread is in the ctl namespace from here
         threading.Thread(target=watch_stalls, args=(hist, stop), daemon=True).start()
         h1 = c.hosts[0]
-        for d in ("L1", "L2"):
+        for d in ["L1", "L2"] + busy_locks(a.load):
             os.mkdir(os.path.join(h1.plain.path, d))
         os.mkdir(os.path.join(h1.files.path, "f"))
         open(os.path.join(h1.files.path, "f", "job.lock"), "w").close()
@@ -319,7 +351,7 @@ def main():
                                     start_new_session=True)
         while not os.path.exists(sock):
             time.sleep(0.01)
-        procs = start_clients(c.hosts, work, seed, sock)
+        procs = start_clients(c.hosts, work, seed, sock, a.load)
         faults = Faults(rng, c, hist, a.at_once)
         last_heal = faults.run_all(faults.start + a.seconds)
         # liveness: everything healed, the clients go on for the session
@@ -329,8 +361,9 @@ def main():
         for p in procs:
             stop_group(p)
         procs = []
+        pools(c, hist)
         unmount_all(c, hist)
-        leftovers(c, hist)
+        leftovers(c, hist, a.load)
         stop.set()
         r = subprocess.run([sys.executable, os.path.join(HERE, "checker.py"), work])
         status = r.returncode
