@@ -1,9 +1,8 @@
 /*
  * fs/attr.h - what stat says of znodes, and who owns them.
  *
- * Depends on: fs/node.h (enum node_type), fs/pool.h (the engine's record
- * of who opened an entry).  Its state, fs->owners, is under
- * fs->owners_mu; nothing here takes fs->lock.
+ * Who opened an entry is the engine's record.  Its state, fs->owners, is
+ * under fs->owners_mu; nothing here takes fs->lock.
  */
 #ifndef FS_ATTR_H
 #define FS_ATTR_H

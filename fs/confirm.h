@@ -3,13 +3,12 @@
  * confirms, with a round trip to ZooKeeper, that its entry still exists
  * and holds the lock.
  *
- * Depends on: fs/lockreq.h (the request and its state; struct lr_confirm),
- * fs/pool.h (the lock's session).  Called by the FSYNC handler (fs/wbuf.c)
- * once the holder's data is on its way (zklock --confirm is an fsync of
- * the descriptor zklock left its command: only a holder can ask);
- * answered from a ZooKeeper completion (on the FUSE thread, which drives
- * the sessions: zk/drive.h), or at once by a loss or a
- * give-back (fs/lockreq.c).
+ * Its state is the request's (struct lr_confirm, fs/lockreq.h).  Called
+ * by the FSYNC handler (fs/wbuf.c) once the holder's data is on its way
+ * (zklock --confirm is an fsync of the descriptor zklock left its command:
+ * only a holder can ask); answered from a ZooKeeper completion (on the
+ * FUSE thread, which drives the sessions: zk/drive.h), or at once by a
+ * loss or a give-back (fs/lockreq.c).
  *
  * The round trip is a sync of the lock's directory, then an exists of the
  * entry, on the entry's session: ZooKeeper does one session's requests in

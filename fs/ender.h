@@ -29,8 +29,7 @@
  * more than one description open on the host, nothing is ended and one
  * line says so.
  *
- * Depends on: nothing of the mount's (the daemon's fs/reply.c calls it,
- * the simulator never does).  Threads:
+ * The daemon's fs/reply.c calls it, the simulator never does.  Threads:
  * zklfs_holders_read() runs on the FUSE thread while its caller waits in
  * the request (a few reads of /proc: no walk of the whole table);
  * zklfs_ender_post() on any thread, under any lock (it only queues);

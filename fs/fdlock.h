@@ -3,12 +3,11 @@
  * what each request does to the entry that descriptor stands for (the
  * rules: fs/flock.c).
  *
- * Depends on: fs/lockreq.h (the request, answered later from the engine),
- * fs/wbuf.h (the holder's data goes before its entry).  The handlers
- * (fs/flock.c) call fdlock_op() once they know the request is a
- * whole-file lock on a holder's descriptor, and RELEASE (fs/lockops.c)
- * fdlock_end(); the simulator (tests/sim/simfs.c) calls fdlock_op() as
- * they do.
+ * A request is answered later, from the engine; the holder's data is sent
+ * before its entry goes.  The handlers (fs/flock.c) call fdlock_op() once
+ * they know the request is a whole-file lock on a holder's descriptor, and
+ * RELEASE (fs/lockops.c) fdlock_end(); the simulator (tests/sim/simfs.c)
+ * calls fdlock_op() as they do.
  */
 #ifndef FS_FDLOCK_H
 #define FS_FDLOCK_H

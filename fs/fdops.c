@@ -5,8 +5,7 @@
  * and poll go to the entry handlers with the lock node of the record that
  * holds through the descriptor, as the holder's descriptor of that entry.
  *
- * Depends on: fs/handlers.h, fs/lockfile.h.  Named by fs/ops.c's table
- * only.  FUSE thread.
+ * Named by fs/ops.c's table only.  FUSE thread.
  */
 #include "fs/handlers.h"
 

@@ -34,8 +34,6 @@
  * Threads: the handlers run on the FUSE thread; a lock request is answered
  * by fs/lockreq.c from the engine's done callback, F_GETLK from ZooKeeper
  * completions.
- *
- * Depends on: fs/handlers.h, fs/lockreq.h, fs/wbuf.h.
  */
 #include "fs/handlers.h"
 

@@ -2,12 +2,11 @@
  * fs/handlers.h - the FUSE handlers each file exports for fs/ops.c's
  * table, and what fs/main.c needs of them at start-up and exit.
  *
- * Depends on: fs/node.h.  Included by the handler files (fs/lockops.c,
- * fs/flock.c, fs/wbuf.c, fs/read.c, fs/readdir.c, fs/remove.c, fs/fdops.c,
- * fs/ops.c) and
- * fs/main.c, never by a module below them: the handler files call down
- * (fs/lockreq.h, fs/wbuf.h, fs/zop.h, fs/attr.h, fs/node.h, fs/pool.h),
- * not into each other, except that fs/ops.c (the table) names them all.
+ * Included by the handler files (fs/lockops.c, fs/flock.c, fs/wbuf.c,
+ * fs/read.c, fs/readdir.c, fs/remove.c, fs/fdops.c, fs/ops.c) and fs/main.c,
+ * never by a module below them: the handler files call down (fs/lockreq.h,
+ * fs/wbuf.h, fs/zop.h, fs/attr.h, fs/node.h, fs/pool.h), not into each
+ * other, except that fs/ops.c (the table) names them all.
  *
  * Threads: every handler runs on the FUSE loop thread, copies what it
  * needs and returns without waiting for ZooKeeper; a request it cannot

@@ -4,8 +4,7 @@
  * open(O_CREAT), and what reading it gives: the data of the entry that
  * holds it now.
  *
- * Depends on: fs/lockfile.h, fs/zop.h, fs/attr.h, fs/pool.h, fs/xcache.h,
- * fs/wbuf.h (what a holder of this mount wrote, read back at once).
+ * What a holder of this mount wrote is read back at once (fs/wbuf.h).
  */
 #include "fs/lockfile.h"
 

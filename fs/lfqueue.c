@@ -20,7 +20,6 @@
  * LF_QUEUE_MAX entries (more than the 64 KiB an xattr value may take) is
  * E2BIG, after the listing alone.
  *
- * Depends on: fs/zop.h, fs/pool.h, fs/xcache.h; zk/grant.h, zk/settings.h, zk/escape.h.
  * Completions on the ZooKeeper thread; a queue being built is its own
  * (its count under q->mu).
  */

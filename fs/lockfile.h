@@ -19,11 +19,10 @@
  * description's at its RELEASE.  Reads, writes, fsync, poll and the ioctls
  * of a descriptor act on the record that holds through it.
  *
- * Depends on: fs/node.h, fs/lockreq.h, fs/fdlock.h, fs/reply.h (fs/lockfile.c,
- * which the simulator drives); fs/zop.h, fs/attr.h, fs/wbuf.h (fs/lfns.c,
- * fs/lfqueue.c).  Called by fs/fdops.c for every request on a
- * NODE_LOCKFILE inode, by fs/read.c for its xattrs, and by fs/ops.c's
- * lookup and mkdir (lf_classify(), LF_FOLDER_MARK).
+ * The simulator drives fs/lockfile.c (not fs/lfns.c or fs/lfqueue.c).
+ * Called by fs/fdops.c for every request on a NODE_LOCKFILE inode, by
+ * fs/read.c for its xattrs, and by fs/ops.c's lookup and mkdir
+ * (lf_classify(), LF_FOLDER_MARK).
  *
  * Threads: the handlers run on the FUSE thread, which alone makes and
  * frees records; lock requests are answered from the engine (fs/lockreq.c).

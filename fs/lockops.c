@@ -4,8 +4,7 @@
  * fs/lockreq.c), RELEASE (the data sent, the lock given back), POLL (the
  * holder told of a loss).  And the end of a lock node (zklfs_lock_node_end).
  *
- * Depends on: fs/handlers.h, fs/lockreq.h, fs/fdlock.h, fs/wbuf.h, fs/attr.h.  FUSE
- * thread, every handler; fs->lock briefly, never across a reply.
+ * FUSE thread, every handler; fs->lock briefly, never across a reply.
  */
 #include "fs/handlers.h"
 

@@ -1,10 +1,9 @@
 /*
  * fs/lockreq.h - a lock request: a lock node's place in its lock's queue.
  *
- * Depends on: fs/node.h, fs/pool.h (the engine of the lock's directory),
- * fs/reply.h (the caller, and the answers: fs->reply).
- * Calls up into no module: the holder's data (fs/wbuf.h) and the
- * handlers (fs/handlers.h) sit above it.
+ * Its engine is the one of the lock's directory (fs/pool.h).  Calls up
+ * into no module: the holder's data (fs/wbuf.h) and the handlers
+ * (fs/handlers.h) sit above it.
  *
  * A lock node (NODE_PENDING, made by MKNOD) owns one struct lockreq,
  * n->lr, for its whole life: the lock asked for, the request waiting for

@@ -15,10 +15,10 @@
  * read).  The daemon then closes its sessions and its FUSE connection,
  * which the copies in other namespaces see as ENOTCONN.
  *
- * Depends on: fs/mount.h.  Main thread: zklfs_mntwatch_start() once the
- * mount is made and before the FUSE loop runs, zklfs_mntwatch_gone() and
- * zklfs_mntwatch_stop() when the loop has ended.  The thread only reads
- * /proc and signals the main thread; it takes no lock of the mount's.
+ * Main thread: zklfs_mntwatch_start() once the mount is made and before
+ * the FUSE loop runs, zklfs_mntwatch_gone() and zklfs_mntwatch_stop() when
+ * the loop has ended.  The thread only reads /proc and signals the main
+ * thread; it takes no lock of the mount's.
  */
 #ifndef FS_MNTWATCH_H
 #define FS_MNTWATCH_H

@@ -1,11 +1,10 @@
 /*
  * fs/mount.h - the mount: the state every fs/ module shares.
  *
- * Depends on: fs/opts.h, zk/mutex.h, libfuse; no other fs/ header.  It is
- * the bottom of fs/: every module includes it, it includes none of them,
- * so a field whose type belongs to a module is a pointer to a type that
- * module defines privately or in its own header.  Each field says which
- * module owns it and which lock guards it.
+ * It is the bottom of fs/: every module includes it, it includes none of
+ * them, so a field whose type belongs to a module is a pointer to a type
+ * that module defines privately or in its own header.  Each field says
+ * which module owns it and which lock guards it.
  *
  * Threads: one FUSE loop thread runs every handler and drives the
  * ZooKeeper sessions, so the completions that answer requests later run

@@ -20,8 +20,7 @@
  * (debian/postrm): an admin would otherwise meet an rmdir that fails for
  * root with EPERM, and no hint why.
  *
- * Depends on nothing of the mount.  Main thread only, before
- * fuse_session_mount().
+ * Main thread only, before fuse_session_mount().
  */
 #ifndef FS_MOUNTPOINT_H
 #define FS_MOUNTPOINT_H

@@ -1,8 +1,8 @@
 /*
  * fs/node.h - the inode table: inode numbers are node addresses.
  *
- * Depends on: fs/mount.h.  Calls up into no module: when a lock node
- * ends, the table calls fs->node_end (set by fs/main.c).
+ * Calls up into no module: when a lock node ends, the table calls
+ * fs->node_end (set by fs/main.c).
  *
  * A node is an inode: a directory, an entry, or a lock node made by
  * MKNOD, whose lock request (fs/lockreq.h) hangs off n->lr.  The table

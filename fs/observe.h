@@ -33,10 +33,9 @@
  * observer keeps one data watch on the lock; each change of the lock's
  * data (a set, a limit) is one read.
  *
- * Depends on: fs/mount.h, fs/node.h, fs/pool.h, fs/pending.h.  Handlers on
- * the FUSE thread; completions and watches on the ZooKeeper threads; the
- * observers under their own mutex (ZKMX_RANK_OBSERVE), never held across a
- * reply or a poll notification.
+ * Handlers on the FUSE thread; completions and watches on the ZooKeeper
+ * threads; the observers under their own mutex (ZKMX_RANK_OBSERVE), never
+ * held across a reply or a poll notification.
  */
 #ifndef FS_OBSERVE_H
 #define FS_OBSERVE_H

@@ -8,10 +8,8 @@
  * fs/flock.c's, a lock file's fs/lockfile.h's), a holder's writes
  * fs/wbuf.c's.
  *
- * Depends on: fs/handlers.h (the handlers of the table), fs/zop.h,
- * fs/attr.h, fs/wbuf.h, fs/lockreq.h, fs/lockfile.h (what a znode is on a
- * lockfiles mount), fs/node.h, fs/pool.h; nothing depends on it but
- * fs/main.c (the table).
+ * On a lockfiles mount, fs/lockfile.h says what a znode is.  Nothing calls
+ * into this file but fs/main.c, which takes the table.
  */
 #include "fs/handlers.h"
 

@@ -24,11 +24,10 @@
  * and copy what they answer before they let it go: so an owner may free
  * its memory once its zpend_claim() has returned, whatever it said.
  *
- * Depends on: fs/mount.h, fs/reply.h (the answers and the interrupt go
- * through fs->reply, so the simulator drives them too).  Every function
- * may be called on any thread, holding any ranked mutex (the list's is
- * the innermost, ZKMX_RANK_PENDING), except zpend_start(), which registers
- * the interrupt: without fs->lock.
+ * The answers and the interrupt go through fs->reply, so the simulator
+ * drives them too.  Every function may be called on any thread, holding
+ * any ranked mutex (the list's is the innermost, ZKMX_RANK_PENDING),
+ * except zpend_start(), which registers the interrupt: without fs->lock.
  */
 #ifndef FS_PENDING_H
 #define FS_PENDING_H

@@ -2,9 +2,8 @@
  * fs/pool.h - the mount's ZooKeeper sessions (one, and more while busy;
  * or -o sessions=N), and which one the requests about a directory go to.
  *
- * Depends on: fs/mount.h, and the engine's and the session's headers
- * (zk/lock.h, zk/session.h).  Knows nothing of nodes or lock requests:
- * the engines' lost callback is given to zklfs_pool_open().
+ * Knows nothing of nodes or lock requests: the engines' lost callback is
+ * given to zklfs_pool_open().
  *
  * Its state, fs->pool, is its own (struct zklfs_pool is private to
  * fs/pool.c), guarded by pool->mu, the innermost mutex of the lock map.

@@ -2,9 +2,10 @@
  * fs/read.c - what an entry says: its data (read) and the extended
  * attributes of entries and directories.
  *
- * Depends on: fs/handlers.h, fs/zop.h, fs/lockreq.h (our own lock's state),
- * fs/wbuf.h (data written, not yet sent), fs/settings.h (a semaphore's
- * limit), fs/revoke.h (asking a holder to let go).
+ * Data written here, not yet sent, is read from the holder's buffer
+ * (fs/wbuf.h); our own lock's state is its request's (fs/lockreq.h); a
+ * semaphore's limit is fs/settings.h's, asking a holder to let go
+ * fs/revoke.h's.
  */
 #include "fs/handlers.h"
 

@@ -3,8 +3,8 @@
  * subdirectories.  OPENDIR lists the znode once; READDIR pages through
  * that listing; RELEASEDIR frees it.
  *
- * Depends on: fs/handlers.h, fs/zop.h, fs/attr.h, fs/reply.h (the caller's
- * name).
+ * OPENDIR refuses flock(1)'s open of a lock directory, known by the
+ * caller's name (fs/reply.h).
  */
 #include "fs/handlers.h"
 

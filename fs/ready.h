@@ -7,10 +7,10 @@
  * an empty directory.  Without $NOTIFY_SOCKET nothing is sent and no
  * thread runs.
  *
- * Depends on: fs/mount.h.  Main thread: zklfs_ready_start() once the mount
- * is made and before the FUSE loop runs (its thread asks the mount, which
- * only the loop answers), zklfs_ready_stopping() when the loop ends,
- * zklfs_ready_join() after the unmount.
+ * Main thread: zklfs_ready_start() once the mount is made and before the
+ * FUSE loop runs (its thread asks the mount, which only the loop answers),
+ * zklfs_ready_stopping() when the loop ends, zklfs_ready_join() after the
+ * unmount.
  */
 #ifndef FS_READY_H
 #define FS_READY_H

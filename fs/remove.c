@@ -4,8 +4,7 @@
  * waited for).  Each asks ZooKeeper who owns the znode (the sticky-bit
  * rule of /tmp, fs/attr.h), then deletes it; the completion answers.
  *
- * Depends on: fs/handlers.h, fs/zop.h, fs/attr.h, fs/pool.h,
- * fs/xcache.h.  FUSE thread, then the ZooKeeper thread.
+ * FUSE thread, then the ZooKeeper thread.
  */
 #include "fs/handlers.h"
 

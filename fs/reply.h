@@ -7,10 +7,8 @@
  * OPEN, INTERRUPT, RELEASE and flock/fcntl requests through the same code
  * as the kernel does, in any order.
  *
- * Depends on: fs/mount.h, fs/ender.h (where a description is found),
- * fs/signals.h.
- * Every operation may be called on any thread,
- * without fs->lock (fs/mount.h: never held across a reply).
+ * Every operation may be called on any thread, without fs->lock
+ * (fs/mount.h: never held across a reply).
  */
 #ifndef FS_REPLY_H
 #define FS_REPLY_H

@@ -12,8 +12,6 @@
  *
  * Threads: the handler runs on a FUSE thread and answers from ZooKeeper
  * completions; no lock of its own.
- *
- * Depends on: fs/zop.h, fs/attr.h, fs/pool.h.
  */
 #ifndef FS_REVOKE_H
 #define FS_REVOKE_H

@@ -15,8 +15,6 @@
  *
  * Threads: the handlers run on FUSE threads and answer from ZooKeeper
  * completions; no lock of their own.
- *
- * Depends on: fs/zop.h, fs/attr.h, fs/pool.h.
  */
 #ifndef FS_SETTINGS_H
 #define FS_SETTINGS_H

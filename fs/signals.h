@@ -11,7 +11,7 @@
  * answers EINTR at once only to a caller the signal ends: nothing sees
  * the errno then.
  *
- * Depends on nothing.  Pure: any thread.
+ * Pure: any thread.
  */
 #ifndef FS_SIGNALS_H
 #define FS_SIGNALS_H

@@ -26,8 +26,7 @@
  * whose clock is wrong skips and runs as the others do.  Its exit status
  * is a third write, made only while the line is still ours.
  *
- * Depends on: fs/lockreq.h (who holds), fs/pool.h (the entry's session),
- * fs/pending.h (the request is bounded and interruptible).  FUSE thread
+ * The request is bounded and interruptible (fs/pending.h).  FUSE thread
  * to start; answered from a ZooKeeper completion (the same thread).
  */
 #ifndef FS_STATE_H

@@ -12,9 +12,9 @@
  * path, its owner, its lock's slot and the session's generation through
  * ZKLFS_IOC_WATCHDOG (abi/zklockfs.h).
  *
- * Depends on: fs/mount.h, abi/zklockfs.h.  zklfs_watchdog_open() and
- * _close() on the main thread at start and exit; zklfs_watchdog_info()
- * on any thread: the file's slots are atomics, its path read only.
+ * zklfs_watchdog_open() and _close() on the main thread at start and
+ * exit; zklfs_watchdog_info() on any thread: the file's slots are
+ * atomics, its path read only.
  */
 #ifndef FS_WATCHDOG_H
 #define FS_WATCHDOG_H

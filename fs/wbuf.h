@@ -1,9 +1,8 @@
 /*
  * fs/wbuf.h - the holder's data: coalesced writes.
  *
- * Depends on: fs/lockreq.h (the data is its request's, n->lr->wb: it has
- * somewhere to go only while the request holds its entry), fs/node.h,
- * fs/pool.h (the lock's session), fs/attr.h.
+ * The data is its request's, n->lr->wb: it has somewhere to go only while
+ * the request holds its entry.
  *
  * A holder's write() and truncate change its data in memory and answer at
  * once; the data goes to ZooKeeper as one setData of the latest bytes, at

@@ -18,8 +18,7 @@
  * (zklfs_xc_changed()); a change by another client is seen at most
  * ZKLFS_XCACHE_MS late, by the process that just looked.
  *
- * Depends on: fs/mount.h.  Its state is under its own mutex, which takes
- * no other; any thread.
+ * Its state is under its own mutex, which takes no other; any thread.
  */
 #ifndef FS_XCACHE_H
 #define FS_XCACHE_H

@@ -13,8 +13,6 @@
  * through zop_claim() (the zop_reply_*() below do), and the completion
  * that finds it answered only frees the zop; a read is not sent again
  * then, nor a next step started.
- *
- * Depends on: fs/node.h, fs/pool.h, fs/pending.h.
  */
 #ifndef FS_ZOP_H
 #define FS_ZOP_H
