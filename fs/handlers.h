@@ -4,9 +4,10 @@
  *
  * Included by the handler files (fs/lockops.c, fs/flock.c, fs/wbuf.c,
  * fs/read.c, fs/readdir.c, fs/remove.c, fs/fdops.c, fs/ops.c) and fs/main.c,
- * never by a module below them: the handler files call down (fs/lockreq.h,
- * fs/wbuf.h, fs/zop.h, fs/attr.h, fs/node.h, fs/pool.h), not into each
- * other, except that fs/ops.c (the table) names them all.
+ * never by a module below them.  The handler files call down, and fs/fdops.c,
+ * which takes the requests made on a descriptor, hands each on to the file
+ * of its job; fs/ops.c (the table) names them all.  The order is
+ * tools/check-fs-layers's.
  *
  * Threads: every handler runs on the FUSE loop thread, copies what it
  * needs and returns without waiting for ZooKeeper; a request it cannot
