@@ -639,14 +639,12 @@ static bool wait_gone(const struct scan *s, int ms, bool hurried_ends)
 		/* 20 ms a look, or at once when hurried */
 		zk_deadline_in(&tick, CLOCK_REALTIME, 20);
 		pthread_mutex_lock(&st.mu);
-		if (!st.hurry)
+		if (!st.hurry || !hurried_ends)
 			pthread_cond_timedwait(&st.cv, &st.mu, &tick);
 		hurry = st.hurry;
 		pthread_mutex_unlock(&st.mu);
 		if (hurry && hurried_ends)
 			return !any_alive(s);
-		if (hurry)		/* the cond no longer waits: a look a tick */
-			nanosleep(&(struct timespec){ 0, 20000000 }, NULL);
 	}
 }
 

@@ -256,11 +256,11 @@ struct serving {
 /* A turn's longest wait: a signal's exit flag is seen this soon */
 #define SERVE_TICK_MS 250
 
-static bool serve(void *arg, bool ready)
+/* Serve at most @max of the requests /dev/fuse (non-blocking) has now.
+ * Return: false, with sv->rc, if reading it failed. */
+static bool serve_some(struct serving *sv, int max)
 {
-	struct serving *sv = arg;
-
-	for (int i = 0; ready && i < SERVE_BATCH && !fuse_session_exited(sv->se); i++) {
+	for (int i = 0; i < max && !fuse_session_exited(sv->se); i++) {
 		int res = fuse_session_receive_buf(sv->se, &sv->buf);
 
 		if (res == -EINTR || res == -EAGAIN)
@@ -273,6 +273,15 @@ static bool serve(void *arg, bool ready)
 			break;
 		fuse_session_process_buf(sv->se, &sv->buf);
 	}
+	return true;
+}
+
+static bool serve(void *arg, bool ready)
+{
+	struct serving *sv = arg;
+
+	if (ready && !serve_some(sv, SERVE_BATCH))
+		return false;
 	return !fuse_session_exited(sv->se);
 }
 
@@ -285,13 +294,7 @@ static void serve_queued(struct fuse_session *se)
 {
 	struct serving sv = { .se = se };
 
-	for (int i = 0; i < 64 * SERVE_BATCH; i++) {
-		int res = fuse_session_receive_buf(se, &sv.buf);
-
-		if (res <= 0)
-			break;
-		fuse_session_process_buf(se, &sv.buf);
-	}
+	serve_some(&sv, 64 * SERVE_BATCH);
 	free(sv.buf.mem);
 }
 

@@ -125,11 +125,19 @@ struct zks_call {
 	char bytes[];		/* a queued call's copies of its strings */
 };
 
+/* Has @zh's session ended for good (expired, or its credentials refused)?
+ * The client then refuses every call, unsent. */
+static bool handle_over(zhandle_t *zh)
+{
+	int state = zoo_state(zh);
+
+	return state == ZOO_EXPIRED_SESSION_STATE || state == ZOO_AUTH_FAILED_STATE;
+}
+
 /* Send @c on @zh, the token held.  Return: the client's answer. */
 static int call_send(struct zks *s, zhandle_t *zh, const struct zks_call *c)
 {
 	void_completion_t *as_declared;
-	int state;
 
 	_Static_assert(sizeof(as_declared) == sizeof(c->done.v), "pointer sizes");
 	if (!zh)		/* hibernated: the client would say a bad argument */
@@ -146,8 +154,7 @@ static int call_send(struct zks *s, zhandle_t *zh, const struct zks_call *c)
 		 * handle expired), skips making the next ones but still
 		 * frees their uninitialised paths.  Do not ask it then.
 		 */
-		state = zoo_state(zh);
-		if (state == ZOO_EXPIRED_SESSION_STATE || state == ZOO_AUTH_FAILED_STATE)
+		if (handle_over(zh))
 			return ZINVALIDSTATE;
 		return zoo_amulti(zh, c->count, c->ops, c->results, c->done.v, c->arg);
 	case C_GET:
@@ -267,23 +274,41 @@ static void call_flush(struct zks *s)
 	}
 }
 
+/* Where the data of a multi's @op is (a create's, a setData's), and its
+ * length in *@len; NULL: none. */
+static const char **op_data(zoo_op_t *op, size_t *len)
+{
+	const char **data = NULL;
+	int n = 0;
+
+	if (op->type == ZOO_CREATE_OP) {
+		data = &op->create_op.data;
+		n = op->create_op.datalen;
+	} else if (op->type == ZOO_SETDATA_OP) {
+		data = &op->set_op.data;
+		n = op->set_op.datalen;
+	}
+	if (!data || !*data || n <= 0)
+		return NULL;
+	*len = (size_t)n;
+	return data;
+}
+
 /* A copy of @c and of the strings and ops it points to, in one block. */
 static struct zks_call *call_copy(const struct zks_call *c)
 {
-	size_t n = 0, plen = c->path ? strlen(c->path) + 1 : 0;
+	size_t plen = c->path ? strlen(c->path) + 1 : 0;
 	size_t dlen = c->data && c->len > 0 ? (size_t)c->len : 0;
+	size_t n = plen + dlen, len;
 	struct zks_call *q;
 	char *p;
 
-	n = plen + dlen;
 	for (int i = 0; i < c->count; i++) {
-		const zoo_op_t *op = &c->ops[i];
+		zoo_op_t op = c->ops[i];
 
-		n += sizeof(zoo_op_t) + strlen(op->check_op.path) + 1;
-		if (op->type == ZOO_CREATE_OP && op->create_op.data && op->create_op.datalen > 0)
-			n += (size_t)op->create_op.datalen;
-		if (op->type == ZOO_SETDATA_OP && op->set_op.data && op->set_op.datalen > 0)
-			n += (size_t)op->set_op.datalen;
+		n += sizeof(zoo_op_t) + strlen(op.check_op.path) + 1;
+		if (op_data(&op, &len))
+			n += len;
 	}
 	q = malloc(sizeof(*q) + n + _Alignof(zoo_op_t));
 	if (!q)
@@ -300,6 +325,7 @@ static struct zks_call *call_copy(const struct zks_call *c)
 		p += sizeof(zoo_op_t) * (size_t)c->count;
 		for (int i = 0; i < c->count; i++) {
 			zoo_op_t *op = &ops[i];
+			const char **data;
 			/* every op starts with its path: the union's members
 			 * agree on it (check_op names it here) */
 			size_t l = strlen(op->check_op.path) + 1;
@@ -314,17 +340,11 @@ static struct zks_call *call_copy(const struct zks_call *c)
 			else
 				op->check_op.path = p;
 			p += l;
-			if (op->type == ZOO_CREATE_OP && op->create_op.data &&
-			    op->create_op.datalen > 0) {
-				memcpy(p, op->create_op.data, (size_t)op->create_op.datalen);
-				op->create_op.data = p;
-				p += op->create_op.datalen;
-			}
-			if (op->type == ZOO_SETDATA_OP && op->set_op.data &&
-			    op->set_op.datalen > 0) {
-				memcpy(p, op->set_op.data, (size_t)op->set_op.datalen);
-				op->set_op.data = p;
-				p += op->set_op.datalen;
+			data = op_data(op, &len);
+			if (data) {
+				memcpy(p, *data, len);
+				*data = p;
+				p += len;
 			}
 		}
 		q->ops = ops;
@@ -345,8 +365,6 @@ static struct zks_call *call_copy(const struct zks_call *c)
  * generation of the handle it will go to.  Return: as the client would. */
 static int call_queue(struct zks *s, struct zks_call *q, uint64_t *gen)
 {
-	int state;
-
 	pthread_mutex_lock(&s->qlock);
 	if (gen)
 		*gen = s->qgen;
@@ -356,10 +374,7 @@ static int call_queue(struct zks *s, struct zks_call *q, uint64_t *gen)
 			s->qgen++;
 	} else {
 		/* the handle it will meet: refused now, as the client would */
-		if (!s->qzh)
-			goto refused;
-		state = zoo_state(s->qzh);
-		if (state == ZOO_EXPIRED_SESSION_STATE || state == ZOO_AUTH_FAILED_STATE)
+		if (!s->qzh || handle_over(s->qzh))
 			goto refused;
 	}
 	*s->qtail = q;
@@ -412,20 +427,17 @@ static bool replaced_yet(void *arg)
 
 void zks_replace(struct zks *s, zhandle_t *nzh, bool bump)
 {
-	struct zks_call c = { .op = C_REPLACE, .nzh = nzh, .bump = bump };
 	zhandle_t *old = NULL;
 	bool replaced = false;
-	struct zks_call *q = malloc(sizeof(*q));
+	struct zks_call *q;
 
-	c.old = &old;
-	c.replaced = &replaced;
-	while (!q) {		/* a handle must not stay: wait for memory */
+	while (!(q = malloc(sizeof(*q)))) {	/* a handle must not stay */
 		struct timespec ts = { 0, 10 * 1000000L };
 
 		nanosleep(&ts, NULL);
-		q = malloc(sizeof(*q));
 	}
-	*q = c;
+	*q = (struct zks_call){ .op = C_REPLACE, .nzh = nzh, .bump = bump,
+				.old = &old, .replaced = &replaced };
 	call_queue(s, q, NULL);
 	pthread_mutex_lock(&s->lock);
 	zkd_wait(&s->lock, &s->cond, replaced_yet, &replaced, NULL);
@@ -445,10 +457,16 @@ void zks_replace(struct zks *s, zhandle_t *nzh, bool bump)
 		zookeeper_close(old);
 }
 
+/* The session whose loop client @cl is. */
+static struct zks *client_zks(struct zkd_client *cl)
+{
+	return (struct zks *)(void *)((char *)cl - offsetof(struct zks, client));
+}
+
 /* The loop's client (zk/drive.h): send the queue, then ask the handle. */
 static void handle_prepare(struct zkd_client *cl, int *fd, short *events, int *timeout_ms)
 {
-	struct zks *s = (struct zks *)((char *)cl - offsetof(struct zks, client));
+	struct zks *s = client_zks(cl);
 	struct timeval tv = { 0, 0 };
 	int interest = 0, ms;
 	int rc;
@@ -479,7 +497,7 @@ static void handle_prepare(struct zkd_client *cl, int *fd, short *events, int *t
 
 static void handle_process(struct zkd_client *cl, short revents)
 {
-	struct zks *s = (struct zks *)((char *)cl - offsetof(struct zks, client));
+	struct zks *s = client_zks(cl);
 	int events = 0;
 
 	if (!s->turn_zh || s->turn_zh != s->zh || !revents)

@@ -230,8 +230,8 @@ static zhandle_t *zks_init_handle(struct zks *s)
 		return NULL;
 	/* The client re-resolves the server names (getaddrinfo: /etc/hosts,
 	 * a netlink socket, /dev/urandom) every time it is asked what to
-	 * poll for, which under load was a third of the daemon's CPU.  -1: resolve only
-	 * when (re)connecting, as the Java client does. */
+	 * poll for, which under load was a third of the daemon's CPU.  -1:
+	 * resolve only when (re)connecting, as the Java client does. */
 	zoo_set_servers_resolution_delay(zh, -1);
 	if (s->auth)
 		zoo_add_auth(zh, "digest", s->auth, (int)strlen(s->auth), NULL, NULL);
@@ -765,13 +765,11 @@ static int list_root(struct zks *s, const char *path)
 	struct waited w = { .s = s };
 	int rc = waited_for(&w, zks_achildren2(s, path, waited_listed, &w));
 
-	if (rc == ZOK)
-		;
-	else if (rc == ZNOAUTH)
+	if (rc == ZNOAUTH)
 		zklog(LOG_ERR, "cannot list root znode %s: %s", path, s->auth ?
 		      "the credentials of auth_file may not read it" :
 		      "it needs credentials (-o auth_file=PATH)");
-	else
+	else if (rc != ZOK)
 		zklog(LOG_ERR, "cannot list root znode %s: %s", path, zerror(rc));
 	return rc;
 }
