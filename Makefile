@@ -8,6 +8,7 @@
 #   make check-sim       the simulator: its scenarios and SIM_CHECK_SEEDS seeds
 #   make sim             SEEDS seeds from SEED_FIRST; SEED=s or SCENARIO=name: one, traced
 #   make build/sim/sim-fast  the simulator without sanitizers, to time it
+#   make walk            how many calls, files and returns one waiter's life takes in the engine
 #   make check-integration  tests/integration against build/zklockfs
 #   make check-asan      the same against the ASan + UBSan build
 #   make check-nemesis   a short nemesis run of a fixed seed (docs/NEMESIS.md)
@@ -67,7 +68,7 @@ UNIT     = naming grant settings statedata opts errno slots signals adopt log mu
 UNIT_BIN = $(UNIT:%=$(BUILD)/unit/test_%)
 
 .PHONY: all asan unit check check-unit check-docs check-sim check-integration check-asan run stop deps bench \
-	clean install uninstall fuzz sim deb help nemesis check-nemesis
+	clean install uninstall fuzz sim deb help nemesis check-nemesis walk
 
 # Every program links objects built one per source file, in a directory per
 # flavour, each with the list of headers it read (-MMD: $(BUILD)/.../x.d):
@@ -103,6 +104,13 @@ $(BUILD)/sim-fast/obj/%.o: %.c
 	$(fuse_guard)
 	@mkdir -p $(@D)
 	$(CC) $(WARN) $(CPPFLAGS) -DZKL_PREEMPT -O2 -g $(DEPFLAGS) -c -o $@ $<
+
+# the walk's: -O0, and the engine's files record every call (tools/walk)
+$(BUILD)/walk/obj/%.o: %.c
+	$(fuse_guard)
+	@mkdir -p $(@D)
+	$(CC) $(WARN) $(CPPFLAGS) -DZKL_PREEMPT -O0 -g \
+	    $(if $(filter $(ENGINE_SRC),$<),-finstrument-functions) $(DEPFLAGS) -c -o $@ $<
 
 all: $(BUILD)/zklockfs $(BUILD)/zklock $(BUILD)/zkbench $(BUILD)/delaylink
 
@@ -176,6 +184,13 @@ $(BUILD)/sim/sim: $(call objs,$(BUILD)/sim/obj,$(SIM_SRC))
 # without sanitizers, to measure the engine rather than ASan
 $(BUILD)/sim/sim-fast: $(call objs,$(BUILD)/sim-fast/obj,$(SIM_SRC))
 	$(CC) -O2 -g -o $@ $^ -lzookeeper_st -lpthread
+
+# one waiter's walk through the engine's files: tools/walk
+$(BUILD)/walk/sim: $(call objs,$(BUILD)/walk/obj,$(SIM_SRC) tests/sim/walk.c)
+	$(CC) -O0 -g -o $@ $^ -lzookeeper_st -lpthread
+
+walk: $(BUILD)/walk/sim
+	tools/walk $(BUILD)/walk/sim
 
 sim: $(BUILD)/sim/sim
 ifdef SEED

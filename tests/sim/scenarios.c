@@ -20,7 +20,56 @@
 #include <stdlib.h>
 #include <string.h>
 
+/*
+ * sim_walk() - record the engine's calls from here (tools/walk), or stop:
+ * only build/walk/sim records (tests/sim/walk.c); here it does nothing.
+ */
+__attribute__((weak)) void sim_walk(bool on)
+{
+	(void)on;
+}
+
 /* the scenarios ------------------------------------------------------------ */
+
+/*
+ * One waiter's life with nobody else in its lock: created, granted at its
+ * first listing, released.  tools/walk counts the engine's calls on it.
+ */
+static void one_waiter_alone(struct world *wd)
+{
+	int a;
+
+	sim_walk(true);
+	a = enqueue(wd, 0, 0, ZKN_EXCLUSIVE, 0);
+	quiesce(wd);
+	expect(wd, granted(wd, a), "w%d holds a lock nobody else asked for", a);
+	release(wd, a);
+	quiesce(wd);
+	sim_walk(false);
+}
+
+/*
+ * One waiter's life behind another mount's holder: created, it watches
+ * the holder's entry, is granted when that entry goes, and released.
+ * tools/walk counts the engine's calls on both mounts from its create on.
+ */
+static void one_waiter_behind_a_holder(struct world *wd)
+{
+	int h, a;
+
+	h = enqueue(wd, 1, 0, ZKN_EXCLUSIVE, 0);
+	quiesce(wd);
+	sim_walk(true);
+	a = enqueue(wd, 0, 0, ZKN_EXCLUSIVE, 0);
+	quiesce(wd);
+	expect(wd, granted(wd, h) && waits(wd, a), "w%d waits behind w%d", a, h);
+	release(wd, h);
+	quiesce(wd);
+	expect(wd, granted(wd, a), "w%d holds once w%d is gone", a, h);
+	release(wd, a);
+	quiesce(wd);
+	sim_walk(false);
+}
 
 /*
  * A limit of 2 removed while this mount holds the second slot and waits
@@ -562,6 +611,8 @@ static const struct scenario {
 	const char *name;
 	void (*run)(struct world *wd);
 } scenarios[] = {
+	{ "one-waiter-alone", one_waiter_alone },
+	{ "one-waiter-behind-a-holder", one_waiter_behind_a_holder },
 	{ "limit-removed", limit_removed },
 	{ "limit-set-behind-a-plain-holder", limit_set_behind_a_plain_holder },
 	{ "limit-set-here-before-a-confirmation", limit_set_here_before_a_confirmation },

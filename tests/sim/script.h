@@ -42,6 +42,9 @@ bool waits(const struct world *wd, int id);
 /* suspend() - mount @m's host sleeps past the session timeout */
 void suspend(struct world *wd, int m);
 
+/* sim_walk() - tools/walk records the engine's calls while on (walk.c) */
+void sim_walk(bool on);
+
 /* fsscenarios.c: the scenarios of the FUSE side */
 void interrupt_races_the_grant(struct world *wd);
 void lost_before_its_answer(struct world *wd);
