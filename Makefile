@@ -226,8 +226,8 @@ check-unit: unit
 	/usr/bin/python3 -m pytest -q tests/nemesis/test_checker.py
 
 # what the docs must say as the code does: docs/DESIGN.md's tables of the
-# waiter's moves are printed from zk/moves.h and fs/lrmoves.h, the lists the
-# checker enforces, and the copy between its markers must match; every
+# small machines' moves are printed from zk/moves.h, fs/lrmoves.h,
+# zk/sessmoves.h and fs/obsmoves.h, the lists the checkers enforce, and the copy between its markers must match; every
 # source file is named where a newcomer looks for it (tools/check-layout);
 # the engine's files call one another as zk/engine.h says
 # (tools/check-engine-calls), and fs/'s only downwards (tools/check-fs-layers)
@@ -238,7 +238,7 @@ check-docs: $(BUILD)/moves $(call objs,$(BUILD)/obj,$(filter zk/%,$(ENGINE_SRC))
 	@awk '/^<!-- moves: end/ { p = 0 } p; /^<!-- moves: begin/ { p = 1 }' docs/DESIGN.md \
 	  > $(BUILD)/moves.doc
 	@$(BUILD)/moves | diff -u $(BUILD)/moves.doc - || { echo "docs/DESIGN.md: \
-	  the tables of moves differ from zk/moves.h: put build/moves's output between \
+	  the tables of moves differ from the lists of moves: put build/moves's output between \
 	  its markers"; exit 1; }
 	@tools/check-layout
 	@tools/check-engine-calls $(BUILD)/obj

@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "fs/attr.h"
+#include "fs/obsmoves.h"
 #include "fs/pending.h"
 #include "fs/pool.h"
 #include "fs/reply.h"
@@ -19,6 +20,7 @@
 #include "zk/grant.h"
 #include "zk/settings.h"
 #include "zk/log.h"
+#include "zk/moves.h"
 #include "zk/statedata.h"
 
 /* What an observer's text is: the holders, or the lock's state. */
@@ -40,6 +42,14 @@ struct obs_open {
 	struct obs_open *next;
 };
 
+/* The observer's two small machines, made from fs/obsmoves.h's lists. */
+#define ENUM_FETCH(s, why) OBS_##s,
+#define ENUM_WATCH(s, why) OBS_WATCH_##s,
+enum obs_fetch { OBS_FETCHES(ENUM_FETCH) };
+enum obs_watch { OBS_WATCHES(ENUM_WATCH) };
+#undef ENUM_FETCH
+#undef ENUM_WATCH
+
 /* One observed lock of the mount; every field under fs->obs->mu. */
 struct observer {
 	struct zklfs *fs;
@@ -48,12 +58,12 @@ struct observer {
 	struct zks *zks;		/* its session; read only */
 	struct obs_fd *fds;		/* open descriptors */
 	struct obs_open *opening;
-	bool fetching;			/* a fetch is under way */
-	bool again;			/* the watch fired meanwhile */
-	bool armed;			/* a watch may still fire (it holds @o) */
-	bool ready;			/* text is an answer */
+	enum obs_fetch fetch;		/* fs/obsmoves.h: set_fetch_locked() */
+	enum obs_watch watch;		/* fs/obsmoves.h: set_watch_locked();
+					   ARMED holds @o */
 	int err;			/* the last fetch's errno (0: ok) */
-	uint64_t gen;			/* text changes so far */
+	uint64_t gen;			/* text changes so far: from the
+					   first, text is an answer */
 	char *text;
 	size_t len;
 	struct observer *next;
@@ -106,13 +116,64 @@ void zklfs_observe_free(struct zklfs *fs)
 	fs->obs = NULL;
 }
 
+/*
+ * The one way each of an observer's machines moves (under mu): a move
+ * fs/obsmoves.h does not list aborts in the sanitizer builds
+ * (ZKL_LOCKCHECK); a state repeated is no move.
+ */
+#define NAME(st, why) #st,
+#define FETCH_MOVE(f, t, why) { OBS_##f, OBS_##t },
+#define WATCH_MOVE(f, t, why) { OBS_WATCH_##f, OBS_WATCH_##t },
+static const char *const fetch_names[] = { OBS_FETCHES(NAME) };
+static const char *const watch_names[] = { OBS_WATCHES(NAME) };
+static const struct zke_move fetch_moves[] = { OBS_FETCH_MOVES(FETCH_MOVE) };
+static const struct zke_move watch_moves[] = { OBS_WATCH_MOVES(WATCH_MOVE) };
+#undef NAME
+#undef FETCH_MOVE
+#undef WATCH_MOVE
+
+static void check_move(const struct observer *o, const char *what,
+		       const struct zke_move *moves, size_t n, const char *const *names,
+		       int from, int to)
+{
+#ifdef ZKL_LOCKCHECK
+	if (zke_move_listed(moves, n, from, to))
+		return;
+	fprintf(stderr, "zklockfs: observer of %s: illegal move of its %s: %s -> %s\n",
+		o->dir, what, names[from], names[to]);
+	abort();
+#else
+	(void)o, (void)what, (void)moves, (void)n, (void)names, (void)from, (void)to;
+#endif
+}
+
+static void set_fetch_locked(struct observer *o, enum obs_fetch to)
+{
+	ZKMX_ASSERT_HELD(&o->fs->obs->mu);
+	if (o->fetch == to)
+		return;
+	check_move(o, "fetch", fetch_moves, sizeof(fetch_moves) / sizeof(fetch_moves[0]),
+		   fetch_names, o->fetch, to);
+	o->fetch = to;
+}
+
+static void set_watch_locked(struct observer *o, enum obs_watch to)
+{
+	ZKMX_ASSERT_HELD(&o->fs->obs->mu);
+	if (o->watch == to)
+		return;
+	check_move(o, "watch", watch_moves, sizeof(watch_moves) / sizeof(watch_moves[0]),
+		   watch_names, o->watch, to);
+	o->watch = to;
+}
+
 /* Let @o go if nothing holds it: no descriptor, open or watch.  Under mu. */
 static bool obs_unused_locked(struct zklfs *fs, struct observer *o)
 {
 	struct observer **pp;
 
 	ZKMX_ASSERT_HELD(&fs->obs->mu);
-	if (o->fds || o->opening || o->armed || o->fetching)
+	if (o->fds || o->opening || o->watch == OBS_WATCH_ARMED || o->fetch != OBS_IDLE)
 		return false;
 	for (pp = &fs->obs->all; *pp && *pp != o; pp = &(*pp)->next)
 		;
@@ -136,12 +197,10 @@ static void obs_watcher(zhandle_t *zh, int type, int state, const char *path, vo
 	if (type == ZOO_SESSION_EVENT && state != ZOO_EXPIRED_SESSION_STATE)
 		return;			/* still registered: it fires later */
 	zkmx_lock(&fs->obs->mu);
-	o->armed = false;
+	set_watch_locked(o, OBS_WATCH_OFF);
 	if (!obs_unused_locked(fs, o)) {
-		if (o->fetching)
-			o->again = true;
-		else
-			start = o->fetching = true;
+		start = o->fetch == OBS_IDLE;
+		set_fetch_locked(o, start ? OBS_FETCHING : OBS_AGAIN);
 	}
 	zkmx_unlock(&fs->obs->mu);
 	if (start)
@@ -190,7 +249,7 @@ static void fetch_end(struct fetch *f, char *text, size_t len, int err)
 
 	fetch_free(f);
 	zkmx_lock(&fs->obs->mu);
-	if (!err && (!o->ready || len != o->len || memcmp(text, o->text, len) != 0)) {
+	if (!err && (!o->gen || len != o->len || memcmp(text, o->text, len) != 0)) {
 		free(o->text);
 		o->text = text;
 		o->len = len;
@@ -202,7 +261,6 @@ static void fetch_end(struct fetch *f, char *text, size_t len, int err)
 				d->ph = NULL;
 			}
 	}
-	o->ready |= !err;
 	o->err = err;
 	opening = o->opening;
 	o->opening = NULL;
@@ -211,9 +269,8 @@ static void fetch_end(struct fetch *f, char *text, size_t len, int err)
 			op->fd->next = o->fds;
 			o->fds = op->fd;
 		}
-	again = o->again && !err;
-	o->again = false;
-	o->fetching = again;
+	again = o->fetch == OBS_AGAIN && !err;
+	set_fetch_locked(o, again ? OBS_FETCHING : OBS_IDLE);
 	zkmx_unlock(&fs->obs->mu);
 	free(text);
 	for (size_t i = 0; i < nw; i++)
@@ -375,7 +432,7 @@ static bool fetch_answered(struct fetch *f, int rc)
 		return false;
 	}
 	zkmx_lock(&o->fs->obs->mu);
-	o->armed = true;
+	set_watch_locked(o, OBS_WATCH_ARMED);
 	zkmx_unlock(&o->fs->obs->mu);
 	return true;
 }
@@ -451,14 +508,14 @@ static void fetch_again(void *arg, bool go)
 	fetch_send(f);
 }
 
-/* Start a fetch of @o (o->fetching set by the caller). */
+/* Start a fetch of @o (its fetch set FETCHING by the caller). */
 static void fetch_start(struct observer *o)
 {
 	struct fetch *f = calloc(1, sizeof(*f));
 
 	if (!f) {
 		zkmx_lock(&o->fs->obs->mu);
-		o->fetching = false;
+		set_fetch_locked(o, OBS_IDLE);
 		zkmx_unlock(&o->fs->obs->mu);
 		return;
 	}
@@ -568,7 +625,7 @@ void obs_open(fuse_req_t req, struct node *n, struct fuse_file_info *fi)
 		zpend_start(fs, &op->pend, req);	/* before anyone sees it */
 		zkmx_lock(&fs->obs->mu);
 		o = obs_get_locked(fs, dir, kind);
-		if (o && o->ready && o->armed && !o->fetching) {
+		if (o && o->gen && o->watch == OBS_WATCH_ARMED && o->fetch == OBS_IDLE) {
 			d->o = o;	/* its watch is armed: the text is current */
 			d->next = o->fds;
 			o->fds = d;
@@ -577,8 +634,9 @@ void obs_open(fuse_req_t req, struct node *n, struct fuse_file_info *fi)
 			d->o = o;
 			op->next = o->opening;
 			o->opening = op;
-			start = !o->fetching;
-			o->fetching = true;
+			start = o->fetch == OBS_IDLE;
+			if (start)
+				set_fetch_locked(o, OBS_FETCHING);
 		}
 		zkmx_unlock(&fs->obs->mu);
 	}

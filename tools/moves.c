@@ -1,6 +1,7 @@
 /*
  * tools/moves.c - print the tables of a waiter's small state machines
- * (zk/moves.h) and of a lock request's (fs/lrmoves.h), and their legal
+ * (zk/moves.h), a lock request's (fs/lrmoves.h), a session's
+ * (zk/sessmoves.h) and an observer's (fs/obsmoves.h), and their legal
  * moves, from that one source, as docs/DESIGN.md shows them (§9).  `make check-docs` compares its output with the
  * document, so the table a reader trusts is the one the checker enforces.
  *
@@ -9,7 +10,9 @@
 #include <stdio.h>
 
 #include "fs/lrmoves.h"
+#include "fs/obsmoves.h"
 #include "zk/moves.h"
+#include "zk/sessmoves.h"
 
 struct state {
 	const char *name, *what;
@@ -52,6 +55,14 @@ int main(void)
 	static const struct move lrmoves[] = { ZKLFS_LR_MOVES(MOVE) };
 	static const struct state listates[] = { ZKLFS_LI_STATES(STATE) };
 	static const struct move limoves[] = { ZKLFS_LI_MOVES(MOVE) };
+	static const struct state links[] = { ZKS_LINKS(STATE) };
+	static const struct move lkmoves[] = { ZKS_LINK_MOVES(MOVE) };
+	static const struct state news[] = { ZKS_NEWS(STATE) };
+	static const struct move nmoves[] = { ZKS_NEWS_MOVES(MOVE) };
+	static const struct state fetches[] = { OBS_FETCHES(STATE) };
+	static const struct move fmoves[] = { OBS_FETCH_MOVES(MOVE) };
+	static const struct state owatches[] = { OBS_WATCHES(STATE) };
+	static const struct move owmoves[] = { OBS_WATCH_MOVES(MOVE) };
 
 	table("state", "zke_set_state_locked()", wstates, N(wstates), wmoves, N(wmoves));
 	table("stall", "zke_stall_locked(), zke_unstall_locked()", stalls, N(stalls),
@@ -64,5 +75,13 @@ int main(void)
 	      N(lrstates), lrmoves, N(lrmoves));
 	table("lockreq.intr", "lockreq_set_intr_locked(), fs/lockreq.c", listates,
 	      N(listates), limoves, N(limoves));
+	table("zks.link", "set_link_locked(), zk/session.c", links, N(links), lkmoves,
+	      N(lkmoves));
+	table("zks.news", "set_news_locked(), zk/session.c", news, N(news), nmoves,
+	      N(nmoves));
+	table("observer.fetch", "set_fetch_locked(), fs/observe.c", fetches, N(fetches),
+	      fmoves, N(fmoves));
+	table("observer.watch", "set_watch_locked(), fs/observe.c", owatches,
+	      N(owatches), owmoves, N(owmoves));
 	return 0;
 }

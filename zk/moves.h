@@ -11,7 +11,8 @@
  * document.  A move is added here, with why it happens, or not at all.
  *
  * X(STATE, "what it means") for states; X(FROM, TO, "when") for moves.
- * zke_move_listed() looks a move up in such a list (fs/lrmoves.h's too).
+ * zke_move_listed() looks a move up in such a list (fs/lrmoves.h's,
+ * zk/sessmoves.h's and fs/obsmoves.h's too).
  * Any thread.
  */
 #ifndef ZK_MOVES_H

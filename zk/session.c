@@ -17,6 +17,7 @@
 #include "zk/clock.h"
 #include "zk/errno.h"
 #include "zk/metrics.h"
+#include "zk/moves.h"
 #include "zk/creds.h"
 #include "zk/log.h"
 
@@ -60,6 +61,54 @@ static void zks_log_cb(const char *message)
 	zklog(LOG_DEBUG, "zookeeper: %s", message);
 }
 
+/*
+ * The one way each of the session's machines moves (s->lock held): a
+ * move zk/sessmoves.h does not list aborts in the sanitizer builds
+ * (ZKL_LOCKCHECK); a state repeated is no move.
+ */
+#define NAME(st, why) #st,
+#define LINK_MOVE(f, t, why) { ZKS_LINK_##f, ZKS_LINK_##t },
+#define NEWS_MOVE(f, t, why) { ZKS_NEWS_##f, ZKS_NEWS_##t },
+static const char *const link_names[] = { ZKS_LINKS(NAME) };
+static const char *const news_names[] = { ZKS_NEWS(NAME) };
+static const struct zke_move link_moves[] = { ZKS_LINK_MOVES(LINK_MOVE) };
+static const struct zke_move news_moves[] = { ZKS_NEWS_MOVES(NEWS_MOVE) };
+#undef NAME
+#undef LINK_MOVE
+#undef NEWS_MOVE
+
+static void check_move(const char *what, const struct zke_move *moves, size_t n,
+		       const char *const *names, int from, int to)
+{
+#ifdef ZKL_LOCKCHECK
+	if (zke_move_listed(moves, n, from, to))
+		return;
+	fprintf(stderr, "zklockfs: session: illegal move of its %s: %s -> %s\n",
+		what, names[from], names[to]);
+	abort();
+#else
+	(void)what, (void)moves, (void)n, (void)names, (void)from, (void)to;
+#endif
+}
+
+static void set_link_locked(struct zks *s, enum zks_link to)
+{
+	if (s->link == to)
+		return;
+	check_move("link", link_moves, sizeof(link_moves) / sizeof(link_moves[0]),
+		   link_names, s->link, to);
+	s->link = to;
+}
+
+static void set_news_locked(struct zks *s, enum zks_news to)
+{
+	if (s->news == to)
+		return;
+	check_move("news", news_moves, sizeof(news_moves) / sizeof(news_moves[0]),
+		   news_names, s->news, to);
+	s->news = to;
+}
+
 /* Session events of the current handle (on the thread that drives it). */
 static void zks_watcher(zhandle_t *zh, int type, int state, const char *path,
 			void *ctx)
@@ -99,19 +148,20 @@ static void zks_watcher(zhandle_t *zh, int type, int state, const char *path,
 		 */
 		s->tick_at = boot_ms();
 		publish_locked(s);		/* the timeout may be another */
-		if (!quiet_locked(s))
-			s->silent = false;
-		if (s->was_disconnected && !s->silent)
-			s->reconnected = true;
-		s->was_disconnected = false;
+		if (s->news == ZKS_NEWS_SILENT && !quiet_locked(s))
+			set_news_locked(s, s->link == ZKS_LINK_DOWN ? ZKS_NEWS_BACK
+								   : ZKS_NEWS_NONE);
+		else if (s->news == ZKS_NEWS_NONE && s->link == ZKS_LINK_DOWN)
+			set_news_locked(s, ZKS_NEWS_BACK);
+		set_link_locked(s, ZKS_LINK_UP);
 	} else if (state == ZOO_CONNECTING_STATE) {
-		if (!s->was_disconnected)
+		if (s->link != ZKS_LINK_DOWN)
 			zkm_connection_lost();
-		s->was_disconnected = true;
+		set_link_locked(s, ZKS_LINK_DOWN);
 	} else if (state == ZOO_EXPIRED_SESSION_STATE) {
-		if (!s->expired)
+		if (s->link != ZKS_LINK_EXPIRED)
 			zkm_expired();
-		s->expired = true;
+		set_link_locked(s, ZKS_LINK_EXPIRED);
 	}
 	zkm_session_state(state);
 	pthread_cond_broadcast(&s->cond);
@@ -182,10 +232,9 @@ static void ping_done(int rc, const char *value, const void *data)
 		 * late reconnect, a slow link): the session lives, and the
 		 * engine redoes what it failed, as after a reconnect.
 		 */
-		if (s->silent && !s->expired && s->state == ZOO_CONNECTED_STATE &&
-		    !quiet_locked(s)) {
-			s->silent = false;
-			s->reconnected = true;
+		if (s->news == ZKS_NEWS_SILENT && s->link != ZKS_LINK_EXPIRED &&
+		    s->state == ZOO_CONNECTED_STATE && !quiet_locked(s)) {
+			set_news_locked(s, ZKS_NEWS_BACK);
 			pthread_cond_broadcast(&s->cond);
 		}
 		pthread_mutex_unlock(&s->lock);
@@ -284,7 +333,7 @@ static bool connected_or_refused(void *arg)
 	const struct zks *s = arg;
 
 	return s->state == ZOO_CONNECTED_STATE || s->state == ZOO_AUTH_FAILED_STATE ||
-	       s->expired;
+	       s->link == ZKS_LINK_EXPIRED;
 }
 
 /* Wait, at most the session timeout, for the new handle's session. */
@@ -395,7 +444,7 @@ static void drain(struct zks *s)
 	bool connected;
 
 	pthread_mutex_lock(&s->lock);
-	connected = s->state == ZOO_CONNECTED_STATE && !s->expired;
+	connected = s->state == ZOO_CONNECTED_STATE && s->link != ZKS_LINK_EXPIRED;
 	pthread_mutex_unlock(&s->lock);
 	if (connected)
 		waited_for(&w, zks_aexists(s, "/", waited_stat, &w));
@@ -419,7 +468,8 @@ int zks_wake(struct zks *s)
 
 	pthread_mutex_lock(&s->lock);
 	s->state = ZOO_CONNECTING_STATE;
-	s->expired = s->silent = s->reconnected = s->was_disconnected = false;
+	set_link_locked(s, ZKS_LINK_NEW);
+	set_news_locked(s, ZKS_NEWS_NONE);
 	s->tick_at = 0;
 	s->nrecent = 0;
 	memset(s->recent, 0, sizeof(s->recent));
@@ -455,10 +505,10 @@ static void zks_renew(struct zks *s)
 	/* before the new handle exists: its first events must not be undone */
 	pthread_mutex_lock(&s->lock);
 	s->dead = s->zh;
-	s->expired = false;
 	s->state = ZOO_CONNECTING_STATE;
-	s->was_disconnected = true;	/* its CONNECTED redoes what failed */
-	s->reconnected = false;
+	set_link_locked(s, ZKS_LINK_DOWN);	/* its CONNECTED redoes what failed */
+	if (s->news == ZKS_NEWS_BACK)		/* the engine hears of the expiry */
+		set_news_locked(s, ZKS_NEWS_NONE);
 	/* the new session begins after this: the server hears it by then
 	 * (this thread, before the handle exists: no event can come first) */
 	s->last_heard_ms = boot_ms();
@@ -558,7 +608,7 @@ bool zks_quiet(struct zks *s)
 	bool q;
 
 	pthread_mutex_lock(&s->lock);
-	q = s->silent || s->expired || quiet_locked(s);
+	q = s->news == ZKS_NEWS_SILENT || s->link == ZKS_LINK_EXPIRED || quiet_locked(s);
 	pthread_mutex_unlock(&s->lock);
 	return q;
 }
@@ -584,7 +634,7 @@ static bool doubt_locked(const struct zks *s)
 {
 	uint64_t due = doubt_due_locked(s);
 
-	if (s->state != ZOO_CONNECTED_STATE || s->expired)
+	if (s->state != ZOO_CONNECTED_STATE || s->link == ZKS_LINK_EXPIRED)
 		return true;
 	if (due && due <= boot_ms())
 		return true;
@@ -607,8 +657,8 @@ bool zks_settled(struct zks *s)
 	bool ok;
 
 	pthread_mutex_lock(&s->lock);
-	ok = s->state == ZOO_CONNECTED_STATE && !s->silent && !s->expired &&
-	     !s->doubt && !quiet_locked(s) && !s->later;
+	ok = s->state == ZOO_CONNECTED_STATE && s->news != ZKS_NEWS_SILENT &&
+	     s->link != ZKS_LINK_EXPIRED && !s->doubt && !quiet_locked(s) && !s->later;
 	pthread_mutex_unlock(&s->lock);
 	return ok;
 }
@@ -646,9 +696,9 @@ static void *zks_supervise(void *arg)
 			wait = 0;
 		else if (s->tick_at && s->tick_at - now < (uint64_t)period)
 			wait = (int)(s->tick_at - now);
-		if (!s->silent && silent_at <= now)
+		if (s->news != ZKS_NEWS_SILENT && silent_at <= now)
 			wait = 0;
-		else if (!s->silent && silent_at - now < (uint64_t)wait)
+		else if (s->news != ZKS_NEWS_SILENT && silent_at - now < (uint64_t)wait)
 			wait = (int)(silent_at - now);
 		/* and a doubt when it is due, not up to a period late */
 		uint64_t doubt_at = s->doubt ? 0 : doubt_due_locked(s);
@@ -676,17 +726,20 @@ static void *zks_supervise(void *arg)
 		 * silence a margin (a period) before that: the wait above ends
 		 * then, so the margin is a period less this loop's own delay.
 		 */
-		if (!s->silent && quiet_locked(s))
-			s->silent = silent = true;
+		reconnected = s->news == ZKS_NEWS_BACK;
+		if (s->news != ZKS_NEWS_SILENT && quiet_locked(s)) {
+			set_news_locked(s, ZKS_NEWS_SILENT);
+			silent = true;
+		} else if (reconnected) {
+			set_news_locked(s, ZKS_NEWS_NONE);
+		}
 		timeout = s->negotiated_ms;
 		doubt = doubt_locked(s);
 		tell_doubt = doubt != s->doubt;	/* the engine heard s->doubt */
 		if (doubt && !s->doubt)		/* a ping sent from now on ends it */
 			s->doubt_ping = s->ping_next;
 		s->doubt = doubt;
-		renew = s->expired;
-		reconnected = s->reconnected;
-		s->reconnected = false;
+		renew = s->link == ZKS_LINK_EXPIRED;
 		pthread_mutex_unlock(&s->lock);
 
 		if (tell_doubt) {

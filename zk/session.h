@@ -42,6 +42,7 @@
 
 #include "zk/acl.h"
 #include "zk/drive.h"
+#include "zk/sessmoves.h"
 #include "abi/zklockfs.h"
 
 struct zks_events {
@@ -59,6 +60,14 @@ struct zks_call;
 #define ZKS_RECENT 8	/* answered pings remembered: periods ping_done() looks back */
 #define ZKS_PINGS_OUT 64	/* pings out at once, at most */
 
+/* The session's two small machines, made from zk/sessmoves.h's lists. */
+#define ZKS_ENUM_LINK(s, why) ZKS_LINK_##s,
+#define ZKS_ENUM_NEWS(s, why) ZKS_NEWS_##s,
+enum zks_link { ZKS_LINKS(ZKS_ENUM_LINK) };
+enum zks_news { ZKS_NEWS(ZKS_ENUM_NEWS) };
+#undef ZKS_ENUM_LINK
+#undef ZKS_ENUM_NEWS
+
 struct zks {
 	pthread_rwlock_t rw;		/* zh, gen: written by the token's
 					   holder (zk/drive.h) under write,
@@ -75,11 +84,11 @@ struct zks {
 	pthread_cond_t cond;
 	int state;			/* last session state seen */
 	zhandle_t *dead;		/* expired, being replaced: ignored */
-	bool expired;			/* the handle is dead: replace it */
-	bool reconnected;		/* CONNECTED after a CONNECTING */
+	enum zks_link link;		/* the handle's connection, as its
+					   events said (zk/sessmoves.h) */
+	enum zks_news news;		/* what the supervisor tells the
+					   engine next (zk/sessmoves.h) */
 	_Atomic uint64_t links;		/* connection changes seen: zks_links() */
-	bool was_disconnected;
-	bool silent;			/* ev->silent() called for this silence */
 	bool stop;
 	uint64_t tick_at;		/* lock: zks_tick_by()'s earliest, 0: none */
 	uint64_t last_heard_ms;		/* zks_now_ms(): the server had
