@@ -39,22 +39,22 @@ static void chain_locked(struct zkl_waiter *w)
 	ZKMX_ASSERT_HELD(&w->e->lock);
 	if (!q)
 		return;
-	chain = q->cv_known && w->seq == q->cv_next;
+	chain = q->cv_known && w->ours.seq == q->cv_next;
 	if (!chain)
-		q->cv_from = w->seq;
-	q->cv_next = (int32_t)((uint32_t)w->seq + 1);
+		q->cv_from = w->ours.seq;
+	q->cv_next = (int32_t)((uint32_t)w->ours.seq + 1);
 	q->cv_known = true;
-	if (!chain || !p || w->kind != ZKN_EXCLUSIVE || !q->lknown || q->limit ||
-	    zkn_seq_cmp(p->seq, q->cv_from) < 0 || zke_stale_locked(p) ||
-	    zke_stale_locked(w) || !p->path ||
-	    (p->entry != ENTRY_LIVE && p->entry != ENTRY_DELETING))
+	if (!chain || !p || w->req.kind != ZKN_EXCLUSIVE || !q->lknown || q->limit ||
+	    zkn_seq_cmp(p->ours.seq, q->cv_from) < 0 || zke_stale_locked(p) ||
+	    zke_stale_locked(w) || !p->ours.path ||
+	    (p->sm.entry != ENTRY_LIVE && p->sm.entry != ENTRY_DELETING))
 		return;
-	free(w->pred);
-	w->pred = strdup(p->path);
-	if (!w->pred)
+	free(w->pred.path);
+	w->pred.path = strdup(p->ours.path);
+	if (!w->pred.path)
 		return;
-	w->pred_seq = p->seq;
-	w->ahead = zke_holds_lowest(p) ? AHEAD_OURS_LOWEST : AHEAD_OURS;
+	w->pred.seq = p->ours.seq;
+	w->pred.ahead = zke_holds_lowest(p) ? AHEAD_OURS_LOWEST : AHEAD_OURS;
 }
 
 /* Our entry exists (created or found again): take it as ours. */
@@ -64,25 +64,25 @@ static void adopt_locked(struct zkl_waiter *w, const char *path, int64_t czxid,
 	struct zkg_child me;
 
 	ZKMX_ASSERT_HELD(&w->e->lock);
-	free(w->path);
-	w->path = strdup(path);
-	if (w->path)
+	free(w->ours.path);
+	w->ours.path = strdup(path);
+	if (w->ours.path)
 		zke_set_entry_locked(w, ENTRY_LIVE);
-	w->czxid = czxid;
-	if (!w->path || !zkn_parse(zkn_base(path), &me)) {
+	w->ours.czxid = czxid;
+	if (!w->ours.path || !zkn_parse(zkn_base(path), &me)) {
 		zklog(LOG_ERR, "created %s but cannot read its sequence", path);
 		zke_fail_locked(w, -EIO);
 		return;
 	}
-	w->seq = me.seq;
-	w->limit = 0;			/* a new entry: no listing decided it yet */
-	w->dver = 0;
+	w->ours.seq = me.seq;
+	w->verdict.limit = 0;			/* a new entry: no listing decided it yet */
+	w->seen.dver = 0;
 	zke_queue_insert_locked(w);
 	if (created)
 		chain_locked(w);
 	else if (w->q)
 		w->q->cv_known = false;	/* made when, we cannot tell */
-	if (zke_answered(w) || w->released) {
+	if (zke_answered(w) || w->caller.released) {
 		zke_delete_locked(w);	/* given up while it was being made */
 		return;
 	}
@@ -105,8 +105,8 @@ static void create_done(int rc, const char *path, const struct Stat *stat,
 	 * waiter starts over: zookeeper_close() fires them all first.
 	 */
 	zkmx_lock(&e->lock);
-	pre = w->prelisted;
-	w->prelisted = false;		/* its reply, if any, is ignored but here */
+	pre = w->create.prelisted;
+	w->create.prelisted = false;		/* its reply, if any, is ignored but here */
 	if (rc == ZOK)
 		adopt_locked(w, path, stat->czxid, pre, true);
 	else if (zk_rc_unknown(rc))
@@ -114,7 +114,7 @@ static void create_done(int rc, const char *path, const struct Stat *stat,
 	else if (zk_rc_transient(rc))
 		zke_stall_locked(w, S_CREATE);	/* never sent */
 	else {
-		zklog(LOG_WARNING, "cannot enqueue in %s: %s", w->dir,
+		zklog(LOG_WARNING, "cannot enqueue in %s: %s", w->req.dir,
 		      rc == ZNONODE ? "the directory is gone" : zerror(rc));
 		zke_answer_locked(w, zk_errno(rc), false);
 	}
@@ -131,19 +131,20 @@ int zke_send_create_locked(struct zkl_waiter *w)
 	ZKMX_ASSERT_HELD(&w->e->lock);
 	zke_set_state_locked(w, W_CREATING);
 	w->refs++;
-	rc = w->e->t.ops->create(w->e->t.ctx, w->prefix, w->data, w->len,
-			 ZOO_EPHEMERAL_SEQUENTIAL, create_done, w, &w->gen);
+	rc = w->e->t.ops->create(w->e->t.ctx, w->req.prefix, w->caller.data, w->caller.len,
+			 ZOO_EPHEMERAL_SEQUENTIAL, create_done, w, &w->ours.gen);
 	if (rc == ZOK) {
 		/*
 		 * Unless it will be parked, it must list the children: send that
 		 * now.  One session's requests are done in order, so the listing
 		 * shows the new entry, and the grant costs one round trip.
 		 */
-		q = zke_queue_find_dir_locked(w->e, w->dir);
-		if (!q || !q->tail || zke_answered(q->tail) || (w->flags & ZKL_NONBLOCK)) {
+		q = zke_queue_find_dir_locked(w->e, w->req.dir);
+		if (!q || !q->tail || zke_answered(q->tail) || (w->caller.flags & ZKL_NONBLOCK)) {
 			w->refs++;
-			w->prelisted = w->e->t.ops->children(w->e->t.ctx, w->dir, zke_children_done, w) == ZOK;
-			if (!w->prelisted)
+			w->create.prelisted = w->e->t.ops->children(w->e->t.ctx, w->req.dir,
+								    zke_children_done, w) == ZOK;
+			if (!w->create.prelisted)
 				w->refs--;
 		}
 		return ZOK;
@@ -153,7 +154,7 @@ int zke_send_create_locked(struct zkl_waiter *w)
 		zke_stall_locked(w, S_CREATE);
 		return ZOK;
 	}
-	zklog(LOG_WARNING, "cannot enqueue %s: %s", w->prefix, zerror(rc));
+	zklog(LOG_WARNING, "cannot enqueue %s: %s", w->req.prefix, zerror(rc));
 	return rc;
 }
 
@@ -162,7 +163,7 @@ void zke_create_locked(struct zkl_waiter *w)
 	int rc;
 
 	ZKMX_ASSERT_HELD(&w->e->lock);
-	if (zke_answered(w) || w->released)
+	if (zke_answered(w) || w->caller.released)
 		return;			/* nothing to make any more */
 	rc = zke_send_create_locked(w);
 	if (rc != ZOK)
@@ -174,12 +175,12 @@ static void resolve_next_locked(struct zkl_waiter *w);
 /* Is @name, in @w's lock, the entry of another waiter of ours? */
 static bool taken_locked(struct zkl_waiter *w, const char *name)
 {
-	size_t dl = strlen(w->dir);
+	size_t dl = strlen(w->req.dir);
 
 	ZKMX_ASSERT_HELD(&w->e->lock);
 	for (struct zkl_waiter *x = w->e->all; x; x = x->next)
-		if (x != w && x->path && strncmp(x->path, w->dir, dl) == 0 &&
-		    x->path[dl] == '/' && strcmp(x->path + dl + 1, name) == 0)
+		if (x != w && x->ours.path && strncmp(x->ours.path, w->req.dir, dl) == 0 &&
+		    x->ours.path[dl] == '/' && strcmp(x->ours.path + dl + 1, name) == 0)
 			return true;
 	return false;
 }
@@ -197,15 +198,15 @@ static void resolve_get_done(int rc, const char *value, int len,
 	 * the session our create went on, and no other waiter's (zk/adopt.h).
 	 */
 	if (rc == ZOK && stat)
-		v = zka_candidate(value, len, w->nonce, stat->ephemeralOwner,
-				  w->e->t.ops->session_of(w->e->t.ctx, w->gen),
-				  taken_locked(w, w->cands[w->ci]));
+		v = zka_candidate(value, len, w->req.nonce, stat->ephemeralOwner,
+				  w->e->t.ops->session_of(w->e->t.ctx, w->ours.gen),
+				  taken_locked(w, w->create.cands[w->create.ci]));
 	if (v == ZKA_PLANTED)
 		zklog(LOG_WARNING, "%s/%s carries our nonce but is not ours "
-		      "(owner 0x%llx): left alone", w->dir, w->cands[w->ci],
+		      "(owner 0x%llx): left alone", w->req.dir, w->create.cands[w->create.ci],
 		      (unsigned long long)stat->ephemeralOwner);
 	if (v == ZKA_OURS) {
-		char *path = zkn_join(w->dir, w->cands[w->ci]);
+		char *path = zkn_join(w->req.dir, w->create.cands[w->create.ci]);
 
 		zklog(LOG_NOTICE, "found %s again after an unknown create", path);
 		zke_free_cands(w);
@@ -218,7 +219,7 @@ static void resolve_get_done(int rc, const char *value, int len,
 		zke_free_cands(w);
 		zke_stall_locked(w, S_RESOLVE);
 	} else {
-		w->ci++;
+		w->create.ci++;
 		resolve_next_locked(w);
 	}
 	zke_put_locked(w);
@@ -237,12 +238,12 @@ static void resolve_next_locked(struct zkl_waiter *w)
 		zke_fresh_locked(w, S_RESOLVE);
 		return;
 	}
-	if (w->ci >= w->ncand) {
+	if (w->create.ci >= w->create.ncand) {
 		zke_free_cands(w);
 		zke_create_locked(w);
 		return;
 	}
-	path = zkn_join(w->dir, w->cands[w->ci]);
+	path = zkn_join(w->req.dir, w->create.cands[w->create.ci]);
 	if (!path) {
 		zke_fail_locked(w, -ENOMEM);
 		return;
@@ -262,7 +263,7 @@ static void resolve_children_done(int rc, const struct String_vector *sv,
 {
 	struct zkl_waiter *w = (struct zkl_waiter *)data;
 	struct zkl_engine *e = w->e;
-	const char *base = zkn_base(w->prefix);
+	const char *base = zkn_base(w->req.prefix);
 	size_t bl = strlen(base);
 	struct zkg_child c;
 
@@ -273,12 +274,12 @@ static void resolve_children_done(int rc, const struct String_vector *sv,
 		zke_call_failed_locked(w, rc, S_RESOLVE, "cannot list the queue of");
 	} else {
 		zke_free_cands(w);
-		w->cands = calloc((size_t)sv->count + 1, sizeof(*w->cands));
-		for (int i = 0; w->cands && i < sv->count; i++)
+		w->create.cands = calloc((size_t)sv->count + 1, sizeof(*w->create.cands));
+		for (int i = 0; w->create.cands && i < sv->count; i++)
 			if (strncmp(sv->data[i], base, bl) == 0 &&
 			    zkn_parse(sv->data[i], &c) && strlen(sv->data[i]) <= bl + 11)
-				w->cands[w->ncand++] = strdup(sv->data[i]);
-		if (w->cands)
+				w->create.cands[w->create.ncand++] = strdup(sv->data[i]);
+		if (w->create.cands)
 			resolve_next_locked(w);
 		else
 			zke_fail_locked(w, -ENOMEM);
@@ -296,7 +297,7 @@ void zke_resolve_locked(struct zkl_waiter *w)
 	if (!zke_fresh_locked(w, S_RESOLVE))
 		return;
 	w->refs++;
-	rc = w->e->t.ops->children(w->e->t.ctx, w->dir, resolve_children_done, w);
+	rc = w->e->t.ops->children(w->e->t.ctx, w->req.dir, resolve_children_done, w);
 	if (rc == ZOK)
 		return;
 	w->refs--;

@@ -89,6 +89,16 @@ struct zkl_engine {
 };
 
 struct zkl_waiter {
+	/*
+	 * Each group below says which files write it, and which only read
+	 * it.  zk/waiter.c frees the strings with the waiter.
+	 *
+	 * The links: e, and prev and next as it joins e->all, are set at its
+	 * creation by zk/lock.c (zkl_enqueue()); prev and next as it leaves,
+	 * and fnext, by zk/waiter.c; q, qprev and qnext by zk/queue.c.  refs
+	 * by every file that sends a request or sets a watch for it, one
+	 * reference each (zk/lock.c says whose).
+	 */
 	struct zkl_engine *e;
 	struct zkl_waiter *prev, *next;	/* e->all */
 	struct zkl_waiter *fnext;	/* e->fire */
@@ -96,82 +106,165 @@ struct zkl_waiter {
 	struct zkl_waiter *qprev, *qnext;
 	int refs;
 	/*
-	 * Where it is, as seven small machines: six (state, stall, ans,
-	 * entry, own, dirwatch) each changed by its one zke_set_*_locked() (or
-	 * zke_stall_locked()), moves checked in the sanitizer builds; and
-	 * ahead, set by the listing that shows it (zke_learn_pred_locked()).
+	 * Where it is, as six small machines, each moved only by its one
+	 * function of zk/waiter.c (zke_set_*_locked(), zke_stall_locked() and
+	 * zke_unstall_locked()), which checks the move against zk/moves.h in
+	 * the sanitizer builds.  Every file but zk/queue.c reads them.
 	 */
-	enum wstate state;		/* the table of zk/lock.c */
-	enum stall stall;		/* what to redo when the session is back */
-	enum answer ans;		/* what the caller was told */
-	enum zkm_loss loss;		/* why, once ANS_LOST */
-	enum entry entry;		/* our entry at the server */
-	enum own own;			/* the watch on our own entry */
-	enum own dirwatch;		/* the child watch on its lock, while it
+	struct {
+		enum wstate state;	/* the table of zk/lock.c */
+		enum stall stall;	/* what to redo when the session is back */
+		enum answer ans;	/* what the caller was told */
+		enum entry entry;	/* our entry at the server */
+		enum own own;		/* the watch on our own entry */
+		enum own dirwatch;	/* the child watch on its lock, while it
 					   lingers or may (zk/linger.c) */
-	enum ahead ahead;		/* whom we must outlive (pred, pred_seq) */
-	bool released;			/* the caller gave its reference back */
-	bool revoked;			/* its data asked it to let go; only set */
-	bool contended;			/* another entry joined its lock while it
-					   held: it does not linger */
-	bool cohort;			/* granted by the release of the entry of
-					   ours right before it, whose delete
-					   (not yet done) checks ours is there
-					   (zk/release.c) */
-	bool prelisted;			/* a listing follows the create (pipelined) */
-	bool doubt;			/* granted, and its session in doubt since
+	} sm;
+	/*
+	 * What done is told, and when: written by zk/waiter.c as it answers,
+	 * and by zk/linger.c's zke_regrant_locked(), which grants a lingering
+	 * entry again to a new caller, its answer GRANTED already.  zk/lock.c
+	 * reads them (zkl_release(), zkl_info()).
+	 */
+	struct {
+		int result;		/* what done is told */
+		uint64_t t_grant;	/* zkm_now_us() at the grant */
+		enum zkm_loss loss;	/* why, once ANS_LOST */
+	} told;
+	/* What it asks for: set at its creation by zk/lock.c (zkl_enqueue()),
+	 * then only read, by most files. */
+	struct {
+		enum zkn_kind kind;
+		char *dir;
+		char *prefix;		/* DIR/NAME<marker>, what we create */
+		char nonce[24];		/* "zkl=XXXXXXXXXXXXXXXX\n" */
+	} req;
+	/*
+	 * Its caller, and the data its entry carries: set by zk/lock.c (at its
+	 * creation; released by zkl_release()), and again by zk/linger.c for
+	 * the next caller of a lingering entry (zke_regrant_locked()), whose
+	 * data it also writes with the mark in or out.  The others read it.
+	 */
+	struct {
+		int flags;
+		uint32_t owner;		/* the caller's tag: zkl_owner() */
+		zkl_done_fn done;
+		void *arg;
+		char *data;		/* its data, ending in our nonce line */
+		int len;
+		uint64_t t_enq;		/* zkm_now_us() at the enqueue */
+		bool released;		/* the caller gave its reference back */
+	} caller;
+	/*
+	 * Our entry: written by zk/create.c (gen as the create is sent, the
+	 * rest once the entry is created or found again); zk/lock.c forgets
+	 * its path when an expiry starts the waiter over.  Most files read it.
+	 */
+	struct {
+		char *path;		/* our entry, once created */
+		int32_t seq;
+		uint64_t gen;		/* t.ops->generation() of its create */
+		int64_t czxid;
+	} ours;
+	/*
+	 * What our entry's data said, last read: written by zk/watch.c (the own
+	 * watch reads it); dver also by zk/create.c (0: a new entry) and by
+	 * zk/linger.c (the version its own write of the data made).  Read by
+	 * zk/linger.c, zk/release.c (a poked entry) and zk/lock.c (zkl_info()).
+	 */
+	struct {
+		bool revoked;		/* its data asked it to let go; only set */
+		int32_t dver;		/* our entry's data version, last seen:
+					   a poke raises it (zk/sem.c) */
+	} seen;
+	/*
+	 * A holder's doubt: written by zk/watch.c, and by zk/waiter.c's
+	 * zke_grant_locked(), which starts a grant made in a doubt in it.
+	 * Read by zk/linger.c and zk/release.c (no grant on it without a round
+	 * trip) and zk/lock.c (zkl_info()).
+	 */
+	struct {
+		bool in;		/* granted, and its session in doubt since
 					   (or at) the grant: until a read after
-					   the doubt shows its entry (zk/watch.c) */
-	bool doubt_asking;		/* that read is out */
-	bool marked;			/* within one locked pass only: to be
+					   the doubt shows its entry */
+		bool asking;		/* that read is out */
+	} doubt;
+	/*
+	 * Whom it must outlive: written by zk/wait.c, from the listing that
+	 * shows it (zke_learn_pred_locked()); by zk/create.c, from our own
+	 * creates, with no listing (chain_locked()); and by zk/lock.c, which
+	 * forgets it when an expiry takes every entry.  ahead is a cache of
+	 * that listing, not a machine: any value may follow any.  Read by
+	 * zk/watch.c (the entry it watches), zk/release.c (whom an entry's
+	 * going moves on) and zk/waiter.c (its invariants).
+	 */
+	struct {
+		enum ahead ahead;	/* whose it is, and whether the lowest */
+		char *path;		/* the entry we must outlive, if known */
+		int32_t seq;
+	} pred;
+	/*
+	 * What a listing decided: written by zk/wait.c; limit also by
+	 * zk/create.c (0: a new entry, decided by no listing yet), marked also
+	 * by zk/release.c (the hand-off's delete checked its entry).  Read by
+	 * zk/sem.c, zk/linger.c, zk/lock.c and zk/waiter.c.
+	 */
+	struct {
+		unsigned limit;		/* the semaphore's, as its last listing
+					   was decided (0: a plain lock) */
+		bool marked;		/* within one locked pass only: to be
 					   granted (a listing's verdict, or the
 					   hand-off checked its entry) */
-	int flags;
-	uint32_t owner;			/* the caller's tag: zkl_owner() */
-	unsigned limit;			/* the semaphore's, as its last listing
-					   was decided (0: a plain lock) */
-	uint64_t t_enq, t_grant;	/* zkm_now_us() at both */
-	uint64_t linger_until;		/* W_CACHED: until then (t.ops->now_ms()) */
-	uint32_t grants;		/* grants of its entry after the first:
+	} verdict;
+	/* O_NONBLOCK's one wait: written by zk/wait.c only; zk/lock.c's tick
+	 * reads it, to end the wait. */
+	struct {
+		bool tried;		/* it waits, once and for at most
+					   ZKE_TRY_WAIT_MS, behind an entry
+					   that may only linger */
+		uint64_t until;		/* then (t.ops->now_ms()) */
+	} try;
+	/*
+	 * The create, and finding our entry again after one whose outcome is
+	 * unknown: written by zk/create.c; zk/waiter.c's zke_free_cands()
+	 * empties the candidates, for it and for zke_waiter_free().  No other
+	 * file reads it.
+	 */
+	struct {
+		bool prelisted;		/* a listing follows the create (pipelined) */
+		char **cands;		/* W_RESOLVING: entries that may be ours */
+		int ncand, ci;
+	} create;
+	/* Written by zk/release.c; zk/lock.c clears it when an expiry starts
+	 * the waiter over.  The simulator's checker reads it. */
+	struct {
+		bool cohort;		/* granted by the release of the entry of
+					   ours right before it, whose delete
+					   (not yet done) checks ours is there */
+	} handoff;
+	/* Lingering: written by zk/linger.c only; zk/lock.c reads grants. */
+	struct {
+		uint64_t until;		/* W_CACHED: until then (t.ops->now_ms()) */
+		uint32_t grants;	/* grants of its entry after the first:
 					   lingering reuses (the token's third
 					   field) */
-	int32_t dver;			/* our entry's data version, last seen:
-					   a poke raises it (zk/sem.c) */
-	uint8_t dtries;			/* the reuse's data sets met a newer
-					   version (zk/linger.c) */
-	bool lmark;			/* its data says it may only linger
-					   (ZKE_LINGER_MARK: zk/linger.c) */
-	bool tried;			/* O_NONBLOCK: it waits, once and for
-					   at most ZKE_TRY_WAIT_MS, behind an
-					   entry that may only linger */
-	uint64_t try_until;		/* then (t.ops->now_ms()) */
-	int result;			/* what done is told */
-	enum zkn_kind kind;
-	int32_t seq;
-	int32_t pred_seq;
-	uint64_t gen;			/* t.ops->generation() of its create */
-	int64_t czxid;
-	char *dir;
-	char *prefix;			/* DIR/NAME<marker>, what we create */
-	char *path;			/* our entry, once created */
-	char *pred;			/* the entry we must outlive, if known */
-	char *data;			/* its data, ending in our nonce line */
-	int len;
-	char nonce[24];			/* "zkl=XXXXXXXXXXXXXXXX\n" */
-	char **cands;			/* W_RESOLVING: entries that may be ours */
-	int ncand, ci;
-	zkl_done_fn done;
-	void *arg;
+		uint8_t dtries;		/* the reuse's data sets met a newer
+					   version */
+		bool mark;		/* its data says it may only linger
+					   (ZKE_LINGER_MARK) */
+		bool contended;		/* another entry joined its lock while it
+					   held: it does not linger; only set */
+	} linger;
 };
 
 static inline bool zke_answered(const struct zkl_waiter *w)
 {
-	return w->ans != ANS_NONE;
+	return w->sm.ans != ANS_NONE;
 }
 
 static inline bool zke_ahead_lowest(const struct zkl_waiter *w)
 {
-	return w->ahead == AHEAD_THEIRS_LOWEST || w->ahead == AHEAD_OURS_LOWEST;
+	return w->pred.ahead == AHEAD_THEIRS_LOWEST || w->pred.ahead == AHEAD_OURS_LOWEST;
 }
 
 /*
@@ -184,7 +277,7 @@ static inline bool zke_ahead_lowest(const struct zkl_waiter *w)
  */
 static inline bool zke_holds_lowest(const struct zkl_waiter *w)
 {
-	return w->ans == ANS_GRANTED && w->kind == ZKN_EXCLUSIVE && !w->limit;
+	return w->sm.ans == ANS_GRANTED && w->req.kind == ZKN_EXCLUSIVE && !w->verdict.limit;
 }
 
 /*
@@ -196,7 +289,7 @@ static inline bool zke_holds_lowest(const struct zkl_waiter *w)
  */
 static inline bool zke_rule_current(const struct zkl_waiter *w)
 {
-	return w->q && w->q->lknown && w->q->limit == w->limit;
+	return w->q && w->q->lknown && w->q->limit == w->verdict.limit;
 }
 
 /*
@@ -282,6 +375,9 @@ const char *zke_invariants_locked(struct zkl_engine *e);
 void zke_set_own_locked(struct zkl_waiter *w, enum own to);
 /* zke_set_answer_locked(): NONE -> GRANTED or REFUSED, GRANTED -> LOST. */
 void zke_set_answer_locked(struct zkl_waiter *w, enum answer to);
+/* zke_set_lost_locked() - answer @w LOST (GRANTED -> LOST, moved as by
+ * zke_set_answer_locked()), for @why: zke_lose_locked() of zk/retry.c. */
+void zke_set_lost_locked(struct zkl_waiter *w, enum zkm_loss why);
 /* zke_set_entry_locked(): NONE -> LIVE -> DELETING -> GONE -> NONE (made
  * afresh after an expiry), DELETING -> LIVE (the delete to be redone),
  * LIVE -> GONE (its session expired). */

@@ -56,31 +56,32 @@ static uint64_t now_ms(struct zkl_engine *e)
  */
 static bool compose_locked(struct zkl_waiter *w, const char *data, int len, bool mark)
 {
-	int nlen = (int)strlen(w->nonce), mlen = mark ? (int)strlen(ZKE_LINGER_MARK) : 0;
+	int nlen = (int)strlen(w->req.nonce), mlen = mark ? (int)strlen(ZKE_LINGER_MARK) : 0;
 	char *copy;
 
 	ZKMX_ASSERT_HELD(&w->e->lock);
-	if (len + mlen + nlen == w->len && memcmp(data, w->data, (size_t)len) == 0 &&
-	    memcmp(w->data + len, ZKE_LINGER_MARK, (size_t)mlen) == 0 &&
-	    memcmp(w->data + len + mlen, w->nonce, (size_t)nlen) == 0)
+	if (len + mlen + nlen == w->caller.len && memcmp(data, w->caller.data, (size_t)len) == 0 &&
+	    memcmp(w->caller.data + len, ZKE_LINGER_MARK, (size_t)mlen) == 0 &&
+	    memcmp(w->caller.data + len + mlen, w->req.nonce, (size_t)nlen) == 0)
 		return false;
 	copy = malloc((size_t)(len + mlen + nlen) + 1);
 	if (!copy)
 		return false;
 	memcpy(copy, data, (size_t)len);
 	memcpy(copy + len, ZKE_LINGER_MARK, (size_t)mlen);
-	strcpy(copy + len + mlen, w->nonce);
-	free(w->data);
-	w->data = copy;
-	w->len = len + mlen + nlen;
-	w->lmark = mark;
+	strcpy(copy + len + mlen, w->req.nonce);
+	free(w->caller.data);
+	w->caller.data = copy;
+	w->caller.len = len + mlen + nlen;
+	w->linger.mark = mark;
 	return true;
 }
 
 /* The caller's part of @w's data: what comes before the mark and the nonce. */
 static int caller_len(const struct zkl_waiter *w)
 {
-	return w->len - (int)strlen(w->nonce) - (w->lmark ? (int)strlen(ZKE_LINGER_MARK) : 0);
+	return w->caller.len - (int)strlen(w->req.nonce) -
+	       (w->linger.mark ? (int)strlen(ZKE_LINGER_MARK) : 0);
 }
 
 static void send_data_locked(struct zkl_waiter *w, int32_t version);
@@ -101,7 +102,7 @@ static void reread_done(int rc, const char *value, int len, const struct Stat *s
 	zkmx_lock(&e->lock);
 	if (rc == ZOK) {
 		zke_read_revoke_locked(w, value, len);
-		if (!w->revoked && w->entry == ENTRY_LIVE)
+		if (!w->seen.revoked && w->sm.entry == ENTRY_LIVE)
 			send_data_locked(w, stat->version);
 	}
 	zke_put_locked(w);
@@ -115,24 +116,26 @@ static void set_done(int rc, const struct Stat *stat, const void *data)
 
 	zkmx_lock(&e->lock);
 	if (rc == ZOK) {
-		w->dver = stat->version;
-	} else if (rc == ZBADVERSION && ++w->dtries < DATA_TRIES && w->entry == ENTRY_LIVE) {
+		w->seen.dver = stat->version;
+	} else if (rc == ZBADVERSION && ++w->linger.dtries < DATA_TRIES &&
+		   w->sm.entry == ENTRY_LIVE) {
 		w->refs++;
-		if (w->e->t.ops->get(e->t.ctx, w->path, reread_done, w) != ZOK)
+		if (w->e->t.ops->get(e->t.ctx, w->ours.path, reread_done, w) != ZOK)
 			w->refs--;
 	} else if (rc != ZNONODE && !zk_rc_transient(rc)) {
-		zklog(LOG_WARNING, "cannot write %s: %s", w->path, zerror(rc));
+		zklog(LOG_WARNING, "cannot write %s: %s", w->ours.path, zerror(rc));
 	}
 	zke_put_locked(w);
 	zke_unlock_fire(e);
 }
 
-/* Write w->data to @w's entry, at @version: never over a newer one. */
+/* Write w->caller.data to @w's entry, at @version: never over a newer one. */
 static void send_data_locked(struct zkl_waiter *w, int32_t version)
 {
 	ZKMX_ASSERT_HELD(&w->e->lock);
 	w->refs++;
-	if (w->e->t.ops->set(w->e->t.ctx, w->path, w->data, w->len, version, set_done, w) != ZOK)
+	if (w->e->t.ops->set(w->e->t.ctx, w->ours.path, w->caller.data, w->caller.len, version,
+			     set_done, w) != ZOK)
 		w->refs--;
 }
 
@@ -145,11 +148,12 @@ static void send_data_locked(struct zkl_waiter *w, int32_t version)
 void zke_unmark_locked(struct zkl_waiter *w)
 {
 	ZKMX_ASSERT_HELD(&w->e->lock);
-	if (!w->lmark || w->state != W_HELD || w->released || w->entry != ENTRY_LIVE)
+	if (!w->linger.mark || w->sm.state != W_HELD || w->caller.released ||
+	    w->sm.entry != ENTRY_LIVE)
 		return;
-	if (compose_locked(w, w->data, caller_len(w), false)) {
-		w->dtries = 0;
-		send_data_locked(w, w->dver);
+	if (compose_locked(w, w->caller.data, caller_len(w), false)) {
+		w->linger.dtries = 0;
+		send_data_locked(w, w->seen.dver);
 	}
 }
 
@@ -167,10 +171,10 @@ static void dir_watcher(zhandle_t *zh, int type, int state, const char *path,
 	if (!w)
 		return;			/* the watch stays armed */
 	e = w->e;
-	if (w->dirwatch == OWN_ARMED)
+	if (w->sm.dirwatch == OWN_ARMED)
 		zke_set_dirwatch_locked(w, OWN_OFF);
 	if (type != ZOO_SESSION_EVENT) {
-		w->contended = true;
+		w->linger.contended = true;
 		zke_unmark_locked(w);
 		zke_unlinger_locked(w, false);
 	}
@@ -188,15 +192,15 @@ static void dir_listed(int rc, const struct String_vector *sv,
 
 	(void)dir;
 	zkmx_lock(&e->lock);
-	if (w->dirwatch == OWN_SETTING)
+	if (w->sm.dirwatch == OWN_SETTING)
 		zke_set_dirwatch_locked(w, rc == ZOK ? OWN_ARMED : OWN_OFF);
 	if (rc != ZOK)
 		w->refs--;		/* no watch was left */
-	for (int i = 0; rc == ZOK && w->path && i < sv->count; i++)
-		others |= strcmp(sv->data[i], zkn_base(w->path)) != 0;
+	for (int i = 0; rc == ZOK && w->ours.path && i < sv->count; i++)
+		others |= strcmp(sv->data[i], zkn_base(w->ours.path)) != 0;
 	if (others) {
 		if (rc == ZOK)
-			w->contended = true;	/* only set */
+			w->linger.contended = true;	/* only set */
 		zke_unmark_locked(w);
 		zke_unlinger_locked(w, false);
 	}
@@ -207,11 +211,11 @@ static void dir_listed(int rc, const struct String_vector *sv,
 static void dir_watch_locked(struct zkl_waiter *w)
 {
 	ZKMX_ASSERT_HELD(&w->e->lock);
-	if (w->dirwatch != OWN_OFF)
+	if (w->sm.dirwatch != OWN_OFF)
 		return;
 	w->refs += 2;			/* the completion and the watch */
 	zke_set_dirwatch_locked(w, OWN_SETTING);
-	if (w->e->t.ops->wchildren(w->e->t.ctx, w->dir, dir_watcher, w, dir_listed, w) != ZOK) {
+	if (w->e->t.ops->wchildren(w->e->t.ctx, w->req.dir, dir_watcher, w, dir_listed, w) != ZOK) {
 		w->refs -= 2;
 		zke_set_dirwatch_locked(w, OWN_OFF);
 		zke_unlinger_locked(w, false);
@@ -231,24 +235,24 @@ bool zke_linger_locked(struct zkl_waiter *w)
 							       : e->linger_ms;
 
 	ZKMX_ASSERT_HELD(&w->e->lock);
-	if (!ms || zke_unsure_locked(e) || w->doubt || e->shutdown || w->state != W_HELD ||
-	    w->ans != ANS_GRANTED || w->entry != ENTRY_LIVE || w->stall != S_NONE ||
-	    w->revoked || w->contended || w->limit || zke_stale_locked(w) ||
+	if (!ms || zke_unsure_locked(e) || w->doubt.in || e->shutdown || w->sm.state != W_HELD ||
+	    w->sm.ans != ANS_GRANTED || w->sm.entry != ENTRY_LIVE || w->sm.stall != S_NONE ||
+	    w->seen.revoked || w->linger.contended || w->verdict.limit || zke_stale_locked(w) ||
 	    !w->q || w->q->head != w || w->q->tail != w)
 		return false;
 	zke_set_state_locked(w, W_CACHED);
 	zkm_lingering(1);
 	w->refs++;			/* the linger's: zke_unlinger_locked() */
-	w->linger_until = now_ms(e) + ms;
-	w->e->t.ops->tick_by(e->t.ctx, w->linger_until);
+	w->linger.until = now_ms(e) + ms;
+	w->e->t.ops->tick_by(e->t.ctx, w->linger.until);
 	/* the first time: say so in its data, before the own watch reads it */
-	if (!w->lmark && compose_locked(w, w->data, caller_len(w), true)) {
-		w->dtries = 0;
-		send_data_locked(w, w->dver);
+	if (!w->linger.mark && compose_locked(w, w->caller.data, caller_len(w), true)) {
+		w->linger.dtries = 0;
+		send_data_locked(w, w->seen.dver);
 	}
 	zke_own_watch_locked(w);	/* its delete by anyone ends it */
 	dir_watch_locked(w);
-	return w->state == W_CACHED;
+	return w->sm.state == W_CACHED;
 }
 
 /* The lingering entry of the lock @dir (one at most: zke_linger_locked()), or NULL. */
@@ -258,7 +262,7 @@ struct zkl_waiter *zke_cached_locked(struct zkl_engine *e, const char *dir)
 	struct zkl_waiter *x;
 
 	ZKMX_ASSERT_HELD(&e->lock);
-	for (x = q ? q->head : NULL; x && x->state != W_CACHED; x = x->qnext)
+	for (x = q ? q->head : NULL; x && x->sm.state != W_CACHED; x = x->qnext)
 		;
 	return x;
 }
@@ -275,8 +279,8 @@ struct zkl_waiter *zke_reuse_locked(struct zkl_engine *e, const char *dir,
 
 	if (!x)
 		return NULL;
-	if (strcmp(x->prefix, prefix) == 0 && !zke_unsure_locked(e) &&
-	    now_ms(e) < x->linger_until && !zke_stale_locked(x))
+	if (strcmp(x->req.prefix, prefix) == 0 && !zke_unsure_locked(e) &&
+	    now_ms(e) < x->linger.until && !zke_stale_locked(x))
 		return x;
 	zke_unlinger_locked(x, false);
 	return NULL;
@@ -292,26 +296,26 @@ void zke_regrant_locked(struct zkl_waiter *w, int flags, const char *data, int l
 			uint32_t owner, zkl_done_fn done, void *arg)
 {
 	ZKMX_ASSERT_HELD(&w->e->lock);
-	w->done = done;
-	w->arg = arg;
-	w->owner = owner;
-	w->flags = flags;
-	w->t_enq = zkm_now_us();
+	w->caller.done = done;
+	w->caller.arg = arg;
+	w->caller.owner = owner;
+	w->caller.flags = flags;
+	w->caller.t_enq = zkm_now_us();
 	zkm_enqueued();
 	zke_set_state_locked(w, W_HELD);
 	zkm_lingering(-1);
 	zkm_local_grant(ZKM_LOCAL_LINGER);
-	w->released = false;
-	w->grants++;
-	w->result = 0;
-	w->t_grant = w->t_enq;
+	w->caller.released = false;
+	w->linger.grants++;
+	w->told.result = 0;
+	w->told.t_grant = w->caller.t_enq;
 	zkm_granted(0);
 	zke_fire_locked(w);
 	/* the mark stays while it is held: its child watch takes it out */
-	if (!compose_locked(w, data, len, w->lmark))
+	if (!compose_locked(w, data, len, w->linger.mark))
 		return;
-	w->dtries = 0;
-	send_data_locked(w, w->dver);
+	w->linger.dtries = 0;
+	send_data_locked(w, w->seen.dver);
 }
 
 /*
@@ -322,12 +326,12 @@ void zke_regrant_locked(struct zkl_waiter *w, int flags, const char *data, int l
 void zke_unlinger_locked(struct zkl_waiter *w, bool already_deleted)
 {
 	ZKMX_ASSERT_HELD(&w->e->lock);
-	if (w->state != W_CACHED)
+	if (w->sm.state != W_CACHED)
 		return;
 	zke_set_state_locked(w, W_DONE);
 	zkm_lingering(-1);
 	if (already_deleted) {
-		if (w->entry == ENTRY_LIVE || w->entry == ENTRY_DELETING)
+		if (w->sm.entry == ENTRY_LIVE || w->sm.entry == ENTRY_DELETING)
 			zke_set_entry_locked(w, ENTRY_GONE);
 		zke_dequeue_locked(w, false, false);
 	} else {
@@ -343,10 +347,10 @@ void zke_linger_tick_locked(struct zkl_waiter *w)
 	struct zkl_engine *e = w->e;
 
 	ZKMX_ASSERT_HELD(&w->e->lock);
-	if (w->state != W_CACHED)
+	if (w->sm.state != W_CACHED)
 		return;
-	if (now_ms(e) >= w->linger_until)
+	if (now_ms(e) >= w->linger.until)
 		zke_unlinger_locked(w, false);
 	else
-		w->e->t.ops->tick_by(e->t.ctx, w->linger_until);
+		w->e->t.ops->tick_by(e->t.ctx, w->linger.until);
 }

@@ -8,13 +8,14 @@
  *
  * Every waiter is counted: one reference for its caller, one per ZooKeeper
  * operation in flight, one per watch armed, one while its answer is being
- * delivered.  All waiter and queue fields are protected by engine->lock;
+ * delivered.  All waiter and queue fields are protected by engine->lock
+ * (zk/engine.h groups a waiter's by the file that writes them);
  * ZooKeeper calls made under it only queue a request and never wait for a
  * completion.  Answers are queued on e->fire under the lock and delivered by
  * zke_unlock_fire() after it is dropped.
  *
  * A request failing with a connection loss (or a closing/expired handle)
- * stalls the waiter (w->stall: what to redo); the session's connected
+ * stalls the waiter (w->sm.stall: what to redo); the session's connected
  * event redoes the step, its expired event starts the waiter over.
  *
  * The mount's own queue.  The entries this engine made in one lock, in
@@ -87,7 +88,7 @@ static void resume_locked(struct zkl_waiter *w)
 			zke_check_locked(w);
 		break;
 	case S_OWNWATCH:
-		if (w->ans != ANS_LOST && !w->released)
+		if (w->sm.ans != ANS_LOST && !w->caller.released)
 			zke_own_watch_locked(w);
 		break;
 	case S_DELETE:
@@ -132,7 +133,7 @@ static void for_each_waiter(struct zkl_engine *e, void (*step)(struct zkl_waiter
  */
 static void on_silent_step(struct zkl_waiter *w)
 {
-	if ((w->flags & ZKL_NONBLOCK) && !zke_answered(w))
+	if ((w->caller.flags & ZKL_NONBLOCK) && !zke_answered(w))
 		zke_fail_locked(w, -ETIMEDOUT);
 	zke_unlinger_locked(w, false);	/* no grant on it now: let it go */
 	zke_lose_locked(w, ZKM_LOSS_SILENT,
@@ -148,23 +149,23 @@ static void on_expired_step(struct zkl_waiter *w)
 	 * outcome is unknown (S_RESOLVE: the connected event finds it; a
 	 * create made afresh would leave it there for good).
 	 */
-	if (!zke_stale_locked(w) && w->stall != S_CREATE)
+	if (!zke_stale_locked(w) && w->sm.stall != S_CREATE)
 		return;
 	zke_unlinger_locked(w, true);	/* gone with the session */
 	zke_unstall_locked(w);
-	if (w->entry == ENTRY_LIVE || w->entry == ENTRY_DELETING)
+	if (w->sm.entry == ENTRY_LIVE || w->sm.entry == ENTRY_DELETING)
 		zke_set_entry_locked(w, ENTRY_GONE);	/* with the session */
 	zke_lose_locked(w, ZKM_LOSS_EXPIRED, "the ZooKeeper session expired");
 	zke_queue_unlink_locked(w);
-	w->ahead = AHEAD_UNKNOWN;
-	w->cohort = false;
+	w->pred.ahead = AHEAD_UNKNOWN;
+	w->handoff.cohort = false;
 	zke_set_own_locked(w, OWN_OFF);
 	zke_set_dirwatch_locked(w, OWN_OFF);	/* that session's watches are gone */
-	if (zke_answered(w) || w->released)
+	if (zke_answered(w) || w->caller.released)
 		return;
-	free(w->path);
-	w->path = NULL;
-	if (w->entry == ENTRY_GONE)
+	free(w->ours.path);
+	w->ours.path = NULL;
+	if (w->sm.entry == ENTRY_GONE)
 		zke_set_entry_locked(w, ENTRY_NONE);
 	zke_create_locked(w);
 }
@@ -210,8 +211,8 @@ static void tick_step(struct zkl_waiter *w)
 {
 	resume_locked(w);
 	zke_linger_tick_locked(w);
-	if ((w->flags & ZKL_NONBLOCK) && w->tried && !zke_answered(w) &&
-	    w->e->t.ops->now_ms(w->e->t.ctx) >= w->try_until)
+	if ((w->caller.flags & ZKL_NONBLOCK) && w->try.tried && !zke_answered(w) &&
+	    w->e->t.ops->now_ms(w->e->t.ctx) >= w->try.until)
 		zke_fail_locked(w, -EAGAIN);
 }
 
@@ -234,11 +235,11 @@ static void on_tick(void *arg)
 	for (struct zkl_waiter *w = e->all; w; w = w->next)
 		zke_doubt_check_locked(w);	/* one that failed: again */
 	for (struct zkl_waiter *w = e->all; w; w = w->next)
-		if ((w->state == W_HELD || w->state == W_WATCHING ||
-		     w->state == W_LOCALWAIT || w->state == W_SEMWAIT) &&
-		    w->entry == ENTRY_LIVE &&
-		    w->ans != ANS_LOST && !w->released && w->own == OWN_OFF &&
-		    w->stall == S_NONE)
+		if ((w->sm.state == W_HELD || w->sm.state == W_WATCHING ||
+		     w->sm.state == W_LOCALWAIT || w->sm.state == W_SEMWAIT) &&
+		    w->sm.entry == ENTRY_LIVE &&
+		    w->sm.ans != ANS_LOST && !w->caller.released && w->sm.own == OWN_OFF &&
+		    w->sm.stall == S_NONE)
 			zke_own_watch_locked(w);
 	zke_sem_tick_locked(e);
 	zke_unlock_fire(e);
@@ -248,7 +249,7 @@ static void on_tick(void *arg)
  * (nothing is granted on it now). */
 static void doubt_step(struct zkl_waiter *w)
 {
-	if (w->state == W_CACHED)
+	if (w->sm.state == W_CACHED)
 		zke_unlinger_locked(w, false);
 	else
 		zke_doubt_locked(w);
@@ -305,7 +306,7 @@ bool zkl_cached(struct zkl_engine *e, const char *dir, const char *path)
 
 	zkmx_lock(&e->lock);
 	w = zke_cached_locked(e, dir);
-	cached = w && strcmp(w->path, path) == 0;
+	cached = w && strcmp(w->ours.path, path) == 0;
 	zkmx_unlock(&e->lock);
 	return cached;
 }
@@ -338,7 +339,7 @@ void zkl_engine_on_doubt(struct zkl_engine *e, zkl_lost_fn doubted)
 
 bool zkl_doubt_locked(const struct zkl_waiter *w)
 {
-	return w->doubt;
+	return w->doubt.in;
 }
 
 void zkl_engine_on_revoke(struct zkl_engine *e, zkl_lost_fn revoked)
@@ -404,24 +405,24 @@ int zkl_enqueue(struct zkl_engine *e, const char *dir, const char *name,
 		free(prefix);
 		return -ENOMEM;
 	}
-	w->prefix = prefix;
+	w->req.prefix = prefix;
 	if (getrandom(&nonce, sizeof(nonce), 0) != sizeof(nonce))
 		nonce = (uint64_t)(uintptr_t)w ^ (uint64_t)time(NULL);
-	snprintf(w->nonce, sizeof(w->nonce), "zkl=%016" PRIx64 "\n", nonce);
+	snprintf(w->req.nonce, sizeof(w->req.nonce), "zkl=%016" PRIx64 "\n", nonce);
 	w->e = e;
-	w->kind = kind;
-	w->flags = flags;
-	w->owner = owner;
-	w->done = done;
-	w->arg = arg;
-	w->dir = strdup(dir);
-	w->len = len + (int)strlen(w->nonce);
-	w->data = malloc((size_t)w->len + 1);
-	if (w->data) {
-		memcpy(w->data, data, (size_t)len);
-		strcpy(w->data + len, w->nonce);
+	w->req.kind = kind;
+	w->caller.flags = flags;
+	w->caller.owner = owner;
+	w->caller.done = done;
+	w->caller.arg = arg;
+	w->req.dir = strdup(dir);
+	w->caller.len = len + (int)strlen(w->req.nonce);
+	w->caller.data = malloc((size_t)w->caller.len + 1);
+	if (w->caller.data) {
+		memcpy(w->caller.data, data, (size_t)len);
+		strcpy(w->caller.data + len, w->req.nonce);
 	}
-	if (!w->dir || !w->data) {
+	if (!w->req.dir || !w->caller.data) {
 		zke_waiter_free(w);
 		return -ENOMEM;
 	}
@@ -434,14 +435,14 @@ int zkl_enqueue(struct zkl_engine *e, const char *dir, const char *name,
 		e->all = w;
 	e->all_tail = w;
 	if (e->on_dir)
-		e->on_dir(e->on_dir_arg, w->dir, 1);
+		e->on_dir(e->on_dir_arg, w->req.dir, 1);
 	rc = zke_send_create_locked(w);
 	if (rc != ZOK) {		/* refused at once: no done, an error */
 		zke_put_locked(w);
 		zkmx_unlock(&e->lock);
 		return zk_errno(rc);
 	}
-	w->t_enq = zkm_now_us();
+	w->caller.t_enq = zkm_now_us();
 	zkm_enqueued();
 	*out = w;
 	zkmx_unlock(&e->lock);
@@ -463,9 +464,9 @@ void zkl_release(struct zkl_waiter *w)
 	struct zkl_engine *e = w->e;
 
 	zkmx_lock(&e->lock);
-	if (w->ans == ANS_GRANTED && !w->released)
-		zkm_released(zkm_now_us() - w->t_grant);
-	w->released = true;
+	if (w->sm.ans == ANS_GRANTED && !w->caller.released)
+		zkm_released(zkm_now_us() - w->told.t_grant);
+	w->caller.released = true;
 	if (zke_linger_locked(w)) {	/* kept for the next open: zk/linger.c */
 		zke_put_locked(w);
 		zke_unlock_fire(e);
@@ -500,26 +501,26 @@ void zkl_info(struct zkl_waiter *w, struct zkl_info *info, char **path)
 	struct zkl_engine *e = w->e;
 
 	zkmx_lock(&e->lock);
-	info->created = w->path != NULL;
-	info->granted = w->ans == ANS_GRANTED || w->ans == ANS_LOST;
-	info->lost = w->ans == ANS_LOST;
-	info->revoking = w->revoked;
-	info->doubt = w->doubt;
-	info->limit = w->limit;
-	info->seq = w->seq;
-	info->grants = w->grants;
-	info->czxid = w->czxid;
-	info->kind = w->kind;
-	info->loss = w->loss;
+	info->created = w->ours.path != NULL;
+	info->granted = w->sm.ans == ANS_GRANTED || w->sm.ans == ANS_LOST;
+	info->lost = w->sm.ans == ANS_LOST;
+	info->revoking = w->seen.revoked;
+	info->doubt = w->doubt.in;
+	info->limit = w->verdict.limit;
+	info->seq = w->ours.seq;
+	info->grants = w->linger.grants;
+	info->czxid = w->ours.czxid;
+	info->kind = w->req.kind;
+	info->loss = w->told.loss;
 	if (path)
-		*path = w->path ? strdup(w->path) : NULL;
+		*path = w->ours.path ? strdup(w->ours.path) : NULL;
 	zkmx_unlock(&e->lock);
 }
 
 enum zkm_loss zkl_loss_locked(const struct zkl_waiter *w)
 {
 	ZKMX_ASSERT_HELD(&w->e->lock);
-	return w->loss;
+	return w->told.loss;
 }
 
 bool zkl_owner(struct zkl_engine *e, const char *dir, const char *path,
@@ -530,11 +531,11 @@ bool zkl_owner(struct zkl_engine *e, const char *dir, const char *path,
 
 	zkmx_lock(&e->lock);
 	q = zke_queue_find_dir_locked(e, dir);
-	for (w = q ? q->head : NULL; w && (!w->path || strcmp(w->path, path) != 0);
+	for (w = q ? q->head : NULL; w && (!w->ours.path || strcmp(w->ours.path, path) != 0);
 	     w = w->qnext)
 		;
 	if (w)
-		*owner = w->owner;
+		*owner = w->caller.owner;
 	zkmx_unlock(&e->lock);
 	return w != NULL;
 }

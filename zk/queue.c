@@ -27,15 +27,15 @@ struct zke_queue *zke_queue_find_dir_locked(struct zkl_engine *e, const char *di
 /* Put @w, whose entry now exists, among our entries in its lock. */
 void zke_queue_insert_locked(struct zkl_waiter *w)
 {
-	struct zke_queue **slot = qslot(w->e, w->dir);
-	struct zke_queue *q = zke_queue_find_dir_locked(w->e, w->dir);
+	struct zke_queue **slot = qslot(w->e, w->req.dir);
+	struct zke_queue *q = zke_queue_find_dir_locked(w->e, w->req.dir);
 	struct zkl_waiter *x;
 
 	ZKMX_ASSERT_HELD(&w->e->lock);
 	if (!q) {
 		q = calloc(1, sizeof(*q));
 		if (q)
-			q->dir = strdup(w->dir);
+			q->dir = strdup(w->req.dir);
 		if (!q || !q->dir) {
 			free(q);
 			return;		/* it lists for itself: slower, not wrong */
@@ -44,7 +44,7 @@ void zke_queue_insert_locked(struct zkl_waiter *w)
 		*slot = q;
 	}
 	/* one session's creates complete in order: almost always the tail */
-	for (x = q->tail; x && zkn_seq_cmp(x->seq, w->seq) > 0; x = x->qprev)
+	for (x = q->tail; x && zkn_seq_cmp(x->ours.seq, w->ours.seq) > 0; x = x->qprev)
 		;
 	w->q = q;
 	w->qprev = x;
@@ -90,7 +90,7 @@ struct zkl_waiter *zke_queue_find_locked(struct zkl_waiter *w, int32_t seq)
 {
 	ZKMX_ASSERT_HELD(&w->e->lock);
 	for (struct zkl_waiter *x = w->qprev; x; x = x->qprev) {
-		int c = zkn_seq_cmp(x->seq, seq);
+		int c = zkn_seq_cmp(x->ours.seq, seq);
 
 		if (c == 0)
 			return x;

@@ -14,7 +14,7 @@ static void deleted_locked(struct zkl_waiter *w, int rc)
 	bool held;
 
 	ZKMX_ASSERT_HELD(&w->e->lock);
-	if (w->entry != ENTRY_DELETING)
+	if (w->sm.entry != ENTRY_DELETING)
 		return;		/* gone with its session meanwhile (on_expired()) */
 	if (zk_rc_transient(rc)) {
 		zke_set_entry_locked(w, ENTRY_LIVE);
@@ -23,11 +23,11 @@ static void deleted_locked(struct zkl_waiter *w, int rc)
 	}
 	zke_set_entry_locked(w, ENTRY_GONE);
 	if (rc != ZOK && rc != ZNONODE)
-		zklog(LOG_WARNING, "cannot delete %s: %s", w->path, zerror(rc));
+		zklog(LOG_WARNING, "cannot delete %s: %s", w->ours.path, zerror(rc));
 	held = rc == ZOK && zke_holds_lowest(w);
 	zke_dequeue_locked(w, rc == ZOK, held);
 	/* a semaphore's holder, or a waiter let in, went: let the next one in */
-	if (rc == ZOK && w->limit && (w->ans == ANS_GRANTED || w->dver > 0))
+	if (rc == ZOK && w->verdict.limit && (w->sm.ans == ANS_GRANTED || w->seen.dver > 0))
 		zke_poke_locked(w);
 }
 
@@ -61,7 +61,7 @@ struct handoff {
 static void cohort_failed_locked(struct zkl_waiter *x, bool deleted)
 {
 	ZKMX_ASSERT_HELD(&x->e->lock);
-	x->cohort = false;
+	x->handoff.cohort = false;
 	if (deleted)
 		zke_lose_locked(x, ZKM_LOSS_DELETED,
 				"its entry was deleted by someone else before the lock came to it");
@@ -84,28 +84,28 @@ static void handoff_done(int rc, const void *data)
 		}
 	if (rc == ZOK || zk_rc_transient(rc)) {
 		for (int i = 0; rc == ZOK && i < h->n; i++) {
-			h->x[i]->marked = !zke_answered(h->x[i]);
-			h->x[i]->cohort = false;	/* checked */
+			h->x[i]->verdict.marked = !zke_answered(h->x[i]);
+			h->x[i]->handoff.cohort = false;	/* checked */
 		}
 		deleted_locked(l, rc);	/* a stall redoes it all */
 		for (int i = 0; i < h->n; i++)
-			h->x[i]->marked = false;
+			h->x[i]->verdict.marked = false;
 	} else if (bad == 0) {
 		/* our delete failed (someone deleted it): nothing was checked */
 		deleted_locked(l, h->res[0].err ? h->res[0].err : rc);
 		for (int i = 0; i < h->n; i++)
-			if (h->x[i]->cohort)
+			if (h->x[i]->handoff.cohort)
 				cohort_failed_locked(h->x[i], false);
 	} else {
 		struct zkl_waiter *x = h->x[bad - 1];
 
 		/* a waiter's entry is gone: it fails or is lost; the others
 		 * go in the delete again */
-		if (x->cohort)
+		if (x->handoff.cohort)
 			cohort_failed_locked(x, true);
 		else if (!zke_answered(x))
 			zke_fail_locked(x, -EIO);
-		if (l->entry == ENTRY_DELETING) {
+		if (l->sm.entry == ENTRY_DELETING) {
 			zke_set_entry_locked(l, ENTRY_LIVE);
 			zke_delete_locked(l);
 		}
@@ -131,9 +131,10 @@ static void handoff_done(int rc, const void *data)
 static bool cohort_locked(struct zkl_waiter *l, struct zkl_waiter *x)
 {
 	ZKMX_ASSERT_HELD(&l->e->lock);
-	return l->released && zke_holds_lowest(l) && !zke_unsure_locked(l->e) && !l->doubt &&
-	       !zke_stale_locked(l) && !zke_answered(x) && x->entry == ENTRY_LIVE &&
-	       !x->limit && zke_rule_current(x) && !zke_stale_locked(x);
+	return l->caller.released && zke_holds_lowest(l) && !zke_unsure_locked(l->e) &&
+	       !l->doubt.in &&
+	       !zke_stale_locked(l) && !zke_answered(x) && x->sm.entry == ENTRY_LIVE &&
+	       !x->verdict.limit && zke_rule_current(x) && !zke_stale_locked(x);
 }
 
 /* The waiters of ours a hand-off on @l's delete could grant (zke_dequeue_locked()),
@@ -144,9 +145,9 @@ static struct handoff *handoff_new_locked(struct zkl_waiter *l)
 	struct handoff *h = NULL;
 
 	ZKMX_ASSERT_HELD(&l->e->lock);
-	for (struct zkl_waiter *x = l->qnext; x && x->ahead != AHEAD_UNKNOWN &&
-	     x->pred_seq == l->seq; x = x->qnext) {
-		if (!x->cohort && (zke_answered(x) || !x->path ||
+	for (struct zkl_waiter *x = l->qnext; x && x->pred.ahead != AHEAD_UNKNOWN &&
+	     x->pred.seq == l->ours.seq; x = x->qnext) {
+		if (!x->handoff.cohort && (zke_answered(x) || !x->ours.path ||
 				   !(held || zke_ahead_lowest(x))))
 			continue;
 		if (!h && !(h = calloc(1, sizeof(*h))))
@@ -154,7 +155,7 @@ static struct handoff *handoff_new_locked(struct zkl_waiter *l)
 		if (h->n == HANDOFF_MAX)
 			break;		/* the others list the children */
 		if (cohort_locked(l, x))
-			x->cohort = true;	/* granted once the delete is out */
+			x->handoff.cohort = true;	/* granted once the delete is out */
 		h->x[h->n++] = x;
 	}
 	return h;
@@ -166,7 +167,7 @@ static void send_delete_locked(struct zkl_waiter *w)
 
 	ZKMX_ASSERT_HELD(&w->e->lock);
 	w->refs++;
-	rc = w->e->t.ops->remove(w->e->t.ctx, w->path, delete_done, w);
+	rc = w->e->t.ops->remove(w->e->t.ctx, w->ours.path, delete_done, w);
 	if (rc != ZOK) {
 		w->refs--;
 		zke_set_entry_locked(w, ENTRY_LIVE);
@@ -180,7 +181,7 @@ void zke_delete_locked(struct zkl_waiter *w)
 	int rc;
 
 	ZKMX_ASSERT_HELD(&w->e->lock);
-	if (w->entry != ENTRY_LIVE)
+	if (w->sm.entry != ENTRY_LIVE)
 		return;
 	zke_set_entry_locked(w, ENTRY_DELETING);
 	h = handoff_new_locked(w);
@@ -189,9 +190,9 @@ void zke_delete_locked(struct zkl_waiter *w)
 		return;
 	}
 	h->l = w;
-	zoo_delete_op_init(&h->ops[0], w->path, -1);
+	zoo_delete_op_init(&h->ops[0], w->ours.path, -1);
 	for (int i = 0; i < h->n; i++)
-		zoo_check_op_init(&h->ops[i + 1], h->x[i]->path, -1);
+		zoo_check_op_init(&h->ops[i + 1], h->x[i]->ours.path, -1);
 	rc = w->e->t.ops->multi(w->e->t.ctx, h->n + 1, h->ops, h->res, handoff_done, h);
 	if (rc != ZOK) {
 		/* not sent: the session's return redoes the delete, checks and
@@ -210,9 +211,9 @@ void zke_delete_locked(struct zkl_waiter *w)
 	 * with is gone): they wait, and start over with the session
 	 */
 	for (int i = 0; i < h->n; i++)
-		if (h->x[i]->cohort && rc != ZOK && !zke_answered(h->x[i]))
-			h->x[i]->cohort = false;	/* not granted: not checked */
-		else if (h->x[i]->cohort && !zke_answered(h->x[i]) &&
+		if (h->x[i]->handoff.cohort && rc != ZOK && !zke_answered(h->x[i]))
+			h->x[i]->handoff.cohort = false;	/* not granted: not checked */
+		else if (h->x[i]->handoff.cohort && !zke_answered(h->x[i]) &&
 			 zke_grant_locked(h->x[i], true))
 			zkm_local_grant(ZKM_LOCAL_COHORT);
 	if (rc != ZOK)
@@ -231,14 +232,14 @@ void zke_delete_locked(struct zkl_waiter *w)
 void zke_dequeue_locked(struct zkl_waiter *l, bool deleted, bool handoff)
 {
 	struct zkl_waiter *first = l->qnext, *x;
-	int32_t seq = l->seq;
+	int32_t seq = l->ours.seq;
 
 	ZKMX_ASSERT_HELD(&l->e->lock);
 	if (!l->q)
 		return;
 	zke_queue_unlink_locked(l);
-	for (x = first; x && x->ahead != AHEAD_UNKNOWN && x->pred_seq == seq; x = x->qnext)
-		if (deleted && (handoff || zke_ahead_lowest(x)) && x->marked &&
+	for (x = first; x && x->pred.ahead != AHEAD_UNKNOWN && x->pred.seq == seq; x = x->qnext)
+		if (deleted && (handoff || zke_ahead_lowest(x)) && x->verdict.marked &&
 		    zke_rule_current(x))
 			zke_grant_locked(x, false);	/* else it lists: rewait */
 	/*
@@ -249,9 +250,9 @@ void zke_dequeue_locked(struct zkl_waiter *l, bool deleted, bool handoff)
 	 * only those free to move do anything.
 	 */
 	for (x = first; x; x = x->qnext) {
-		bool behind = x->ahead != AHEAD_UNKNOWN && x->pred_seq == seq;
+		bool behind = x->pred.ahead != AHEAD_UNKNOWN && x->pred.seq == seq;
 
-		if (behind && !zke_answered(x) && x->state == W_WATCHING)
+		if (behind && !zke_answered(x) && x->sm.state == W_WATCHING)
 			zke_check_locked(x);	/* watched it before it was ours */
 		else
 			zke_rewait_locked(x);

@@ -18,7 +18,7 @@
 bool zke_stale_locked(struct zkl_waiter *w)
 {
 	ZKMX_ASSERT_HELD(&w->e->lock);
-	return w->gen != w->e->t.ops->generation(w->e->t.ctx);
+	return w->ours.gen != w->e->t.ops->generation(w->e->t.ctx);
 }
 
 bool zke_fresh_locked(struct zkl_waiter *w, enum stall redo)
@@ -39,7 +39,7 @@ void zke_call_failed_locked(struct zkl_waiter *w, int rc, enum stall redo,
 		zke_stall_locked(w, redo);
 		return;
 	}
-	zklog(LOG_WARNING, "%s %s: %s", what, w->path ? w->path : w->dir, zerror(rc));
+	zklog(LOG_WARNING, "%s %s: %s", what, w->ours.path ? w->ours.path : w->req.dir, zerror(rc));
 	zke_fail_locked(w, zk_errno(rc));
 }
 
@@ -55,13 +55,12 @@ void zke_fail_locked(struct zkl_waiter *w, int err)
 void zke_lose_locked(struct zkl_waiter *w, enum zkm_loss cause, const char *why)
 {
 	ZKMX_ASSERT_HELD(&w->e->lock);
-	if (w->ans != ANS_GRANTED || w->released)
+	if (w->sm.ans != ANS_GRANTED || w->caller.released)
 		return;
-	zke_set_answer_locked(w, ANS_LOST);
-	w->loss = cause;
+	zke_set_lost_locked(w, cause);
 	zkm_lost(cause);
 	zke_set_state_locked(w, W_DONE);
-	zklog(LOG_WARNING, "lock %s lost: %s", w->path ? w->path : w->dir, why);
-	w->e->lost(w, w->arg);
+	zklog(LOG_WARNING, "lock %s lost: %s", w->ours.path ? w->ours.path : w->req.dir, why);
+	w->e->lost(w, w->caller.arg);
 	zke_delete_locked(w);
 }

@@ -81,7 +81,7 @@ static void limit_read_done(int rc, const char *value, int len,
 		q->lczxid = stat->czxid;
 		q->lversion = stat->version;
 	}
-	if (zke_answered(w) || w->state != W_CHECKING)
+	if (zke_answered(w) || w->sm.state != W_CHECKING)
 		;
 	else if (rc == ZOK)
 		zke_check_locked(w);	/* list again: decided with it */
@@ -100,7 +100,7 @@ void zke_read_limit_locked(struct zkl_waiter *w)
 	if (!zke_fresh_locked(w, S_CHECK))
 		return;
 	w->refs++;
-	rc = w->e->t.ops->get(w->e->t.ctx, w->dir, limit_read_done, w);
+	rc = w->e->t.ops->get(w->e->t.ctx, w->req.dir, limit_read_done, w);
 	if (rc == ZOK)
 		return;
 	w->refs--;
@@ -132,7 +132,7 @@ void zke_sem_tick_locked(struct zkl_engine *e)
 
 			while (w && zke_answered(w))
 				w = w->qnext;
-			if (w && w->state == W_SEMWAIT && w->stall == S_NONE)
+			if (w && w->sm.state == W_SEMWAIT && w->sm.stall == S_NONE)
 				zke_check_locked(w);
 		}
 }
@@ -320,7 +320,7 @@ static void poke_start_locked(struct zkl_engine *e, const char *dir,
 void zke_poke_locked(struct zkl_waiter *l)
 {
 	ZKMX_ASSERT_HELD(&l->e->lock);
-	poke_start_locked(l->e, l->dir, l->limit, 1);
+	poke_start_locked(l->e, l->req.dir, l->verdict.limit, 1);
 }
 
 void zkl_limit_changed(struct zkl_engine *e, const char *dir, unsigned before,

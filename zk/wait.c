@@ -16,20 +16,20 @@
 void zke_learn_pred_locked(struct zkl_waiter *w, const struct zkg_child *pred,
 			   bool first)
 {
-	char *path = zkn_join(w->dir, pred->name);
+	char *path = zkn_join(w->req.dir, pred->name);
 
 	ZKMX_ASSERT_HELD(&w->e->lock);
 	if (!path) {
-		w->ahead = AHEAD_UNKNOWN;	/* it will list for itself */
+		w->pred.ahead = AHEAD_UNKNOWN;	/* it will list for itself */
 		return;
 	}
-	free(w->pred);
-	w->pred = path;
-	w->pred_seq = pred->seq;
+	free(w->pred.path);
+	w->pred.path = path;
+	w->pred.seq = pred->seq;
 	if (zke_queue_find_locked(w, pred->seq))
-		w->ahead = first ? AHEAD_OURS_LOWEST : AHEAD_OURS;
+		w->pred.ahead = first ? AHEAD_OURS_LOWEST : AHEAD_OURS;
 	else
-		w->ahead = first ? AHEAD_THEIRS_LOWEST : AHEAD_THEIRS;
+		w->pred.ahead = first ? AHEAD_THEIRS_LOWEST : AHEAD_THEIRS;
 }
 
 /*
@@ -65,24 +65,24 @@ static void learn_locked(struct zkl_waiter *w, const struct String_vector *sv)
 		enum zkg_verdict v;
 
 		if (x != w && (zke_answered(x) ||
-			       (x->state != W_PARKED && x->state != W_SEMWAIT)))
+			       (x->sm.state != W_PARKED && x->sm.state != W_SEMWAIT)))
 			continue;
-		x->limit = limit;
+		x->verdict.limit = limit;
 		if (limit) {		/* a semaphore: no one entry to outlive */
-			x->ahead = AHEAD_UNKNOWN;
-			v = many ? zkg_walk_decide_limit(&wk, x->seq, limit)
-				 : zkg_decide_limit(kids, n, x->seq, limit);
+			x->pred.ahead = AHEAD_UNKNOWN;
+			v = many ? zkg_walk_decide_limit(&wk, x->ours.seq, limit)
+				 : zkg_decide_limit(kids, n, x->ours.seq, limit);
 		} else {
-			v = many ? zkg_walk_decide(&wk, x->seq, x->kind, &pred)
-				 : zkg_decide(kids, n, x->seq, x->kind, &pred);
+			v = many ? zkg_walk_decide(&wk, x->ours.seq, x->req.kind, &pred)
+				 : zkg_decide(kids, n, x->ours.seq, x->req.kind, &pred);
 		}
 		if (x == w)
 			mine = v;
 		if (v == ZKG_GRANTED)
-			x->marked = true;
+			x->verdict.marked = true;
 		else if (v == ZKG_WAIT && !limit)
 			zke_learn_pred_locked(x, pred, pred == low);
-		if (v == ZKG_WAIT && x != w && x->state == W_SEMWAIT)
+		if (v == ZKG_WAIT && x != w && x->sm.state == W_SEMWAIT)
 			zke_set_state_locked(x, W_PARKED);	/* waits anew below */
 	}
 	free(kids);
@@ -90,24 +90,24 @@ static void learn_locked(struct zkl_waiter *w, const struct String_vector *sv)
 	if (mine == ZKG_MISSING && zke_stale_locked(w)) {
 		zke_stall_locked(w, S_CHECK);	/* on_expired() starts it over */
 	} else if (mine == ZKG_MISSING) {
-		zklog(LOG_WARNING, "%s was deleted while it waited", w->path);
+		zklog(LOG_WARNING, "%s was deleted while it waited", w->ours.path);
 		zke_fail_locked(w, -EIO);
-	} else if (mine == ZKG_WAIT && (w->flags & ZKL_NONBLOCK) && !w->tried &&
-		   w->ahead == AHEAD_THEIRS_LOWEST && !w->limit) {
+	} else if (mine == ZKG_WAIT && (w->caller.flags & ZKL_NONBLOCK) && !w->try.tried &&
+		   w->pred.ahead == AHEAD_THEIRS_LOWEST && !w->verdict.limit) {
 		/* one entry of another mount ahead: if it only lingers, the
 		 * try waits for it to go (pred_done() reads it) */
-		w->tried = true;
-		w->try_until = w->e->t.ops->now_ms(w->e->t.ctx) + ZKE_TRY_WAIT_MS;
-		w->e->t.ops->tick_by(w->e->t.ctx, w->try_until);
+		w->try.tried = true;
+		w->try.until = w->e->t.ops->now_ms(w->e->t.ctx) + ZKE_TRY_WAIT_MS;
+		w->e->t.ops->tick_by(w->e->t.ctx, w->try.until);
 		zke_set_state_locked(w, W_PARKED);	/* zke_wait_locked() watches it */
-	} else if (mine == ZKG_WAIT && (w->flags & ZKL_NONBLOCK)) {
+	} else if (mine == ZKG_WAIT && (w->caller.flags & ZKL_NONBLOCK)) {
 		zke_fail_locked(w, -EAGAIN);
 	} else if (mine == ZKG_WAIT) {
 		zke_set_state_locked(w, W_PARKED);	/* zke_wait_locked() below says how */
 	}
 	for (x = many ? q->head : w; x; x = many ? x->qnext : NULL)
-		if (x->marked) {
-			x->marked = false;
+		if (x->verdict.marked) {
+			x->verdict.marked = false;
 			zke_grant_locked(x, false);
 		}
 	if (!many) {
@@ -125,7 +125,7 @@ void zke_children_done(int rc, const struct String_vector *strings,
 	struct zkl_engine *e = w->e;
 
 	zkmx_lock(&e->lock);
-	if (zke_answered(w) || w->state != W_CHECKING)
+	if (zke_answered(w) || w->sm.state != W_CHECKING)
 		;
 	else if (rc != ZOK)
 		zke_call_failed_locked(w, rc, S_CHECK, "cannot list the queue of");
@@ -146,7 +146,7 @@ void zke_check_locked(struct zkl_waiter *w)
 	if (!zke_fresh_locked(w, S_CHECK))
 		return;
 	w->refs++;
-	rc = w->e->t.ops->children(w->e->t.ctx, w->dir, zke_children_done, w);
+	rc = w->e->t.ops->children(w->e->t.ctx, w->req.dir, zke_children_done, w);
 	if (rc == ZOK)
 		return;
 	w->refs--;
@@ -164,20 +164,21 @@ void zke_wait_locked(struct zkl_waiter *w)
 	ZKMX_ASSERT_HELD(&w->e->lock);
 	if (zke_answered(w) || w->e->shutdown)
 		return;
-	if ((w->flags & ZKL_NONBLOCK) && w->tried && w->ahead == AHEAD_THEIRS_LOWEST &&
+	if ((w->caller.flags & ZKL_NONBLOCK) && w->try.tried &&
+	    w->pred.ahead == AHEAD_THEIRS_LOWEST &&
 	    !(w->qprev && !zke_answered(w->qprev))) {
 		zke_watch_locked(w);	/* behind an entry that may only linger */
-	} else if (w->flags & ZKL_NONBLOCK) {
+	} else if (w->caller.flags & ZKL_NONBLOCK) {
 		zke_check_locked(w);	/* it must know now */
 	} else if (w->qprev && !zke_answered(w->qprev)) {
 		zke_set_state_locked(w, W_PARKED);
-	} else if (w->limit) {
+	} else if (w->verdict.limit) {
 		zke_semwait_locked(w);	/* until poked: zk/sem.c */
-	} else if (w->ahead == AHEAD_UNKNOWN) {
+	} else if (w->pred.ahead == AHEAD_UNKNOWN) {
 		zke_check_locked(w);
-	} else if (zke_queue_find_locked(w, w->pred_seq)) {
+	} else if (zke_queue_find_locked(w, w->pred.seq)) {
 		zke_set_state_locked(w, W_LOCALWAIT);
-	} else if (w->ahead == AHEAD_OURS || w->ahead == AHEAD_OURS_LOWEST) {
+	} else if (w->pred.ahead == AHEAD_OURS || w->pred.ahead == AHEAD_OURS_LOWEST) {
 		zke_check_locked(w);	/* ours, and gone: look again */
 	} else {
 		zke_watch_locked(w);
@@ -190,6 +191,6 @@ void zke_rewait_locked(struct zkl_waiter *w)
 	if (!w)
 		return;
 	ZKMX_ASSERT_HELD(&w->e->lock);
-	if (!zke_answered(w) && (w->state == W_PARKED || w->state == W_LOCALWAIT))
+	if (!zke_answered(w) && (w->sm.state == W_PARKED || w->sm.state == W_LOCALWAIT))
 		zke_wait_locked(w);
 }

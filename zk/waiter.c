@@ -11,21 +11,21 @@
 
 void zke_free_cands(struct zkl_waiter *w)
 {
-	for (int i = 0; i < w->ncand; i++)
-		free(w->cands[i]);
-	free(w->cands);
-	w->cands = NULL;
-	w->ncand = w->ci = 0;
+	for (int i = 0; i < w->create.ncand; i++)
+		free(w->create.cands[i]);
+	free(w->create.cands);
+	w->create.cands = NULL;
+	w->create.ncand = w->create.ci = 0;
 }
 
 void zke_waiter_free(struct zkl_waiter *w)
 {
 	zke_free_cands(w);
-	free(w->dir);
-	free(w->prefix);
-	free(w->path);
-	free(w->pred);
-	free(w->data);
+	free(w->req.dir);
+	free(w->req.prefix);
+	free(w->ours.path);
+	free(w->pred.path);
+	free(w->caller.data);
 	free(w);
 }
 
@@ -46,7 +46,7 @@ void zke_put_locked(struct zkl_waiter *w)
 	else
 		e->all_tail = w->prev;
 	if (e->on_dir)
-		e->on_dir(e->on_dir_arg, w->dir, -1);
+		e->on_dir(e->on_dir_arg, w->req.dir, -1);
 	zke_waiter_free(w);
 }
 
@@ -59,7 +59,7 @@ void zke_unlock_fire(struct zkl_engine *e)
 		e->fire = e->fire_tail = NULL;
 		zkmx_unlock(&e->lock);
 		for (w = list; w; w = w->fnext)
-			w->done(w, w->result, w->arg);
+			w->caller.done(w, w->told.result, w->caller.arg);
 		zkmx_lock(&e->lock);
 		for (w = list; w; w = next) {
 			next = w->fnext;
@@ -107,7 +107,7 @@ static void check_move(const struct zkl_waiter *w, const char *what,
 	if (zke_move_listed(moves, n, from, to))
 		return;
 	fprintf(stderr, "zklockfs: waiter %s: illegal move of its %s: %s -> %s\n",
-		w->path ? w->path : w->prefix, what, names[from], names[to]);
+		w->ours.path ? w->ours.path : w->req.prefix, what, names[from], names[to]);
 	abort();
 #else
 	(void)w, (void)what, (void)moves, (void)n, (void)names, (void)from, (void)to;
@@ -120,36 +120,36 @@ static void check_move(const struct zkl_waiter *w, const char *what,
  */
 static const char *broken_locked(const struct zkl_waiter *w)
 {
-	bool waiting = w->state == W_PARKED || w->state == W_LOCALWAIT ||
-		       w->state == W_WATCHING || w->state == W_CONFIRMING ||
-		       w->state == W_SEMWAIT;
+	bool waiting = w->sm.state == W_PARKED || w->sm.state == W_LOCALWAIT ||
+		       w->sm.state == W_WATCHING || w->sm.state == W_CONFIRMING ||
+		       w->sm.state == W_SEMWAIT;
 
-	if ((w->state == W_HELD || w->state == W_CACHED) && w->ans != ANS_GRANTED)
+	if ((w->sm.state == W_HELD || w->sm.state == W_CACHED) && w->sm.ans != ANS_GRANTED)
 		return "HELD or CACHED, but not answered granted";
-	if (w->ans == ANS_NONE && (w->state == W_HELD || w->state == W_CACHED ||
-				   w->state == W_DONE))
+	if (w->sm.ans == ANS_NONE && (w->sm.state == W_HELD || w->sm.state == W_CACHED ||
+				   w->sm.state == W_DONE))
 		return "HELD, CACHED or DONE without an answer";
-	if (w->ans == ANS_LOST && w->state != W_DONE)
+	if (w->sm.ans == ANS_LOST && w->sm.state != W_DONE)
 		return "lost, but not DONE";
-	if (w->state == W_CACHED && (!w->released || w->entry != ENTRY_LIVE))
+	if (w->sm.state == W_CACHED && (!w->caller.released || w->sm.entry != ENTRY_LIVE))
 		return "CACHED, but not given back with its entry there";
-	if (waiting && (w->ans != ANS_NONE || w->entry != ENTRY_LIVE || !w->path))
+	if (waiting && (w->sm.ans != ANS_NONE || w->sm.entry != ENTRY_LIVE || !w->ours.path))
 		return "waits, but answered or without its entry";
-	if (w->state == W_LOCALWAIT && (w->ahead == AHEAD_UNKNOWN ||
-					!zke_queue_find_locked((struct zkl_waiter *)w, w->pred_seq)))
+	if (w->sm.state == W_LOCALWAIT && (w->pred.ahead == AHEAD_UNKNOWN ||
+					!zke_queue_find_locked((struct zkl_waiter *)w, w->pred.seq)))
 		return "LOCALWAIT, but not behind an entry of ours";
-	if (w->state == W_WATCHING && (!w->pred || w->ahead == AHEAD_UNKNOWN))
+	if (w->sm.state == W_WATCHING && (!w->pred.path || w->pred.ahead == AHEAD_UNKNOWN))
 		return "WATCHING, but nothing to watch";
-	if ((w->own != OWN_OFF || w->dirwatch != OWN_OFF) && !w->path)
+	if ((w->sm.own != OWN_OFF || w->sm.dirwatch != OWN_OFF) && !w->ours.path)
 		return "a watch on an entry it does not know";
-	if (w->entry == ENTRY_NONE && w->q)
+	if (w->sm.entry == ENTRY_NONE && w->q)
 		return "in a queue without an entry";
-	if (w->marked)
+	if (w->verdict.marked)
 		return "marked outside a pass";
 	if (w->q && ((w->qprev ? w->qprev->qnext : w->q->head) != w ||
 		     (w->qnext ? w->qnext->qprev : w->q->tail) != w))
 		return "its queue's links do not lead to it";
-	if (w->q && w->qnext && zkn_seq_cmp(w->qnext->seq, w->seq) <= 0)
+	if (w->q && w->qnext && zkn_seq_cmp(w->qnext->ours.seq, w->ours.seq) <= 0)
 		return "its queue is out of order";
 	return NULL;
 }
@@ -164,8 +164,9 @@ const char *zke_invariants_locked(struct zkl_engine *e)
 
 		if (broken) {
 			snprintf(why, sizeof(why), "waiter %s (%s, answer %s, entry %s): %s",
-				 w->path ? w->path : w->prefix, state_names[w->state],
-				 ans_names[w->ans], entry_names[w->entry], broken);
+				 w->ours.path ? w->ours.path : w->req.prefix,
+				 state_names[w->sm.state],
+				 ans_names[w->sm.ans], entry_names[w->sm.entry], broken);
 			return why;
 		}
 	}
@@ -175,36 +176,42 @@ const char *zke_invariants_locked(struct zkl_engine *e)
 void zke_set_state_locked(struct zkl_waiter *w, enum wstate to)
 {
 	ZKMX_ASSERT_HELD(&w->e->lock);
-	check_move(w, "state", MOVES(state_moves), state_names, w->state, to);
-	w->state = to;
+	check_move(w, "state", MOVES(state_moves), state_names, w->sm.state, to);
+	w->sm.state = to;
 }
 
 void zke_set_own_locked(struct zkl_waiter *w, enum own to)
 {
 	ZKMX_ASSERT_HELD(&w->e->lock);
-	check_move(w, "own watch", MOVES(own_moves), own_names, w->own, to);
-	w->own = to;
+	check_move(w, "own watch", MOVES(own_moves), own_names, w->sm.own, to);
+	w->sm.own = to;
 }
 
 void zke_set_dirwatch_locked(struct zkl_waiter *w, enum own to)
 {
 	ZKMX_ASSERT_HELD(&w->e->lock);
-	check_move(w, "child watch", MOVES(own_moves), own_names, w->dirwatch, to);
-	w->dirwatch = to;
+	check_move(w, "child watch", MOVES(own_moves), own_names, w->sm.dirwatch, to);
+	w->sm.dirwatch = to;
 }
 
 void zke_set_answer_locked(struct zkl_waiter *w, enum answer to)
 {
 	ZKMX_ASSERT_HELD(&w->e->lock);
-	check_move(w, "answer", MOVES(ans_moves), ans_names, w->ans, to);
-	w->ans = to;
+	check_move(w, "answer", MOVES(ans_moves), ans_names, w->sm.ans, to);
+	w->sm.ans = to;
+}
+
+void zke_set_lost_locked(struct zkl_waiter *w, enum zkm_loss why)
+{
+	zke_set_answer_locked(w, ANS_LOST);
+	w->told.loss = why;
 }
 
 void zke_set_entry_locked(struct zkl_waiter *w, enum entry to)
 {
 	ZKMX_ASSERT_HELD(&w->e->lock);
-	check_move(w, "entry", MOVES(entry_moves), entry_names, w->entry, to);
-	w->entry = to;
+	check_move(w, "entry", MOVES(entry_moves), entry_names, w->sm.entry, to);
+	w->sm.entry = to;
 }
 
 /*
@@ -218,24 +225,24 @@ void zke_stall_locked(struct zkl_waiter *w, enum stall what)
 	ZKMX_ASSERT_HELD(&w->e->lock);
 	/* a listing redone arms the own watch a waiter needs (zk/sem.c):
 	 * the watch's stall gives way to the listing's, not the other way */
-	if (w->stall == S_CHECK && what == S_OWNWATCH)
+	if (w->sm.stall == S_CHECK && what == S_OWNWATCH)
 		return;
 	/* a stalled step stalls again, or gives way to the delete */
-	check_move(w, "stall", MOVES(stall_moves), stall_names, w->stall, what);
-	if (w->stall == S_NONE)
+	check_move(w, "stall", MOVES(stall_moves), stall_names, w->sm.stall, what);
+	if (w->sm.stall == S_NONE)
 		w->refs++;
-	w->stall = what;
+	w->sm.stall = what;
 }
 
 /* End @w's stall. Return: what was to be redone. */
 enum stall zke_unstall_locked(struct zkl_waiter *w)
 {
-	enum stall what = w->stall;
+	enum stall what = w->sm.stall;
 
 	ZKMX_ASSERT_HELD(&w->e->lock);
 	if (what != S_NONE) {
 		check_move(w, "stall", MOVES(stall_moves), stall_names, what, S_NONE);
-		w->stall = S_NONE;
+		w->sm.stall = S_NONE;
 		zke_put_locked(w);		/* the caller holds another reference */
 	}
 	return what;
@@ -252,12 +259,12 @@ void zke_answer_locked(struct zkl_waiter *w, int err, bool advance)
 	if (zke_answered(w))
 		return;
 	zke_set_answer_locked(w, err ? ANS_REFUSED : ANS_GRANTED);
-	w->result = err;
+	w->told.result = err;
 	if (err) {
 		zkm_refused(err);
 	} else {
-		w->t_grant = zkm_now_us();
-		zkm_granted(w->t_grant - w->t_enq);
+		w->told.t_grant = zkm_now_us();
+		zkm_granted(w->told.t_grant - w->caller.t_enq);
 	}
 	zke_set_state_locked(w, err ? W_DONE : W_HELD);
 	zke_fire_locked(w);
@@ -289,7 +296,7 @@ bool zke_grant_locked(struct zkl_waiter *w, bool advance)
 		zke_stall_locked(w, S_CHECK);
 		return false;
 	}
-	w->doubt = w->e->doubt;	/* a round trip after the doubt says */
+	w->doubt.in = w->e->doubt;	/* a round trip after the doubt says */
 	zke_answer_locked(w, 0, advance);
 	return true;
 }

@@ -29,14 +29,14 @@ struct zkl_waiter *zke_watcher_enter(int type, int state, void *ctx)
 static void deleted_by_other_locked(struct zkl_waiter *w)
 {
 	ZKMX_ASSERT_HELD(&w->e->lock);
-	if (w->state == W_CACHED) {
+	if (w->sm.state == W_CACHED) {
 		zke_unlinger_locked(w, true);	/* its next open creates anew */
 	} else if (zke_answered(w)) {
 		zke_lose_locked(w, ZKM_LOSS_DELETED, "its entry was deleted by someone else");
-	} else if (w->entry == ENTRY_LIVE && zke_stale_locked(w)) {
+	} else if (w->sm.entry == ENTRY_LIVE && zke_stale_locked(w)) {
 		zke_stall_locked(w, S_CHECK);	/* on_expired() starts it over */
-	} else if (w->entry == ENTRY_LIVE) {
-		zklog(LOG_WARNING, "%s was deleted while it waited", w->path);
+	} else if (w->sm.entry == ENTRY_LIVE) {
+		zklog(LOG_WARNING, "%s was deleted while it waited", w->ours.path);
 		zke_fail_locked(w, -EIO);
 	}
 }
@@ -49,8 +49,8 @@ static void deleted_by_other_locked(struct zkl_waiter *w)
 static bool poked_locked(struct zkl_waiter *w)
 {
 	ZKMX_ASSERT_HELD(&w->e->lock);
-	return !zke_answered(w) && (w->state == W_SEMWAIT || w->state == W_WATCHING ||
-				    w->state == W_LOCALWAIT);
+	return !zke_answered(w) && (w->sm.state == W_SEMWAIT || w->sm.state == W_WATCHING ||
+				    w->sm.state == W_LOCALWAIT);
 }
 
 void zke_read_revoke_locked(struct zkl_waiter *w, const char *value, int len)
@@ -58,12 +58,12 @@ void zke_read_revoke_locked(struct zkl_waiter *w, const char *value, int len)
 	struct zkl_engine *e = w->e;
 
 	ZKMX_ASSERT_HELD(&e->lock);
-	if (w->revoked || len != (int)strlen(ZKL_REVOKE_DATA) || !value ||
+	if (w->seen.revoked || len != (int)strlen(ZKL_REVOKE_DATA) || !value ||
 	    memcmp(value, ZKL_REVOKE_DATA, (size_t)len) != 0)
 		return;
-	w->revoked = true;	/* asked to let go; its own writes do not undo it */
-	if (w->ans == ANS_GRANTED && !w->released && e->revoked)
-		e->revoked(w, w->arg);
+	w->seen.revoked = true;	/* asked to let go; its own writes do not undo it */
+	if (w->sm.ans == ANS_GRANTED && !w->caller.released && e->revoked)
+		e->revoked(w, w->caller.arg);
 	zke_unlinger_locked(w, false);	/* let go now, if lingering */
 }
 
@@ -79,12 +79,12 @@ void zke_own_watcher(zhandle_t *zh, int type, int state, const char *path,
 	if (!w)
 		return;			/* the watch stays armed */
 	e = w->e;
-	if (w->own == OWN_ARMED)	/* else removed, and maybe set again */
+	if (w->sm.own == OWN_ARMED)	/* else removed, and maybe set again */
 		zke_set_own_locked(w, OWN_OFF);
 	if (type == ZOO_DELETED_EVENT) {
 		deleted_by_other_locked(w);
-	} else if (type == ZOO_CHANGED_EVENT && w->ans != ANS_LOST &&
-		   (!w->released || w->state == W_CACHED)) {
+	} else if (type == ZOO_CHANGED_EVENT && w->sm.ans != ANS_LOST &&
+		   (!w->caller.released || w->sm.state == W_CACHED)) {
 		if (poked_locked(w))
 			zke_check_locked(w);	/* a holder went, or the limit grew */
 		zke_own_watch_locked(w);	/* data written: watch on */
@@ -103,8 +103,8 @@ void zke_own_watch_done(int rc, const char *value, int len,
 	zke_set_own_locked(w, rc == ZOK ? OWN_ARMED : OWN_OFF);
 	if (rc == ZOK)
 		zke_read_revoke_locked(w, value, len);
-	if (rc == ZOK && stat->version != w->dver) {
-		w->dver = stat->version;
+	if (rc == ZOK && stat->version != w->seen.dver) {
+		w->seen.dver = stat->version;
 		/* poked before the watch was set: no event will say so */
 		if (poked_locked(w))
 			zke_check_locked(w);
@@ -113,7 +113,7 @@ void zke_own_watch_done(int rc, const char *value, int len,
 		w->refs--;		/* no watch was left */
 		if (rc == ZNONODE)
 			deleted_by_other_locked(w);
-		else if (zk_rc_transient(rc) && w->ans == ANS_GRANTED && !w->released)
+		else if (zk_rc_transient(rc) && w->sm.ans == ANS_GRANTED && !w->caller.released)
 			zke_stall_locked(w, S_OWNWATCH);	/* a waiter's own path redoes it */
 	}
 	zke_put_locked(w);
@@ -130,13 +130,14 @@ void zke_own_watch_locked(struct zkl_waiter *w)
 {
 	ZKMX_ASSERT_HELD(&w->e->lock);
 	/* a stalled waiter redoes its step first; the tick sets it after */
-	if (w->own != OWN_OFF || w->entry != ENTRY_LIVE || w->stall != S_NONE)
+	if (w->sm.own != OWN_OFF || w->sm.entry != ENTRY_LIVE || w->sm.stall != S_NONE)
 		return;
 	if (!zke_fresh_locked(w, S_OWNWATCH))
 		return;
 	w->refs += 2;			/* the completion and the watch */
 	zke_set_own_locked(w, OWN_SETTING);
-	if (w->e->t.ops->wget(w->e->t.ctx, w->path, zke_own_watcher, w, zke_own_watch_done, w) != ZOK) {
+	if (w->e->t.ops->wget(w->e->t.ctx, w->ours.path, zke_own_watcher, w,
+			      zke_own_watch_done, w) != ZOK) {
 		w->refs -= 2;
 		zke_set_own_locked(w, OWN_OFF);
 		zke_stall_locked(w, S_OWNWATCH);
@@ -150,7 +151,7 @@ static void confirm_done(int rc, const struct Stat *stat, const void *data)
 
 	(void)stat;
 	zkmx_lock(&e->lock);
-	if (zke_answered(w) || w->state != W_CONFIRMING)
+	if (zke_answered(w) || w->sm.state != W_CONFIRMING)
 		;
 	else if (rc == ZOK && !zke_rule_current(w))
 		zke_check_locked(w);	/* a limit changed since it was decided */
@@ -177,7 +178,7 @@ static void confirm_locked(struct zkl_waiter *w)
 	if (!zke_fresh_locked(w, S_CHECK))
 		return;
 	w->refs++;
-	rc = w->e->t.ops->exists(w->e->t.ctx, w->path, confirm_done, w);
+	rc = w->e->t.ops->exists(w->e->t.ctx, w->ours.path, confirm_done, w);
 	if (rc == ZOK)
 		return;
 	w->refs--;
@@ -195,7 +196,7 @@ static void pred_watcher(zhandle_t *zh, int type, int state, const char *path,
 	if (!w)
 		return;			/* the watch stays armed */
 	e = w->e;
-	if (type == ZOO_SESSION_EVENT || zke_answered(w) || w->state != W_WATCHING)
+	if (type == ZOO_SESSION_EVENT || zke_answered(w) || w->sm.state != W_WATCHING)
 		;
 	else if (type == ZOO_DELETED_EVENT && zke_ahead_lowest(w))
 		confirm_locked(w);	/* it held the lock: nothing before us */
@@ -225,12 +226,12 @@ static void pred_done(int rc, const char *value, int len,
 
 	(void)stat;
 	zkmx_lock(&e->lock);
-	if (rc == ZOK && (w->flags & ZKL_NONBLOCK) && !zke_answered(w) &&
-	    w->state == W_WATCHING && !data_lingers(value, len))
+	if (rc == ZOK && (w->caller.flags & ZKL_NONBLOCK) && !zke_answered(w) &&
+	    w->sm.state == W_WATCHING && !data_lingers(value, len))
 		zke_fail_locked(w, -EAGAIN);	/* held, not lingering: busy */
 	if (rc != ZOK) {
 		w->refs--;		/* no watch was left */
-		if (zke_answered(w) || w->state != W_WATCHING)
+		if (zke_answered(w) || w->sm.state != W_WATCHING)
 			;
 		else if (rc == ZNONODE)
 			zke_check_locked(w);	/* it went before we looked */
@@ -241,7 +242,7 @@ static void pred_done(int rc, const char *value, int len,
 	zke_unlock_fire(e);
 }
 
-/* Watch w->pred, another client's entry: only we watch it (no herd). */
+/* Watch w->pred.path, another client's entry: only we watch it (no herd). */
 void zke_watch_locked(struct zkl_waiter *w)
 {
 	int rc;
@@ -251,7 +252,7 @@ void zke_watch_locked(struct zkl_waiter *w)
 	if (!zke_fresh_locked(w, S_CHECK))
 		return;
 	w->refs += 2;			/* the completion and the watch */
-	rc = w->e->t.ops->wget(w->e->t.ctx, w->pred, pred_watcher, w, pred_done, w);
+	rc = w->e->t.ops->wget(w->e->t.ctx, w->pred.path, pred_watcher, w, pred_done, w);
 	if (rc == ZOK)
 		return;
 	w->refs -= 2;
@@ -278,7 +279,8 @@ static bool watched_by_another_locked(struct zkl_waiter *w)
 {
 	ZKMX_ASSERT_HELD(&w->e->lock);
 	for (struct zkl_waiter *x = w->q ? w->qnext : NULL; x; x = x->qnext)
-		if (x->state == W_WATCHING && x->ahead != AHEAD_UNKNOWN && x->pred_seq == w->seq)
+		if (x->sm.state == W_WATCHING && x->pred.ahead != AHEAD_UNKNOWN &&
+		    x->pred.seq == w->ours.seq)
 			return true;
 	return false;
 }
@@ -300,11 +302,12 @@ void zke_unwatch_locked(struct zkl_waiter *w)
 	 * Removing every watch on the path would take that waiter's too, and
 	 * with it the one event that gives its reference back: let both fire.
 	 */
-	if (w->own != OWN_ARMED || w->entry != ENTRY_LIVE || watched_by_another_locked(w))
+	if (w->sm.own != OWN_ARMED || w->sm.entry != ENTRY_LIVE || watched_by_another_locked(w))
 		return;
 	zke_set_own_locked(w, OWN_OFF);
 	w->refs++;
-	if (w->e->t.ops->unwatch(w->e->t.ctx, w->path, zke_own_watcher, w, unwatch_done, w) != ZOK)
+	if (w->e->t.ops->unwatch(w->e->t.ctx, w->ours.path, zke_own_watcher, w,
+				 unwatch_done, w) != ZOK)
 		w->refs--;		/* not there (it fired): nothing to undo */
 }
 
@@ -325,10 +328,11 @@ void zke_doubt_locked(struct zkl_waiter *w)
 	struct zkl_engine *e = w->e;
 
 	ZKMX_ASSERT_HELD(&e->lock);
-	if (w->state != W_CACHED && w->ans == ANS_GRANTED && !w->released && !w->doubt) {
-		w->doubt = true;
+	if (w->sm.state != W_CACHED && w->sm.ans == ANS_GRANTED && !w->caller.released &&
+	    !w->doubt.in) {
+		w->doubt.in = true;
 		if (e->doubted)
-			e->doubted(w, w->arg);
+			e->doubted(w, w->caller.arg);
 	}
 }
 
@@ -339,13 +343,13 @@ static void doubt_check_done(int rc, const struct Stat *stat, const void *data)
 
 	(void)stat;
 	zkmx_lock(&e->lock);
-	w->doubt_asking = false;
-	if (!w->doubt || w->ans != ANS_GRANTED || w->released || e->doubt)
+	w->doubt.asking = false;
+	if (!w->doubt.in || w->sm.ans != ANS_GRANTED || w->caller.released || e->doubt)
 		;		/* lost, given back, or in doubt again */
 	else if (rc == ZOK) {
-		w->doubt = false;
+		w->doubt.in = false;
 		if (e->doubted)
-			e->doubted(w, w->arg);
+			e->doubted(w, w->caller.arg);
 	} else if (rc == ZNONODE)
 		deleted_by_other_locked(w);
 	zke_put_locked(w);
@@ -358,14 +362,14 @@ void zke_doubt_check_locked(struct zkl_waiter *w)
 	int rc;
 
 	ZKMX_ASSERT_HELD(&e->lock);
-	if (!w->doubt || w->doubt_asking || e->doubt || w->ans != ANS_GRANTED ||
-	    w->released || w->entry != ENTRY_LIVE || !w->path || zke_stale_locked(w))
+	if (!w->doubt.in || w->doubt.asking || e->doubt || w->sm.ans != ANS_GRANTED ||
+	    w->caller.released || w->sm.entry != ENTRY_LIVE || !w->ours.path || zke_stale_locked(w))
 		return;		/* an expiry loses a stale one: on_expired() */
 	w->refs++;
-	w->doubt_asking = true;
-	rc = e->t.ops->exists(e->t.ctx, w->path, doubt_check_done, w);
+	w->doubt.asking = true;
+	rc = e->t.ops->exists(e->t.ctx, w->ours.path, doubt_check_done, w);
 	if (rc == ZOK)
 		return;
-	w->doubt_asking = false;
+	w->doubt.asking = false;
 	w->refs--;
 }

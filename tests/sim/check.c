@@ -213,7 +213,7 @@ static void granted_on(struct world *wd, struct driven *d)
 		sn_trace(&wd->net, "        (w%d's grant reuses a lingering entry)", d->id);
 	}
 	/* a grant without a round trip needs a session surely alive */
-	if ((info.grants || d->w->cohort) && sim_was_doubtful(wd, d->mount))
+	if ((info.grants || d->w->handoff.cohort) && sim_was_doubtful(wd, d->mount))
 		sim_failf(wd, "doubt: w%d granted by a %s while m%d was in doubt", d->id,
 			  info.grants ? "lingering entry" : "cohort hand-off", d->mount);
 }
