@@ -122,7 +122,6 @@ static void create_done(int rc, const char *path, const struct Stat *stat,
 	zke_unlock_fire(e);
 }
 
-/* Send @w's create. Return: ZOK (sent, or stalled to redo), else why not. */
 int zke_send_create_locked(struct zkl_waiter *w)
 {
 	struct zke_queue *q;

@@ -257,11 +257,14 @@ struct zkl_waiter {
 	} linger;
 };
 
+/* zke_answered() - has @w an answer: granted, refused, or lost since? */
 static inline bool zke_answered(const struct zkl_waiter *w)
 {
 	return w->sm.ans != ANS_NONE;
 }
 
+/* zke_ahead_lowest() - is the entry @w must outlive known to be the lowest
+ * of its lock? */
 static inline bool zke_ahead_lowest(const struct zkl_waiter *w)
 {
 	return w->pred.ahead == AHEAD_THEIRS_LOWEST || w->pred.ahead == AHEAD_OURS_LOWEST;
@@ -346,15 +349,45 @@ static inline bool zke_unsure_locked(struct zkl_engine *e)
  */
 
 /* zk/queue.c: the mount's own queue of entries in each lock */
+
+/* zke_queue_find_dir_locked() - the queue of our entries in the lock @dir,
+ * or NULL if none. */
 struct zke_queue *zke_queue_find_dir_locked(struct zkl_engine *e, const char *dir);
+/*
+ * zke_queue_insert_locked() - put @w, whose entry now exists, among our
+ * entries in its lock, in sequence order (the first one there makes the
+ * queue).  Out of memory, @w stays out of every queue and lists for itself.
+ * zk/create.c calls it as it takes the entry as ours.
+ */
 void zke_queue_insert_locked(struct zkl_waiter *w);
+/* zke_queue_unlink_locked() - take @w out of its queue, if it is in one;
+ * the last one out frees the queue. */
 void zke_queue_unlink_locked(struct zkl_waiter *w);
+/* zke_queue_find_locked() - the entry of ours with sequence number @seq
+ * before @w in its queue, or NULL. */
 struct zkl_waiter *zke_queue_find_locked(struct zkl_waiter *w, int32_t seq);
 
 /* zk/waiter.c: the small machines, references, stalls, answers */
+
+/* zke_free_cands() - free the entries that may be @w's (w->create.cands,
+ * zk/create.c) and empty the list. */
 void zke_free_cands(struct zkl_waiter *w);
+/* zke_waiter_free() - free @w and all it owns, once it is in no list
+ * (zke_put_locked(), zkl_enqueue() out of memory, zkl_engine_free()). */
 void zke_waiter_free(struct zkl_waiter *w);
+/*
+ * zke_put_locked() - drop a reference to @w.  The last one takes it out of
+ * its queue (zke_dequeue_locked()) and of e->all, tells on_dir (if set)
+ * that its lock has one waiter less, and frees it.
+ */
 void zke_put_locked(struct zkl_waiter *w);
+/*
+ * zke_unlock_fire() - drop @e's lock, then run the done callbacks answered
+ * under it (zke_fire_locked()), and drop their answers' references (under
+ * the lock again, until no answer is left); it returns with the lock
+ * dropped.  Whoever may have answered a waiter ends with it, instead of
+ * zkmx_unlock().
+ */
 void zke_unlock_fire(struct zkl_engine *e);
 /*
  * zke_set_state_locked() - the one way a waiter's state changes; a move the
@@ -382,10 +415,25 @@ void zke_set_lost_locked(struct zkl_waiter *w, enum zkm_loss why);
  * afresh after an expiry), DELETING -> LIVE (the delete to be redone),
  * LIVE -> GONE (its session expired). */
 void zke_set_entry_locked(struct zkl_waiter *w, enum entry to);
+/*
+ * zke_stall_locked() - stall @w until the session is back, to redo @what
+ * (zke_unstall_locked() takes it out).  A stalled waiter holds a reference
+ * of its own: its caller may have given it up (an interrupted open whose
+ * create is unresolved), and the redo must still happen.
+ */
 void zke_stall_locked(struct zkl_waiter *w, enum stall what);
+/* zke_unstall_locked() - end @w's stall, dropping its reference (the
+ * caller holds another).  Return: what was to be redone (S_NONE: none). */
 enum stall zke_unstall_locked(struct zkl_waiter *w);
+/*
+ * zke_answer_locked() - decide @w's answer, unless it has one: granted
+ * (HELD) if @err is 0, else refused with @err (DONE); done runs at
+ * zke_unlock_fire().  With @advance, the next waiter of ours, which may
+ * have been parked behind @w, moves on.
+ */
 void zke_answer_locked(struct zkl_waiter *w, int err, bool advance);
-/* zke_fire_locked() - queue @w's done to run at zke_unlock_fire() */
+/* zke_fire_locked() - queue @w's done to run at zke_unlock_fire(), with a
+ * reference held across it */
 void zke_fire_locked(struct zkl_waiter *w);
 /* zke_set_dirwatch_locked(): the child watch's state, moved as the own watch's */
 void zke_set_dirwatch_locked(struct zkl_waiter *w, enum own to);
@@ -394,78 +442,252 @@ void zke_set_dirwatch_locked(struct zkl_waiter *w, enum own to);
  * reply read after the mount declared its holders lost may be older than
  * the session (the server may have expired it and granted the next one),
  * so the grant is withheld and @w lists again once the session is back or
- * starts over after its expiry.  Return: whether @w was answered.
+ * starts over after its expiry.  A grant made in a doubt starts in it.
+ * Return: whether @w was answered (false too if it had been already).
  */
 bool zke_grant_locked(struct zkl_waiter *w, bool advance);
 
 /* zk/retry.c: whether a waiter may send now; what a failed request does */
+
+/*
+ * zke_stale_locked() - was @w's entry made by a handle replaced since (its
+ * session expired, and the entry with it)?  Then on_expired() is about to
+ * start @w over: until it does, a request of @w's on the new session finds
+ * its entry missing.  So a stale waiter sends nothing on the new session
+ * (it stalls, and on_expired() unstalls it): a listing or watch sent then
+ * would answer after the waiter was started over, and drive it down a
+ * second path (a grant out of order, or two entries for one waiter).
+ */
 bool zke_stale_locked(struct zkl_waiter *w);
 /* zke_fresh_locked() - may @w send on the session?  A stale waiter stalls
  * with @redo instead, and on_expired() starts it over: false. */
 bool zke_fresh_locked(struct zkl_waiter *w, enum stall redo);
+/* zke_call_failed_locked() - a request of @w's (@what, for the log) failed
+ * with @rc: stall it if the session may come back (to redo @redo then),
+ * else fail it. */
 void zke_call_failed_locked(struct zkl_waiter *w, int rc, enum stall redo,
 			    const char *what);
+/* zke_fail_locked() - refuse @w with @err, unless it is answered already
+ * (the next waiter of ours moves on), and let its entry go: our watch off
+ * it, then its delete. */
 void zke_fail_locked(struct zkl_waiter *w, int err);
+/*
+ * zke_lose_locked() - a held lock is gone, for @cause (@why, for the log):
+ * tell the caller once (the lost callback, under the lock), and make sure
+ * the entry goes.  Nothing for a waiter not granted, or given back.
+ */
 void zke_lose_locked(struct zkl_waiter *w, enum zkm_loss cause, const char *why);
 
 /* zk/watch.c: the watch on our own entry, and on the one we must outlive */
+
+/*
+ * zke_watcher_enter() - the start of each of our watchers: the waiter @ctx,
+ * with its engine's lock taken; or NULL for a session event that leaves the
+ * watch armed (all but the expiry, which ends every watch).  The watcher
+ * ends with zke_put_locked() (the watch's reference) and zke_unlock_fire().
+ */
 struct zkl_waiter *zke_watcher_enter(int type, int state, void *ctx);
+/*
+ * zke_own_watcher() - the watch on our own entry, while it waits for a
+ * grant without a listing, and held (zke_own_watch_locked()): a deletion
+ * not ours loses a holder or fails a waiter; a change of its data is read
+ * again, and a waiter poked lists.
+ */
 void zke_own_watcher(zhandle_t *zh, int type, int state, const char *path,
 		     void *ctx);
+/*
+ * zke_own_watch_done() - the reply to the read that sets the own watch: it
+ * is armed, or off.  The data may ask the holder to let go
+ * (zke_read_revoke_locked()); a version not seen before is a poke (a
+ * waiter lists); no entry is a deletion not ours; a holder's transient
+ * failure stalls (S_OWNWATCH).
+ */
 void zke_own_watch_done(int rc, const char *value, int len,
 			const struct Stat *stat, const void *data);
+/*
+ * zke_own_watch_locked() - watch our own entry, to hear if someone else
+ * deletes it (or writes it: a poke, a revocation), unless it is watched
+ * already, not LIVE, or stalled.  Armed on the supervisor's tick
+ * (on_tick()), not at the grant or when the wait begins: most locks are
+ * given back and most waits end sooner, and then cost neither the watch
+ * nor its removal.  A semaphore's waiter and a lingering entry arm it at
+ * once.
+ */
 void zke_own_watch_locked(struct zkl_waiter *w);
-/* zke_unwatch_locked() - take our watch off @w's entry before its delete */
+/* zke_unwatch_locked() - take our watch off @w's entry before its delete,
+ * so that the delete notifies nobody but a waiter of another client: at
+ * most one notification per release. */
 void zke_unwatch_locked(struct zkl_waiter *w);
 /* zke_read_revoke_locked() - @w's entry's data, just read, is @value
  * (@len bytes): if it asks the holder to let go ("__REVOKE__"), remember it
  * and tell the holder (once), or end its linger. */
 void zke_read_revoke_locked(struct zkl_waiter *w, const char *value, int len);
-void zke_watch_locked(struct zkl_waiter *w);
 /*
- * zke_doubt_locked() - @w's session entered doubt: a holder says so (the
- * doubted callback).  zke_doubt_check_locked()
- * - the doubt is over: read @w's entry, and leave doubt (the callback
- * again) once the read shows it; a read that shows it gone loses the lock,
- * one that fails is asked again at the next tick.
+ * zke_watch_locked() - @w waits (W_WATCHING) with a watch on w->pred.path,
+ * another client's entry: only we watch it (no herd).  Its going lists
+ * again, or, if it was the lowest, confirms that our own entry is still
+ * there; a try (O_NONBLOCK) behind an entry whose data does not say it
+ * lingers is refused -EAGAIN.
  */
+void zke_watch_locked(struct zkl_waiter *w);
+/* zke_doubt_locked() - @w's session entered doubt: a holder not given back
+ * says so (the doubted callback, if set), once. */
 void zke_doubt_locked(struct zkl_waiter *w);
+/*
+ * zke_doubt_check_locked() - the doubt is over: read @w's entry, and leave
+ * doubt (the callback again) once the read shows it; a read that shows it
+ * gone loses the lock, one that fails is asked again at the next tick.
+ */
 void zke_doubt_check_locked(struct zkl_waiter *w);
 
 /* zk/wait.c: a listing and its decision; how a waiter waits */
+
+/*
+ * zke_children_done() - the reply to a listing of the lock of the waiter
+ * @data (zke_check_locked(), or the one a create sends behind it): it
+ * decides for that waiter, and for every waiter of ours it shows that is
+ * parked or waits to be poked, once the limit is known (zk/sem.c).  A
+ * waiter answered or no longer CHECKING meanwhile ignores it.
+ */
 void zke_children_done(int rc, const struct String_vector *strings,
 		       const struct Stat *dir, const void *data);
+/* zke_check_locked() - list @w's lock (W_CHECKING), to decide @w: a stale
+ * waiter, or a request that cannot be sent, stalls instead (S_CHECK). */
 void zke_check_locked(struct zkl_waiter *w);
+/*
+ * zke_learn_pred_locked() - remember that @w must outlive @pred (from a
+ * listing that showed @w; @first: @pred is the lowest entry there), and
+ * whether it is ours.  Out of memory, whom is unknown: @w lists again.
+ */
 void zke_learn_pred_locked(struct zkl_waiter *w, const struct zkg_child *pred,
 			   bool first);
+/*
+ * zke_wait_locked() - how @w (created, not answered, no request in flight)
+ * waits now: parked behind an entry of ours not yet granted; else, knowing
+ * whom it must outlive, for our own delete of it or with a watch on
+ * another's; else it lists the children.  A semaphore's waiter waits to be
+ * poked; a try (O_NONBLOCK) lists, or watches the one entry ahead that may
+ * only linger.
+ */
 void zke_wait_locked(struct zkl_waiter *w);
+/* zke_rewait_locked() - something @w (or NULL) waited for locally changed:
+ * a PARKED or LOCALWAIT waiter waits anew. */
 void zke_rewait_locked(struct zkl_waiter *w);
 
 /* zk/sem.c: semaphores (a limit of N holders) */
+
+/*
+ * zke_limit_current_locked() - is what @w's queue knows of the limit
+ * current, given the lock znode's Stat @dir from a listing?  A znode
+ * without data sets none; without a queue or a Stat, @w is decided as a
+ * plain lock.  After a false, nothing is granted without a listing until
+ * the limit is read again (zke_read_limit_locked()).
+ */
 bool zke_limit_current_locked(struct zkl_waiter *w, const struct Stat *dir);
+/* zke_read_limit_locked() - the limit changed, or was never read: read it,
+ * then list again. */
 void zke_read_limit_locked(struct zkl_waiter *w);
+/* zke_semwait_locked() - @w (created, not answered, nothing of ours before
+ * it waiting) waits to be poked (W_SEMWAIT): its own watch, armed now, is
+ * how a poke arrives. */
 void zke_semwait_locked(struct zkl_waiter *w);
+/*
+ * zke_poke_locked() - @l's entry, which held a semaphore, is deleted: wake
+ * the waiter its going lets in.  Nothing of @l is kept: it may be freed
+ * meanwhile.
+ */
 void zke_poke_locked(struct zkl_waiter *l);
+/*
+ * zke_sem_tick_locked() - on the supervisor's tick, the first waiter of
+ * ours in each semaphore lists: a holder may be gone unpoked.  In every
+ * lock, not only those a limit is known for now: a waiter that went to
+ * wait for a poke under a limit since removed waits for nothing else
+ * (nobody pokes in a plain lock).
+ */
 void zke_sem_tick_locked(struct zkl_engine *e);
 
 /* zk/release.c: the delete, the hand-off it checks, leaving our queue */
+
+/*
+ * zke_delete_locked() - delete @w's entry, if it is LIVE (DELETING until
+ * the reply).  The same transaction checks the entries of the waiters of
+ * ours its going hands the lock to; those a cohort hand-off allows are
+ * granted at once.  A delete that cannot be sent stalls (S_DELETE).
+ */
 void zke_delete_locked(struct zkl_waiter *w);
+/*
+ * zke_dequeue_locked() - @l leaves our queue.  The waiters that had to
+ * outlive it move on.  If our delete removed its entry (@deleted) and it was
+ * the lowest (@handoff: an exclusive entry that held the lock; or a listing
+ * showed it lowest), those a listing showed right behind it hold the lock
+ * now, provided the delete checked their own entries were still there
+ * (struct handoff); the others look again.
+ */
 void zke_dequeue_locked(struct zkl_waiter *l, bool deleted, bool handoff);
 
 /* zk/create.c: creating an entry, finding it again after an unknown create */
+
+/*
+ * zke_send_create_locked() - send @w's create (W_CREATING) and, unless it
+ * will be parked behind an entry of ours, the listing that decides it.
+ * Return: ZOK (sent, or stalled to redo), else why not.
+ */
 int zke_send_create_locked(struct zkl_waiter *w);
+/* zke_create_locked() - create @w's entry, unless it was answered or given
+ * back meanwhile; a create refused at once answers it refused. */
 void zke_create_locked(struct zkl_waiter *w);
+/*
+ * zke_resolve_locked() - after a create whose outcome is unknown, find
+ * @w's entry (W_RESOLVING): list its lock and read each entry that may be
+ * ours, until one has our nonce and our session (zk/adopt.h); none has:
+ * create it again.
+ */
 void zke_resolve_locked(struct zkl_waiter *w);
 
 /* zk/linger.c: lingering locks */
+
+/*
+ * zke_linger_locked() - zkl_release() of @w: keep its entry instead of
+ * deleting it?  Only an entry that holds the lock, alone of ours in it, on
+ * a session neither silent, in doubt nor replaced, in a lock no one else
+ * asked for while it held.  Return: whether it lingers (W_CACHED), with a
+ * reference of its own.
+ */
 bool zke_linger_locked(struct zkl_waiter *w);
+/*
+ * zke_reuse_locked() - the lingering entry of @dir that an enqueue of
+ * @prefix may have, or NULL.  One of another name, or out of time, is let
+ * go now: its delete goes before that enqueue's create.
+ */
 struct zkl_waiter *zke_reuse_locked(struct zkl_engine *e, const char *dir,
 				    const char *prefix);
+/* zke_cached_locked() - the lingering entry of the lock @dir (one at most:
+ * zke_linger_locked()), or NULL. */
 struct zkl_waiter *zke_cached_locked(struct zkl_engine *e, const char *dir);
+/*
+ * zke_regrant_locked() - grant the lingering @w again, to a new caller (as
+ * zkl_enqueue()'s arguments) whose entry data is @data (@len bytes, w's
+ * nonce line follows): done runs at zke_unlock_fire().  The caller's
+ * reference is the linger's.
+ */
 void zke_regrant_locked(struct zkl_waiter *w, int flags, const char *data, int len,
 			uint32_t owner, zkl_done_fn done, void *arg);
+/*
+ * zke_unlinger_locked() - end @w's linger, if it lingers: delete its entry,
+ * or, if it is @already_deleted (by someone, or with its session), only
+ * forget it.  Drops the linger's reference: @w may be freed unless the
+ * caller holds one.
+ */
 void zke_unlinger_locked(struct zkl_waiter *w, bool already_deleted);
+/*
+ * zke_unmark_locked() - someone else joined @w's lock while it is held
+ * again after a linger: take the mark out of its data, so that a try
+ * waiting on it is refused at once rather than at the end of
+ * ZKE_TRY_WAIT_MS.  (A lingering entry is deleted instead.)
+ */
 void zke_unmark_locked(struct zkl_waiter *w);
+/* zke_linger_tick_locked() - the supervisor's tick: end @w's linger if its
+ * time is up, else ask for a tick then. */
 void zke_linger_tick_locked(struct zkl_waiter *w);
 
 #endif

@@ -139,12 +139,6 @@ static void send_data_locked(struct zkl_waiter *w, int32_t version)
 		w->refs--;
 }
 
-/*
- * Someone else joined @w's lock while it is held again after a linger:
- * take the mark out of its data, so that a try waiting on it is refused at
- * once rather than at the end of ZKE_TRY_WAIT_MS.  (A lingering entry is
- * deleted instead.)
- */
 void zke_unmark_locked(struct zkl_waiter *w)
 {
 	ZKMX_ASSERT_HELD(&w->e->lock);
@@ -222,12 +216,6 @@ static void dir_watch_locked(struct zkl_waiter *w)
 	}
 }
 
-/*
- * zkl_release() of @w: keep its entry instead of deleting it?  Only an
- * entry that holds the lock, alone of ours in it, on a session neither
- * silent, in doubt nor replaced, in a lock no one else asked for while it
- * held.
- */
 bool zke_linger_locked(struct zkl_waiter *w)
 {
 	struct zkl_engine *e = w->e;
@@ -255,7 +243,6 @@ bool zke_linger_locked(struct zkl_waiter *w)
 	return w->sm.state == W_CACHED;
 }
 
-/* The lingering entry of the lock @dir (one at most: zke_linger_locked()), or NULL. */
 struct zkl_waiter *zke_cached_locked(struct zkl_engine *e, const char *dir)
 {
 	struct zke_queue *q = zke_queue_find_dir_locked(e, dir);
@@ -267,11 +254,6 @@ struct zkl_waiter *zke_cached_locked(struct zkl_engine *e, const char *dir)
 	return x;
 }
 
-/*
- * The lingering entry of @dir that an enqueue of @prefix may have, or NULL.
- * One of another name, or out of time, is let go now: its delete goes
- * before that enqueue's create.
- */
 struct zkl_waiter *zke_reuse_locked(struct zkl_engine *e, const char *dir,
 				    const char *prefix)
 {
@@ -286,12 +268,6 @@ struct zkl_waiter *zke_reuse_locked(struct zkl_engine *e, const char *dir,
 	return NULL;
 }
 
-/*
- * Grant the lingering @w again, to a new caller (as zkl_enqueue()'s
- * arguments) whose entry data is @data (@len bytes, w's nonce line
- * follows): done runs at zke_unlock_fire().  The caller's reference is the
- * linger's.
- */
 void zke_regrant_locked(struct zkl_waiter *w, int flags, const char *data, int len,
 			uint32_t owner, zkl_done_fn done, void *arg)
 {
@@ -318,11 +294,6 @@ void zke_regrant_locked(struct zkl_waiter *w, int flags, const char *data, int l
 	send_data_locked(w, w->seen.dver);
 }
 
-/*
- * End @w's linger: delete its entry, or, if it is @already_deleted (by
- * someone, or with its session), only forget it.  Drops the linger's
- * reference: @w may be freed unless the caller holds one.
- */
 void zke_unlinger_locked(struct zkl_waiter *w, bool already_deleted)
 {
 	ZKMX_ASSERT_HELD(&w->e->lock);
@@ -341,7 +312,6 @@ void zke_unlinger_locked(struct zkl_waiter *w, bool already_deleted)
 	zke_put_locked(w);
 }
 
-/* The supervisor's tick: end @w's linger if its time is up, else ask again. */
 void zke_linger_tick_locked(struct zkl_waiter *w)
 {
 	struct zkl_engine *e = w->e;

@@ -13,7 +13,6 @@ static struct zke_queue **qslot(struct zkl_engine *e, const char *dir)
 	return &e->qtab[zkn_hash(dir) % QBUCKETS];
 }
 
-/* Our entries in the lock @dir, or NULL if none. */
 struct zke_queue *zke_queue_find_dir_locked(struct zkl_engine *e, const char *dir)
 {
 	struct zke_queue *q;
@@ -24,7 +23,6 @@ struct zke_queue *zke_queue_find_dir_locked(struct zkl_engine *e, const char *di
 	return q;
 }
 
-/* Put @w, whose entry now exists, among our entries in its lock. */
 void zke_queue_insert_locked(struct zkl_waiter *w)
 {
 	struct zke_queue **slot = qslot(w->e, w->req.dir);
@@ -85,7 +83,6 @@ void zke_queue_unlink_locked(struct zkl_waiter *w)
 	free(q);
 }
 
-/* The entry of ours with sequence number @seq before @w, or NULL. */
 struct zkl_waiter *zke_queue_find_locked(struct zkl_waiter *w, int32_t seq)
 {
 	ZKMX_ASSERT_HELD(&w->e->lock);

@@ -221,14 +221,6 @@ void zke_delete_locked(struct zkl_waiter *w)
 }
 
 
-/*
- * @l leaves our queue.  The waiters that had to outlive it move on.  If our
- * delete removed its entry (@deleted) and it was the lowest (@handoff: an
- * exclusive entry that held the lock; or a listing showed it lowest), those
- * a listing showed right behind it hold the lock now, provided the delete
- * checked their own entries were still there (struct handoff); the others
- * look again.
- */
 void zke_dequeue_locked(struct zkl_waiter *l, bool deleted, bool handoff)
 {
 	struct zkl_waiter *first = l->qnext, *x;

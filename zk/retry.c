@@ -6,15 +6,6 @@
 #include "zk/errno.h"
 #include "zk/log.h"
 
-/*
- * Was @w's entry made by a handle replaced since (its session expired, and
- * the entry with it)?  Then on_expired() is about to start @w over: until
- * it does, a request of @w's on the new session finds its entry missing.
- * So a stale waiter sends nothing on the new session (it stalls, and
- * on_expired() unstalls it): a listing or watch sent then would answer
- * after the waiter was started over, and drive it down a second path (a
- * grant out of order, or two entries for one waiter).
- */
 bool zke_stale_locked(struct zkl_waiter *w)
 {
 	ZKMX_ASSERT_HELD(&w->e->lock);
@@ -29,8 +20,6 @@ bool zke_fresh_locked(struct zkl_waiter *w, enum stall redo)
 	return false;
 }
 
-/* A request of @w's failed with @rc: stall it if the session may come back
- * (to redo @redo then), else fail it. */
 void zke_call_failed_locked(struct zkl_waiter *w, int rc, enum stall redo,
 			    const char *what)
 {
@@ -51,7 +40,6 @@ void zke_fail_locked(struct zkl_waiter *w, int err)
 	zke_delete_locked(w);
 }
 
-/* A held lock is gone: tell the caller once, and make sure the entry goes. */
 void zke_lose_locked(struct zkl_waiter *w, enum zkm_loss cause, const char *why)
 {
 	ZKMX_ASSERT_HELD(&w->e->lock);

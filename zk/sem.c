@@ -39,10 +39,6 @@
 
 /* knowing the limit ------------------------------------------------------- */
 
-/*
- * Is what @w's queue knows of the limit current, given the lock znode's
- * Stat @dir from a listing?  A znode without data sets none.
- */
 bool zke_limit_current_locked(struct zkl_waiter *w, const struct Stat *dir)
 {
 	struct zke_queue *q = w->q;
@@ -91,7 +87,6 @@ static void limit_read_done(int rc, const char *value, int len,
 	zke_unlock_fire(e);
 }
 
-/* The limit changed, or was never read: read it, then list again. */
 void zke_read_limit_locked(struct zkl_waiter *w)
 {
 	int rc;
@@ -109,7 +104,6 @@ void zke_read_limit_locked(struct zkl_waiter *w)
 
 /* waiting ------------------------------------------------------------------ */
 
-/* @w (created, not answered, nothing of ours before it waiting) waits to be poked. */
 void zke_semwait_locked(struct zkl_waiter *w)
 {
 	ZKMX_ASSERT_HELD(&w->e->lock);
@@ -117,12 +111,6 @@ void zke_semwait_locked(struct zkl_waiter *w)
 	zke_own_watch_locked(w);	/* now: it is how a poke arrives */
 }
 
-/*
- * The first waiter of ours in each semaphore lists: a holder may be gone
- * unpoked.  In every lock, not only those a limit is known for now: a
- * waiter that went to wait for a poke under a limit since removed waits
- * for nothing else (nobody pokes in a plain lock).
- */
 void zke_sem_tick_locked(struct zkl_engine *e)
 {
 	ZKMX_ASSERT_HELD(&e->lock);
@@ -313,10 +301,6 @@ static void poke_start_locked(struct zkl_engine *e, const char *dir,
 	poke_list_locked(p);
 }
 
-/*
- * @l's entry, which held a semaphore, is deleted: wake the waiter its going
- * lets in.  Nothing of @l is kept: it may be freed meanwhile.
- */
 void zke_poke_locked(struct zkl_waiter *l)
 {
 	ZKMX_ASSERT_HELD(&l->e->lock);

@@ -12,7 +12,6 @@
 #include "zk/log.h"
 #include "zk/naming.h"
 
-/* Remember that @w must outlive @pred (from a listing that showed @w). */
 void zke_learn_pred_locked(struct zkl_waiter *w, const struct zkg_child *pred,
 			   bool first)
 {
@@ -153,12 +152,6 @@ void zke_check_locked(struct zkl_waiter *w)
 	zke_call_failed_locked(w, rc, S_CHECK, "cannot list the queue of");
 }
 
-/*
- * How @w (created, not answered, no request in flight) waits now: parked
- * behind an entry of ours not yet granted; else, knowing whom it must
- * outlive, for our own delete of it or with a watch on another's; else it
- * lists the children.
- */
 void zke_wait_locked(struct zkl_waiter *w)
 {
 	ZKMX_ASSERT_HELD(&w->e->lock);
@@ -185,7 +178,6 @@ void zke_wait_locked(struct zkl_waiter *w)
 	}
 }
 
-/* Something @w waited for locally changed: wait anew. */
 void zke_rewait_locked(struct zkl_waiter *w)
 {
 	if (!w)

@@ -50,7 +50,6 @@ void zke_put_locked(struct zkl_waiter *w)
 	zke_waiter_free(w);
 }
 
-/* Drop the engine's lock, then run the done callbacks answered under it. */
 void zke_unlock_fire(struct zkl_engine *e)
 {
 	while (e->fire) {
@@ -214,12 +213,6 @@ void zke_set_entry_locked(struct zkl_waiter *w, enum entry to)
 	w->sm.entry = to;
 }
 
-/*
- * Stall @w until the session is back, to redo @what (zke_unstall_locked()
- * takes it out).  A stalled waiter holds a reference of its own: its caller
- * may have given it up (an interrupted open whose create is unresolved),
- * and the redo must still happen.
- */
 void zke_stall_locked(struct zkl_waiter *w, enum stall what)
 {
 	ZKMX_ASSERT_HELD(&w->e->lock);
@@ -234,7 +227,6 @@ void zke_stall_locked(struct zkl_waiter *w, enum stall what)
 	w->sm.stall = what;
 }
 
-/* End @w's stall. Return: what was to be redone. */
 enum stall zke_unstall_locked(struct zkl_waiter *w)
 {
 	enum stall what = w->sm.stall;
@@ -249,10 +241,6 @@ enum stall zke_unstall_locked(struct zkl_waiter *w)
 }
 
 
-/*
- * Decide @w's answer; done runs at zke_unlock_fire().  With @advance, the next
- * waiter of ours, which may have been parked behind @w, moves on.
- */
 void zke_answer_locked(struct zkl_waiter *w, int err, bool advance)
 {
 	ZKMX_ASSERT_HELD(&w->e->lock);

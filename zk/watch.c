@@ -9,12 +9,6 @@
 
 #include "zk/log.h"
 
-/*
- * The start of each of our watchers: the waiter @ctx, with its engine's
- * lock taken; or NULL for a session event that leaves the watch armed
- * (all but the expiry, which ends every watch).  The watcher ends with
- * zke_put_locked() (the watch's reference) and zke_unlock_fire().
- */
 struct zkl_waiter *zke_watcher_enter(int type, int state, void *ctx)
 {
 	struct zkl_waiter *w = ctx;
@@ -67,7 +61,6 @@ void zke_read_revoke_locked(struct zkl_waiter *w, const char *value, int len)
 	zke_unlinger_locked(w, false);	/* let go now, if lingering */
 }
 
-/* The watch on our own entry: while it waits for a grant without a listing, and held. */
 void zke_own_watcher(zhandle_t *zh, int type, int state, const char *path,
 		     void *ctx)
 {
@@ -120,12 +113,6 @@ void zke_own_watch_done(int rc, const char *value, int len,
 	zke_unlock_fire(e);
 }
 
-/*
- * Watch our own entry, to hear if someone else deletes it.  Armed on the
- * supervisor's tick (on_tick()), not at the grant or when the wait begins:
- * most locks are given back and most waits end sooner, and then cost
- * neither the watch nor its removal.
- */
 void zke_own_watch_locked(struct zkl_waiter *w)
 {
 	ZKMX_ASSERT_HELD(&w->e->lock);
@@ -242,7 +229,6 @@ static void pred_done(int rc, const char *value, int len,
 	zke_unlock_fire(e);
 }
 
-/* Watch w->pred.path, another client's entry: only we watch it (no herd). */
 void zke_watch_locked(struct zkl_waiter *w)
 {
 	int rc;
@@ -286,10 +272,8 @@ static bool watched_by_another_locked(struct zkl_waiter *w)
 }
 
 /*
- * Before we delete our own entry, take our watch off it, so that the delete
- * notifies nobody but a waiter of another client: at most one notification
- * per release.  No other watch of this session is on it (waiters of ours
- * wait for it locally; see also zke_dequeue_locked()) but in the case above, so
+ * No other watch of this session is on our entry (waiters of ours wait for
+ * it locally; see also zke_dequeue_locked()) but in the case above, so
  * removing every one is removing ours.  Requests of one session are done in
  * order, so the removal comes first.  The client knows a watch only once
  * the reply that set it is in, so a release that comes sooner waits for it
