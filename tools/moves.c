@@ -67,7 +67,7 @@ int main(void)
 	table("state", "zke_set_state_locked()", wstates, N(wstates), wmoves, N(wmoves));
 	table("stall", "zke_stall_locked(), zke_unstall_locked()", stalls, N(stalls),
 	      smoves, N(smoves));
-	table("ans", "zke_set_answer_locked()", answers, N(answers), amoves, N(amoves));
+	table("ans", "set_answer_locked(), zke_set_lost_locked()", answers, N(answers), amoves, N(amoves));
 	table("entry", "zke_set_entry_locked()", entries, N(entries), emoves, N(emoves));
 	table("own, dirwatch", "zke_set_own_locked(), zke_set_dirwatch_locked()", watches,
 	      N(watches), omoves, N(omoves));

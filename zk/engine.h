@@ -35,7 +35,7 @@ enum answer { ZKE_ANSWERS(ZKE_ENUM_ANS) };	/* what the caller was told */
 enum entry { ZKE_ENTRIES(ZKE_ENUM_ENTRY) };	/* our entry; its path names it but in NONE */
 enum own { ZKE_WATCHES(ZKE_ENUM_OWN) };	/* the own watch, and the child watch */
 
-/* Whom a listing showed we must outlive: zke_learn_pred_locked(). */
+/* Whom a listing showed we must outlive: learn_pred_locked() of zk/wait.c. */
 enum ahead {
 	AHEAD_UNKNOWN,		/* no listing yet, or it went */
 	AHEAD_THEIRS,		/* another client's entry */
@@ -112,7 +112,7 @@ struct zkl_waiter {
 	 * the sanitizer builds.  Every file but zk/queue.c reads them.
 	 */
 	struct {
-		enum wstate state;	/* the table of zk/lock.c */
+		enum wstate state;	/* where it is: zk/moves.h's list */
 		enum stall stall;	/* what to redo when the session is back */
 		enum answer ans;	/* what the caller was told */
 		enum entry entry;	/* our entry at the server */
@@ -191,7 +191,7 @@ struct zkl_waiter {
 	} doubt;
 	/*
 	 * Whom it must outlive: written by zk/wait.c, from the listing that
-	 * shows it (zke_learn_pred_locked()); by zk/create.c, from our own
+	 * shows it; by zk/create.c, from our own
 	 * creates, with no listing (chain_locked()); and by zk/lock.c, which
 	 * forgets it when an expiry takes every entry.  ahead is a cache of
 	 * that listing, not a machine: any value may follow any.  Read by
@@ -406,10 +406,8 @@ const char *zke_invariants_locked(struct zkl_engine *e);
  * OFF -> SETTING -> ARMED or OFF, ARMED -> OFF, and anything -> OFF when
  * the session's watches are gone; other moves abort (sanitizer builds). */
 void zke_set_own_locked(struct zkl_waiter *w, enum own to);
-/* zke_set_answer_locked(): NONE -> GRANTED or REFUSED, GRANTED -> LOST. */
-void zke_set_answer_locked(struct zkl_waiter *w, enum answer to);
-/* zke_set_lost_locked() - answer @w LOST (GRANTED -> LOST, moved as by
- * zke_set_answer_locked()), for @why: zke_lose_locked() of zk/retry.c. */
+/* zke_set_lost_locked() - answer @w LOST (GRANTED -> LOST, the answer's one
+ * move after a grant), for @why: zke_lose_locked() of zk/retry.c. */
 void zke_set_lost_locked(struct zkl_waiter *w, enum zkm_loss why);
 /* zke_set_entry_locked(): NONE -> LIVE -> DELETING -> GONE -> NONE (made
  * afresh after an expiry), DELETING -> LIVE (the delete to be redone),
@@ -496,15 +494,6 @@ struct zkl_waiter *zke_watcher_enter(int type, int state, void *ctx);
 void zke_own_watcher(zhandle_t *zh, int type, int state, const char *path,
 		     void *ctx);
 /*
- * zke_own_watch_done() - the reply to the read that sets the own watch: it
- * is armed, or off.  The data may ask the holder to let go
- * (zke_read_revoke_locked()); a version not seen before is a poke (a
- * waiter lists); no entry is a deletion not ours; a holder's transient
- * failure stalls (S_OWNWATCH).
- */
-void zke_own_watch_done(int rc, const char *value, int len,
-			const struct Stat *stat, const void *data);
-/*
  * zke_own_watch_locked() - watch our own entry, to hear if someone else
  * deletes it (or writes it: a poke, a revocation), unless it is watched
  * already, not LIVE, or stalled.  Armed on the supervisor's tick
@@ -554,13 +543,6 @@ void zke_children_done(int rc, const struct String_vector *strings,
 /* zke_check_locked() - list @w's lock (W_CHECKING), to decide @w: a stale
  * waiter, or a request that cannot be sent, stalls instead (S_CHECK). */
 void zke_check_locked(struct zkl_waiter *w);
-/*
- * zke_learn_pred_locked() - remember that @w must outlive @pred (from a
- * listing that showed @w; @first: @pred is the lowest entry there), and
- * whether it is ours.  Out of memory, whom is unknown: @w lists again.
- */
-void zke_learn_pred_locked(struct zkl_waiter *w, const struct zkg_child *pred,
-			   bool first);
 /*
  * zke_wait_locked() - how @w (created, not answered, no request in flight)
  * waits now: parked behind an entry of ours not yet granted; else, knowing
@@ -679,13 +661,6 @@ void zke_regrant_locked(struct zkl_waiter *w, int flags, const char *data, int l
  * caller holds one.
  */
 void zke_unlinger_locked(struct zkl_waiter *w, bool already_deleted);
-/*
- * zke_unmark_locked() - someone else joined @w's lock while it is held
- * again after a linger: take the mark out of its data, so that a try
- * waiting on it is refused at once rather than at the end of
- * ZKE_TRY_WAIT_MS.  (A lingering entry is deleted instead.)
- */
-void zke_unmark_locked(struct zkl_waiter *w);
 /* zke_linger_tick_locked() - the supervisor's tick: end @w's linger if its
  * time is up, else ask for a tick then. */
 void zke_linger_tick_locked(struct zkl_waiter *w);

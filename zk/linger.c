@@ -139,7 +139,13 @@ static void send_data_locked(struct zkl_waiter *w, int32_t version)
 		w->refs--;
 }
 
-void zke_unmark_locked(struct zkl_waiter *w)
+/*
+ * Someone else joined @w's lock while it is held again after a linger:
+ * take the mark out of its data, so that a try waiting on it is refused at
+ * once rather than at the end of ZKE_TRY_WAIT_MS.  (A lingering entry is
+ * deleted instead.)
+ */
+static void unmark_locked(struct zkl_waiter *w)
 {
 	ZKMX_ASSERT_HELD(&w->e->lock);
 	if (!w->linger.mark || w->sm.state != W_HELD || w->caller.released ||
@@ -169,7 +175,7 @@ static void dir_watcher(zhandle_t *zh, int type, int state, const char *path,
 		zke_set_dirwatch_locked(w, OWN_OFF);
 	if (type != ZOO_SESSION_EVENT) {
 		w->linger.contended = true;
-		zke_unmark_locked(w);
+		unmark_locked(w);
 		zke_unlinger_locked(w, false);
 	}
 	zke_put_locked(w);
@@ -195,7 +201,7 @@ static void dir_listed(int rc, const struct String_vector *sv,
 	if (others) {
 		if (rc == ZOK)
 			w->linger.contended = true;	/* only set */
-		zke_unmark_locked(w);
+		unmark_locked(w);
 		zke_unlinger_locked(w, false);
 	}
 	zke_put_locked(w);

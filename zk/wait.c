@@ -12,8 +12,13 @@
 #include "zk/log.h"
 #include "zk/naming.h"
 
-void zke_learn_pred_locked(struct zkl_waiter *w, const struct zkg_child *pred,
-			   bool first)
+/*
+ * Remember that @w must outlive @pred (from a listing that showed @w;
+ * @first: @pred is the lowest entry there), and whether it is ours.  Out
+ * of memory, whom is unknown: @w lists again.
+ */
+static void learn_pred_locked(struct zkl_waiter *w, const struct zkg_child *pred,
+			      bool first)
 {
 	char *path = zkn_join(w->req.dir, pred->name);
 
@@ -80,7 +85,7 @@ static void learn_locked(struct zkl_waiter *w, const struct String_vector *sv)
 		if (v == ZKG_GRANTED)
 			x->verdict.marked = true;
 		else if (v == ZKG_WAIT && !limit)
-			zke_learn_pred_locked(x, pred, pred == low);
+			learn_pred_locked(x, pred, pred == low);
 		if (v == ZKG_WAIT && x != w && x->sm.state == W_SEMWAIT)
 			zke_set_state_locked(x, W_PARKED);	/* waits anew below */
 	}

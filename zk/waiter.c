@@ -193,7 +193,8 @@ void zke_set_dirwatch_locked(struct zkl_waiter *w, enum own to)
 	w->sm.dirwatch = to;
 }
 
-void zke_set_answer_locked(struct zkl_waiter *w, enum answer to)
+/* The one way the answer moves: NONE -> GRANTED or REFUSED, GRANTED -> LOST. */
+static void set_answer_locked(struct zkl_waiter *w, enum answer to)
 {
 	ZKMX_ASSERT_HELD(&w->e->lock);
 	check_move(w, "answer", MOVES(ans_moves), ans_names, w->sm.ans, to);
@@ -202,7 +203,7 @@ void zke_set_answer_locked(struct zkl_waiter *w, enum answer to)
 
 void zke_set_lost_locked(struct zkl_waiter *w, enum zkm_loss why)
 {
-	zke_set_answer_locked(w, ANS_LOST);
+	set_answer_locked(w, ANS_LOST);
 	w->told.loss = why;
 }
 
@@ -246,7 +247,7 @@ void zke_answer_locked(struct zkl_waiter *w, int err, bool advance)
 	ZKMX_ASSERT_HELD(&w->e->lock);
 	if (zke_answered(w))
 		return;
-	zke_set_answer_locked(w, err ? ANS_REFUSED : ANS_GRANTED);
+	set_answer_locked(w, err ? ANS_REFUSED : ANS_GRANTED);
 	w->told.result = err;
 	if (err) {
 		zkm_refused(err);

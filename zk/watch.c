@@ -86,8 +86,14 @@ void zke_own_watcher(zhandle_t *zh, int type, int state, const char *path,
 	zke_unlock_fire(e);
 }
 
-void zke_own_watch_done(int rc, const char *value, int len,
-			const struct Stat *stat, const void *data)
+/*
+ * The reply to the read that sets the own watch: it is armed, or off.  The
+ * data may ask the holder to let go (zke_read_revoke_locked()); a version
+ * not seen before is a poke (a waiter lists); no entry is a deletion not
+ * ours; a holder's transient failure stalls (S_OWNWATCH).
+ */
+static void own_watch_done(int rc, const char *value, int len,
+			   const struct Stat *stat, const void *data)
 {
 	struct zkl_waiter *w = (struct zkl_waiter *)data;
 	struct zkl_engine *e = w->e;
@@ -124,7 +130,7 @@ void zke_own_watch_locked(struct zkl_waiter *w)
 	w->refs += 2;			/* the completion and the watch */
 	zke_set_own_locked(w, OWN_SETTING);
 	if (w->e->t.ops->wget(w->e->t.ctx, w->ours.path, zke_own_watcher, w,
-			      zke_own_watch_done, w) != ZOK) {
+			      own_watch_done, w) != ZOK) {
 		w->refs -= 2;
 		zke_set_own_locked(w, OWN_OFF);
 		zke_stall_locked(w, S_OWNWATCH);
@@ -277,7 +283,7 @@ static bool watched_by_another_locked(struct zkl_waiter *w)
  * removing every one is removing ours.  Requests of one session are done in
  * order, so the removal comes first.  The client knows a watch only once
  * the reply that set it is in, so a release that comes sooner waits for it
- * (zkl_release(), zke_own_watch_done()).
+ * (zkl_release(), own_watch_done()).
  */
 void zke_unwatch_locked(struct zkl_waiter *w)
 {
