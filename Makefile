@@ -57,7 +57,7 @@ ENGINE_SRC = zk/queue.c zk/waiter.c zk/retry.c zk/watch.c zk/wait.c zk/sem.c zk/
 ZK_SRC   = zk/escape.c zk/naming.c zk/grant.c zk/settings.c zk/statedata.c zk/errno.c zk/log.c zk/creds.c \
 	   zk/digest.c zk/connect.c zk/drive.c zk/session.c zk/calls.c zk/transport.c $(ENGINE_SRC)
 FS_SRC   = fs/opts.c fs/node.c fs/attr.c fs/pending.c fs/observe.c fs/zop.c fs/ops.c fs/remove.c \
-	   fs/readdir.c fs/read.c fs/reply.c fs/signals.c fs/lockreq.c fs/lrquery.c fs/fdlock.c \
+	   fs/readdir.c fs/read.c fs/xattrs.c fs/reply.c fs/signals.c fs/lockreq.c fs/lrquery.c fs/fdlock.c \
 	   fs/confirm.c fs/state.c fs/lockops.c fs/wbuf.c fs/xcache.c fs/settings.c fs/revoke.c fs/flock.c \
 	   fs/lockfile.c fs/lfns.c fs/lfqueue.c fs/fdops.c fs/slots.c fs/pool.c fs/watchdog.c \
 	   fs/ready.c fs/mntwatch.c fs/mountpoint.c fs/ender.c fs/main.c

@@ -3,11 +3,11 @@
  * table, and what fs/main.c needs of them at start-up and exit.
  *
  * Included by the handler files (fs/lockops.c, fs/flock.c, fs/wbuf.c,
- * fs/read.c, fs/readdir.c, fs/remove.c, fs/fdops.c, fs/ops.c) and fs/main.c,
- * never by a module below them.  The handler files call down, and fs/fdops.c,
- * which takes the requests made on a descriptor, hands each on to the file
- * of its job; fs/ops.c (the table) names them all.  The order is
- * tools/check-fs-layers's.
+ * fs/read.c, fs/xattrs.c, fs/readdir.c, fs/remove.c, fs/fdops.c, fs/ops.c)
+ * and fs/main.c, never by a module below them.  The handler files call
+ * down, and fs/fdops.c, which takes the requests made on a descriptor,
+ * hands each on to the file of its job; fs/ops.c (the table) names them
+ * all.  The order is tools/check-fs-layers's.
  *
  * Threads: every handler runs on the FUSE loop thread, copies what it
  * needs and returns without waiting for ZooKeeper; a request it cannot
@@ -64,9 +64,16 @@ void zklfs_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
 void zklfs_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
 		 struct fuse_file_info *fi);
 
-/* fs/read.c: an entry's data and the xattrs */
+/* fs/read.c: an entry's data */
 void zklfs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		struct fuse_file_info *fi);
+
+/*
+ * fs/xattrs.c: the user.zklockfs.* xattrs.  Each op looks the name up in
+ * the file's table (its row: the nodes the name is on, get, set, remove,
+ * listed or not, who may set it) and calls the row's handler.  A name not
+ * in it, or not on that node: ENODATA (get), ENOTSUP (set, remove).
+ */
 void zklfs_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size);
 void zklfs_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size);
 void zklfs_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,

@@ -21,7 +21,7 @@
  *
  * The simulator drives fs/lockfile.c (not fs/lfns.c or fs/lfqueue.c).
  * Called by fs/fdops.c for every request on a NODE_LOCKFILE inode, by
- * fs/read.c for its xattrs, and by fs/ops.c's lookup and mkdir
+ * fs/xattrs.c for its xattrs, and by fs/ops.c's lookup and mkdir
  * (lf_classify(), LF_FOLDER_MARK).
  *
  * Threads: the handlers run on the FUSE thread, which alone makes and
@@ -113,9 +113,8 @@ void lf_tell(struct zklfs *fs, const struct fuse_file_info *fi);
  * fs->lock. */
 struct node *lf_entry_holder_locked(struct node *n, const char *entry);
 
-/* lf_queue_xattr() - getxattr of LF_QUEUE_XATTR on the lock @n (a lock
- * file or a lock directory): its queue as text (fs/lfqueue.c). */
-#define LF_QUEUE_XATTR "user.zklockfs.queue"
+/* lf_queue_xattr() - getxattr of user.zklockfs.queue on the lock @n (a
+ * lock file or a lock directory): its queue as text (fs/lfqueue.c). */
 void lf_queue_xattr(fuse_req_t req, struct node *n, size_t size);
 
 #endif

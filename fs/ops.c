@@ -3,10 +3,10 @@
  * FUSE handler.  Every handler copies what it needs into a struct zop
  * (fs/zop.h), starts one asynchronous ZooKeeper call and returns; the
  * completion, on the ZooKeeper thread, answers the request.  Removals are
- * fs/remove.c's, listings fs/readdir.c's, data and xattrs fs/read.c's,
- * a file's requests fs/fdops.c's (an entry's locks fs/lockops.c's and
- * fs/flock.c's, a lock file's fs/lockfile.h's), a holder's writes
- * fs/wbuf.c's.
+ * fs/remove.c's, listings fs/readdir.c's, data fs/read.c's, xattrs
+ * fs/xattrs.c's, a file's requests fs/fdops.c's (an entry's locks
+ * fs/lockops.c's and fs/flock.c's, a lock file's fs/lockfile.h's), a
+ * holder's writes fs/wbuf.c's.
  *
  * On a lockfiles mount, fs/lockfile.h says what a znode is.  Nothing calls
  * into this file but fs/main.c, which takes the table.

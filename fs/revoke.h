@@ -20,15 +20,12 @@
 
 #include "fs/node.h"
 
-#define ZKLFS_REVOKE_XATTR "user.zklockfs.revoke"
-#define ZKLFS_BREAK_XATTR "user.zklockfs.break"
-
-/* zklfs_revoke() - setxattr of ZKLFS_REVOKE_XATTR on the entry @n. */
+/* zklfs_revoke() - setxattr of user.zklockfs.revoke on the entry @n. */
 void zklfs_revoke(fuse_req_t req, struct node *n, const char *value, size_t len);
 
 /*
- * zklfs_revoke_in() - setxattr of ZKLFS_REVOKE_XATTR (or with @brk
- * ZKLFS_BREAK_XATTR) on the lock file @n, whose entries have no file of
+ * zklfs_revoke_in() - setxattr of user.zklockfs.revoke (or with @brk
+ * user.zklockfs.break) on the lock file @n, whose entries have no file of
  * their own: @value names the entry (as user.zklockfs.holders lists it).
  * Revoking is as above; breaking deletes the entry, as unlink of it does
  * in a lock directory, with the same rule.  EINVAL for a value that is not

@@ -26,11 +26,6 @@
 
 #include "zk/settings.h"
 
-#define ZKLFS_LIMIT_XATTR "user.zklockfs.limit"
-#define ZKLFS_LINGER_XATTR "user.zklockfs.linger"
-#define ZKLFS_STATEDATA_XATTR "user.zklockfs.statedata"
-#define ZKLFS_LASTRUN_XATTR "user.zklockfs.lastrun"
-
 /* zklfs_limit_get() - getxattr of the setting @s of the lock directory @n:
  * "N", or ENODATA if it has none; with @s NULL, the state the lock's holder
  * published (zk/statedata.h), the way a lock file's is read, empty if none

@@ -1,12 +1,13 @@
 /*
  * fs/zop.h - one FUSE request waiting for one ZooKeeper call.
  *
- * A handler (fs/ops.c, fs/readdir.c, fs/read.c) copies what it needs into
- * a struct zop, starts one asynchronous call and returns; the completion,
- * on the ZooKeeper thread, answers the request and frees the zop.  Reads
- * (stat, listing, data) may be sent again while the session is away
- * (zop_send()); writes never are: their outcome may be unknown.  A zop is
- * owned by whoever holds it, one thread at a time: no lock.
+ * A handler (fs/ops.c, fs/readdir.c, fs/read.c, fs/xattrs.c) copies what
+ * it needs into a struct zop, starts one asynchronous call and returns;
+ * the completion, on the ZooKeeper thread, answers the request and frees
+ * the zop.  Reads (stat, listing, data) may be sent again while the
+ * session is away (zop_send()); writes never are: their outcome may be
+ * unknown.  A zop is owned by whoever holds it, one thread at a time: no
+ * lock.
  *
  * Its request is a pending one (fs/pending.h): a signal or the session
  * timeout may answer it before the completion does.  So every answer goes
@@ -35,7 +36,7 @@ struct zop {
 	pid_t pid;			/* its thread (zop_pid()) */
 	size_t size;
 	off_t off;
-	int attr;			/* xattr asked for (enum xattr) */
+	int attr;			/* which xattr: its handler's number */
 	const struct zkset_setting *setting;	/* a directory's setting asked for */
 	enum node_type type;
 	struct dirlist *dl;		/* opendir */
