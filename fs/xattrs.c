@@ -36,9 +36,9 @@ struct xattr;
 #define ON_ROOT (1u << 16)		/* beside its ON_DIR */
 /* a lock, its directory or its lock file: node_persistent() */
 #define ON_LOCK (ON_DIR | ON_LOCKFILE)
-/* not a lock: an entry, a lock node, and LOCKDIR/.holders and .state,
- * which list an entry's xattrs but, named as no entry is, get none */
-#define ON_ENTRY (ON(NODE_FILE) | ON(NODE_PENDING) | ON(NODE_HOLDERS))
+/* an entry, and a lock node (which holds one once created); not
+ * LOCKDIR/.holders or .state, which are named as no entry is */
+#define ON_ENTRY (ON(NODE_FILE) | ON(NODE_PENDING))
 
 /* Does listxattr list it? */
 enum listed {

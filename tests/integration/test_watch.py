@@ -104,6 +104,21 @@ def test_holders_handle_polls_and_rereads(mount):
         os.close(fd)
 
 
+def test_holders_and_state_list_no_xattr_they_cannot_get(mount):
+    """LOCKDIR/.holders and .state are no entries: listxattr names nothing
+    on them that getxattr would refuse (getfattr -d reads each listed name)."""
+    m = mount()
+    d = lockdir(m)
+    for name in (".holders", ".state"):
+        path = os.path.join(d, name)
+        assert os.listxattr(path) == [], name
+        try:
+            os.getxattr(path, "user.zklockfs.seq")
+            raise AssertionError(name + " has a seq")
+        except OSError as e:
+            assert e.errno == 61, e     # ENODATA
+
+
 def in_poll(tid):
     """Is thread @tid of this process blocked in poll(2)/ppoll(2)?"""
     with open("/proc/self/task/%d/syscall" % tid) as f:
