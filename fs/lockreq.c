@@ -75,35 +75,19 @@ static const struct zke_move li_moves[] = { ZKLFS_LI_MOVES(LI_MOVE) };
 #undef LR_MOVE
 #undef LI_MOVE
 
-/* A move of one of @lr's machines: listed, or (sanitizer builds) abort. */
-static void check_move(const struct lockreq *lr, const char *what,
-		       const struct zke_move *moves, size_t n, const char *const *names,
-		       int from, int to)
-{
-#ifdef ZKL_LOCKCHECK
-	if (zke_move_listed(moves, n, from, to))
-		return;
-	fprintf(stderr, "zklockfs: lock request '%s' in %s: illegal move of its %s: %s -> %s\n",
-		lr->name, lr->dir, what, names[from], names[to]);
-	abort();
-#else
-	(void)lr, (void)what, (void)moves, (void)n, (void)names, (void)from, (void)to;
-#endif
-}
-
 void lockreq_set_state_locked(struct lockreq *lr, enum lrstate to)
 {
 	ZKMX_ASSERT_HELD(&lr->node->fs->lock);
-	check_move(lr, "state", lr_moves, sizeof(lr_moves) / sizeof(lr_moves[0]), lr_names,
-		   lr->state, to);
+	zke_check_move(ZKE_MOVES(lr_moves), lr_names, "state", lr->state, to,
+		       "lock request '%s' in %s", lr->name, lr->dir);
 	lr->state = to;
 }
 
 void lockreq_set_intr_locked(struct lockreq *lr, enum lrintr to)
 {
 	ZKMX_ASSERT_HELD(&lr->node->fs->lock);
-	check_move(lr, "interrupt", li_moves, sizeof(li_moves) / sizeof(li_moves[0]),
-		   li_names, lr->intr, to);
+	zke_check_move(ZKE_MOVES(li_moves), li_names, "interrupt", lr->intr, to,
+		       "lock request '%s' in %s", lr->name, lr->dir);
 	lr->intr = to;
 }
 

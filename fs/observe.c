@@ -132,28 +132,13 @@ static const struct zke_move watch_moves[] = { OBS_WATCH_MOVES(WATCH_MOVE) };
 #undef FETCH_MOVE
 #undef WATCH_MOVE
 
-static void check_move(const struct observer *o, const char *what,
-		       const struct zke_move *moves, size_t n, const char *const *names,
-		       int from, int to)
-{
-#ifdef ZKL_LOCKCHECK
-	if (zke_move_listed(moves, n, from, to))
-		return;
-	fprintf(stderr, "zklockfs: observer of %s: illegal move of its %s: %s -> %s\n",
-		o->dir, what, names[from], names[to]);
-	abort();
-#else
-	(void)o, (void)what, (void)moves, (void)n, (void)names, (void)from, (void)to;
-#endif
-}
-
 static void set_fetch_locked(struct observer *o, enum obs_fetch to)
 {
 	ZKMX_ASSERT_HELD(&o->fs->obs->mu);
 	if (o->fetch == to)
 		return;
-	check_move(o, "fetch", fetch_moves, sizeof(fetch_moves) / sizeof(fetch_moves[0]),
-		   fetch_names, o->fetch, to);
+	zke_check_move(ZKE_MOVES(fetch_moves), fetch_names, "fetch", o->fetch, to,
+		       "observer of %s", o->dir);
 	o->fetch = to;
 }
 
@@ -162,8 +147,8 @@ static void set_watch_locked(struct observer *o, enum obs_watch to)
 	ZKMX_ASSERT_HELD(&o->fs->obs->mu);
 	if (o->watch == to)
 		return;
-	check_move(o, "watch", watch_moves, sizeof(watch_moves) / sizeof(watch_moves[0]),
-		   watch_names, o->watch, to);
+	zke_check_move(ZKE_MOVES(watch_moves), watch_names, "watch", o->watch, to,
+		       "observer of %s", o->dir);
 	o->watch = to;
 }
 

@@ -11,15 +11,18 @@
  * document.  A move is added here, with why it happens, or not at all.
  *
  * X(STATE, "what it means") for states; X(FROM, TO, "when") for moves.
- * zke_move_listed() looks a move up in such a list (fs/lrmoves.h's,
- * zk/sessmoves.h's and fs/obsmoves.h's too).
+ * zke_move_listed() looks a move up in such a list, and zke_check_move()
+ * checks one (fs/lrmoves.h's, zk/sessmoves.h's and fs/obsmoves.h's too).
  * Any thread.
  */
 #ifndef ZK_MOVES_H
 #define ZK_MOVES_H
 
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
 
 /* One listed move, as the lists' X(FROM, TO, ...) give them. */
 struct zke_move {
@@ -34,6 +37,41 @@ static inline bool zke_move_listed(const struct zke_move *moves, size_t n, int f
 		if (moves[i].from == from && moves[i].to == to)
 			return true;
 	return false;
+}
+
+/* ZKE_MOVES() - a list's moves and how many, as zke_check_move() takes them */
+#define ZKE_MOVES(a) (a), sizeof(a) / sizeof((a)[0])
+
+/*
+ * zke_check_move() - in the sanitizer builds (ZKL_LOCKCHECK), abort on a
+ * move of the machine @what, @from -> @to, that @moves (@n of them) does
+ * not list, saying whose machine it is (@fmt, as printf's) and the move
+ * by its states' @names; elsewhere, nothing.  The one setter of each
+ * machine calls it before it moves.
+ */
+static inline void zke_check_move(const struct zke_move *moves, size_t n,
+				  const char *const *names, const char *what, int from,
+				  int to, const char *fmt, ...)
+	__attribute__((format(printf, 7, 8)));
+
+static inline void zke_check_move(const struct zke_move *moves, size_t n,
+				  const char *const *names, const char *what, int from,
+				  int to, const char *fmt, ...)
+{
+#ifdef ZKL_LOCKCHECK
+	va_list ap;
+
+	if (zke_move_listed(moves, n, from, to))
+		return;
+	fputs("zklockfs: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, ": illegal move of its %s: %s -> %s\n", what, names[from], names[to]);
+	abort();
+#else
+	(void)moves, (void)n, (void)names, (void)what, (void)from, (void)to, (void)fmt;
+#endif
 }
 
 /* Where a waiter is: enum wstate, W_<STATE>. */

@@ -77,26 +77,11 @@ static const struct zke_move news_moves[] = { ZKS_NEWS_MOVES(NEWS_MOVE) };
 #undef LINK_MOVE
 #undef NEWS_MOVE
 
-static void check_move(const char *what, const struct zke_move *moves, size_t n,
-		       const char *const *names, int from, int to)
-{
-#ifdef ZKL_LOCKCHECK
-	if (zke_move_listed(moves, n, from, to))
-		return;
-	fprintf(stderr, "zklockfs: session: illegal move of its %s: %s -> %s\n",
-		what, names[from], names[to]);
-	abort();
-#else
-	(void)what, (void)moves, (void)n, (void)names, (void)from, (void)to;
-#endif
-}
-
 static void set_link_locked(struct zks *s, enum zks_link to)
 {
 	if (s->link == to)
 		return;
-	check_move("link", link_moves, sizeof(link_moves) / sizeof(link_moves[0]),
-		   link_names, s->link, to);
+	zke_check_move(ZKE_MOVES(link_moves), link_names, "link", s->link, to, "session");
 	s->link = to;
 }
 
@@ -104,8 +89,7 @@ static void set_news_locked(struct zks *s, enum zks_news to)
 {
 	if (s->news == to)
 		return;
-	check_move("news", news_moves, sizeof(news_moves) / sizeof(news_moves[0]),
-		   news_names, s->news, to);
+	zke_check_move(ZKE_MOVES(news_moves), news_names, "news", s->news, to, "session");
 	s->news = to;
 }
 

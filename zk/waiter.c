@@ -95,22 +95,13 @@ static const struct zke_move own_moves[] = { ZKE_WATCH_MOVES(OWN_MOVE) };
 #undef ENTRY_MOVE
 #undef OWN_MOVE
 
-#define MOVES(a) (a), sizeof(a) / sizeof((a)[0])
-
 /* A move of one of @w's small machines: listed, or (sanitizer builds) abort. */
 static void check_move(const struct zkl_waiter *w, const char *what,
 		       const struct zke_move *moves, size_t n, const char *const *names,
 		       int from, int to)
 {
-#ifdef ZKL_LOCKCHECK
-	if (zke_move_listed(moves, n, from, to))
-		return;
-	fprintf(stderr, "zklockfs: waiter %s: illegal move of its %s: %s -> %s\n",
-		w->ours.path ? w->ours.path : w->req.prefix, what, names[from], names[to]);
-	abort();
-#else
-	(void)w, (void)what, (void)moves, (void)n, (void)names, (void)from, (void)to;
-#endif
+	zke_check_move(moves, n, names, what, from, to, "waiter %s",
+		       w->ours.path ? w->ours.path : w->req.prefix);
 }
 
 /*
@@ -175,21 +166,21 @@ const char *zke_invariants_locked(struct zkl_engine *e)
 void zke_set_state_locked(struct zkl_waiter *w, enum wstate to)
 {
 	ZKMX_ASSERT_HELD(&w->e->lock);
-	check_move(w, "state", MOVES(state_moves), state_names, w->sm.state, to);
+	check_move(w, "state", ZKE_MOVES(state_moves), state_names, w->sm.state, to);
 	w->sm.state = to;
 }
 
 void zke_set_own_locked(struct zkl_waiter *w, enum own to)
 {
 	ZKMX_ASSERT_HELD(&w->e->lock);
-	check_move(w, "own watch", MOVES(own_moves), own_names, w->sm.own, to);
+	check_move(w, "own watch", ZKE_MOVES(own_moves), own_names, w->sm.own, to);
 	w->sm.own = to;
 }
 
 void zke_set_dirwatch_locked(struct zkl_waiter *w, enum own to)
 {
 	ZKMX_ASSERT_HELD(&w->e->lock);
-	check_move(w, "child watch", MOVES(own_moves), own_names, w->sm.dirwatch, to);
+	check_move(w, "child watch", ZKE_MOVES(own_moves), own_names, w->sm.dirwatch, to);
 	w->sm.dirwatch = to;
 }
 
@@ -197,7 +188,7 @@ void zke_set_dirwatch_locked(struct zkl_waiter *w, enum own to)
 static void set_answer_locked(struct zkl_waiter *w, enum answer to)
 {
 	ZKMX_ASSERT_HELD(&w->e->lock);
-	check_move(w, "answer", MOVES(ans_moves), ans_names, w->sm.ans, to);
+	check_move(w, "answer", ZKE_MOVES(ans_moves), ans_names, w->sm.ans, to);
 	w->sm.ans = to;
 }
 
@@ -210,7 +201,7 @@ void zke_set_lost_locked(struct zkl_waiter *w, enum zkm_loss why)
 void zke_set_entry_locked(struct zkl_waiter *w, enum entry to)
 {
 	ZKMX_ASSERT_HELD(&w->e->lock);
-	check_move(w, "entry", MOVES(entry_moves), entry_names, w->sm.entry, to);
+	check_move(w, "entry", ZKE_MOVES(entry_moves), entry_names, w->sm.entry, to);
 	w->sm.entry = to;
 }
 
@@ -222,7 +213,7 @@ void zke_stall_locked(struct zkl_waiter *w, enum stall what)
 	if (w->sm.stall == S_CHECK && what == S_OWNWATCH)
 		return;
 	/* a stalled step stalls again, or gives way to the delete */
-	check_move(w, "stall", MOVES(stall_moves), stall_names, w->sm.stall, what);
+	check_move(w, "stall", ZKE_MOVES(stall_moves), stall_names, w->sm.stall, what);
 	if (w->sm.stall == S_NONE)
 		w->refs++;
 	w->sm.stall = what;
@@ -234,7 +225,7 @@ enum stall zke_unstall_locked(struct zkl_waiter *w)
 
 	ZKMX_ASSERT_HELD(&w->e->lock);
 	if (what != S_NONE) {
-		check_move(w, "stall", MOVES(stall_moves), stall_names, what, S_NONE);
+		check_move(w, "stall", ZKE_MOVES(stall_moves), stall_names, what, S_NONE);
 		w->sm.stall = S_NONE;
 		zke_put_locked(w);		/* the caller holds another reference */
 	}
