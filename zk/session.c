@@ -657,6 +657,39 @@ void zks_tick_by(struct zks *s, uint64_t at_ms)
 	pthread_mutex_unlock(&s->lock);
 }
 
+/* Shorten *@wait (ms from @now) to end at @at (0: none), if that is sooner. */
+static void sooner(int *wait, uint64_t at, uint64_t now)
+{
+	if (!at)
+		return;
+	if (at <= now)
+		*wait = 0;
+	else if (at - now < (uint64_t)*wait)
+		*wait = (int)(at - now);
+}
+
+/*
+ * How long the supervisor may wait for its next look (s->lock held): a
+ * @period, or less, to come when a tick asked for (zks_tick_by()), the
+ * silence or the doubt is due rather than up to a period late; no time if
+ * a broadcast asked for a move while it was not waiting.
+ */
+static int next_look_locked(const struct zks *s, int period)
+{
+	uint64_t now = boot_ms();
+	int wait = period;
+
+	sooner(&wait, s->tick_at, now);
+	/* the silence: the server may expire us a margin later */
+	if (s->news != ZKS_NEWS_SILENT)
+		sooner(&wait, s->last_heard_ms + (uint64_t)(s->negotiated_ms - period), now);
+	if (!s->doubt)
+		sooner(&wait, doubt_due_locked(s), now);
+	if (doubt_locked(s) != s->doubt)
+		wait = 0;
+	return wait;
+}
+
 static void *zks_supervise(void *arg)
 {
 	struct zks *s = arg;
@@ -667,33 +700,8 @@ static void *zks_supervise(void *arg)
 		struct timespec deadline;
 		bool ping, silent = false, renew = false, reconnected = false;
 		bool doubt, tell_doubt;
-		int timeout;
+		int timeout, wait = next_look_locked(s, period);
 
-		uint64_t now = boot_ms();
-		/* when silence is due: the server may expire us a margin later */
-		uint64_t silent_at = s->last_heard_ms + (uint64_t)(s->negotiated_ms - period);
-		int wait = period;
-
-		/* a tick asked for sooner (zks_tick_by()) comes then, and the
-		 * silence at its time, not up to a period late */
-		if (s->tick_at && s->tick_at <= now)
-			wait = 0;
-		else if (s->tick_at && s->tick_at - now < (uint64_t)period)
-			wait = (int)(s->tick_at - now);
-		if (s->news != ZKS_NEWS_SILENT && silent_at <= now)
-			wait = 0;
-		else if (s->news != ZKS_NEWS_SILENT && silent_at - now < (uint64_t)wait)
-			wait = (int)(silent_at - now);
-		/* and a doubt when it is due, not up to a period late */
-		uint64_t doubt_at = s->doubt ? 0 : doubt_due_locked(s);
-
-		if (doubt_at && doubt_at <= now)
-			wait = 0;
-		else if (doubt_at && doubt_at - now < (uint64_t)wait)
-			wait = (int)(doubt_at - now);
-		/* a move a broadcast asked for while we were not waiting */
-		if (doubt_locked(s) != s->doubt)
-			wait = 0;
 		zk_deadline_in(&deadline, CLOCK_MONOTONIC, wait);
 		if (wait)
 			pthread_cond_timedwait(&s->cond, &s->lock, &deadline);
