@@ -94,8 +94,8 @@ static int get_send(struct zop *op)
 	return zklfs_zget(op->fs, op->zks, op->path, get_done, op);
 }
 
-void zklfs_limit_get(fuse_req_t req, struct node *n, size_t size,
-		     const struct zkset_setting *s, bool lastrun)
+void zklfs_setting_get(fuse_req_t req, struct node *n, size_t size,
+		       const struct zkset_setting *s, bool lastrun)
 {
 	struct zklfs *fs = fs_of(req);
 	struct zop *op = zop_new(req, n, zklfs_node_path(fs, n));
@@ -232,8 +232,8 @@ static void read_for_set(struct limit_set *ls)
 	}
 }
 
-void zklfs_limit_set(fuse_req_t req, struct node *n, const char *value,
-		     size_t len, int flags, const struct zkset_setting *s)
+void zklfs_setting_set(fuse_req_t req, struct node *n, const char *value,
+		       size_t len, int flags, const struct zkset_setting *s)
 {
 	struct zklfs *fs = fs_of(req);
 	struct limit_set *ls;

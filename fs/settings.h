@@ -26,23 +26,23 @@
 
 #include "zk/settings.h"
 
-/* zklfs_limit_get() - getxattr of the setting @s of the lock directory @n:
+/* zklfs_setting_get() - getxattr of the setting @s of the lock directory @n:
  * "N", or ENODATA if it has none; with @s NULL, the state the lock's holder
  * published (zk/statedata.h), the way a lock file's is read, empty if none
  * (LOCKDIR/.state reads the same: fs/observe.h); with @lastrun, the last
  * run of zklock --once-per: "START EXIT LABEL" (START the ensemble's
  * stamp in ms, EXIT "-" while it runs, LABEL escaped), ENODATA if none. */
-void zklfs_limit_get(fuse_req_t req, struct node *n, size_t size,
-		     const struct zkset_setting *s, bool lastrun);
+void zklfs_setting_get(fuse_req_t req, struct node *n, size_t size,
+		       const struct zkset_setting *s, bool lastrun);
 
 /*
- * zklfs_limit_set() - setxattr of @s (@value of @len bytes, XATTR_CREATE or
+ * zklfs_setting_set() - setxattr of @s (@value of @len bytes, XATTR_CREATE or
  * XATTR_REPLACE in @flags), or removexattr when @value is NULL.
  * EINVAL for a value out of @s's range (limit 1..1000, linger
  * 0..3600000); EEXIST, ENODATA as the flags say; EPERM for a user who may
  * not.
  */
-void zklfs_limit_set(fuse_req_t req, struct node *n, const char *value,
-		     size_t len, int flags, const struct zkset_setting *s);
+void zklfs_setting_set(fuse_req_t req, struct node *n, const char *value,
+		       size_t len, int flags, const struct zkset_setting *s);
 
 #endif

@@ -404,31 +404,31 @@ static void get_queue(fuse_req_t req, struct node *n, size_t size, const struct 
 
 static void get_setting(fuse_req_t req, struct node *n, size_t size, const struct xattr *x)
 {
-	zklfs_limit_get(req, n, size, x->setting, false);
+	zklfs_setting_get(req, n, size, x->setting, false);
 }
 
 static void get_statedata(fuse_req_t req, struct node *n, size_t size,
 			  const struct xattr *x)
 {
 	(void)x;
-	zklfs_limit_get(req, n, size, NULL, false);
+	zklfs_setting_get(req, n, size, NULL, false);
 }
 
 static void get_lastrun(fuse_req_t req, struct node *n, size_t size, const struct xattr *x)
 {
 	(void)x;
-	zklfs_limit_get(req, n, size, NULL, true);
+	zklfs_setting_get(req, n, size, NULL, true);
 }
 
 static void set_setting(fuse_req_t req, struct node *n, const struct xattr *x,
 			const char *value, size_t len, int flags)
 {
-	zklfs_limit_set(req, n, value, len, flags, x->setting);
+	zklfs_setting_set(req, n, value, len, flags, x->setting);
 }
 
 static void rm_setting(fuse_req_t req, struct node *n, const struct xattr *x)
 {
-	zklfs_limit_set(req, n, NULL, 0, 0, x->setting);
+	zklfs_setting_set(req, n, NULL, 0, 0, x->setting);
 }
 
 static void set_revoke(fuse_req_t req, struct node *n, const struct xattr *x,
