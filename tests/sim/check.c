@@ -478,6 +478,7 @@ void sim_check_step(struct world *wd)
 {
 	struct szk *z = &wd->net.zk;
 	struct held *h;
+	int *owner;
 
 	check_beliefs(wd);
 	for (int m = 0; m < SIM_MOUNTS && !wd->fail[0]; m++) {
@@ -487,22 +488,24 @@ void sim_check_step(struct world *wd)
 			sim_failf(wd, "fields: m%d: %s", m, why);
 	}
 	h = calloc((size_t)z->nnodes + 1, sizeof(*h));
-	if (!h)
+	owner = calloc((size_t)z->nnodes + 1, sizeof(*owner));
+	if (!h || !owner)
 		abort();
+	for (int i = 0; i < z->nnodes; i++)	/* once a step: it reads each data */
+		owner[i] = sim_entry_owner(&z->nodes[i]);
 	for (int k = 0; k < SIM_DIRS && !wd->fail[0]; k++) {
 		int n = 0;
 
 		for (int i = 0; i < z->nnodes; i++) {
-			int id = sim_entry_owner(&z->nodes[i]);
+			int id = owner[i];
 
 			if (id < 0 || !sim_dir_of(z->nodes[i].path, wd->dirs[k]))
 				continue;
 			for (int j = i + 1; j < z->nnodes; j++)
-				if (sim_entry_owner(&z->nodes[j]) == id) {
+				if (owner[j] == id) {
 					sim_failf(wd, "duplicate: w%d has two entries, %s and %s",
 						  id, z->nodes[i].path, z->nodes[j].path);
-					free(h);
-					return;
+					goto done;
 				}
 			if (believes(wd, &wd->driven[id]) && !wd->driven[id].asleep &&
 			    seq_of(z->nodes[i].path, &h[n].seq))
@@ -510,6 +513,8 @@ void sim_check_step(struct world *wd)
 		}
 		holders_ok(wd, k, h, n, "exclusion");
 	}
+done:
+	free(owner);
 	free(h);
 }
 
