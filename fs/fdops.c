@@ -23,6 +23,7 @@
 #include "fs/lockreq.h"
 #include "fs/observe.h"
 #include "fs/state.h"
+#include "fs/wbuf.h"
 #include "fs/watchdog.h"
 #include "zk/log.h"
 
@@ -150,7 +151,7 @@ void zklfs_fd_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size
 		return;
 	}
 	if (!lockfile(req, ino, &n)) {
-		zklfs_write(req, ino, buf, size, off, fi);
+		zklfs_wbuf_write(req, n, buf, size, off, fi);
 		return;
 	}
 	ln = lf_holder(n->fs, fi, fi->lock_owner, false);
@@ -160,7 +161,7 @@ void zklfs_fd_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size
 		return;
 	}
 	h = as_holder(fi);
-	zklfs_write(req, ln->ino, buf, size, off, &h);
+	zklfs_wbuf_write(req, ln, buf, size, off, &h);
 }
 
 void zklfs_fd_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
@@ -169,8 +170,9 @@ void zklfs_fd_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
 	struct fuse_file_info h;
 	struct node *n, *ln;
 
+	(void)datasync;			/* the data is all there is */
 	if (!lockfile(req, ino, &n)) {
-		zklfs_fsync(req, ino, datasync, fi);
+		zklfs_wbuf_fsync(req, n, fi);
 		return;
 	}
 	ln = lf_holder(n->fs, fi, 0, false);
@@ -179,7 +181,7 @@ void zklfs_fd_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
 		return;
 	}
 	h = as_holder(fi);
-	zklfs_fsync(req, ln->ino, datasync, &h);
+	zklfs_wbuf_fsync(req, ln, &h);
 }
 
 void zklfs_fd_poll(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,

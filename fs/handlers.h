@@ -2,7 +2,7 @@
  * fs/handlers.h - the FUSE handlers each file exports for fs/ops.c's
  * table, and what fs/main.c needs of them at start-up and exit.
  *
- * Included by the handler files (fs/lockops.c, fs/flock.c, fs/wbuf.c,
+ * Included by the handler files (fs/lockops.c, fs/flock.c,
  * fs/read.c, fs/xattrs.c, fs/readdir.c, fs/remove.c, fs/fdops.c, fs/ops.c)
  * and fs/main.c, never by a module below them.  The handler files call
  * down, and fs/fdops.c, which takes the requests made on a descriptor,
@@ -48,21 +48,6 @@ void zklfs_getlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 		 struct flock *lock);
 void zklfs_setlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 		 struct flock *lock, int sleep);
-
-/* fs/wbuf.c: WRITE on the holder's descriptor (the data changed in memory,
- * answered at once; see fs/wbuf.h) */
-void zklfs_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
-		 off_t off, struct fuse_file_info *fi);
-
-/*
- * fs/wbuf.c: FSYNC: on the holder's descriptor, sends the data if not sent
- * and answers once ZooKeeper has done every set sent so far: 0, or the
- * error of one of them that no fsync reported yet (EIO: the entry is
- * gone, the lock lost; EAGAIN: the connection was lost, the data is sent
- * again at the next tick; else as zk_errno()).
- */
-void zklfs_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
-		 struct fuse_file_info *fi);
 
 /* fs/read.c: an entry's data */
 void zklfs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,

@@ -22,6 +22,21 @@ static int reply_err(fuse_req_t req, int err)
 	return fuse_reply_err(req, err);
 }
 
+static int reply_write(fuse_req_t req, size_t count)
+{
+	return fuse_reply_write(req, count);
+}
+
+static int reply_attr(fuse_req_t req, const struct stat *st, double timeout)
+{
+	return fuse_reply_attr(req, st, timeout);
+}
+
+static int reply_buf(fuse_req_t req, const char *buf, size_t size)
+{
+	return fuse_reply_buf(req, buf, size);
+}
+
 static void on_interrupt(fuse_req_t req, fuse_interrupt_func_t fn, void *arg)
 {
 	fuse_req_interrupt_func(req, fn, arg);
@@ -117,6 +132,9 @@ static int holders(fuse_req_t req, pid_t pid, uid_t uid, uint64_t ino,
 const struct zklfs_reply zklfs_fuse_reply = {
 	.open = reply_open,
 	.err = reply_err,
+	.write = reply_write,
+	.attr = reply_attr,
+	.buf = reply_buf,
 	.on_interrupt = on_interrupt,
 	.caller = caller,
 	.signalled = signalled,

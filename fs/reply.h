@@ -1,11 +1,13 @@
 /*
  * fs/reply.h - the kernel's side of a lock request: who asks, and how the
  * answer goes back.  The seam between the lock requests (fs/lockreq.c,
- * fs/fdlock.c) and libfuse, as zk/transport.h is between the engine and
- * ZooKeeper: the daemon uses zklfs_fuse_reply (fs/reply.c, libfuse and
- * /proc), the simulator (tests/sim/simfs.c) its own, so that it drives
- * OPEN, INTERRUPT, RELEASE and flock/fcntl requests through the same code
- * as the kernel does, in any order.
+ * fs/fdlock.c) and the holder's data (fs/wbuf.c) on one side and libfuse
+ * on the other, as zk/transport.h is between the engine and ZooKeeper:
+ * the daemon uses zklfs_fuse_reply (fs/reply.c, libfuse and /proc), the
+ * simulator (tests/sim/simfs.c) its own, so that it drives OPEN,
+ * INTERRUPT, RELEASE and flock/fcntl requests, and the holder's WRITE,
+ * SETATTR and FSYNC, through the same code as the kernel does, in any
+ * order.
  *
  * Every operation may be called on any thread, without fs->lock
  * (fs/mount.h: never held across a reply).
@@ -31,6 +33,11 @@ struct zklfs_reply {
 	 * was interrupted and its caller is gone (the kernel forgot it) */
 	int (*open)(fuse_req_t req, const struct fuse_file_info *fi);
 	int (*err)(fuse_req_t req, int err);
+	/* fuse_reply_write(), fuse_reply_attr(), fuse_reply_buf(): a WRITE
+	 * of @count bytes, a SETATTR's attributes, a READ's bytes */
+	int (*write)(fuse_req_t req, size_t count);
+	int (*attr)(fuse_req_t req, const struct stat *st, double timeout);
+	int (*buf)(fuse_req_t req, const char *buf, size_t size);
 	/* fuse_req_interrupt_func(): @fn runs on FUSE_INTERRUPT of @req, at
 	 * once if it has come already, on another thread than the answer's */
 	void (*on_interrupt)(fuse_req_t req, fuse_interrupt_func_t fn, void *arg);

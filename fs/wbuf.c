@@ -30,7 +30,6 @@
 #include "fs/attr.h"
 #include "fs/confirm.h"
 #include "fs/reply.h"
-#include "fs/handlers.h"
 #include "fs/xcache.h"
 #include "zk/errno.h"
 #include "zk/log.h"
@@ -301,11 +300,10 @@ static void wb_tick_run(void *arg, bool go)
  * lock is lost, or that holds none, changes nothing: lockreq_holder_errno().
  */
 
-void zklfs_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
-		 off_t off, struct fuse_file_info *fi)
+void zklfs_wbuf_write(fuse_req_t req, struct node *n, const char *buf, size_t size,
+		      off_t off, struct fuse_file_info *fi)
 {
-	struct zklfs *fs = fuse_req_userdata(req);
-	struct node *n = node_of(fs, ino);
+	struct zklfs *fs = n->fs;
 	size_t end = (size_t)off + size, len, max;
 	struct zks *zks;
 	bool sched;
@@ -313,18 +311,18 @@ void zklfs_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
 	int err;
 
 	if (fi->fh != FH_HOLDER) {
-		fuse_reply_err(req, EACCES);
+		fs->reply->err(req, EACCES);
 		return;
 	}
 	err = lockreq_holder_errno(fs, n, fi);
 	if (err) {
-		fuse_reply_err(req, err);
+		fs->reply->err(req, err);
 		return;
 	}
 	if (off < 0 || end > ZKS_DATA_MAX) {
 		zklog(LOG_NOTICE, "write of %zu bytes at %lld refused: entries hold at most %d bytes",
 		      size, (long long)off, ZKS_DATA_MAX);
-		fuse_reply_err(req, EFBIG);
+		fs->reply->err(req, EFBIG);
 		return;
 	}
 	zks = zklfs_session(fs, n->lr->dir);	/* lr->dir never changes */
@@ -334,14 +332,14 @@ void zklfs_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
 		zkmx_unlock(&fs->lock);
 		zklog(LOG_NOTICE, "write of %zu bytes at %lld refused: an entry this deep holds at most %zu bytes",
 		      size, (long long)off, max);
-		fuse_reply_err(req, EFBIG);
+		fs->reply->err(req, EFBIG);
 		return;
 	}
 	len = off == 0 ? 0 : n->lr->wb.len;		/* a write at the start replaces */
 	nb = realloc(n->lr->wb.buf, end > len ? end : len ? len : 1);
 	if (!nb) {
 		zkmx_unlock(&fs->lock);
-		fuse_reply_err(req, ENOMEM);
+		fs->reply->err(req, ENOMEM);
 		return;
 	}
 	if ((size_t)off > len)
@@ -354,7 +352,7 @@ void zklfs_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
 	zkmx_unlock(&fs->lock);
 	if (sched)
 		wb_schedule(fs, zks);
-	fuse_reply_write(req, size);
+	fs->reply->write(req, size);
 }
 
 void zklfs_wbuf_setsize(fuse_req_t req, struct node *n, off_t size,
@@ -369,21 +367,21 @@ void zklfs_wbuf_setsize(fuse_req_t req, struct node *n, off_t size,
 	int err;
 
 	if (n->type == NODE_DIR) {
-		fuse_reply_err(req, EISDIR);
+		fs->reply->err(req, EISDIR);
 		return;
 	}
 	if (!fi || fi->fh != FH_HOLDER) {
 		zklog(LOG_NOTICE, "truncate of an entry refused: not the holder's descriptor");
-		fuse_reply_err(req, EACCES);
+		fs->reply->err(req, EACCES);
 		return;
 	}
 	err = lockreq_holder_errno(fs, n, fi);
 	if (err) {
-		fuse_reply_err(req, err);
+		fs->reply->err(req, err);
 		return;
 	}
 	if (size < 0) {
-		fuse_reply_err(req, EINVAL);
+		fs->reply->err(req, EINVAL);
 		return;
 	}
 	zks = zklfs_session(fs, n->lr->dir);
@@ -393,13 +391,13 @@ void zklfs_wbuf_setsize(fuse_req_t req, struct node *n, off_t size,
 		zkmx_unlock(&fs->lock);
 		zklog(LOG_NOTICE, "truncate to %zu bytes refused: the entry holds at most %zu bytes",
 		      len, max);
-		fuse_reply_err(req, EFBIG);
+		fs->reply->err(req, EFBIG);
 		return;
 	}
 	nb = realloc(n->lr->wb.buf, len ? len : 1);
 	if (!nb) {
 		zkmx_unlock(&fs->lock);
-		fuse_reply_err(req, ENOMEM);
+		fs->reply->err(req, ENOMEM);
 		return;
 	}
 	if (len > n->lr->wb.len)
@@ -415,7 +413,7 @@ void zklfs_wbuf_setsize(fuse_req_t req, struct node *n, off_t size,
 	zklfs_pending_attr(fs, &st, n->ino, n->lr->uid);
 	st.st_size = size;
 	st.st_blocks = (size + 511) / 512;
-	fuse_reply_attr(req, &st, 0.0);
+	fs->reply->attr(req, &st, 0.0);
 }
 
 static void fsync_answer(struct zklfs *fs, fuse_req_t req, size_t size, int err)
@@ -424,17 +422,14 @@ static void fsync_answer(struct zklfs *fs, fuse_req_t req, size_t size, int err)
 	fs->reply->err(req, err);
 }
 
-void zklfs_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
-		 struct fuse_file_info *fi)
+void zklfs_wbuf_fsync(fuse_req_t req, struct node *n, struct fuse_file_info *fi)
 {
-	struct zklfs *fs = fuse_req_userdata(req);
-	struct node *n = node_of(fs, ino);
+	struct zklfs *fs = n->fs;
 	struct wflight *f = NULL;
 	bool nomem = false;
 
-	(void)datasync;
 	if (!fi || fi->fh != FH_HOLDER) {
-		fuse_reply_err(req, 0);	/* nothing of ours to send */
+		fs->reply->err(req, 0);	/* nothing of ours to send */
 		return;
 	}
 	/* the data first, on the session the confirmation then goes to */
@@ -451,7 +446,7 @@ void zklfs_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
 		flight_send(f);
 	zkmx_unlock(&fs->wb_send);
 	if (nomem)
-		fuse_reply_err(req, ENOMEM);
+		fs->reply->err(req, ENOMEM);
 	else
 		zklfs_confirm(fs, n, req, true, fsync_answer, 0);	/* still held? */
 }
@@ -489,9 +484,9 @@ bool zklfs_wbuf_read(struct zklfs *fs, struct node *n, fuse_req_t req,
 	ours = zklfs_wbuf_copy_locked(n, size, off, &copy, &len);
 	zkmx_unlock(&fs->lock);
 	if (ours < 0)
-		fuse_reply_err(req, -ours);
+		fs->reply->err(req, -ours);
 	else if (ours)
-		fuse_reply_buf(req, copy, len);
+		fs->reply->buf(req, copy, len);
 	free(copy);
 	return ours != 0;
 }

@@ -10,8 +10,11 @@
  * or at the give-back (close, LOCK_UN) before the entry's delete.  Every
  * set goes on the lock's session, where the create and the delete go, so
  * ZooKeeper does them in that order.  Taking, sending and answering:
- * fs->wb_send, then fs->lock; completions take fs->lock alone.  The FUSE
- * handlers WRITE and FSYNC are in fs/handlers.h.
+ * fs->wb_send, then fs->lock; completions take fs->lock alone.  fs/fdops.c
+ * hands WRITE and FSYNC on a descriptor to zklfs_wbuf_write() and
+ * zklfs_wbuf_fsync() with the lock node it holds through; every answer
+ * goes through fs->reply (fs/reply.h), so the simulator drives this file
+ * as the kernel does.
  */
 #ifndef FS_WBUF_H
 #define FS_WBUF_H
@@ -19,6 +22,28 @@
 #include <sys/stat.h>
 
 #include "fs/lockreq.h"
+
+/*
+ * zklfs_wbuf_write() - WRITE on the holder's descriptor @fi of lock node
+ * @n: the data changed in memory, answered at once.  FUSE thread, without
+ * fs->lock.
+ */
+void zklfs_wbuf_write(fuse_req_t req, struct node *n, const char *buf, size_t size,
+		      off_t off, struct fuse_file_info *fi);
+
+/*
+ * zklfs_wbuf_fsync() - FSYNC on @fi, a descriptor of lock node @n: on the
+ * holder's, sends the data if not sent and answers once ZooKeeper has done
+ * every set sent so far: 0, or the error of one of them that no fsync
+ * reported yet (EIO: the entry is gone, the lock lost; EAGAIN: the
+ * connection was lost, the data is sent again at the next tick; else as
+ * zk_errno()).  An FSYNC reports the errors of the sets FSYNCs made only:
+ * a set of the tick's that a connection loss failed is sent again at the
+ * next tick, and an FSYNC that came meanwhile, with nothing left to send,
+ * may answer 0 before it (tests/sim/README.md, invariant 10).  FUSE
+ * thread, without fs->lock.
+ */
+void zklfs_wbuf_fsync(fuse_req_t req, struct node *n, struct fuse_file_info *fi);
 
 /*
  * zklfs_wbuf_setsize() - SETATTR of the size (truncate, O_TRUNC) through
