@@ -17,7 +17,7 @@
 #include <string.h>
 
 struct world *sim_world;
-long sim_cohort_grants, sim_linger_grants;
+long sim_cohort_grants, sim_linger_grants, sim_data_sets;
 
 void sim_failf(struct world *wd, const char *fmt, ...)
 {
@@ -34,12 +34,13 @@ void sim_failf(struct world *wd, const char *fmt, ...)
 /*
  * Whose entry @n is: the waiter that holds it, granted on it again by a
  * linger (its data, rewritten then, may not say so yet); else the one its
- * data names.
+ * data names; else (a holder of fs/ wrote its own data there) the last
+ * one granted on it.
  */
 int sim_entry_owner(const struct szk_node *n)
 {
 	struct world *wd = sim_world;
-	int id;
+	int id, last = -1;
 
 	for (int i = 0; wd && wd->lingers && i < wd->ndriven; i++)
 		if (!wd->driven[i].released && wd->driven[i].ndone == 1 &&
@@ -54,7 +55,15 @@ int sim_entry_owner(const struct szk_node *n)
 		if (p && sscanf(p + 5, "%d", &id) == 1 && id >= SIM_PID_BASE)
 			return id - SIM_PID_BASE;
 	}
-	return -1;
+	for (int i = 0; wd && n->owner != wd->foreign && i < wd->ndriven; i++) {
+		const struct driven *d = &wd->driven[i];
+
+		if (d->fd >= 0 && d->wversions && d->ndone == 1 && d->result == 0 &&
+		    strcmp(d->path, n->path) == 0 &&
+		    (last < 0 || d->granted_at > wd->driven[last].granted_at))
+			last = i;
+	}
+	return last;
 }
 
 bool sim_dir_of(const char *path, const char *dir)
@@ -554,4 +563,165 @@ void sim_check_end(struct world *wd)
 			if (sim_dir_of(z->nodes[i].path, wd->dirs[k]))
 				sim_failf(wd, "orphan: %s (w%d) is left after the end",
 					  z->nodes[i].path, sim_entry_owner(&z->nodes[i]));
+}
+
+/* the holders' data ------------------------------------------------------------ */
+
+/*
+ * The waiter of fs/ on mount @m granted last on the entry @path: the one
+ * whose data a set of @path on that mount carries (fs/wbuf.c sends only
+ * while its node holds the entry, and a give-back sends before its
+ * delete).  NULL if none.
+ */
+static struct driven *data_holder(struct world *wd, int m, const char *path)
+{
+	struct driven *h = NULL;
+
+	for (int i = 0; i < wd->ndriven; i++) {
+		struct driven *d = &wd->driven[i];
+
+		if (d->fd >= 0 && d->mount == m && d->ndone == 1 && d->result == 0 &&
+		    strcmp(d->path, path) == 0 && (!h || d->granted_at > h->granted_at))
+			h = d;
+	}
+	return h;
+}
+
+/* Does the server's @n hold @d's last version? */
+static bool holds_last(const struct szk_node *n, const struct driven *d)
+{
+	return n->len == d->wlen && memcmp(n->data, d->wbuf, (size_t)d->wlen) == 0;
+}
+
+/*
+ * A set of a holder's data is made: one setData of the latest bytes its
+ * holder wrote (coalesced: what it wrote since is sent next).
+ */
+void sim_data_sent(struct world *wd, int m, const char *path, const char *data, int len,
+		   uint64_t id)
+{
+	struct driven *h = data_holder(wd, m, path);
+
+	if (!h) {
+		sim_failf(wd, "data: m%d sets %s, which no holder of fs/ on it was granted",
+			  m, path);
+		return;
+	}
+	sn_trace(&wd->net, "        (#%llu carries w%d's version %d)", (unsigned long long)id,
+		 h->id, h->wversions);
+	if (!h->wversions || len != h->wlen || memcmp(data, h->wbuf, (size_t)len) != 0) {
+		sim_failf(wd, "data: m%d's set of %s carries %d bytes that are not the last "
+			  "version w%d wrote (%d of %d bytes)", m, path, len, h->id,
+			  h->wversions, h->wlen);
+		return;
+	}
+	if (wd->nwsets == wd->wscap) {
+		wd->wscap = wd->wscap ? 2 * wd->wscap : 32;
+		wd->wsets = realloc(wd->wsets, (size_t)wd->wscap * sizeof(*wd->wsets));
+		if (!wd->wsets)
+			abort();
+	}
+	wd->wsets[wd->nwsets++] = (struct wset){ id, h->id, h->wversions };
+	sim_data_sets++;
+}
+
+static const struct wset *wset_of(const struct world *wd, uint64_t id)
+{
+	for (int i = wd->nwsets - 1; i >= 0; i--)
+		if (wd->wsets[i].id == id)
+			return &wd->wsets[i];
+	return NULL;
+}
+
+/*
+ * A set applied: a holder's versions reach the server in the order it
+ * wrote them (never an older one over a newer one), and never after its
+ * mount's delete of the entry.  Any other set of the entry (a lingering
+ * entry's data rewritten by the engine) leaves the holders' checks aside.
+ */
+static void set_applied(struct world *wd, int m, uint64_t id, const char *path, int rc)
+{
+	const struct wset *ws = wset_of(wd, id);
+	struct driven *h;
+
+	if (!ws || rc != ZOK) {
+		for (int i = 0; !ws && rc == ZOK && i < wd->ndriven; i++)
+			if (wd->driven[i].wversions && strcmp(wd->driven[i].path, path) == 0)
+				wd->driven[i].wother = true;
+		if (ws && wd->driven[ws->driven].wdeleted)
+			sim_failf(wd, "data: w%d's set of %s (version %d) reached the server "
+				  "after m%d's delete of the entry", ws->driven, path,
+				  ws->version, m);
+		return;
+	}
+	h = &wd->driven[ws->driven];
+	if (ws->version < h->wapplied)
+		sim_failf(wd, "data: w%d's version %d of %s applied after its version %d",
+			  h->id, ws->version, path, h->wapplied);
+	h->wapplied = ws->version;
+	for (int i = 0; i < wd->ndriven; i++)	/* an earlier holder's data is gone */
+		if (&wd->driven[i] != h && wd->driven[i].wversions &&
+		    strcmp(wd->driven[i].path, path) == 0)
+			wd->driven[i].wother = true;
+}
+
+/*
+ * The give-back's delete of an entry is about to be applied: if the lock
+ * held until then (a lost lock's data goes nowhere) and the mount kept its
+ * connection since its holder's last write, the entry holds that write (a
+ * read by any client until now sees it).
+ */
+static void deleting(struct world *wd, int m, const char *path)
+{
+	const struct szk_node *n = szk_find(&wd->net.zk, path);
+	struct driven *h = data_holder(wd, m, path);
+
+	if (!n || !h || !h->released || h->lost || !h->wversions || h->wother ||
+	    wd->net.mounts[m].drops != h->wdrops)
+		return;
+	if (!holds_last(n, h))
+		sim_failf(wd, "data: %s deleted after w%d's give-back without its last write "
+			  "(%d bytes; version %d of %d applied)", path, h->id, n->len,
+			  h->wapplied, h->wversions);
+}
+
+void sim_applied(void *ctx, struct sn_mount *m, uint64_t id, enum sn_applied what,
+		 const char *path, int rc)
+{
+	struct world *wd = ctx;
+
+	switch (what) {
+	case SN_SET:
+		set_applied(wd, m->id, id, path, rc);
+		break;
+	case SN_DELETING:
+		deleting(wd, m->id, path);
+		break;
+	case SN_DELETED:
+		for (int i = 0; rc == ZOK && i < wd->ndriven; i++)
+			if (wd->driven[i].fd >= 0 && wd->driven[i].mount == m->id &&
+			    strcmp(wd->driven[i].path, path) == 0)
+				wd->driven[i].wdeleted = true;
+		break;
+	}
+}
+
+/*
+ * An FSYNC answered 0: the server holds the version its holder had
+ * written when it asked, or a later one, if the mount kept its connection
+ * since the holder's last write.  Not after a loss: a set the supervisor's
+ * flush made and a connection loss failed is sent again at the next look,
+ * and an FSYNC asked meanwhile (nothing left to send) reports no error of
+ * a set it did not make (fs/wbuf.c: only its own set's EAGAIN), so its
+ * confirmation may come first (README.md, invariant 10).
+ */
+void sim_fsync_done(struct world *wd, int fd, int holder, int version)
+{
+	const struct driven *h = holder >= 0 ? &wd->driven[holder] : NULL;
+
+	if (!h || !version || h->wother || wd->net.mounts[h->mount].drops != h->wdrops)
+		return;
+	if (h->wapplied < version)
+		sim_failf(wd, "fsync: fd%d answered 0, but the server holds w%d's version %d, "
+			  "not %d", fd, h->id, h->wapplied, version);
 }

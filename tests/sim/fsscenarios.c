@@ -9,6 +9,8 @@
 
 #include "fs/lockreq.h"
 
+#include <string.h>
+
 /* The ZooKeeper thread runs until nothing moves: every mount settles. */
 static void zk_thread_quiesces(struct world *wd)
 {
@@ -148,4 +150,103 @@ void lockfile_close_of_a_copy(struct world *wd)
 	did(wd, true);
 	quiesce(wd);
 	expect(wd, granted(wd, y), "w%d holds once the description is released", y);
+}
+
+/*
+ * Does the server hold @data at @path (another client's read of it now)?
+ */
+static bool reads(struct world *wd, const char *path, const char *data)
+{
+	const struct szk_node *n = szk_find(&wd->net.zk, path);
+
+	return n && n->len == (int)strlen(data) && memcmp(n->data, data, strlen(data)) == 0;
+}
+
+/*
+ * The server applies mount @m's requests one at a time until none is
+ * left; just before it applies a delete of @path, another client reads
+ * @path and must find @data.  Return: whether such a delete came.
+ */
+static bool apply_until_deleted(struct world *wd, int m, const char *path, const char *data)
+{
+	const char *op, *at;
+	bool deleted = false;
+
+	while (!wd->fail[0] && (op = sn_next_request(M(wd, m), &at))) {
+		if (strcmp(at, path) == 0 && (strcmp(op, "delete") == 0 || strcmp(op, "multi") == 0)) {
+			expect(wd, reads(wd, path, data), "a read of %s just before its delete "
+			       "finds \"%s\", the holder's last write", path, data);
+			deleted = true;
+		}
+		did(wd, sn_apply(M(wd, m)));
+	}
+	return deleted;
+}
+
+/*
+ * An exclusive OPEN on m0 in d0 that holds at once: its descriptor, and
+ * its entry in @path.
+ */
+static int fs_holder(struct world *wd, char path[64])
+{
+	int h = simfs_open(wd, 0, 0, ZKN_EXCLUSIVE, 0);
+
+	did(wd, true);
+	quiesce(wd);
+	expect(wd, granted(wd, h), "w%d holds", h);
+	snprintf(path, 64, "%s", wd->driven[h].path);
+	return wd->driven[h].fd;
+}
+
+/* @fd writes @data, from offset 0. */
+static void write_all(struct world *wd, int fd, const char *data)
+{
+	expect(wd, simfs_write(wd, fd, 0, data, strlen(data)) == 0, "fd%d's write of "
+	       "\"%s\" is taken", fd, data);
+	did(wd, true);
+}
+
+/* @fd closes; m0 applies its requests, the last write read just before
+ * the delete of @path. */
+static void close_holding(struct world *wd, int fd, const char *path, const char *last)
+{
+	int h = wd->fds[fd].driven;
+
+	simfs_close(wd, fd, &wd->driven[h]);
+	did(wd, true);
+	expect(wd, apply_until_deleted(wd, 0, path, last), "w%d's RELEASE deletes %s", h, path);
+}
+
+/*
+ * A holder's data and its give-back: what the holder wrote last is in its
+ * entry before the entry goes, whether the supervisor's flush of it is
+ * still on its way (its set queued, the newest write not yet taken) or
+ * not made yet when the descriptor closes.  The give-back sends the
+ * latest data on the lock's session just before the delete
+ * (zklfs_wbuf_close(), then lockreq_drop()): ZooKeeper applies one
+ * session's requests in order, so the set comes first.  The supervisor's
+ * look that comes after the give-back finds nothing to send.
+ */
+void data_before_the_delete(struct world *wd)
+{
+	char path[64];
+	const char *at;
+	int fd;
+
+	/* the flush's set in flight, and a newer write behind it */
+	fd = fs_holder(wd, path);
+	write_all(wd, fd, "first");
+	expect(wd, did(wd, sn_look(M(wd, 0))), "the write asks for the supervisor's look, "
+	       "whose flush sends it");
+	write_all(wd, fd, "second");
+	close_holding(wd, fd, path, "second");
+	quiesce(wd);
+
+	/* nothing sent yet when the descriptor closes */
+	fd = fs_holder(wd, path);
+	write_all(wd, fd, "third");
+	close_holding(wd, fd, path, "third");
+	expect(wd, did(wd, sn_look(M(wd, 0))) && !sn_next_request(M(wd, 0), &at),
+	       "the supervisor's look after the give-back sends nothing");
+	quiesce(wd);
 }

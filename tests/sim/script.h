@@ -50,5 +50,6 @@ void interrupt_races_the_grant(struct world *wd);
 void lost_before_its_answer(struct world *wd);
 void second_open_queues(struct world *wd);
 void lockfile_close_of_a_copy(struct world *wd);
+void data_before_the_delete(struct world *wd);
 
 #endif

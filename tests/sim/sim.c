@@ -77,8 +77,8 @@ ssize_t getrandom(void *buf, size_t len, unsigned int flags)
 
 enum act { A_APPLY, A_READ, A_DELIVER, A_READ_OLD, A_DELIVER_OLD, A_TICK,
 	   A_CONNECTED, A_EXPIRED, A_SILENT, A_DROP, A_RECONNECT, A_EXPIRE,
-	   A_REPLACE, A_DOUBT, A_ENQUEUE, A_CANCEL, A_RELEASE, A_UNLINK, A_FOREIGN_ENQ,
-	   A_FOREIGN_REL, A_SETDATA, A_FDLOCK, A_N };
+	   A_REPLACE, A_DOUBT, A_LOOK, A_ENQUEUE, A_CANCEL, A_RELEASE, A_UNLINK, A_FOREIGN_ENQ,
+	   A_FOREIGN_REL, A_SETDATA, A_FDLOCK, A_FSDATA, A_N };
 
 /* Weights: network steps dominate; faults scale with the seed's fault rate. */
 static int weight(struct world *wd, enum act a, struct sn_mount *m)
@@ -108,6 +108,7 @@ static int weight(struct world *wd, enum act a, struct sn_mount *m)
 	case A_DOUBT:	  return m->engine_doubt ? (h->state == SN_CONNECTED && !m->expired_due ?
 						    (wd->ending ? 30 : 8) : 0) :
 				 h->state != SN_CONNECTED ? (wd->ending ? 0 : 10) : f;
+	case A_LOOK:	  return m->later ? 5 : 0;
 	default:	  return 0;
 	}
 }
@@ -125,6 +126,7 @@ static int driver_weight(struct world *wd, enum act a)
 	case A_FOREIGN_REL: return 4;
 	case A_SETDATA:	    return 2;
 	case A_FDLOCK:	    return 5;
+	case A_FSDATA:	    return 20;
 	default:	    return 0;
 	}
 }
@@ -133,7 +135,8 @@ static bool run_mount_act(struct world *wd, enum act a, struct sn_mount *m)
 {
 	static const char *const names[] = { "apply", "read", "deliver", "read (old)",
 		"deliver (old)", "tick", "connected event", "expired event", "silent event",
-		"drop connection", "reconnect", "server expiry", "new handle", "doubt event" };
+		"drop connection", "reconnect", "server expiry", "new handle", "doubt event",
+		"supervisor's look" };
 
 	sn_trace(&wd->net, "  m%d %s", m->id, names[a]);
 	switch (a) {
@@ -151,6 +154,7 @@ static bool run_mount_act(struct world *wd, enum act a, struct sn_mount *m)
 	case A_EXPIRE:	    return sn_expire(m);
 	case A_REPLACE:	    return sn_replace(m);
 	case A_DOUBT:	    return sn_ev_doubt(m);
+	case A_LOOK:	    return sn_look(m);
 	default:	    return false;
 	}
 }
@@ -166,6 +170,7 @@ static bool run_driver_act(struct world *wd, enum act a)
 	case A_FOREIGN_REL: return act_foreign_release(wd);
 	case A_SETDATA:	    return act_setdata(wd);
 	case A_FDLOCK:	    return act_fdlock(wd);
+	case A_FSDATA:	    return act_fsdata(wd);
 	default:	    return false;
 	}
 }
@@ -208,7 +213,7 @@ static bool step(struct world *wd)
 	int total = 0, k;
 
 	for (int i = 0; i < SIM_MOUNTS; i++)
-		for (int a = A_APPLY; a <= A_DOUBT; a++)
+		for (int a = A_APPLY; a <= A_LOOK; a++)
 			total += weight(wd, (enum act)a, &wd->net.mounts[i]);
 	for (int a = A_ENQUEUE; a < A_N; a++)
 		total += driver_weight(wd, (enum act)a);
@@ -221,7 +226,7 @@ static bool step(struct world *wd)
 	if (wd->verbose)
 		printf("step %ld:\n", wd->step);
 	for (int i = 0; i < SIM_MOUNTS; i++)
-		for (int a = A_APPLY; a <= A_DOUBT; a++) {
+		for (int a = A_APPLY; a <= A_LOOK; a++) {
 			k -= weight(wd, (enum act)a, &wd->net.mounts[i]);
 			if (k < 0) {
 				run_mount_act(wd, (enum act)a, &wd->net.mounts[i]);
@@ -282,6 +287,8 @@ void sim_end_phase(struct world *wd)
 		sim_check_end(wd);
 	if (!wd->fail[0])
 		simfs_check_joins(wd);
+	if (!wd->fail[0])
+		simfs_check_data(wd);
 }
 
 /* one seed ---------------------------------------------------------------- */
@@ -311,6 +318,7 @@ void sim_world_init(struct world *wd, uint64_t seed, bool verbose)
 	sn_init(&wd->net, &wd->rng, SIM_MOUNTS, verbose);
 	wd->net.hook = sim_watch_hook;
 	wd->net.listed = sim_list_hook;
+	wd->net.applied = sim_applied;
 	wd->net.hook_ctx = wd;
 	if (verbose)
 		wd->net.name_of = name_of;
@@ -379,7 +387,10 @@ void sim_world_free(struct world *wd)
 	for (int i = 0; i < wd->nherd; i++)
 		free(wd->herd[i].path);
 	free(wd->herd);
+	for (int i = 0; i < wd->ndriven; i++)
+		free(wd->driven[i].wbuf);
 	free(wd->driven);
+	free(wd->wsets);
 	free(wd->gone);
 	free(wd->lhist);
 	sim_world = NULL;
@@ -437,6 +448,7 @@ struct progress {
 	double started;			/* when (now_s()) */
 	long cohort;			/* cohort hand-offs seen */
 	long linger;			/* grants on a lingering entry */
+	long data;			/* sets of the holders' data */
 	long fsreq;			/* FUSE requests to fs/ */
 	long preempt;			/* the FUSE thread preempted */
 	uint64_t done;			/* seeds finished */
@@ -468,7 +480,7 @@ static bool skipped(uint64_t s)
 static void run_range(struct progress *pg, uint64_t first, uint64_t end)
 {
 	for (uint64_t s = first; s < end; s++) {
-		long c0 = sim_cohort_grants, l0 = sim_linger_grants;
+		long c0 = sim_cohort_grants, l0 = sim_linger_grants, d0 = sim_data_sets;
 		long f0 = sim_fs_requests, p0 = sim_preemptions;
 
 		if (skipped(s))
@@ -478,6 +490,7 @@ static void run_range(struct progress *pg, uint64_t first, uint64_t end)
 		pg->failed += !run_seed(s, false, &pg->steps);
 		pg->cohort += sim_cohort_grants - c0;
 		pg->linger += sim_linger_grants - l0;
+		pg->data += sim_data_sets - d0;
 		pg->fsreq += sim_fs_requests - f0;
 		pg->preempt += sim_preemptions - p0;
 		pg->done++;
@@ -567,10 +580,10 @@ int main(int argc, char **argv)
 
 		printf("sim: %" PRIu64 " seeds from %" PRIu64 ", %" PRIu64 " failed, "
 		       "%d known bad skipped; %ld steps, %ld cohort hand-offs, %ld lingering "
-		       "grants, %ld FUSE requests, %ld preemptions; %.2f s: %.0f seeds/s, "
-		       "%.0f steps/s\n",
+		       "grants, %ld FUSE requests, %ld preemptions, %ld data sets; %.2f s: "
+		       "%.0f seeds/s, %.0f steps/s\n",
 		       pg->done, first, pg->failed, nskip, pg->steps, pg->cohort, pg->linger,
-		       pg->fsreq, pg->preempt, dt, pg->done / dt, pg->steps / dt);
+		       pg->fsreq, pg->preempt, pg->data, dt, pg->done / dt, pg->steps / dt);
 	}
 	return pg->failed ? 1 : 0;
 }

@@ -47,6 +47,22 @@ struct driven {
 	struct fuse_req *req;	/* through fs/: the request it waits in */
 	bool lost_early;	/* through fs/: lost while its grant was on its
 				   way to its request (lockreq.lost_early) */
+	/* through fs/: the data written on its descriptor while it held
+	 * (WRITE, SETATTR of the size: simfsact.c), and what the server did
+	 * with it (check.c) */
+	char *wbuf;		/* its latest version, as fs/wbuf.c must keep it */
+	int wlen;
+	int wversions;		/* versions written (0: none) */
+	unsigned wdrops;	/* its mount's connection losses at the last one */
+	int wapplied;		/* the latest of them the server applied */
+	bool wother;		/* a set not of its data changed its entry since */
+	bool wdeleted;		/* a delete of its entry by its mount was applied */
+};
+
+/* A set fs/wbuf.c made: request #@id, the holder @driven's @version. */
+struct wset {
+	uint64_t id;
+	int driven, version;
 };
 
 /* Notifications that reached exclusive waiters per deleted path (herd). */
@@ -100,6 +116,8 @@ struct world {
 	struct fuse_req *asker;		/* the request being made now */
 	struct fuse_req **reqs;		/* every FUSE request made, kept */
 	int nreq, reqcap;
+	struct wset *wsets;		/* the sets of the holders' data */
+	int nwsets, wscap;
 	/*
 	 * The FUSE thread runs a call into fs/ (simfs.c): where it takes a
 	 * mutex holding none, the ZooKeeper thread may run first
@@ -132,9 +150,9 @@ bool sim_scenarios(const char *name);
 
 /* The world of the running seed: the engine's callbacks find it here. */
 extern struct world *sim_world;
-/* check.c: grants that passed over an entry their mount gave back, and
- * grants on a lingering entry */
-extern long sim_cohort_grants, sim_linger_grants;
+/* check.c: grants that passed over an entry their mount gave back,
+ * grants on a lingering entry, and sets of the holders' data */
+extern long sim_cohort_grants, sim_linger_grants, sim_data_sets;
 /* simfs.c: FUSE requests made to fs/, and the FUSE thread's preemptions */
 extern long sim_fs_requests, sim_preemptions;
 
@@ -197,6 +215,20 @@ void sim_check_step(struct world *wd);
 
 /* sim_check_release() - after zkl_release() of @d whose entry was @path. */
 void sim_check_release(struct world *wd, struct driven *d, const char *path);
+
+/*
+ * The holders' data (fs/wbuf.c), checked as it goes: sim_data_sent() - a
+ * set of @path (@data, @len) made on mount @m as request #@id;
+ * sim_applied() - simnet's hook as the server applies a set or a delete;
+ * sim_fsync_done() - an FSYNC of descriptor @fd answered 0, asked while
+ * it stood for waiter @holder (-1: none), which had written @version
+ * versions then.
+ */
+void sim_data_sent(struct world *wd, int m, const char *path, const char *data, int len,
+		   uint64_t id);
+void sim_applied(void *ctx, struct sn_mount *m, uint64_t id, enum sn_applied what,
+		 const char *path, int rc);
+void sim_fsync_done(struct world *wd, int fd, int holder, int version);
 
 /* sim_check_end() - after the end phase: answered once, no orphan. */
 void sim_check_end(struct world *wd);

@@ -13,10 +13,19 @@
  * descriptor would tell the holder (lockreq_holder_errno(): 0 while the
  * lock holds, EIO once lost), not what the driver remembers.
  *
+ * The holder's data (fs/wbuf.c) and fsync's confirmation (fs/confirm.c)
+ * run here too: a holder's WRITE, SETATTR of the size and FSYNC on its
+ * descriptor (simfsact.c) are answered through the same seam, and their
+ * calls to ZooKeeper go on the mount's one session (zklfs_zset() and the
+ * others below, through its transport), its zklfs_zlater() to the
+ * supervisor's look (sn_look()).  Each set is checked as it is made and
+ * as the server applies it (check.c).
+ *
  * The rest of fs/ is not linked: which engine a directory has is the
- * mount's one engine (zklfs_engine() below); the holders' data, the read
- * cache and the directories' owners have nothing to do with a grant, and
- * their calls here do nothing.  One thread, as the rest of the simulator.
+ * mount's one engine (zklfs_engine() below), which session the mount's one
+ * session; the read cache and the directories' owners have nothing to do
+ * with a grant, and their calls here do nothing.  One thread, as the rest
+ * of the simulator.
  */
 #include "tests/sim/simfs_int.h"
 
@@ -31,6 +40,8 @@
 #include "fs/fdlock.h"
 #include "fs/lockreq.h"
 #include "fs/reply.h"
+#include "fs/pending.h"
+#include "fs/pool.h"
 #include "fs/wbuf.h"
 #include "fs/xcache.h"
 #include "fs/attr.h"
@@ -71,9 +82,81 @@ void zklfs_dir_gone(struct zklfs *fs, const char *dir)
 	(void)fs, (void)dir;
 }
 
-void zklfs_wbuf_close(struct zklfs *fs, struct node *n)
+/* the mount's one session, for fs/wbuf.c and fs/confirm.c */
+struct zks *zklfs_session(struct zklfs *fs, const char *dir)
 {
-	(void)fs, (void)n;
+	(void)dir;
+	return &((struct simfs *)fs)->zks;
+}
+
+int zklfs_session_slot(struct zklfs *fs, const struct zks *zks)
+{
+	(void)fs, (void)zks;
+	return 0;
+}
+
+/* The transport of @fs's mount: where every call of fs/ goes. */
+static struct zkt_transport transport_of(struct zklfs *fs)
+{
+	return sn_transport(&W()->net.mounts[((struct simfs *)fs)->m]);
+}
+
+/* A holder's data goes to the server: checked as it is sent (check.c). */
+int zklfs_zset(struct zklfs *fs, struct zks *zs, const char *path, const char *data,
+	       int len, int version, stat_completion_t done, const void *arg)
+{
+	struct zkt_transport t = transport_of(fs);
+	int rc = t.ops->set(t.ctx, path, data, len, version, done, arg);
+
+	(void)zs;
+	if (rc == ZOK)
+		sim_data_sent(W(), ((struct simfs *)fs)->m, path, data, len,
+			      W()->net.next_req);
+	return rc;
+}
+
+int zklfs_zsync(struct zklfs *fs, struct zks *zs, const char *path,
+		string_completion_t done, const void *arg)
+{
+	struct zkt_transport t = transport_of(fs);
+
+	(void)zs;
+	return t.ops->sync(t.ctx, path, done, arg);
+}
+
+int zklfs_zexists(struct zklfs *fs, struct zks *zs, const char *path,
+		  stat_completion_t done, const void *arg)
+{
+	struct zkt_transport t = transport_of(fs);
+
+	(void)zs;
+	return t.ops->exists(t.ctx, path, done, arg);
+}
+
+int zklfs_zlater(struct zklfs *fs, struct zks *zs, void (*fn)(void *arg, bool go),
+		 void *arg)
+{
+	struct zkt_transport t = transport_of(fs);
+
+	(void)zs;
+	return t.ops->later(t.ctx, fn, arg);
+}
+
+size_t zklfs_data_max(struct zklfs *fs, const char *path)
+{
+	struct zkt_transport t = transport_of(fs);
+
+	return t.ops->data_max(t.ctx, path);
+}
+
+/* A SETATTR's answer: the rest of fs/attr.c's attributes say nothing of
+ * the data; fs/wbuf.c fills in the size, which the seam checks. */
+void zklfs_pending_attr(struct zklfs *fs, struct stat *st, fuse_ino_t ino, uid_t uid)
+{
+	(void)fs;
+	memset(st, 0, sizeof(*st));
+	st->st_ino = ino;
+	st->st_uid = uid;
 }
 
 /* the other thread -------------------------------------------------------------- */
@@ -150,15 +233,42 @@ static struct sfd *fd_of(struct world *wd, const struct fuse_req *r)
 	return &wd->fds[r->fd];
 }
 
+static const char *req_name(const struct fuse_req *r)
+{
+	static const char *const data[] = { [SR_WRITE] = "WRITE", [SR_SETATTR] = "SETATTR",
+					    [SR_FSYNC] = "FSYNC" };
+
+	return r->op != SR_LOCK ? data[r->op] : r->fdreq ? "flock" : "OPEN";
+}
+
 /* Every answer: once, and never to a request nobody asked. */
 static bool answered(struct world *wd, struct fuse_req *r, const char *what)
 {
 	if (++r->replies > 1) {
 		sim_failf(wd, "reply: a %s request of fd%d (w%d) answered %d times (now %s)",
-			  r->fdreq ? "flock" : "OPEN", r->fd, r->driven, r->replies, what);
+			  req_name(r), r->fd, r->driven, r->replies, what);
 		return false;
 	}
 	return true;
+}
+
+/*
+ * A request about the holder's data answered @err (0: done).  WRITE and
+ * SETATTR are answered inside their call (simfsact.c checks how); an
+ * FSYNC later, by its confirmation or a give-back: 0 only with its
+ * holder's data at the server (check.c), else EIO (the lock lost or given
+ * back), ENOLCK (nothing held), EAGAIN (its data's set met a connection
+ * loss).
+ */
+static int data_answered(struct world *wd, struct fuse_req *r, int err)
+{
+	if (r->op != SR_FSYNC)
+		return 0;
+	if (err != 0 && err != EIO && err != ENOLCK && err != EAGAIN)
+		sim_failf(wd, "fsync: fd%d answered %d", r->fd, -err);
+	else if (!err)
+		sim_fsync_done(wd, r->fd, r->holder, r->version);
+	return 0;
 }
 
 bool simfs_stands_for(struct world *wd, const struct sfd *f, int old)
@@ -288,11 +398,12 @@ static int reply_err_k(fuse_req_t r, int err)
 	struct world *wd = W();
 	struct sfd *f = fd_of(wd, r);
 
-	sn_trace(&wd->net, "        fs: %s of fd%d answered %d", r->fdreq ? "flock" : "OPEN",
-		 r->fd, -err);
+	sn_trace(&wd->net, "        fs: %s of fd%d answered %d", req_name(r), r->fd, -err);
 	if (!answered(wd, r, "err"))
 		return 0;
 	r->result = err;
+	if (r->op != SR_LOCK)
+		return data_answered(wd, r, err);
 	if (r->joined >= 0)
 		return joined_answered(wd, r, err);
 	if (err == EINTR && handed_over(wd, r, f))
@@ -319,6 +430,50 @@ static int reply_err(fuse_req_t r, int err)
 
 	kernel_done(W(), was);
 	return rc;
+}
+
+/* A WRITE done: @count bytes taken. */
+static int reply_write(fuse_req_t r, size_t count)
+{
+	struct world *wd = W();
+	bool was = kernel(wd);
+
+	sn_trace(&wd->net, "        fs: %s of fd%d answered %zu bytes", req_name(r), r->fd,
+		 count);
+	if (answered(wd, r, "write")) {
+		if (r->op != SR_WRITE)
+			sim_failf(wd, "reply: fd%d: a %s answered as a WRITE", r->fd,
+				  req_name(r));
+		r->size = count;
+	}
+	kernel_done(wd, was);
+	return 0;
+}
+
+/* A SETATTR done: the attributes it answers. */
+static int reply_attr(fuse_req_t r, const struct stat *st, double timeout)
+{
+	struct world *wd = W();
+	bool was = kernel(wd);
+
+	(void)timeout;
+	sn_trace(&wd->net, "        fs: %s of fd%d answered size %lld", req_name(r), r->fd,
+		 (long long)st->st_size);
+	if (answered(wd, r, "attr")) {
+		if (r->op != SR_SETATTR || (size_t)st->st_size != r->size)
+			sim_failf(wd, "reply: fd%d: a %s answered the attributes of size %lld",
+				  r->fd, req_name(r), (long long)st->st_size);
+	}
+	kernel_done(wd, was);
+	return 0;
+}
+
+/* No READ is made here. */
+static int reply_buf(fuse_req_t r, const char *buf, size_t size)
+{
+	(void)buf, (void)size;
+	sim_failf(W(), "reply: fd%d: a %s answered with a READ's bytes", r->fd, req_name(r));
+	return 0;
 }
 
 static void on_interrupt(fuse_req_t r, fuse_interrupt_func_t fn, void *arg)
@@ -383,6 +538,9 @@ static void drop_poll(struct fuse_pollhandle *ph)
 static const struct zklfs_reply sim_reply = {
 	.open = reply_open,
 	.err = reply_err,
+	.write = reply_write,
+	.attr = reply_attr,
+	.buf = reply_buf,
 	.on_interrupt = on_interrupt,
 	.caller = caller,
 	.signalled = signalled,
@@ -394,9 +552,11 @@ static const struct zklfs_reply sim_reply = {
 
 /* the mounts ----------------------------------------------------------------- */
 
+/* A lock node ends, as fs/lockops.c's zklfs_lock_node_end(): its data
+ * forgotten, its request freed. */
 static void node_end(struct zklfs *fs, struct node *n)
 {
-	(void)fs;
+	zklfs_wbuf_forget_locked(fs, n);
 	lockreq_free(n->lr);
 	n->lr = NULL;
 }
@@ -415,7 +575,10 @@ void simfs_init(struct world *wd)
 		snprintf(s->fs.host, sizeof(s->fs.host), "m%d", m);
 		s->fs.mountpoint = s->fs.host;
 		zkmx_init(&s->fs.lock, ZKMX_RANK_FS, "fs->lock");
-		if (!s->conf.root || zklfs_nodes_init(&s->fs, node_end) != 0)
+		zkmx_init(&s->fs.wb_send, ZKMX_RANK_WBSEND, "fs->wb_send");
+		/* no deadlines: an FSYNC waits for its confirmation */
+		if (!s->conf.root || zklfs_nodes_init(&s->fs, node_end) != 0 ||
+		    zpend_init(&s->fs, NULL) != 0)
 			abort();
 		wd->fs[m] = s;
 	}
@@ -431,6 +594,8 @@ void simfs_free(struct world *wd)
 		if (!s)
 			continue;
 		zklfs_nodes_free(&s->fs);
+		zpend_free(&s->fs);
+		zkmx_destroy(&s->fs.wb_send);
 		zkmx_destroy(&s->fs.lock);
 		free(s->conf.root);
 		free(s);
@@ -455,6 +620,7 @@ struct fuse_req *simfs_new_req(struct world *wd, int fd, int driven, bool fdreq)
 	r->fdreq = fdreq;
 	r->old = -1;
 	r->joined = -1;
+	r->holder = -1;
 	if (wd->nreq == wd->reqcap) {
 		wd->reqcap = wd->reqcap ? 2 * wd->reqcap : 64;
 		wd->reqs = realloc(wd->reqs, (size_t)wd->reqcap * sizeof(*wd->reqs));

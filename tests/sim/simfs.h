@@ -6,6 +6,8 @@
 #ifndef SIM_SIMFS_H
 #define SIM_SIMFS_H
 
+#include <sys/types.h>
+
 #include "tests/sim/sim.h"
 
 /* An entry's pid= line is SIM_PID_BASE + its waiter (check.c). */
@@ -83,5 +85,22 @@ bool simfs_stands_for(struct world *wd, const struct sfd *f, int old);
 
 /* act_fdlock() - a driver action: flock(2) on an open holder's descriptor */
 bool act_fdlock(struct world *wd);
+
+/*
+ * The holder's data (fs/wbuf.c) through descriptor @fd (a lock file's:
+ * through the record that holds): simfs_write() - WRITE of @size bytes of
+ * @buf at @off; simfs_truncate() - SETATTR of the size to @size; each
+ * answered at once.  Return: its errno (0: done), -1 if not made (a lock
+ * file's descriptor that holds nothing).  simfs_fsync() - FSYNC, answered
+ * later.  act_fsdata() - a driver action: one of them, at random.
+ */
+int simfs_write(struct world *wd, int fd, off_t off, const char *buf, size_t size);
+int simfs_truncate(struct world *wd, int fd, off_t size);
+void simfs_fsync(struct world *wd, int fd);
+bool act_fsdata(struct world *wd);
+
+/* simfs_check_data() - after the end: every WRITE, SETATTR and FSYNC was
+ * answered, exactly once */
+void simfs_check_data(struct world *wd);
 
 #endif

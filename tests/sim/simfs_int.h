@@ -9,9 +9,14 @@
 
 #include "fs/lockreq.h"
 
+/* What a request asks: a lock (OPEN, flock, FLUSH, RELEASE), or of the
+ * holder's data (fs/wbuf.c). */
+enum sreq_op { SR_LOCK, SR_WRITE, SR_SETATTR, SR_FSYNC };
+
 /* A FUSE request, as the sim's kernel keeps it: until the world ends, so
  * that an answer to one already answered is found, not a use after free. */
 struct fuse_req {
+	enum sreq_op op;
 	int driven;				/* the waiter it asks for (-1: none) */
 	int joined;			/* a flock that joined the wait of this
 					   waiter (-1: none), answered with it */
@@ -26,6 +31,12 @@ struct fuse_req {
 	bool interrupted;		/* FUSE_INTERRUPT came */
 	bool gone;			/* its caller is gone: open() -ENOENT */
 	bool lfopen;			/* the OPEN of a lock file: no lock */
+	size_t size;			/* WRITE: its bytes, once answered; SETATTR:
+					   the size it asked, once answered */
+	int holder;			/* FSYNC: the waiter its descriptor stood
+					   for (-1: none) ... */
+	int version;			/* ... and the versions that one had
+					   written when it asked */
 };
 
 struct fuse_pollhandle {
@@ -37,6 +48,8 @@ struct simfs {
 	struct zklfs fs;
 	struct zklfs_conf conf;
 	int m;
+	struct zks zks;			/* the mount's one session, as fs/ names
+					   it (zklfs_session()): its address only */
 };
 
 /* simfs_new_req() - a new request of the kernel's about descriptor @fd,

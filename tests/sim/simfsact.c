@@ -1,7 +1,8 @@
 /*
  * tests/sim/simfsact.c - the kernel's requests to each simulated mount's
  * fs/ (simfs.h): MKNOD and OPEN, INTERRUPT, flock(2), RELEASE and FORGET,
- * as the driver's actions.  One thread.
+ * and the holder's WRITE, SETATTR of the size and FSYNC, as the driver's
+ * actions.  One thread.
  */
 #include "tests/sim/simfs_int.h"
 
@@ -14,6 +15,7 @@
 
 #include "fs/fdlock.h"
 #include "fs/lockfile.h"
+#include "fs/wbuf.h"
 
 /* A new waiter (*@id) and a new descriptor for it on mount @m of lock
  * @dir; NULL (no waiter) past the live waiters' bound. */
@@ -431,6 +433,233 @@ bool act_fdlock(struct world *wd)
 			  "was due", fd, op == LOCK_UN ? "LOCK_UN" : "the kind held",
 			  r->replies, r->result);
 	return true;
+}
+
+/* the holder's data ---------------------------------------------------------- */
+
+/*
+ * The lock node a data request on @f goes to, and the holder's
+ * descriptor in *@fi: the entry's own; on a lock file, the record that
+ * holds through it (of the writing process's owner for a WRITE), as
+ * fs/fdops.c finds it.  NULL if a lock file's descriptor holds through
+ * none: fs/fdops.c answers that itself.
+ */
+static struct node *data_node(struct world *wd, struct sfd *f, bool write,
+			      struct fuse_file_info *fi)
+{
+	memset(fi, 0, sizeof(*fi));
+	fi->fh = FH_HOLDER;
+	if (!f->lockfile)
+		return f->n;
+	*fi = *f->lfi;
+	fi->fh = FH_HOLDER;
+	return lf_holder(&wd->fs[f->mount]->fs, f->lfi, write ? f->lfi->lock_owner : 0,
+			 false);
+}
+
+/* A new version of @d's data, written while its mount had @drops losses. */
+static void new_version(struct world *wd, struct driven *d, size_t len)
+{
+	d->wlen = (int)len;
+	d->wversions++;
+	d->wdrops = wd->net.mounts[d->mount].drops;
+	sn_trace(&wd->net, "        (w%d's version %d: %d bytes)", d->id, d->wversions,
+		 d->wlen);
+}
+
+/* @d's data, as a WRITE of @size bytes at @off leaves it (fs/wbuf.c:
+ * from offset 0 it starts afresh, further on it continues as in a file) */
+static void model_write(struct world *wd, struct driven *d, off_t off, const char *buf,
+			size_t size)
+{
+	size_t end = (size_t)off + size, len = off == 0 ? 0 : (size_t)d->wlen;
+	size_t now = end > len ? end : len;
+
+	d->wbuf = realloc(d->wbuf, now ? now : 1);
+	if (!d->wbuf)
+		abort();
+	if ((size_t)off > len)
+		memset(d->wbuf + len, 0, (size_t)off - len);
+	memcpy(d->wbuf + off, buf, size);
+	new_version(wd, d, now);
+}
+
+/* ... and a truncate to @size */
+static void model_truncate(struct world *wd, struct driven *d, size_t size)
+{
+	d->wbuf = realloc(d->wbuf, size ? size : 1);
+	if (!d->wbuf)
+		abort();
+	if (size > (size_t)d->wlen)
+		memset(d->wbuf + d->wlen, 0, size - (size_t)d->wlen);
+	new_version(wd, d, size);
+}
+
+/*
+ * A WRITE or SETATTR @r on @f was answered inside its call, as the
+ * holder's data is changed in memory: once, and taken only while the
+ * descriptor stands for a granted waiter (refused EIO if its lock is
+ * lost, ENOLCK if it holds none).  Return: the waiter whose data it
+ * changed, or NULL.
+ */
+static struct driven *data_answered(struct world *wd, struct sfd *f, struct fuse_req *r,
+				    const char *what)
+{
+	int fd = (int)(f - wd->fds);
+	struct driven *d = f->driven >= 0 ? &wd->driven[f->driven] : NULL;
+
+	if (r->replies != 1) {
+		sim_failf(wd, "data: fd%d: a %s answered %d times inside its call", fd, what,
+			  r->replies);
+		return NULL;
+	}
+	if (r->result) {
+		if (r->result != EIO && r->result != ENOLCK)
+			sim_failf(wd, "data: fd%d: a %s answered %d", fd, what, -r->result);
+		return NULL;
+	}
+	if (!d || d->ndone != 1 || d->result != 0)
+		sim_failf(wd, "data: fd%d: a %s taken while the descriptor holds nothing",
+			  fd, what);
+	return wd->fail[0] ? NULL : d;
+}
+
+/* A request of @op on @f, for nobody's lock. */
+static struct fuse_req *data_req(struct world *wd, struct sfd *f, enum sreq_op op)
+{
+	struct fuse_req *r = simfs_new_req(wd, (int)(f - wd->fds), -1, true);
+
+	r->op = op;
+	wd->asker = r;
+	return r;
+}
+
+int simfs_write(struct world *wd, int fd, off_t off, const char *buf, size_t size)
+{
+	struct sfd *f = &wd->fds[fd];
+	struct fuse_file_info fi;
+	struct node *n = data_node(wd, f, true, &fi);
+	struct fuse_req *r;
+	struct driven *d;
+
+	sn_trace(&wd->net, "  fs: WRITE of %zu bytes \"%.*s\" at %lld on fd%d (w%d)", size,
+		 (int)size, buf, (long long)off, fd, f->driven);
+	if (!n)
+		return -1;
+	r = data_req(wd, f, SR_WRITE);
+	simfs_fuse_thread(wd, true);
+	zklfs_wbuf_write(r, n, buf, size, off, &fi);
+	simfs_fuse_thread(wd, false);
+	d = data_answered(wd, f, r, "WRITE");
+	if (d && r->size != size)
+		sim_failf(wd, "data: fd%d: a WRITE of %zu bytes answered %zu", fd, size, r->size);
+	else if (d)
+		model_write(wd, d, off, buf, size);
+	return r->result;
+}
+
+int simfs_truncate(struct world *wd, int fd, off_t size)
+{
+	struct sfd *f = &wd->fds[fd];
+	struct fuse_file_info fi;
+	struct node *n = data_node(wd, f, true, &fi);
+	struct fuse_req *r;
+	struct driven *d;
+
+	sn_trace(&wd->net, "  fs: SETATTR of fd%d (w%d): size %lld", fd, f->driven,
+		 (long long)size);
+	if (!n)
+		return -1;
+	r = data_req(wd, f, SR_SETATTR);
+	r->size = (size_t)size;
+	simfs_fuse_thread(wd, true);
+	zklfs_wbuf_setsize(r, n, size, &fi);
+	simfs_fuse_thread(wd, false);
+	d = data_answered(wd, f, r, "SETATTR");
+	if (d)
+		model_truncate(wd, d, (size_t)size);
+	return r->result;
+}
+
+void simfs_fsync(struct world *wd, int fd)
+{
+	struct sfd *f = &wd->fds[fd];
+	struct fuse_file_info fi;
+	struct node *n = data_node(wd, f, false, &fi);
+	const struct driven *d = f->driven >= 0 ? &wd->driven[f->driven] : NULL;
+	struct fuse_req *r;
+
+	sn_trace(&wd->net, "  fs: FSYNC of fd%d (w%d)", fd, f->driven);
+	if (!n)
+		return;
+	r = data_req(wd, f, SR_FSYNC);
+	if (d && d->ndone == 1 && d->result == 0) {
+		r->holder = d->id;
+		r->version = d->wversions;
+	}
+	simfs_fuse_thread(wd, true);
+	zklfs_wbuf_fsync(r, n, &fi);
+	simfs_fuse_thread(wd, false);
+}
+
+/* Is @f open, and (@held) does it stand for a granted waiter? */
+static bool data_fd(const struct world *wd, const struct sfd *f, bool held)
+{
+	const struct driven *d = f->driven >= 0 ? &wd->driven[f->driven] : NULL;
+
+	return f->opened && !f->closed &&
+	       (!held || (d && d->ndone == 1 && d->result == 0 && !d->released));
+}
+
+/*
+ * The holder's data: on an open descriptor that stands for a granted
+ * waiter (one time in six any open one, holding or not), a WRITE of a few
+ * letters (from offset 0 half the time, else at or a little past the end
+ * of what it wrote), a truncate, or an FSYNC.
+ */
+bool act_fsdata(struct world *wd)
+{
+	bool held = !sim_rng_chance(&wd->rng, 1, 6);
+	int n = 0, k, fd, len;
+	uint32_t op;
+	struct sfd *f;
+
+	for (int i = 0; i < wd->nfd; i++)
+		n += data_fd(wd, &wd->fds[i], held);
+	if (!n)
+		return false;
+	k = (int)sim_rng_below(&wd->rng, (uint32_t)n);
+	for (f = wd->fds;; f++)
+		if (data_fd(wd, f, held) && k-- == 0)
+			break;
+	fd = (int)(f - wd->fds);
+	len = f->driven >= 0 ? wd->driven[f->driven].wlen : 0;
+	op = sim_rng_below(&wd->rng, 6);
+	if (op < 3) {
+		char buf[8];
+		size_t size = 1 + sim_rng_below(&wd->rng, sizeof(buf));
+		off_t off = sim_rng_chance(&wd->rng, 1, 2) ? 0 :
+			    (off_t)sim_rng_below(&wd->rng, (uint32_t)len + 3);
+
+		for (size_t i = 0; i < size; i++)
+			buf[i] = (char)('a' + sim_rng_below(&wd->rng, 26));
+		simfs_write(wd, fd, off, buf, size);
+	} else if (op == 3) {
+		simfs_truncate(wd, fd, (off_t)sim_rng_below(&wd->rng, (uint32_t)len + 4));
+	} else {
+		simfs_fsync(wd, fd);
+	}
+	return true;
+}
+
+/* After the end: every request about the holder's data was answered once. */
+void simfs_check_data(struct world *wd)
+{
+	for (int i = 0; i < wd->nreq; i++)
+		if (wd->reqs[i]->op != SR_LOCK && wd->reqs[i]->replies != 1)
+			sim_failf(wd, "data: fd%d's %s answered %d times", wd->reqs[i]->fd,
+				  wd->reqs[i]->op == SR_FSYNC ? "FSYNC" : "WRITE or SETATTR",
+				  wd->reqs[i]->replies);
 }
 
 void simfs_check_joins(struct world *wd)

@@ -9,7 +9,7 @@
 
 static const char *const op_name[] = { "create", "delete", "multi", "children",
 				       "get", "wget", "exists", "unwatch", "set",
-				       "wchildren", "unwatch-children" };
+				       "wchildren", "unwatch-children", "sync" };
 
 void *sni_xcalloc(size_t n, size_t sz)
 {
@@ -352,13 +352,27 @@ static bool t_doubtful(void *ctx)
 	return m->engine_doubt || m->cur->state != SN_CONNECTED;
 }
 
-/* fs/'s redo after a connection loss: the simulator's fs/ files (the lock
- * requests) make none, so one that comes is refused, as a closing
- * session refuses it. */
+/* ZooKeeper's sync: one server here, so only its place in the session's
+ * order matters (fs/confirm.c's round trip). */
+static int t_sync(void *ctx, const char *path, string_completion_t done,
+		  const void *arg)
+{
+	return call(ctx, req_new(OP_SYNC, path, (sn_fn)done, arg));
+}
+
+/* fs/'s work for the supervisor's next look (the holders' data: fs/wbuf.c),
+ * which sn_look() is; first queued, last run, as zks_later()'s list. */
 static int t_later(void *ctx, void (*fn)(void *arg, bool go), void *arg)
 {
-	(void)ctx, (void)fn, (void)arg;
-	return -ESHUTDOWN;
+	struct sn_mount *m = ctx;
+	struct sn_later *l = sni_xcalloc(1, sizeof(*l));
+
+	l->fn = fn;
+	l->arg = arg;
+	l->next = m->later;
+	m->later = l;
+	sn_trace(m->net, "        m%d: a call for the supervisor's next look", m->id);
+	return 0;
 }
 
 static int t_timeout_ms(void *ctx)
@@ -394,7 +408,7 @@ static const struct zkt_ops sn_ops = {
 	.create = t_create, .remove = t_remove, .multi = t_multi,
 	.children = t_children, .get = t_get, .wget = t_wget,
 	.exists = t_exists, .unwatch = t_unwatch, .set = t_set,
-	.wchildren = t_wchildren, .unwatch_children = t_unwatch_children,
+	.wchildren = t_wchildren, .unwatch_children = t_unwatch_children, .sync = t_sync,
 	.now_ms = t_now_ms, .quiet = t_quiet, .doubtful = t_doubtful, .tick_by = t_tick_by,
 	.later = t_later, .timeout_ms = t_timeout_ms, .data_max = t_data_max,
 	.generation = t_generation, .session_of = t_session_of,
@@ -453,6 +467,21 @@ void sni_notify(void *ctx, int64_t sid, int type, const char *path)
 	sni_q_push(&h->wire, it);
 }
 
+/* The deletes of @r (@what: SN_DELETING, SN_DELETED with @rc) to the hook. */
+static void deletes_hook(struct sn_handle *h, const struct sn_req *r, enum sn_applied what,
+			 int rc)
+{
+	struct simnet *net = h->m->net;
+
+	if (!net->applied)
+		return;
+	if (r->op == OP_DELETE)
+		net->applied(net->hook_ctx, h->m, r->id, what, r->path, rc);
+	for (int i = 0; r->op == OP_MULTI && i < r->n; i++)
+		if (r->types[i] == ZOO_DELETE_OP)
+			net->applied(net->hook_ctx, h->m, r->id, what, r->paths[i], rc);
+}
+
 /* Apply @r at the server for @h's session; its reply goes to the wire. */
 void sni_apply(struct sn_handle *h, struct sn_req *r)
 {
@@ -463,6 +492,7 @@ void sni_apply(struct sn_handle *h, struct sn_req *r)
 	it->kind = IT_REPLY;
 	it->req = r;
 	it->answered = true;
+	deletes_hook(h, r, SN_DELETING, -1);
 	switch (r->op) {
 	case OP_CREATE:
 		it->rc = szk_create(z, h->sid, r->path, r->data, r->len, r->mode,
@@ -504,12 +534,27 @@ void sni_apply(struct sn_handle *h, struct sn_req *r)
 	case OP_UNWATCHC:
 		it->rc = szk_unwatch(z, h->sid, r->path, r->op == OP_UNWATCHC);
 		break;
+	case OP_SYNC:
+		it->rc = ZOK;
+		it->value = sni_xstrdup(r->path);
+		break;
 	}
 	sn_trace(h->m->net, "        m%d applied #%llu %s %s%s%s: %s", h->m->id,
 		 (unsigned long long)r->id, op_name[r->op], r->path,
 		 it->value && r->op == OP_CREATE ? " = " : "",
 		 it->value && r->op == OP_CREATE ? it->value : "", zerror(it->rc));
+	deletes_hook(h, r, SN_DELETED, it->rc);
+	if (r->op == OP_SET && h->m->net->applied)
+		h->m->net->applied(h->m->net->hook_ctx, h->m, r->id, SN_SET, r->path, it->rc);
 	sni_q_push(&h->wire, it);
+}
+
+const char *sn_next_request(const struct sn_mount *m, const char **path)
+{
+	const struct sn_req *r = m->cur->out.head;
+
+	*path = r ? r->path : NULL;
+	return r ? op_name[r->op] : NULL;
 }
 
 bool sn_apply(struct sn_mount *m)
@@ -587,6 +632,9 @@ static void complete(struct sn_handle *h, struct sn_item *it)
 	case OP_EXISTS:
 	case OP_SET:
 		((stat_completion_t)r->done)(it->rc, ok ? &it->stat : NULL, r->arg);
+		break;
+	case OP_SYNC:
+		((string_completion_t)r->done)(it->rc, ok ? it->value : NULL, r->arg);
 		break;
 	}
 }

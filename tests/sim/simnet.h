@@ -34,7 +34,10 @@
  *     the replacement makes a new handle; the engine's expired event runs
  *     once the old handle's completions are all delivered (zookeeper_close()).
  * Session events to watchers (CONNECTING, CONNECTED, EXPIRED) go to every
- * registered watcher, as the C client does.  One thread; no locks.
+ * registered watcher, as the C client does.  fs/'s calls (fs/wbuf.c's sets,
+ * fs/confirm.c's sync and exists) go on the same queues; its
+ * zklfs_zlater() calls wait for the supervisor's look (sn_look()).  One
+ * thread; no locks.
  */
 #ifndef SIM_SIMNET_H
 #define SIM_SIMNET_H
@@ -50,6 +53,7 @@ enum sn_state { SN_CONNECTED, SN_DISCONNECTED, SN_EXPIRED };
 
 struct sn_req;
 struct sn_item;
+struct sn_later;
 
 struct sn_queue {
 	void *head, *tail;		/* struct sn_req or struct sn_item */
@@ -97,6 +101,9 @@ struct sn_mount {
 	bool engine_doubt;		/* the engine was told it is in doubt,
 					   and not yet out */
 	unsigned doubts;		/* doubts told so far */
+	unsigned drops;			/* connection losses so far */
+	struct sn_later *later;		/* fs/'s zklfs_zlater() calls, run at
+					   the supervisor's next look */
 };
 
 /* The session timeout less the margin, on the clock (t_quiet()). */
@@ -114,6 +121,16 @@ typedef void (*sn_watch_hook)(void *ctx, struct sn_mount *m, int type,
 typedef void (*sn_list_hook)(void *ctx, struct sn_mount *m, const char *path,
 			     const struct Stat *dir, void (*done)(void));
 
+/*
+ * Called as the server applies request #@id of @m's session: a set of
+ * @path, once applied (SN_SET, @rc its answer); a delete of @path (one of
+ * a multi's), just before it is applied (SN_DELETING, @rc -1, the node
+ * still there) and once applied (SN_DELETED, @rc the request's answer).
+ */
+enum sn_applied { SN_SET, SN_DELETING, SN_DELETED };
+typedef void (*sn_apply_hook)(void *ctx, struct sn_mount *m, uint64_t id,
+			      enum sn_applied what, const char *path, int rc);
+
 struct simnet {
 	struct szk zk;
 	struct sim_rng *rng;
@@ -125,6 +142,7 @@ struct simnet {
 	bool verbose;
 	sn_watch_hook hook;
 	sn_list_hook listed;
+	sn_apply_hook applied;
 	void *hook_ctx;
 	/* the trace's name of a call's @arg (a waiter: "w7"), or "" */
 	const char *(*name_of)(void *ctx, const void *arg);
@@ -156,6 +174,9 @@ bool sn_ev_expired(struct sn_mount *m);
 bool sn_ev_connected(struct sn_mount *m);
 bool sn_ev_silent(struct sn_mount *m);
 bool sn_ev_tick(struct sn_mount *m);
+/* The supervisor's look: every zklfs_zlater() call queued on @m runs
+ * (zks_later(): connected or not). */
+bool sn_look(struct sn_mount *m);
 /* The supervisor says the session entered doubt, or, connected, left it
  * (a ping answered): whichever it is not in now. */
 bool sn_ev_doubt(struct sn_mount *m);
@@ -169,6 +190,10 @@ bool sn_ev_doubt(struct sn_mount *m);
  */
 void sn_clock_jump(struct simnet *net, uint64_t dt, int suspended);
 bool sn_suspend(struct sn_mount *m, uint64_t dt);
+
+/* sn_next_request() - the name of the request @m's server applies next
+ * ("set", "delete", ...), its path in *@path; NULL if none is queued */
+const char *sn_next_request(const struct sn_mount *m, const char **path);
 
 /* sn_busy() - does @m have anything queued or owed? */
 bool sn_busy(const struct sn_mount *m);

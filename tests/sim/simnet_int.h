@@ -9,7 +9,14 @@
 #include "tests/sim/simnet.h"
 
 enum sn_op { OP_CREATE, OP_DELETE, OP_MULTI, OP_CHILDREN, OP_GET, OP_WGET,
-	     OP_EXISTS, OP_UNWATCH, OP_SET, OP_WCHILDREN, OP_UNWATCHC };
+	     OP_EXISTS, OP_UNWATCH, OP_SET, OP_WCHILDREN, OP_UNWATCHC, OP_SYNC };
+
+/* A zklfs_zlater() call waiting for the supervisor's look. */
+struct sn_later {
+	void (*fn)(void *arg, bool go);
+	void *arg;
+	struct sn_later *next;
+};
 
 /* Any completion: ISO C converts function pointers only to function pointers. */
 typedef void (*sn_fn)(void);

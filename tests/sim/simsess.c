@@ -85,6 +85,7 @@ bool sn_drop_n(struct sn_mount *m, int k, int j)
 	while (j-- > 0)
 		sni_apply(h, sni_q_pop(&h->out));
 	h->state = SN_DISCONNECTED;
+	m->drops++;
 	fail_pending(h, &fails, ZCONNECTIONLOSS);
 	fail_and_tell(h, &fails, ZOO_CONNECTING_STATE);
 	return true;
@@ -267,6 +268,27 @@ bool sn_ev_tick(struct sn_mount *m)
 	return true;
 }
 
+/*
+ * The supervisor's look (zk/session.c runs zks_later()'s list at each,
+ * connected or not): every call queued runs, with go, in the order
+ * zks_later() keeps.  Those it queues meanwhile wait for the next look.
+ */
+bool sn_look(struct sn_mount *m)
+{
+	struct sn_later *l = m->later, *next;
+
+	if (!l)
+		return false;
+	m->later = NULL;
+	sn_trace(m->net, "        m%d: the supervisor's look", m->id);
+	for (; l; l = next) {
+		next = l->next;
+		l->fn(l->arg, true);
+		free(l);
+	}
+	return true;
+}
+
 void sn_clock_jump(struct simnet *net, uint64_t dt, int suspended)
 {
 	net->skip += dt;
@@ -355,6 +377,12 @@ void sn_free(struct simnet *net)
 			handle_free(h);
 		}
 		handle_free(m->cur);
+		while (m->later) {	/* fs/ is gone: nothing to tell */
+			struct sn_later *l = m->later;
+
+			m->later = l->next;
+			free(l);
+		}
 	}
 	free(net->mounts);
 	szk_free(&net->zk);
