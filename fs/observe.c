@@ -537,14 +537,14 @@ void obs_lookup(fuse_req_t req, struct node *p, const char *name)
 		free(path);
 	}
 	if (!n) {
-		fuse_reply_err(req, ENOMEM);
+		fs->reply->err(req, ENOMEM);
 		return;
 	}
 	memset(&e, 0, sizeof(e));
 	e.ino = n->ino;
 	obs_attr(fs, n, &e.attr);
 	e.entry_timeout = e.attr_timeout = 1.0;
-	if (fuse_reply_entry(req, &e) != 0)
+	if (fs->reply->entry(req, &e) != 0)
 		node_forget(fs, n, 1);
 }
 
@@ -553,7 +553,7 @@ void obs_getattr(fuse_req_t req, struct node *n)
 	struct stat st;
 
 	obs_attr(n->fs, n, &st);
-	fuse_reply_attr(req, &st, 1.0);
+	n->fs->reply->attr(req, &st, 1.0);
 }
 
 /* The observer of @kind of the lock @dir, made if none.  Under mu.
@@ -593,7 +593,7 @@ void obs_open(fuse_req_t req, struct node *n, struct fuse_file_info *fi)
 	char *dir;
 
 	if ((fi->flags & O_ACCMODE) != O_RDONLY) {
-		fuse_reply_err(req, EACCES);
+		fs->reply->err(req, EACCES);
 		return;
 	}
 	zkmx_lock(&fs->lock);
@@ -628,7 +628,7 @@ void obs_open(fuse_req_t req, struct node *n, struct fuse_file_info *fi)
 	free(dir);
 	if (!o) {
 		if (!op || zpend_claim(fs, &op->pend))
-			fuse_reply_err(req, ENOMEM);
+			fs->reply->err(req, ENOMEM);
 		free(op);
 		free(d);
 		return;
@@ -663,9 +663,9 @@ void obs_read(fuse_req_t req, size_t size, off_t off, struct fuse_file_info *fi)
 		d->seen = o->gen;
 	zkmx_unlock(&fs->obs->mu);
 	if (n && !buf)
-		fuse_reply_err(req, ENOMEM);
+		fs->reply->err(req, ENOMEM);
 	else
-		fuse_reply_buf(req, buf, n);
+		fs->reply->buf(req, buf, n);
 	free(buf);
 }
 
@@ -688,13 +688,14 @@ void obs_poll(fuse_req_t req, struct fuse_file_info *fi, struct fuse_pollhandle 
 		fs->reply->drop_poll(old);
 	if (ph)
 		fs->reply->drop_poll(ph);
-	fuse_reply_poll(req, changed ? POLLIN | POLLRDNORM | POLLPRI : 0);
+	fs->reply->poll(req, changed ? POLLIN | POLLRDNORM | POLLPRI : 0);
 }
 
 void obs_release(fuse_req_t req, struct fuse_file_info *fi)
 {
 	struct obs_fd *d = (struct obs_fd *)(uintptr_t)fi->fh;
+	struct zklfs *fs = d->o->fs;
 
-	obs_release_fd(d->o->fs, d, true);
-	fuse_reply_err(req, 0);
+	obs_release_fd(fs, d, true);
+	fs->reply->err(req, 0);
 }

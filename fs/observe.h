@@ -35,7 +35,9 @@
  *
  * Handlers on the FUSE thread; completions and watches on the ZooKeeper
  * threads; the observers under their own mutex (ZKMX_RANK_OBSERVE), never
- * held across a reply or a poll notification.
+ * held across a reply or a poll notification.  Every answer goes through
+ * fs->reply (fs/reply.h), so the simulator drives this file as the kernel
+ * does.
  */
 #ifndef FS_OBSERVE_H
 #define FS_OBSERVE_H

@@ -37,6 +37,16 @@ static int reply_buf(fuse_req_t req, const char *buf, size_t size)
 	return fuse_reply_buf(req, buf, size);
 }
 
+static int reply_entry(fuse_req_t req, const struct fuse_entry_param *e)
+{
+	return fuse_reply_entry(req, e);
+}
+
+static int reply_poll(fuse_req_t req, unsigned revents)
+{
+	return fuse_reply_poll(req, revents);
+}
+
 static void on_interrupt(fuse_req_t req, fuse_interrupt_func_t fn, void *arg)
 {
 	fuse_req_interrupt_func(req, fn, arg);
@@ -135,6 +145,8 @@ const struct zklfs_reply zklfs_fuse_reply = {
 	.write = reply_write,
 	.attr = reply_attr,
 	.buf = reply_buf,
+	.entry = reply_entry,
+	.poll = reply_poll,
 	.on_interrupt = on_interrupt,
 	.caller = caller,
 	.signalled = signalled,

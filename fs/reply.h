@@ -1,13 +1,14 @@
 /*
  * fs/reply.h - the kernel's side of a lock request: who asks, and how the
  * answer goes back.  The seam between the lock requests (fs/lockreq.c,
- * fs/fdlock.c) and the holder's data (fs/wbuf.c) on one side and libfuse
- * on the other, as zk/transport.h is between the engine and ZooKeeper:
- * the daemon uses zklfs_fuse_reply (fs/reply.c, libfuse and /proc), the
+ * fs/fdlock.c), the holder's data (fs/wbuf.c) and the observers
+ * (fs/observe.c: LOCKDIR/.holders and .state) on one side and libfuse on
+ * the other, as zk/transport.h is between the engine and ZooKeeper: the
+ * daemon uses zklfs_fuse_reply (fs/reply.c, libfuse and /proc), the
  * simulator (tests/sim/simfs.c) its own, so that it drives OPEN,
- * INTERRUPT, RELEASE and flock/fcntl requests, and the holder's WRITE,
- * SETATTR and FSYNC, through the same code as the kernel does, in any
- * order.
+ * INTERRUPT, RELEASE and flock/fcntl requests, the holder's WRITE,
+ * SETATTR and FSYNC, and an observer's LOOKUP, OPEN, READ, POLL and
+ * RELEASE, through the same code as the kernel does, in any order.
  *
  * Every operation may be called on any thread, without fs->lock
  * (fs/mount.h: never held across a reply).
@@ -34,10 +35,15 @@ struct zklfs_reply {
 	int (*open)(fuse_req_t req, const struct fuse_file_info *fi);
 	int (*err)(fuse_req_t req, int err);
 	/* fuse_reply_write(), fuse_reply_attr(), fuse_reply_buf(): a WRITE
-	 * of @count bytes, a SETATTR's attributes, a READ's bytes */
+	 * of @count bytes, a SETATTR's (or GETATTR's) attributes, a READ's
+	 * bytes */
 	int (*write)(fuse_req_t req, size_t count);
 	int (*attr)(fuse_req_t req, const struct stat *st, double timeout);
 	int (*buf)(fuse_req_t req, const char *buf, size_t size);
+	/* fuse_reply_entry(), fuse_reply_poll(): a LOOKUP's node (0, or
+	 * -ENOENT if the kernel forgot the request), a POLL's events */
+	int (*entry)(fuse_req_t req, const struct fuse_entry_param *e);
+	int (*poll)(fuse_req_t req, unsigned revents);
 	/* fuse_req_interrupt_func(): @fn runs on FUSE_INTERRUPT of @req, at
 	 * once if it has come already, on another thread than the answer's */
 	void (*on_interrupt)(fuse_req_t req, fuse_interrupt_func_t fn, void *arg);
