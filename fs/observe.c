@@ -197,9 +197,11 @@ static void obs_watcher(zhandle_t *zh, int type, int state, const char *path, vo
 static void obs_release_fd(struct zklfs *fs, struct obs_fd *d, bool linked)
 {
 	struct observer *o = d->o;
-	struct fuse_pollhandle *ph = d->ph;
+	struct fuse_pollhandle *ph;
 
 	zkmx_lock(&fs->obs->mu);
+	ph = d->ph;			/* a fetch's end takes it under mu to wake it */
+	d->ph = NULL;
 	for (struct obs_fd **pp = &o->fds; linked && *pp; pp = &(*pp)->next)
 		if (*pp == d) {
 			*pp = d->next;
