@@ -250,3 +250,40 @@ void data_before_the_delete(struct world *wd)
 	       "the supervisor's look after the give-back sends nothing");
 	quiesce(wd);
 }
+
+/*
+ * An observer follows its lock from another mount: once the world is
+ * quiet, .holders reads the holder's entry; a poller registered then is
+ * woken when the holder leaves (the observer's child watch fires and it
+ * lists again), and the text reads nobody; .state reads what another
+ * client published.
+ */
+void observer_follows_the_queue(struct world *wd)
+{
+	char text[256], want[96];
+	int h, o, st;
+
+	h = enqueue(wd, 0, 0, ZKN_EXCLUSIVE, 0);
+	quiesce(wd);
+	o = simobs_open(wd, 1, 0, false);
+	st = simobs_open(wd, 2, 0, true);
+	did(wd, true);
+	quiesce(wd);
+	snprintf(want, sizeof(want), "%s\texclusive\t", strrchr(wd->driven[h].path, '/') + 1);
+	expect(wd, simobs_read(wd, o, text, sizeof(text)) &&
+	       strncmp(text, want, strlen(want)) == 0 && strchr(text, '\n') &&
+	       !strchr(text, '\n')[1],
+	       "o%d reads w%d, the one holder", o, h);
+	simobs_poll(wd, o);
+	did(wd, true);
+	release(wd, h);
+	quiesce(wd);
+	expect(wd, simobs_wakes(wd, o) == 1, "o%d's poller is woken once w%d's entry goes",
+	       o, h);
+	expect(wd, simobs_read(wd, o, text, sizeof(text)) && !text[0], "o%d reads nobody", o);
+	simobs_publish(wd, 0, "leader-a");
+	did(wd, true);
+	quiesce(wd);
+	expect(wd, simobs_read(wd, st, text, sizeof(text)) && strcmp(text, "leader-a") == 0,
+	       "o%d reads the state another client published", st);
+}

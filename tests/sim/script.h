@@ -51,5 +51,6 @@ void lost_before_its_answer(struct world *wd);
 void second_open_queues(struct world *wd);
 void lockfile_close_of_a_copy(struct world *wd);
 void data_before_the_delete(struct world *wd);
+void observer_follows_the_queue(struct world *wd);
 
 #endif

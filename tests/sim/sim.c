@@ -78,7 +78,7 @@ ssize_t getrandom(void *buf, size_t len, unsigned int flags)
 enum act { A_APPLY, A_READ, A_DELIVER, A_READ_OLD, A_DELIVER_OLD, A_TICK,
 	   A_CONNECTED, A_EXPIRED, A_SILENT, A_DROP, A_RECONNECT, A_EXPIRE,
 	   A_REPLACE, A_DOUBT, A_LOOK, A_ENQUEUE, A_CANCEL, A_RELEASE, A_UNLINK, A_FOREIGN_ENQ,
-	   A_FOREIGN_REL, A_SETDATA, A_FDLOCK, A_FSDATA, A_N };
+	   A_FOREIGN_REL, A_SETDATA, A_FDLOCK, A_FSDATA, A_OBSERVE, A_N };
 
 /* Weights: network steps dominate; faults scale with the seed's fault rate. */
 static int weight(struct world *wd, enum act a, struct sn_mount *m)
@@ -127,6 +127,7 @@ static int driver_weight(struct world *wd, enum act a)
 	case A_SETDATA:	    return 2;
 	case A_FDLOCK:	    return 5;
 	case A_FSDATA:	    return 20;
+	case A_OBSERVE:	    return 6;
 	default:	    return 0;
 	}
 }
@@ -171,6 +172,7 @@ static bool run_driver_act(struct world *wd, enum act a)
 	case A_SETDATA:	    return act_setdata(wd);
 	case A_FDLOCK:	    return act_fdlock(wd);
 	case A_FSDATA:	    return act_fsdata(wd);
+	case A_OBSERVE:	    return act_observe(wd);
 	default:	    return false;
 	}
 }
@@ -266,6 +268,9 @@ void sim_end_phase(struct world *wd)
 		bool left = false;
 
 		drain(wd);
+		if (round == 0 && !wd->fail[0])
+			simobs_check(wd);	/* the world quiet: what observers read */
+		simobs_end(wd);
 		for (int i = 0; i < wd->ndriven && !wd->fail[0]; i++)
 			if (act_is_answered(&wd->driven[i]))
 				act_release_driven(wd, &wd->driven[i]);
@@ -289,6 +294,8 @@ void sim_end_phase(struct world *wd)
 		simfs_check_joins(wd);
 	if (!wd->fail[0])
 		simfs_check_data(wd);
+	if (!wd->fail[0])
+		simobs_check_end(wd);
 }
 
 /* one seed ---------------------------------------------------------------- */

@@ -118,6 +118,8 @@ struct world {
 	int nreq, reqcap;
 	struct wset *wsets;		/* the sets of the holders' data */
 	int nwsets, wscap;
+	struct sobs *obs;		/* the observers' descriptors (simobs.c) */
+	int nobs, obscap;
 	/*
 	 * The FUSE thread runs a call into fs/ (simfs.c): where it takes a
 	 * mutex holding none, the ZooKeeper thread may run first

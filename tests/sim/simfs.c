@@ -19,7 +19,9 @@
  * calls to ZooKeeper go on the mount's one session (zklfs_zset() and the
  * others below, through its transport), its zklfs_zlater() to the
  * supervisor's look (sn_look()).  Each set is checked as it is made and
- * as the server applies it (check.c).
+ * as the server applies it (check.c).  So do the observers (fs/observe.c,
+ * driven by simobs.c): their answers come through the seam too, their
+ * pollers' wake-ups through notify_poll().
  *
  * The rest of fs/ is not linked: which engine a directory has is the
  * mount's one engine (zklfs_engine() below), which session the mount's one
@@ -40,6 +42,7 @@
 #include "fs/fdlock.h"
 #include "fs/lockreq.h"
 #include "fs/reply.h"
+#include "fs/observe.h"
 #include "fs/pending.h"
 #include "fs/pool.h"
 #include "fs/wbuf.h"
@@ -95,10 +98,27 @@ int zklfs_session_slot(struct zklfs *fs, const struct zks *zks)
 	return 0;
 }
 
+/* The session @dir stays on: the mount's one. */
+struct zks *zklfs_session_hold(struct zklfs *fs, const char *dir)
+{
+	return zklfs_session(fs, dir);
+}
+
+void zklfs_session_unhold(struct zklfs *fs, const char *dir, const struct zks *zks)
+{
+	(void)fs, (void)dir, (void)zks;
+}
+
 /* The transport of @fs's mount: where every call of fs/ goes. */
+const struct zkt_transport *zklfs_transport(struct zklfs *fs, const struct zks *zks)
+{
+	(void)zks;
+	return &((struct simfs *)fs)->t;
+}
+
 static struct zkt_transport transport_of(struct zklfs *fs)
 {
-	return sn_transport(&W()->net.mounts[((struct simfs *)fs)->m]);
+	return *zklfs_transport(fs, NULL);
 }
 
 /* A holder's data goes to the server: checked as it is sent (check.c). */
@@ -113,6 +133,15 @@ int zklfs_zset(struct zklfs *fs, struct zks *zs, const char *path, const char *d
 		sim_data_sent(W(), ((struct simfs *)fs)->m, path, data, len,
 			      W()->net.next_req);
 	return rc;
+}
+
+int zklfs_zget(struct zklfs *fs, struct zks *zs, const char *path,
+	       data_completion_t done, const void *arg)
+{
+	struct zkt_transport t = transport_of(fs);
+
+	(void)zs;
+	return t.ops->get(t.ctx, path, done, arg);
 }
 
 int zklfs_zsync(struct zklfs *fs, struct zks *zs, const char *path,
@@ -236,7 +265,7 @@ static struct sfd *fd_of(struct world *wd, const struct fuse_req *r)
 static const char *req_name(const struct fuse_req *r)
 {
 	static const char *const data[] = { [SR_WRITE] = "WRITE", [SR_SETATTR] = "SETATTR",
-					    [SR_FSYNC] = "FSYNC" };
+					    [SR_FSYNC] = "FSYNC", [SR_OBS] = "observer's" };
 
 	return r->op != SR_LOCK ? data[r->op] : r->fdreq ? "flock" : "OPEN";
 }
@@ -306,6 +335,7 @@ static void to_waiter(struct world *wd, struct fuse_req *r, int err)
 		if (!ph)
 			abort();
 		ph->fd = r->fd;
+		ph->obs = 0;
 		lockreq_holder_poll(&wd->fs[f->mount]->fs, f->n, POLLPRI, ph);
 	}
 }
@@ -344,7 +374,7 @@ static int reply_open_k(fuse_req_t r, const struct fuse_file_info *fi)
 static int reply_open(fuse_req_t r, const struct fuse_file_info *fi)
 {
 	bool was = kernel(W());
-	int rc = reply_open_k(r, fi);
+	int rc = r->op == SR_OBS ? (simobs_answered(W(), r, fi, 0), 0) : reply_open_k(r, fi);
 
 	kernel_done(W(), was);
 	return rc;
@@ -396,8 +426,13 @@ static bool handed_over(struct world *wd, struct fuse_req *r, struct sfd *f)
 static int reply_err_k(fuse_req_t r, int err)
 {
 	struct world *wd = W();
-	struct sfd *f = fd_of(wd, r);
+	struct sfd *f;
 
+	if (r->op == SR_OBS) {
+		simobs_answered(wd, r, NULL, err);
+		return 0;
+	}
+	f = fd_of(wd, r);
 	sn_trace(&wd->net, "        fs: %s of fd%d answered %d", req_name(r), r->fd, -err);
 	if (!answered(wd, r, "err"))
 		return 0;
@@ -468,11 +503,48 @@ static int reply_attr(fuse_req_t r, const struct stat *st, double timeout)
 	return 0;
 }
 
-/* No READ is made here. */
+/* An observer's READ: its bytes, kept for simobs.c. */
 static int reply_buf(fuse_req_t r, const char *buf, size_t size)
 {
-	(void)buf, (void)size;
-	sim_failf(W(), "reply: fd%d: a %s answered with a READ's bytes", r->fd, req_name(r));
+	struct world *wd = W();
+
+	if (!answered(wd, r, "buf"))
+		return 0;
+	if (r->op != SR_OBS) {
+		sim_failf(wd, "reply: fd%d: a %s answered with a READ's bytes", r->fd,
+			  req_name(r));
+		return 0;
+	}
+	r->text = malloc(size ? size : 1);
+	if (!r->text)
+		abort();
+	if (size)
+		memcpy(r->text, buf, size);
+	r->size = size;
+	return 0;
+}
+
+/* An observer's LOOKUP: its node. */
+static int reply_entry(fuse_req_t r, const struct fuse_entry_param *e)
+{
+	struct world *wd = W();
+
+	if (answered(wd, r, "entry") && r->op != SR_OBS)
+		sim_failf(wd, "reply: fd%d: a %s answered with a LOOKUP's node", r->fd,
+			  req_name(r));
+	r->node = (struct node *)(uintptr_t)e->ino;
+	return 0;
+}
+
+/* An observer's POLL: its events. */
+static int reply_poll(fuse_req_t r, unsigned revents)
+{
+	struct world *wd = W();
+
+	if (answered(wd, r, "poll") && r->op != SR_OBS)
+		sim_failf(wd, "reply: fd%d: a %s answered with a POLL's events", r->fd,
+			  req_name(r));
+	r->revents = revents;
 	return 0;
 }
 
@@ -519,9 +591,18 @@ static void end(const struct zklfs_holders *h, const char *what, const char *why
 static void notify_poll(struct fuse_pollhandle *ph)
 {
 	struct world *wd = W();
-	struct sfd *f = &wd->fds[ph->fd];
+	struct sfd *f;
 	bool was = kernel(wd);
-	unsigned ev = lockreq_holder_poll(&wd->fs[f->mount]->fs, f->n, POLLPRI, NULL);
+	unsigned ev;
+
+	if (ph->obs) {
+		simobs_woken(wd, ph->obs - 1);
+		free(ph);
+		kernel_done(wd, was);
+		return;
+	}
+	f = &wd->fds[ph->fd];
+	ev = lockreq_holder_poll(&wd->fs[f->mount]->fs, f->n, POLLPRI, NULL);
 
 	sn_trace(&wd->net, "        fs: poller of fd%d woken: %#x", ph->fd, ev);
 	if (!(ev & (POLLERR | POLLPRI)))
@@ -541,6 +622,8 @@ static const struct zklfs_reply sim_reply = {
 	.write = reply_write,
 	.attr = reply_attr,
 	.buf = reply_buf,
+	.entry = reply_entry,
+	.poll = reply_poll,
 	.on_interrupt = on_interrupt,
 	.caller = caller,
 	.signalled = signalled,
@@ -576,9 +659,10 @@ void simfs_init(struct world *wd)
 		s->fs.mountpoint = s->fs.host;
 		zkmx_init(&s->fs.lock, ZKMX_RANK_FS, "fs->lock");
 		zkmx_init(&s->fs.wb_send, ZKMX_RANK_WBSEND, "fs->wb_send");
-		/* no deadlines: an FSYNC waits for its confirmation */
+		s->t = sn_transport(&wd->net.mounts[m]);
+		/* no deadlines: an FSYNC or an observer's OPEN waits for its answer */
 		if (!s->conf.root || zklfs_nodes_init(&s->fs, node_end) != 0 ||
-		    zpend_init(&s->fs, NULL) != 0)
+		    zpend_init(&s->fs, NULL) != 0 || zklfs_observe_init(&s->fs) != 0)
 			abort();
 		wd->fs[m] = s;
 	}
@@ -593,6 +677,7 @@ void simfs_free(struct world *wd)
 
 		if (!s)
 			continue;
+		zklfs_observe_free(&s->fs);
 		zklfs_nodes_free(&s->fs);
 		zpend_free(&s->fs);
 		zkmx_destroy(&s->fs.wb_send);
@@ -601,8 +686,11 @@ void simfs_free(struct world *wd)
 		free(s);
 		wd->fs[m] = NULL;
 	}
-	for (int i = 0; i < wd->nreq; i++)
+	for (int i = 0; i < wd->nreq; i++) {
+		free(wd->reqs[i]->text);
 		free(wd->reqs[i]);
+	}
+	free(wd->obs);
 	free(wd->reqs);
 	free(wd->fds);
 }

@@ -103,4 +103,30 @@ bool act_fsdata(struct world *wd);
  * answered, exactly once */
 void simfs_check_data(struct world *wd);
 
+/*
+ * The observers, LOCKDIR/.holders and .state (fs/observe.c; simobs.c).
+ * simobs_open() - LOOKUP and OPEN of lock @dir's .state (@state) or
+ * .holders on mount @m; the OPEN answered once the observer has its first
+ * text.  Return: the descriptor's index.  act_observe() - a driver action:
+ * such an OPEN, or a READ, POLL or RELEASE of an open one, or another
+ * client publishes a lock's state.  simobs_check() - the world quiet:
+ * each open descriptor reads what the server holds.  simobs_end() - every
+ * open descriptor released.  simobs_check_end() - every request answered
+ * once.
+ */
+int simobs_open(struct world *wd, int m, int dir, bool state);
+bool act_observe(struct world *wd);
+/* For a script: simobs_read() - READ from offset 0 of descriptor @k into
+ * @buf (@size bytes, NUL-terminated); false if not open.  simobs_poll() -
+ * POLL of @k (its poller kept if nothing changed since its last READ);
+ * simobs_wakes() - its pollers woken so far.  simobs_publish() - another
+ * client publishes @state as lock @dir's. */
+bool simobs_read(struct world *wd, int k, char *buf, size_t size);
+void simobs_poll(struct world *wd, int k);
+int simobs_wakes(const struct world *wd, int k);
+void simobs_publish(struct world *wd, int dir, const char *state);
+void simobs_check(struct world *wd);
+void simobs_end(struct world *wd);
+void simobs_check_end(struct world *wd);
+
 #endif

@@ -9,9 +9,10 @@
 
 #include "fs/lockreq.h"
 
-/* What a request asks: a lock (OPEN, flock, FLUSH, RELEASE), or of the
- * holder's data (fs/wbuf.c). */
-enum sreq_op { SR_LOCK, SR_WRITE, SR_SETATTR, SR_FSYNC };
+/* What a request asks: a lock (OPEN, flock, FLUSH, RELEASE), of the
+ * holder's data (fs/wbuf.c), or of an observer (fs/observe.c: LOOKUP,
+ * OPEN, READ, POLL, RELEASE of LOCKDIR/.holders or .state). */
+enum sreq_op { SR_LOCK, SR_WRITE, SR_SETATTR, SR_FSYNC, SR_OBS };
 
 /* A FUSE request, as the sim's kernel keeps it: until the world ends, so
  * that an answer to one already answered is found, not a use after free. */
@@ -37,10 +38,28 @@ struct fuse_req {
 					   for (-1: none) ... */
 	int version;			/* ... and the versions that one had
 					   written when it asked */
+	int obs;			/* SR_OBS: its observer descriptor */
+	struct node *node;		/* SR_OBS: a LOOKUP's answer */
+	char *text;			/* SR_OBS: a READ's answer, @size bytes */
+	unsigned revents;		/* SR_OBS: a POLL's answer */
+};
+
+/* A descriptor of LOCKDIR/.holders or .state (simobs.c). */
+struct sobs {
+	int mount, dir;
+	bool state;			/* .state, else .holders */
+	struct node *lock, *n;		/* the lock's node and the handle's: one
+					   LOOKUP each, forgotten at RELEASE */
+	struct fuse_file_info fi;	/* its OPEN's answer */
+	bool opened;			/* its OPEN answered with a descriptor */
+	bool closed;			/* RELEASE done, or the OPEN failed */
+	int wakes;			/* its pollers woken */
 };
 
 struct fuse_pollhandle {
 	int fd;
+	int obs;			/* an observer descriptor's poller: its
+					   index + 1; 0: the lock's (@fd) */
 };
 
 /* A mount's fs/ state: one per simulated mount. */
@@ -50,6 +69,7 @@ struct simfs {
 	int m;
 	struct zks zks;			/* the mount's one session, as fs/ names
 					   it (zklfs_session()): its address only */
+	struct zkt_transport t;		/* its transport (zklfs_transport()) */
 };
 
 /* simfs_new_req() - a new request of the kernel's about descriptor @fd,
@@ -62,5 +82,11 @@ void simfs_fuse_thread(struct world *wd, bool on);
 
 /* simfs_after_ask() - @d was just asked for on @f: its waiter, if any */
 void simfs_after_ask(struct driven *d, struct sfd *f);
+
+/* simobs.c: an observer's request @r answered @err, or (its OPEN) with
+ * the descriptor @fi; a woken poller of observer descriptor @obs. */
+void simobs_answered(struct world *wd, struct fuse_req *r, const struct fuse_file_info *fi,
+		   int err);
+void simobs_woken(struct world *wd, int obs);
 
 #endif

@@ -35,9 +35,9 @@
  *     once the old handle's completions are all delivered (zookeeper_close()).
  * Session events to watchers (CONNECTING, CONNECTED, EXPIRED) go to every
  * registered watcher, as the C client does.  fs/'s calls (fs/wbuf.c's sets,
- * fs/confirm.c's sync and exists) go on the same queues; its
- * zklfs_zlater() calls wait for the supervisor's look (sn_look()).  One
- * thread; no locks.
+ * fs/confirm.c's sync and exists, fs/observe.c's watched listings and
+ * reads) go on the same queues; its zklfs_zlater() calls wait for the
+ * supervisor's look (sn_look()).  One thread; no locks.
  */
 #ifndef SIM_SIMNET_H
 #define SIM_SIMNET_H
