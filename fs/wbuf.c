@@ -432,10 +432,17 @@ void zklfs_wbuf_fsync(fuse_req_t req, struct node *n, struct fuse_file_info *fi)
 		fs->reply->err(req, 0);	/* nothing of ours to send */
 		return;
 	}
-	/* the data first, on the session the confirmation then goes to */
+	/*
+	 * The data first, on the session the confirmation then goes to: the
+	 * latest, if not sent, or sent and not answered yet.  A set out now
+	 * (the supervisor's flush) may yet fail with the connection, and its
+	 * data would go again only at the next look, after the confirmation:
+	 * this FSYNC's own set goes right before its confirmation, and its
+	 * failure is this FSYNC's to report.
+	 */
 	zkmx_lock(&fs->wb_send);
 	zkmx_lock(&fs->lock);
-	if (holds_locked(n) && n->lr->wb.dirty) {
+	if (holds_locked(n) && (n->lr->wb.dirty || n->lr->wb.flights)) {
 		f = take_locked(fs, n);
 		nomem = !f;
 		if (f)

@@ -33,15 +33,13 @@ void zklfs_wbuf_write(fuse_req_t req, struct node *n, const char *buf, size_t si
 
 /*
  * zklfs_wbuf_fsync() - FSYNC on @fi, a descriptor of lock node @n: on the
- * holder's, sends the data if not sent and answers once ZooKeeper has done
- * every set sent so far: 0, or the error of one of them that no fsync
- * reported yet (EIO: the entry is gone, the lock lost; EAGAIN: the
- * connection was lost, the data is sent again at the next tick; else as
- * zk_errno()).  An FSYNC reports the errors of the sets FSYNCs made only:
- * a set of the tick's that a connection loss failed is sent again at the
- * next tick, and an FSYNC that came meanwhile, with nothing left to send,
- * may answer 0 before it (tests/sim/README.md, invariant 10).  FUSE
- * thread, without fs->lock.
+ * holder's, sends the latest data unless ZooKeeper answered for it
+ * already, and answers once ZooKeeper has done every set sent so far: 0
+ * (ZooKeeper holds that data, and the entry still holds the lock), or the
+ * error of a set an FSYNC made that no fsync reported yet (EIO: the entry
+ * is gone, the lock lost; EAGAIN: the connection was lost, the data is
+ * sent again at the next tick; else as zk_errno()).  FUSE thread, without
+ * fs->lock.
  */
 void zklfs_wbuf_fsync(fuse_req_t req, struct node *n, struct fuse_file_info *fi);
 

@@ -708,18 +708,14 @@ void sim_applied(void *ctx, struct sn_mount *m, uint64_t id, enum sn_applied wha
 
 /*
  * An FSYNC answered 0: the server holds the version its holder had
- * written when it asked, or a later one, if the mount kept its connection
- * since the holder's last write.  Not after a loss: a set the supervisor's
- * flush made and a connection loss failed is sent again at the next look,
- * and an FSYNC asked meanwhile (nothing left to send) reports no error of
- * a set it did not make (fs/wbuf.c: only its own set's EAGAIN), so its
- * confirmation may come first (README.md, invariant 10).
+ * written when it asked, or a later one, unless someone else set the
+ * entry since (README.md, invariant 10).
  */
 void sim_fsync_done(struct world *wd, int fd, int holder, int version)
 {
 	const struct driven *h = holder >= 0 ? &wd->driven[holder] : NULL;
 
-	if (!h || !version || h->wother || wd->net.mounts[h->mount].drops != h->wdrops)
+	if (!h || !version || h->wother)
 		return;
 	if (h->wapplied < version)
 		sim_failf(wd, "fsync: fd%d answered 0, but the server holds w%d's version %d, "

@@ -252,6 +252,29 @@ void data_before_the_delete(struct world *wd)
 }
 
 /*
+ * An FSYNC asked while the supervisor's flush of the data is out, on a
+ * connection that then goes: the flush's set fails, and would be sent
+ * again only at the next look, after the FSYNC's confirmation.  So the
+ * FSYNC sends the latest data itself, before its confirmation, and answers
+ * 0 only with the data in ZooKeeper (invariant 10), else EAGAIN.
+ */
+void fsync_after_a_lost_flush(struct world *wd)
+{
+	char path[64];
+	int fd;
+
+	fd = fs_holder(wd, path);
+	write_all(wd, fd, "first");
+	expect(wd, did(wd, sn_look(M(wd, 0))), "the write asks for the supervisor's look, "
+	       "whose flush sends it");
+	did(wd, sn_drop_n(M(wd, 0), 0, 0));	/* the set not applied */
+	simfs_fsync(wd, fd);
+	did(wd, true);
+	did(wd, sn_reconnect(M(wd, 0)));
+	quiesce(wd);
+}
+
+/*
  * An observer follows its lock from another mount: once the world is
  * quiet, .holders reads the holder's entry; a poller registered then is
  * woken when the holder leaves (the observer's child watch fires and it

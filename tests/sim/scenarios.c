@@ -634,6 +634,7 @@ static const struct scenario {
 	{ "second-open-queues", second_open_queues },
 	{ "lockfile-close-of-a-copy", lockfile_close_of_a_copy },
 	{ "data-before-the-delete", data_before_the_delete },
+	{ "fsync-after-a-lost-flush", fsync_after_a_lost_flush },
 	{ "observer-follows-the-queue", observer_follows_the_queue },
 	{ "no-cohort-in-doubt", no_cohort_in_doubt },
 	{ "doubt-ends-with-a-read", doubt_ends_with_a_read },

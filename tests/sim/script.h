@@ -51,6 +51,7 @@ void lost_before_its_answer(struct world *wd);
 void second_open_queues(struct world *wd);
 void lockfile_close_of_a_copy(struct world *wd);
 void data_before_the_delete(struct world *wd);
+void fsync_after_a_lost_flush(struct world *wd);
 void observer_follows_the_queue(struct world *wd);
 
 #endif
