@@ -6,6 +6,7 @@
  */
 #include "tests/sim/sim.h"
 #include "tests/sim/simfs.h"
+#include "tests/sim/room.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -70,12 +71,7 @@ int sim_new_driven(struct world *wd, int m, int dir, enum zkn_kind kind, int fla
 		live += is_live(&wd->driven[i]);
 	if (live >= SIM_MAX_LIVE)
 		return -1;
-	if (wd->ndriven == wd->drivencap) {
-		wd->drivencap = wd->drivencap ? 2 * wd->drivencap : 64;
-		wd->driven = realloc(wd->driven, (size_t)wd->drivencap * sizeof(*wd->driven));
-		if (!wd->driven)
-			abort();
-	}
+	SIM_ROOM(wd->driven, wd->ndriven, wd->drivencap, 64);
 	d = &wd->driven[id];
 	memset(d, 0, sizeof(*d));
 	d->id = id;
@@ -212,12 +208,7 @@ void act_unlink_path(struct world *wd, const char *path, int id)
 	sn_trace(&wd->net, "  unlink %s (w%d)", path, id);
 	if (id >= 0)
 		wd->driven[id].unlinked = true;
-	if (wd->ngone == wd->gcap) {
-		wd->gcap = wd->gcap ? 2 * wd->gcap : 16;
-		wd->gone = realloc(wd->gone, (size_t)wd->gcap * sizeof(*wd->gone));
-		if (!wd->gone)
-			abort();
-	}
+	SIM_ROOM(wd->gone, wd->ngone, wd->gcap, 16);
 	snprintf(wd->gone[wd->ngone++], sizeof(*wd->gone), "%s", path);
 	szk_delete(&wd->net.zk, path, -1);
 }

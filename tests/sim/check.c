@@ -7,6 +7,7 @@
  */
 #include "tests/sim/sim.h"
 #include "tests/sim/simfs.h"
+#include "tests/sim/room.h"
 
 #include "zk/engine.h"		/* zke_children_done: the listings grants follow */
 
@@ -99,12 +100,7 @@ static unsigned mount_mark(struct world *wd, int mount)
 
 void sim_limit_at(struct world *wd, int32_t version, unsigned limit)
 {
-	if (wd->nlhist == wd->lhcap) {
-		wd->lhcap = wd->lhcap ? 2 * wd->lhcap : 8;
-		wd->lhist = realloc(wd->lhist, (size_t)wd->lhcap * sizeof(*wd->lhist));
-		if (!wd->lhist)
-			abort();
-	}
+	SIM_ROOM(wd->lhist, wd->nlhist, wd->lhcap, 8);
 	wd->lhist[wd->nlhist++] = (struct lrule){ version, limit };
 }
 
@@ -373,12 +369,7 @@ void sim_watch_hook(void *ctx, struct sn_mount *m, int type, const char *path,
 		if (strcmp(wd->herd[i].path, path) == 0)
 			h = &wd->herd[i];
 	if (!h) {
-		if (wd->nherd == wd->hcap) {
-			wd->hcap = wd->hcap ? 2 * wd->hcap : 16;
-			wd->herd = realloc(wd->herd, (size_t)wd->hcap * sizeof(*wd->herd));
-			if (!wd->herd)
-				abort();
-		}
+		SIM_ROOM(wd->herd, wd->nherd, wd->hcap, 16);
 		h = &wd->herd[wd->nherd++];
 		h->path = strdup(path);
 		h->count = 0;
@@ -615,12 +606,7 @@ void sim_data_sent(struct world *wd, int m, const char *path, const char *data, 
 			  h->wversions, h->wlen);
 		return;
 	}
-	if (wd->nwsets == wd->wscap) {
-		wd->wscap = wd->wscap ? 2 * wd->wscap : 32;
-		wd->wsets = realloc(wd->wsets, (size_t)wd->wscap * sizeof(*wd->wsets));
-		if (!wd->wsets)
-			abort();
-	}
+	SIM_ROOM(wd->wsets, wd->nwsets, wd->wscap, 32);
 	wd->wsets[wd->nwsets++] = (struct wset){ id, h->id, h->wversions };
 	sim_data_sets++;
 }

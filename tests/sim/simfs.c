@@ -30,6 +30,7 @@
  * of the simulator.
  */
 #include "tests/sim/simfs_int.h"
+#include "tests/sim/room.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -709,12 +710,7 @@ struct fuse_req *simfs_new_req(struct world *wd, int fd, int driven, bool fdreq)
 	r->old = -1;
 	r->joined = -1;
 	r->holder = -1;
-	if (wd->nreq == wd->reqcap) {
-		wd->reqcap = wd->reqcap ? 2 * wd->reqcap : 64;
-		wd->reqs = realloc(wd->reqs, (size_t)wd->reqcap * sizeof(*wd->reqs));
-		if (!wd->reqs)
-			abort();
-	}
+	SIM_ROOM(wd->reqs, wd->nreq, wd->reqcap, 64);
 	wd->reqs[wd->nreq++] = r;
 	return r;
 }

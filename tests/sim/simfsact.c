@@ -5,6 +5,7 @@
  * actions.  One thread.
  */
 #include "tests/sim/simfs_int.h"
+#include "tests/sim/room.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -27,12 +28,7 @@ static struct sfd *new_fd(struct world *wd, int m, int dir, enum zkn_kind kind, 
 	*id = sim_new_driven(wd, m, dir, kind, flags);
 	if (*id < 0)
 		return NULL;
-	if (wd->nfd == wd->fdcap) {
-		wd->fdcap = wd->fdcap ? 2 * wd->fdcap : 32;
-		wd->fds = realloc(wd->fds, (size_t)wd->fdcap * sizeof(*wd->fds));
-		if (!wd->fds)
-			abort();
-	}
+	SIM_ROOM(wd->fds, wd->nfd, wd->fdcap, 32);
 	f = &wd->fds[wd->nfd++];
 	memset(f, 0, sizeof(*f));
 	f->mount = m;

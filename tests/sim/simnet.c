@@ -1,5 +1,6 @@
 /* tests/sim/simnet.c - the simulated connections (see simnet.h). */
 #include "tests/sim/simnet_int.h"
+#include "tests/sim/room.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -105,12 +106,7 @@ static void reg_add(struct sn_handle *h, const char *path, watcher_fn fn, void *
 		if (h->regs[i].fn == fn && h->regs[i].ctx == ctx &&
 		    h->regs[i].child == child && strcmp(h->regs[i].path, path) == 0)
 			return;		/* the client keeps a watcher once */
-	if (h->nregs == h->rcap) {
-		h->rcap = h->rcap ? 2 * h->rcap : 8;
-		h->regs = realloc(h->regs, (size_t)h->rcap * sizeof(*h->regs));
-		if (!h->regs)
-			abort();
-	}
+	SIM_ROOM(h->regs, h->nregs, h->rcap, 8);
 	h->regs[h->nregs++] = (struct sn_reg){ sni_xstrdup(path), fn, ctx, child };
 }
 
@@ -434,12 +430,7 @@ void sni_missed_add(struct sn_handle *h, int type, const char *path)
 	for (int i = 0; i < h->nmissed; i++)
 		if (h->missed[i].type == type && strcmp(h->missed[i].path, path) == 0)
 			return;		/* one watch, one event */
-	if (h->nmissed == h->mcap) {
-		h->mcap = h->mcap ? 2 * h->mcap : 8;
-		h->missed = realloc(h->missed, (size_t)h->mcap * sizeof(*h->missed));
-		if (!h->missed)
-			abort();
-	}
+	SIM_ROOM(h->missed, h->nmissed, h->mcap, 8);
 	h->missed[h->nmissed].type = type;
 	h->missed[h->nmissed++].path = sni_xstrdup(path);
 }

@@ -8,6 +8,7 @@
  * a change.  One thread.
  */
 #include "tests/sim/simfs_int.h"
+#include "tests/sim/room.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -80,12 +81,7 @@ int simobs_open(struct world *wd, int m, int dir, bool state)
 	int k = wd->nobs;
 	struct sobs *o;
 
-	if (wd->nobs == wd->obscap) {
-		wd->obscap = wd->obscap ? 2 * wd->obscap : 8;
-		wd->obs = realloc(wd->obs, (size_t)wd->obscap * sizeof(*wd->obs));
-		if (!wd->obs)
-			abort();
-	}
+	SIM_ROOM(wd->obs, wd->nobs, wd->obscap, 8);
 	o = &wd->obs[wd->nobs++];
 	memset(o, 0, sizeof(*o));
 	o->mount = m;
