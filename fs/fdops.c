@@ -128,7 +128,7 @@ void zklfs_fd_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		return;
 	}
 	if (!lockfile(req, ino, &n)) {
-		zklfs_read(req, ino, size, off, fi);
+		zklfs_read(req, n, size, off, fi);
 		return;
 	}
 	ln = lf_holder(n->fs, fi, fi->lock_owner, false);
@@ -137,7 +137,7 @@ void zklfs_fd_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		return;
 	}
 	h = as_holder(fi);		/* its own entry: what it wrote */
-	zklfs_read(req, ln->ino, size, off, &h);
+	zklfs_read(req, ln, size, off, &h);
 }
 
 void zklfs_fd_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,

@@ -49,8 +49,9 @@ void zklfs_getlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 void zklfs_setlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 		 struct flock *lock, int sleep);
 
-/* fs/read.c: an entry's data */
-void zklfs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+/* fs/read.c: an entry's data: READ of @n (fs/fdops.c finds it), whose
+ * answer goes through n->fs->reply (fs/reply.h) */
+void zklfs_read(fuse_req_t req, struct node *n, size_t size, off_t off,
 		struct fuse_file_info *fi);
 
 /*

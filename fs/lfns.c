@@ -221,7 +221,7 @@ void lf_read(fuse_req_t req, struct node *n, size_t size, off_t off)
 	struct zop *op = zop_new(req, n, zklfs_node_path(n->fs, n));
 
 	if (!op) {
-		fuse_reply_err(req, ENOMEM);
+		n->fs->reply->err(req, ENOMEM);
 		return;
 	}
 	op->size = size;

@@ -5,8 +5,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "fs/pool.h"
 #include "zk/naming.h"
 
 #define HSIZE 16384
@@ -217,14 +217,6 @@ char *zklfs_node_path(struct zklfs *fs, struct node *n)
 	p = n->path ? strdup(n->path) : NULL;
 	zkmx_unlock(&fs->lock);
 	return p;
-}
-
-uint64_t zklfs_now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
 static void listcache_drop_names(struct listcache *l)

@@ -57,9 +57,6 @@ struct node {
 int zklfs_nodes_init(struct zklfs *fs, zklfs_node_end_fn *end);
 void zklfs_nodes_free(struct zklfs *fs);
 
-/* zklfs_now_ms() - CLOCK_MONOTONIC in milliseconds.  Any thread. */
-uint64_t zklfs_now_ms(void);
-
 /* node_persistent() - is a node of @type a persistent znode, a lock's own
  * or a folder: a directory, or a lock file? */
 static inline bool node_persistent(enum node_type type)

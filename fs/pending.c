@@ -4,7 +4,7 @@
 #include <errno.h>
 #include <stdlib.h>
 
-#include "fs/node.h"
+#include "fs/pool.h"
 #include "fs/reply.h"
 #include "zk/log.h"
 

@@ -50,6 +50,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "fs/slots.h"
 #include "zk/clock.h"
@@ -587,4 +588,12 @@ size_t zklfs_data_max(struct zklfs *fs, const char *path)
 	const struct zkt_transport *t = zklfs_transport(fs, zklfs_session_at(fs, 0));
 
 	return t->ops->data_max(t->ctx, path);
+}
+
+uint64_t zklfs_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }

@@ -110,4 +110,12 @@ size_t zklfs_data_max(struct zklfs *fs, const char *path);
  */
 void zklfs_ns_changed(struct zklfs *fs, const char *dir);
 
+/*
+ * zklfs_now_ms() - CLOCK_MONOTONIC in milliseconds: the clock of the
+ * requests' deadlines (fs/pending.h) and of the caches.  Here, with the
+ * calls to the sessions, because the simulator links neither and gives
+ * its own (tests/sim/simfs.c: its step).  Any thread.
+ */
+uint64_t zklfs_now_ms(void);
+
 #endif

@@ -49,11 +49,10 @@ static int read_send(struct zop *op)
 	return zklfs_zget(op->fs, op->zks, op->path, read_done, op);
 }
 
-void zklfs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
-		       struct fuse_file_info *fi)
+void zklfs_read(fuse_req_t req, struct node *n, size_t size, off_t off,
+		struct fuse_file_info *fi)
 {
-	struct zklfs *fs = fs_of(req);
-	struct node *n = node_of(fs, ino);
+	struct zklfs *fs = n->fs;
 	struct Stat zs;
 	struct zop *op;
 	char *data;
@@ -61,14 +60,14 @@ void zklfs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 
 	err = lockreq_holder_errno(fs, n, fi);
 	if (err) {
-		fuse_reply_err(req, err);
+		fs->reply->err(req, err);
 		return;
 	}
 	if (zklfs_wbuf_read(fs, n, req, size, off))
 		return;			/* written here, not yet in ZooKeeper */
 	op = zop_new(req, n, zklfs_node_path(fs, n));
 	if (!op) {
-		fuse_reply_err(req, n->path ? ENOMEM : EIO);
+		fs->reply->err(req, n->path ? ENOMEM : EIO);
 		return;
 	}
 	op->size = size;

@@ -47,6 +47,11 @@ static int reply_poll(fuse_req_t req, unsigned revents)
 	return fuse_reply_poll(req, revents);
 }
 
+static int reply_xattr(fuse_req_t req, size_t count)
+{
+	return fuse_reply_xattr(req, count);
+}
+
 static void on_interrupt(fuse_req_t req, fuse_interrupt_func_t fn, void *arg)
 {
 	fuse_req_interrupt_func(req, fn, arg);
@@ -147,6 +152,8 @@ const struct zklfs_reply zklfs_fuse_reply = {
 	.buf = reply_buf,
 	.entry = reply_entry,
 	.poll = reply_poll,
+	.xattr = reply_xattr,
+	.ctx = fuse_req_ctx,
 	.on_interrupt = on_interrupt,
 	.caller = caller,
 	.signalled = signalled,

@@ -1,14 +1,16 @@
 /*
  * fs/reply.h - the kernel's side of a lock request: who asks, and how the
  * answer goes back.  The seam between the lock requests (fs/lockreq.c,
- * fs/fdlock.c), the holder's data (fs/wbuf.c) and the observers
- * (fs/observe.c: LOCKDIR/.holders and .state) on one side and libfuse on
- * the other, as zk/transport.h is between the engine and ZooKeeper: the
- * daemon uses zklfs_fuse_reply (fs/reply.c, libfuse and /proc), the
- * simulator (tests/sim/simfs.c) its own, so that it drives OPEN,
- * INTERRUPT, RELEASE and flock/fcntl requests, the holder's WRITE,
- * SETATTR and FSYNC, and an observer's LOOKUP, OPEN, READ, POLL and
- * RELEASE, through the same code as the kernel does, in any order.
+ * fs/fdlock.c), the holder's data (fs/wbuf.c), the observers
+ * (fs/observe.c: LOCKDIR/.holders and .state) and the requests that wait
+ * for one ZooKeeper call (fs/zop.c, and the READ of an entry's data,
+ * fs/read.c) on one side and libfuse on the other, as zk/transport.h is
+ * between the engine and ZooKeeper: the daemon uses zklfs_fuse_reply
+ * (fs/reply.c, libfuse and /proc), the simulator (tests/sim/simfs.c) its
+ * own, so that it drives OPEN, INTERRUPT, RELEASE and flock/fcntl
+ * requests, the holder's WRITE, SETATTR and FSYNC, an observer's LOOKUP,
+ * OPEN, READ, POLL and RELEASE, and an entry's READ, through the same
+ * code as the kernel does, in any order.
  *
  * Every operation may be called on any thread, without fs->lock
  * (fs/mount.h: never held across a reply).
@@ -44,6 +46,12 @@ struct zklfs_reply {
 	 * -ENOENT if the kernel forgot the request), a POLL's events */
 	int (*entry)(fuse_req_t req, const struct fuse_entry_param *e);
 	int (*poll)(fuse_req_t req, unsigned revents);
+	/* fuse_reply_xattr(): the size of an xattr (or of the list) asked
+	 * with a buffer of 0 */
+	int (*xattr)(fuse_req_t req, size_t count);
+	/* fuse_req_ctx(): what the kernel says of @req's caller: its uid and
+	 * thread (a zop's, fs/zop.h), valid while @req is unanswered */
+	const struct fuse_ctx *(*ctx)(fuse_req_t req);
 	/* fuse_req_interrupt_func(): @fn runs on FUSE_INTERRUPT of @req, at
 	 * once if it has come already, on another thread than the answer's */
 	void (*on_interrupt)(fuse_req_t req, fuse_interrupt_func_t fn, void *arg);

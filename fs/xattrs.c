@@ -92,7 +92,7 @@ static struct zop *entry_op(fuse_req_t req, struct node *n, size_t size, bool st
 
 	if (!op) {			/* a lock node holding no entry */
 		if (state && lockreq_waiting(fs, n))
-			zklfs_reply_value(req, size, "waiting", strlen("waiting"));
+			zklfs_reply_value(fs, req, size, "waiting", strlen("waiting"));
 		else
 			fuse_reply_err(req, ENODATA);
 		return NULL;
@@ -140,12 +140,13 @@ static void get_kind(fuse_req_t req, struct node *n, size_t size, const struct x
  * ZooKeeper is away.  True once @req is answered. */
 static bool own_text(fuse_req_t req, struct node *n, size_t size, bool token)
 {
+	struct zklfs *fs = fs_of(req);
 	char val[64];
-	int len = lockreq_own_text(fs_of(req), n, token, val, sizeof(val));
+	int len = lockreq_own_text(fs, n, token, val, sizeof(val));
 
 	if (len < 0)
 		return false;
-	zklfs_reply_value(req, size, val, (size_t)len);
+	zklfs_reply_value(fs, req, size, val, (size_t)len);
 	return true;
 }
 
@@ -381,17 +382,19 @@ static void get_metrics(fuse_req_t req, struct node *n, size_t size, const struc
 		return;
 	}
 	got = zkm_format(buf, len);
-	zklfs_reply_value(req, size, buf, got < len ? got : len - 1);
+	zklfs_reply_value(fs_of(req), req, size, buf, got < len ? got : len - 1);
 	free(buf);
 }
 
 /* "1" on a lockfiles mount, where zklock makes a missing LOCKDIR a lock file. */
 static void get_lockfiles(fuse_req_t req, struct node *n, size_t size, const struct xattr *x)
 {
+	struct zklfs *fs = fs_of(req);
+
 	(void)n;
 	(void)x;
-	if (fs_of(req)->conf->lockfiles)
-		zklfs_reply_value(req, size, "1", 1);
+	if (fs->conf->lockfiles)
+		zklfs_reply_value(fs, req, size, "1", 1);
 	else
 		fuse_reply_err(req, ENODATA);
 }
@@ -620,7 +623,7 @@ void zklfs_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 	char buf[256];
 
 	if (!node_persistent(n->type)) {	/* nothing LISTED_IF_SET */
-		zklfs_reply_value(req, size, buf,
+		zklfs_reply_value(fs, req, size, buf,
 				  list_names(on_of(n), NULL, 0, buf, sizeof(buf)));
 		return;
 	}

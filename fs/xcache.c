@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "fs/node.h"
+#include "fs/pool.h"
 #include "zk/mutex.h"
 #include "zk/naming.h"
 

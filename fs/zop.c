@@ -7,13 +7,9 @@
 
 #include "fs/attr.h"
 #include "fs/limits.h"
+#include "fs/reply.h"
 #include "zk/errno.h"
 #include "zk/log.h"
-
-struct zklfs *fs_of(fuse_req_t req)
-{
-	return fuse_req_userdata(req);
-}
 
 pid_t zop_pid(const struct zop *op)
 {
@@ -22,6 +18,7 @@ pid_t zop_pid(const struct zop *op)
 
 struct zop *zop_new(fuse_req_t req, struct node *node, char *path)
 {
+	const struct fuse_ctx *ctx;
 	struct zop *op;
 
 	if (!path)
@@ -31,12 +28,13 @@ struct zop *zop_new(fuse_req_t req, struct node *node, char *path)
 		free(path);
 		return NULL;
 	}
-	op->fs = fs_of(req);
+	op->fs = node->fs;
 	op->req = req;
 	op->node = node;
 	op->path = path;
-	op->uid = fuse_req_ctx(req)->uid;
-	op->pid = fuse_req_ctx(req)->pid;	/* op->req may be answered first */
+	ctx = op->fs->reply->ctx(req);
+	op->uid = ctx->uid;
+	op->pid = ctx->pid;		/* op->req may be answered first */
 	zpend_start(op->fs, &op->pend, req);
 	return op;
 }
@@ -45,7 +43,7 @@ void zop_free(struct zop *op)
 {
 	if (zop_claim(op)) {		/* a path that forgot to answer */
 		zklog(LOG_ERR, "%s: a request left unanswered: EIO", op->path);
-		fuse_reply_err(op->req, EIO);
+		op->fs->reply->err(op->req, EIO);
 	}
 	free(op->path);
 	free(op);
@@ -59,29 +57,30 @@ bool zop_claim(struct zop *op)
 void zop_reply_err(struct zop *op, int err)
 {
 	if (zop_claim(op))
-		fuse_reply_err(op->req, err);
+		op->fs->reply->err(op->req, err);
 }
 
 void zop_reply_buf(struct zop *op, const char *buf, size_t len)
 {
 	if (zop_claim(op))
-		fuse_reply_buf(op->req, buf, len);
+		op->fs->reply->buf(op->req, buf, len);
 }
 
-void zklfs_reply_value(fuse_req_t req, size_t size, const char *val, size_t len)
+void zklfs_reply_value(struct zklfs *fs, fuse_req_t req, size_t size, const char *val,
+		       size_t len)
 {
 	if (size == 0)
-		fuse_reply_xattr(req, len);
+		fs->reply->xattr(req, len);
 	else if (size < len)
-		fuse_reply_err(req, ERANGE);
+		fs->reply->err(req, ERANGE);
 	else
-		fuse_reply_buf(req, val, len);
+		fs->reply->buf(req, val, len);
 }
 
 void zop_reply_value(struct zop *op, const char *val, size_t len)
 {
 	if (zop_claim(op))
-		zklfs_reply_value(op->req, op->size, val, len);
+		zklfs_reply_value(op->fs, op->req, op->size, val, len);
 }
 
 void zop_reply_entry(struct zop *op, const struct Stat *zs, enum node_type type)
@@ -97,7 +96,7 @@ void zop_reply_entry(struct zop *op, const struct Stat *zs, enum node_type type)
 	n = node_lookup_locked(op->fs, op->path, type);
 	zkmx_unlock(&op->fs->lock);
 	if (!n) {
-		fuse_reply_err(op->req, ENOMEM);
+		op->fs->reply->err(op->req, ENOMEM);
 		zop_free(op);
 		return;
 	}
@@ -108,7 +107,7 @@ void zop_reply_entry(struct zop *op, const struct Stat *zs, enum node_type type)
 			zklfs_owner(op->fs, op->path, type, zs));
 	/* directories and lock files live long; entries come and go */
 	e.entry_timeout = e.attr_timeout = type == NODE_FILE ? 0.0 : 1.0;
-	if (fuse_reply_entry(op->req, &e) != 0)
+	if (op->fs->reply->entry(op->req, &e) != 0)
 		node_forget(op->fs, n, 1);
 	zop_free(op);
 }
@@ -126,12 +125,12 @@ struct zop *zop_new_child(fuse_req_t req, struct node *p, const char *name,
 		err = -EEXIST;
 	if (err) {
 		zklog(LOG_NOTICE, "%s '%.64s': %s", what, name, strerror(-err));
-		fuse_reply_err(req, -err);
+		fs->reply->err(req, -err);
 		return NULL;
 	}
 	op = zop_new(req, p, zkn_join(p->path, name));
 	if (!op)
-		fuse_reply_err(req, ENOMEM);
+		fs->reply->err(req, ENOMEM);
 	return op;
 }
 

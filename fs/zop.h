@@ -47,16 +47,22 @@ struct zop {
 	struct zpend pend;		/* the request, answered once */
 };
 
-/* fs_of() - the mount a request is for. */
-struct zklfs *fs_of(fuse_req_t req);
+/* fs_of() - the mount a request is for: a handler's, from libfuse.  What
+ * it hands on takes the mount from a node (zop_new()), which the
+ * simulator makes without libfuse. */
+static inline struct zklfs *fs_of(fuse_req_t req)
+{
+	return fuse_req_userdata(req);
+}
 
 /* zop_pid() - the thread @op's request is for (0: outside our pid
  * namespace). */
 pid_t zop_pid(const struct zop *op);
 
 /*
- * zop_new() - a zop for @req about @node (the inode, or the parent) and the
- * znode @path, which it takes (and frees); its request pending from now.
+ * zop_new() - a zop for @req about @node (the inode, or the parent) on
+ * @node's mount and the znode @path, which it takes (and frees); its
+ * request pending from now.
  * Return: NULL on ENOMEM, @path freed (@req then unanswered).
  * zop_free() - let @op go; its request must have been claimed.
  */
@@ -66,19 +72,22 @@ void zop_free(struct zop *op);
 /*
  * zop_claim() - is @op's answer still to give (zpend_claim())?  True once;
  * false after a signal or the session timeout answered it.
- * zop_reply_err(), zop_reply_buf() - fuse_reply_*() of
- * the same name, if zop_claim().  zop_reply_value() - an xattr's value
- * @val (@len bytes) for a buffer of op->size: its size (0), ERANGE, or it.
- * None frees @op.  Any thread.
+ * zop_reply_err(), zop_reply_buf() - fuse_reply_*() of the same name
+ * (through op->fs->reply, fs/reply.h, as every answer here), if
+ * zop_claim().  zop_reply_value() - an xattr's value @val (@len bytes)
+ * for a buffer of op->size: its size (0), ERANGE, or it.  None frees @op.
+ * Any thread.
  */
 bool zop_claim(struct zop *op);
 void zop_reply_err(struct zop *op, int err);
 void zop_reply_buf(struct zop *op, const char *buf, size_t len);
 void zop_reply_value(struct zop *op, const char *val, size_t len);
 
-/* zklfs_reply_value() - answer the getxattr @req (a buffer of @size) with
- * @val (@len bytes): its size (@size 0), ERANGE, or it.  Any thread. */
-void zklfs_reply_value(fuse_req_t req, size_t size, const char *val, size_t len);
+/* zklfs_reply_value() - answer the getxattr @req of @fs (a buffer of
+ * @size) with @val (@len bytes): its size (@size 0), ERANGE, or it.  Any
+ * thread. */
+void zklfs_reply_value(struct zklfs *fs, fuse_req_t req, size_t size, const char *val,
+		       size_t len);
 
 /*
  * zop_reply_entry() - answer @op (a LOOKUP, or the MKDIR or MKNOD that made

@@ -81,6 +81,13 @@ void zklfs_xc_changed(struct zklfs *fs)
 	(void)fs;
 }
 
+/* The simulator's clock (a step is a millisecond): the requests'
+ * deadlines (fs/pending.c) follow it. */
+uint64_t zklfs_now_ms(void)
+{
+	return W() ? W()->net.now : 0;
+}
+
 void zklfs_dir_gone(struct zklfs *fs, const char *dir)
 {
 	(void)fs, (void)dir;
