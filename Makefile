@@ -170,8 +170,8 @@ endif
 # `make sim SCENARIO=name` replays a scripted scenario with a trace.
 # check-sim (part of make check) runs every scenario and SIM_CHECK_SEEDS seeds.
 SIM_SRC   = $(ENGINE_SRC) zk/grant.c zk/settings.c zk/naming.c zk/errno.c zk/escape.c \
-	    fs/node.c fs/pending.c fs/lockreq.c fs/lrquery.c fs/confirm.c fs/wbuf.c fs/fdlock.c \
-	    fs/lockfile.c fs/observe.c zk/statedata.c \
+	    fs/node.c fs/pending.c fs/zop.c fs/read.c fs/lockreq.c fs/lrquery.c fs/confirm.c fs/wbuf.c fs/fdlock.c \
+	    fs/lockfile.c fs/lfns.c fs/observe.c zk/statedata.c \
 	    tests/sim/sim.c tests/sim/actions.c tests/sim/simfs.c tests/sim/simfsact.c tests/sim/simobs.c tests/sim/check.c tests/sim/script.c tests/sim/scenarios.c tests/sim/fsscenarios.c tests/sim/simnet.c tests/sim/simsess.c tests/sim/simzk.c
 SEEDS     ?= 10000
 SEED_FIRST ?= 1

@@ -9,6 +9,9 @@
 #include "tests/sim/simfs.h"
 #include "tests/sim/room.h"
 
+#include "fs/node.h"
+#include "fs/pending.h"		/* ZPEND_PATIENCE_MS */
+#include "fs/signals.h"
 #include "zk/engine.h"		/* zke_children_done: the listings grants follow */
 
 #include <errno.h>
@@ -18,7 +21,7 @@
 #include <string.h>
 
 struct world *sim_world;
-long sim_cohort_grants, sim_linger_grants, sim_data_sets;
+long sim_cohort_grants, sim_linger_grants, sim_data_sets, sim_reads, sim_reads_again;
 
 void sim_failf(struct world *wd, const char *fmt, ...)
 {
@@ -706,4 +709,238 @@ void sim_fsync_done(struct world *wd, int fd, int holder, int version)
 	if (h->wapplied < version)
 		sim_failf(wd, "fsync: fd%d answered 0, but the server holds w%d's version %d, "
 			  "not %d", fd, h->id, h->wapplied, version);
+}
+
+/* an entry's READ: one zop (invariant 12) -------------------------------------- */
+
+/* Mount @m's connection losses and expiries so far. */
+static unsigned losses(struct world *wd, int m)
+{
+	return wd->net.mounts[m].drops + wd->net.mounts[m].expiries;
+}
+
+/* Is mount @m's session quiet now (the transport's quiet())? */
+static bool quiet(struct world *wd, int m)
+{
+	struct zkt_transport t = sn_transport(&wd->net.mounts[m]);
+
+	return t.ops->quiet(t.ctx);
+}
+
+/* Add @path's value now (@n's data, or gone) to what READ @rd may read. */
+static void read_may_see(struct szop *rd, const struct szk_node *n)
+{
+	struct sval *v;
+
+	SIM_ROOM(rd->vals, rd->nvals, rd->valcap, 4);
+	v = &rd->vals[rd->nvals++];
+	memset(v, 0, sizeof(*v));
+	v->gone = !n;
+	if (n) {
+		v->len = n->len;
+		v->data = malloc((size_t)n->len + 1);
+		if (!v->data)
+			abort();
+		memcpy(v->data, n->data, (size_t)n->len);
+	}
+}
+
+void sim_zop_asked(struct world *wd, int k)
+{
+	struct szop *rd = &wd->zops[k];
+
+	rd->losses = losses(wd, rd->mount);
+	if (rd->mknod)
+		return;
+	sim_reads++;
+	read_may_see(rd, szk_find(&wd->net.zk, rd->path));
+}
+
+void sim_zk_changed(void *ctx, const char *path, const struct szk_node *n)
+{
+	struct world *wd = ctx;
+
+	for (int k = 0; k < wd->nzops; k++)
+		if (!wd->zops[k].mknod && !wd->zops[k].replies &&
+		    strcmp(wd->zops[k].path, path) == 0)
+			read_may_see(&wd->zops[k], n);
+}
+
+/* Is @buf (@len bytes) what READ @rd answers of @data (@dlen bytes)? */
+static bool read_of(const struct szop *rd, const char *data, int dlen, const char *buf,
+		    size_t len)
+{
+	size_t have = rd->off < dlen ? (size_t)(dlen - rd->off) : 0;
+
+	if (have > rd->size)
+		have = rd->size;
+	return len == have && (!len || memcmp(buf, data + rd->off, len) == 0);
+}
+
+/* May READ @rd answer @buf (@len bytes)?  A value its entry had on the
+ * server while it waited, or what a holder of its mount wrote there and
+ * ZooKeeper has not answered for (fs/wbuf.c: read back at once). */
+static bool read_legit(struct world *wd, const struct szop *rd, const char *buf,
+		       size_t len)
+{
+	for (int i = 0; i < rd->nvals; i++)
+		if (!rd->vals[i].gone && read_of(rd, rd->vals[i].data, rd->vals[i].len, buf, len))
+			return true;
+	for (int i = 0; i < wd->ndriven; i++) {
+		const struct driven *d = &wd->driven[i];
+
+		if (d->fd >= 0 && d->mount == rd->mount && d->wversions &&
+		    strcmp(d->path, rd->path) == 0 && read_of(rd, d->wbuf, d->wlen, buf, len))
+			return true;
+	}
+	return false;
+}
+
+/* Zop #@k is answered @err (or @len bytes): its first answer, or a
+ * violation.  Return: whether it is the first. */
+static bool first_answer(struct world *wd, int k, int err, size_t len)
+{
+	struct szop *rd = &wd->zops[k];
+	const char *what = rd->mknod ? "mknod" : "read";
+
+	sn_trace(&wd->net, "        fs: %s r%d answered %d (%zu bytes)", what, k, -err, len);
+	if (++rd->replies > 1) {
+		sim_failf(wd, "%s: r%d of %s on m%d answered %d times (now %d)", what, k,
+			  rd->path, rd->mount, rd->replies, -err);
+		return false;
+	}
+	rd->result = err;
+	return true;
+}
+
+/* May @rd be answered @err (EINTR, ETIMEDOUT) by fs/pending.c (or by
+ * fs/zop.c's zop_silent()) now? */
+static bool pend_answer_ok(struct world *wd, const struct szop *rd, int err)
+{
+	uint64_t now = wd->net.now;
+	bool due = now >= rd->due;
+
+	if (err == ETIMEDOUT)
+		return due || quiet(wd, rd->mount);
+	return rd->interrupted && (rd->sig == ZKLFS_SIG_ENDS ||
+				   (rd->sig == ZKLFS_SIG_CAUGHT &&
+				    (now >= rd->since + ZPEND_PATIENCE_MS || due ||
+				     quiet(wd, rd->mount))));
+}
+
+/*
+ * A READ answered (README.md, invariant 12): once; EINTR only for a
+ * signal (one it catches only past its patience, its deadline or its
+ * session's silence); ETIMEDOUT only at its deadline or while its
+ * session is quiet; a connection loss or an expiry (EIO, ENOTCONN) only
+ * past its deadline: before, the zop is sent again; ENOENT only if the
+ * entry was gone at some moment since it was asked; bytes only of a
+ * value it had meanwhile (read_legit()).
+ */
+void sim_read_answered(struct world *wd, int k, int err, const char *buf, size_t len)
+{
+	struct szop *rd = &wd->zops[k];
+	uint64_t now = wd->net.now;
+	bool due = now >= rd->due, gone = false, ok;
+
+	if (!first_answer(wd, k, err, len))
+		return;
+	rd->len = len;
+	rd->text = malloc(len + 1);
+	if (!rd->text)
+		abort();
+	if (len)
+		memcpy(rd->text, buf, len);
+	rd->text[len] = '\0';
+	for (int i = 0; i < rd->nvals; i++)
+		gone |= rd->vals[i].gone;
+	if ((!err || err == ENOENT) && losses(wd, rd->mount) != rd->losses)
+		sim_reads_again++;
+	switch (err) {
+	case 0:
+		ok = read_legit(wd, rd, buf, len);
+		break;
+	case ENOENT:
+		ok = gone;
+		break;
+	case EINTR:
+	case ETIMEDOUT:
+		ok = pend_answer_ok(wd, rd, err);
+		break;
+	case EIO:
+	case ENOTCONN:
+		if (!due)
+			sim_failf(wd, "read: r%d of %s on m%d answered %d (a connection loss or "
+				  "an expiry) at %llu, before its deadline %llu: it is to be sent "
+				  "again", k, rd->path, rd->mount, -err, (unsigned long long)now,
+				  (unsigned long long)rd->due);
+		return;
+	default:
+		ok = false;
+	}
+	if (!ok)
+		sim_failf(wd, "read: r%d of %s on m%d answered %d (%zu bytes: \"%.*s\") at %llu "
+			  "(asked at %llu, due at %llu%s%s), which the server never held meanwhile "
+			  "nor it may answer", k, rd->path, rd->mount, -err, len,
+			  (int)(len < 32 ? len : 32), buf ? buf : "", (unsigned long long)now,
+			  (unsigned long long)rd->since, (unsigned long long)rd->due,
+			  rd->interrupted ? ", interrupted" : "", gone ? ", gone meanwhile" : "");
+}
+
+/* After the end phase: every READ answered, once. */
+void sim_check_zops(struct world *wd)
+{
+	for (int k = 0; k < wd->nzops && !wd->fail[0]; k++)
+		if (wd->zops[k].replies != 1)
+			sim_failf(wd, "%s: r%d of %s on m%d answered %d times at the end",
+				  wd->zops[k].mknod ? "mknod" : "read", k, wd->zops[k].path,
+				  wd->zops[k].mount, wd->zops[k].replies);
+}
+
+/* A MKNOD's create is sent: once at most, whatever befalls it (fs/zop.h:
+ * a write is never sent again, its outcome may be unknown). */
+void sim_mknod_sent(struct world *wd, int k)
+{
+	struct szop *rd = &wd->zops[k];
+
+	if (++rd->creates > 1)
+		sim_failf(wd, "mknod: r%d's create of %s on m%d sent %d times", k, rd->path,
+			  rd->mount, rd->creates);
+}
+
+/*
+ * A lock file's MKNOD answered (invariant 12): once; with the lock file
+ * (@n) only once the server has it; a connection loss or an expiry (EIO,
+ * ENOTCONN) at any time, its create's outcome unknown; ETIMEDOUT and
+ * EINTR as a READ; nothing else (a new name: nobody made it before).
+ */
+void sim_mknod_answered(struct world *wd, int k, int err, struct node *n)
+{
+	struct szop *rd = &wd->zops[k];
+	bool ok;
+
+	if (!first_answer(wd, k, err, 0))
+		return;
+	rd->node = n;
+	switch (err) {
+	case 0:
+		ok = n && n->type == NODE_LOCKFILE && szk_find(&wd->net.zk, rd->path);
+		break;
+	case EIO:
+	case ENOTCONN:
+		ok = true;
+		break;
+	case EINTR:
+	case ETIMEDOUT:
+		ok = pend_answer_ok(wd, rd, err);
+		break;
+	default:
+		ok = false;
+	}
+	if (!ok)
+		sim_failf(wd, "mknod: r%d of %s on m%d answered %d at %llu (asked at %llu, due at "
+			  "%llu; the server %s it)", k, rd->path, rd->mount, -err,
+			  (unsigned long long)wd->net.now, (unsigned long long)rd->since,
+			  (unsigned long long)rd->due,
+			  szk_find(&wd->net.zk, rd->path) ? "has" : "has not");
 }

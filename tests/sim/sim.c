@@ -78,7 +78,7 @@ ssize_t getrandom(void *buf, size_t len, unsigned int flags)
 enum act { A_APPLY, A_READ, A_DELIVER, A_READ_OLD, A_DELIVER_OLD, A_TICK,
 	   A_CONNECTED, A_EXPIRED, A_SILENT, A_DROP, A_RECONNECT, A_EXPIRE,
 	   A_REPLACE, A_DOUBT, A_LOOK, A_ENQUEUE, A_CANCEL, A_RELEASE, A_UNLINK, A_FOREIGN_ENQ,
-	   A_FOREIGN_REL, A_SETDATA, A_FDLOCK, A_FSDATA, A_OBSERVE, A_N };
+	   A_FOREIGN_REL, A_SETDATA, A_FDLOCK, A_FSDATA, A_OBSERVE, A_FSREAD, A_FSMKNOD, A_N };
 
 /* Weights: network steps dominate; faults scale with the seed's fault rate. */
 static int weight(struct world *wd, enum act a, struct sn_mount *m)
@@ -128,6 +128,8 @@ static int driver_weight(struct world *wd, enum act a)
 	case A_FDLOCK:	    return 5;
 	case A_FSDATA:	    return 20;
 	case A_OBSERVE:	    return 6;
+	case A_FSREAD:	    return 6;
+	case A_FSMKNOD:	    return 2;
 	default:	    return 0;
 	}
 }
@@ -173,6 +175,8 @@ static bool run_driver_act(struct world *wd, enum act a)
 	case A_FDLOCK:	    return act_fdlock(wd);
 	case A_FSDATA:	    return act_fsdata(wd);
 	case A_OBSERVE:	    return act_observe(wd);
+	case A_FSREAD:	    return act_fsread(wd);
+	case A_FSMKNOD:	    return act_fsmknod(wd);
 	default:	    return false;
 	}
 }
@@ -296,6 +300,8 @@ void sim_end_phase(struct world *wd)
 		simfs_check_data(wd);
 	if (!wd->fail[0])
 		simobs_check_end(wd);
+	if (!wd->fail[0])
+		sim_check_zops(wd);
 }
 
 /* one seed ---------------------------------------------------------------- */
@@ -327,6 +333,8 @@ void sim_world_init(struct world *wd, uint64_t seed, bool verbose)
 	wd->net.listed = sim_list_hook;
 	wd->net.applied = sim_applied;
 	wd->net.hook_ctx = wd;
+	wd->net.zk.changed = sim_zk_changed;
+	wd->net.zk.changed_ctx = wd;
 	if (verbose)
 		wd->net.name_of = name_of;
 	wd->foreign = szk_session_new(&wd->net.zk);
@@ -397,6 +405,13 @@ void sim_world_free(struct world *wd)
 	for (int i = 0; i < wd->ndriven; i++)
 		free(wd->driven[i].wbuf);
 	free(wd->driven);
+	for (int k = 0; k < wd->nzops; k++) {
+		for (int i = 0; i < wd->zops[k].nvals; i++)
+			free(wd->zops[k].vals[i].data);
+		free(wd->zops[k].vals);
+		free(wd->zops[k].text);
+	}
+	free(wd->zops);
 	free(wd->wsets);
 	free(wd->gone);
 	free(wd->lhist);
@@ -456,6 +471,7 @@ struct progress {
 	long cohort;			/* cohort hand-offs seen */
 	long linger;			/* grants on a lingering entry */
 	long data;			/* sets of the holders' data */
+	long reads, again;		/* READs of entries, and sent again */
 	long fsreq;			/* FUSE requests to fs/ */
 	long preempt;			/* the FUSE thread preempted */
 	uint64_t done;			/* seeds finished */
@@ -493,6 +509,7 @@ static void run_range(struct progress *pg, uint64_t first, uint64_t end)
 {
 	for (uint64_t s = first; s < end; s++) {
 		long c0 = sim_cohort_grants, l0 = sim_linger_grants, d0 = sim_data_sets;
+		long r0 = sim_reads, a0 = sim_reads_again;
 		long f0 = sim_fs_requests, p0 = sim_preemptions;
 
 		if (skipped(s))
@@ -503,6 +520,8 @@ static void run_range(struct progress *pg, uint64_t first, uint64_t end)
 		pg->cohort += sim_cohort_grants - c0;
 		pg->linger += sim_linger_grants - l0;
 		pg->data += sim_data_sets - d0;
+		pg->reads += sim_reads - r0;
+		pg->again += sim_reads_again - a0;
 		pg->fsreq += sim_fs_requests - f0;
 		pg->preempt += sim_preemptions - p0;
 		pg->done++;
@@ -598,10 +617,11 @@ int main(int argc, char **argv)
 
 		printf("sim: %" PRIu64 " seeds from %" PRIu64 ", %" PRIu64 " failed, "
 		       "%d known bad skipped; %ld steps, %ld cohort hand-offs, %ld lingering "
-		       "grants, %ld FUSE requests, %ld preemptions, %ld data sets; %.2f s: "
-		       "%.0f seeds/s, %.0f steps/s\n",
+		       "grants, %ld FUSE requests, %ld preemptions, %ld data sets, %ld READs "
+		       "(%ld across a loss); %.2f s: %.0f seeds/s, %.0f steps/s\n",
 		       pg->done, first, pg->failed, nskip, pg->steps, pg->cohort, pg->linger,
-		       pg->fsreq, pg->preempt, pg->data, dt, pg->done / dt, pg->steps / dt);
+		       pg->fsreq, pg->preempt, pg->data, pg->reads, pg->again, dt, pg->done / dt,
+		       pg->steps / dt);
 	}
 	return pg->failed ? 1 : 0;
 }

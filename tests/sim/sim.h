@@ -14,6 +14,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "zk/lock.h"
 #include "tests/sim/rng.h"
@@ -63,6 +64,45 @@ struct driven {
 struct wset {
 	uint64_t id;
 	int driven, version;
+};
+
+struct node;
+
+/* A value the server held for a path: its data, or none (@gone). */
+struct sval {
+	bool gone;
+	int len;
+	char *data;
+};
+
+/*
+ * A FUSE request waiting for one ZooKeeper call (fs/zop.h): a READ of an
+ * entry's data (fs/read.c), or the MKNOD of a lock file (@mknod,
+ * fs/lfns.c: a create, never sent twice), made on mount @mount at @since
+ * (the clock), due at @due (its deadline, fs/pending.h); for a READ, the
+ * values its entry @path had on the server from then until it was
+ * answered (check.c: invariant 12).
+ */
+struct szop {
+	bool mknod;
+	int mount;
+	char path[64];
+	off_t off;
+	size_t size;
+	uint64_t since, due;
+	unsigned losses;		/* its mount's connection losses and
+					   expiries when asked */
+	struct node *node;		/* a READ's, looked up for it; a MKNOD's
+					   answer: each forgotten once answered */
+	bool interrupted;		/* FUSE_INTERRUPT came */
+	int sig;			/* what its signal did (enum zklfs_signal) */
+	int creates;			/* a MKNOD's creates sent */
+	int replies;
+	int result;			/* its first answer's errno */
+	char *text;			/* ... or a READ's @len bytes */
+	size_t len;
+	struct sval *vals;
+	int nvals, valcap;
 };
 
 /* Notifications that reached exclusive waiters per deleted path (herd). */
@@ -120,6 +160,8 @@ struct world {
 	int nwsets, wscap;
 	struct sobs *obs;		/* the observers' descriptors (simobs.c) */
 	int nobs, obscap;
+	struct szop *zops;		/* the requests of one zop (simfsact.c) */
+	int nzops, zopcap;
 	/*
 	 * The FUSE thread runs a call into fs/ (simfs.c): where it takes a
 	 * mutex holding none, the ZooKeeper thread may run first
@@ -153,8 +195,10 @@ bool sim_scenarios(const char *name);
 /* The world of the running seed: the engine's callbacks find it here. */
 extern struct world *sim_world;
 /* check.c: grants that passed over an entry their mount gave back,
- * grants on a lingering entry, and sets of the holders' data */
-extern long sim_cohort_grants, sim_linger_grants, sim_data_sets;
+ * grants on a lingering entry, sets of the holders' data, READs of
+ * entries, and those of them answered a value (or ENOENT) after their
+ * mount lost its connection or session while they waited (sent again) */
+extern long sim_cohort_grants, sim_linger_grants, sim_data_sets, sim_reads, sim_reads_again;
 /* simfs.c: FUSE requests made to fs/, and the FUSE thread's preemptions */
 extern long sim_fs_requests, sim_preemptions;
 
@@ -231,6 +275,22 @@ void sim_data_sent(struct world *wd, int m, const char *path, const char *data, 
 void sim_applied(void *ctx, struct sn_mount *m, uint64_t id, enum sn_applied what,
 		 const char *path, int rc);
 void sim_fsync_done(struct world *wd, int fd, int holder, int version);
+
+/*
+ * The requests of one zop (fs/zop.c; invariant 12): sim_zop_asked() -
+ * #@k is made now (a READ: the value its entry has); sim_zk_changed() -
+ * simzk's hook: @path now holds @n's data (NULL: gone);
+ * sim_read_answered() - READ #@k answered @err, or (0) the @len bytes
+ * @buf; sim_mknod_sent() - MKNOD #@k sends its create;
+ * sim_mknod_answered() - it is answered @err, or (0) the lock file @n;
+ * sim_check_zops() - after the end phase: each answered once.
+ */
+void sim_zop_asked(struct world *wd, int k);
+void sim_zk_changed(void *ctx, const char *path, const struct szk_node *n);
+void sim_read_answered(struct world *wd, int k, int err, const char *buf, size_t len);
+void sim_mknod_sent(struct world *wd, int k);
+void sim_mknod_answered(struct world *wd, int k, int err, struct node *n);
+void sim_check_zops(struct world *wd);
 
 /* sim_check_end() - after the end phase: answered once, no orphan. */
 void sim_check_end(struct world *wd);

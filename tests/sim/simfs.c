@@ -21,13 +21,19 @@
  * supervisor's look (sn_look()).  Each set is checked as it is made and
  * as the server applies it (check.c).  So do the observers (fs/observe.c,
  * driven by simobs.c): their answers come through the seam too, their
- * pollers' wake-ups through notify_poll().
+ * pollers' wake-ups through notify_poll().  And the requests that wait
+ * for one ZooKeeper call (fs/zop.c): an entry's READ (fs/read.c), sent
+ * again after a connection loss, and a lock file's MKNOD (fs/lfns.c),
+ * whose create never is; either answered by a signal or its deadline
+ * (fs/pending.c's sweep, at the supervisor's looks as fs/main.c arms it,
+ * on the simulator's clock: zklfs_now_ms() below).
  *
  * The rest of fs/ is not linked: which engine a directory has is the
  * mount's one engine (zklfs_engine() below), which session the mount's one
- * session; the read cache and the directories' owners have nothing to do
- * with a grant, and their calls here do nothing.  One thread, as the rest
- * of the simulator.
+ * session; the read cache, the directories' owners and the attributes a
+ * LOOKUP answers have nothing to do with a grant nor with what a READ
+ * reads, and their calls here do nothing.  One thread, as the rest of the
+ * simulator.
  */
 #include "tests/sim/simfs_int.h"
 #include "tests/sim/room.h"
@@ -49,6 +55,7 @@
 #include "fs/wbuf.h"
 #include "fs/xcache.h"
 #include "fs/attr.h"
+#include "fs/zop.h"
 
 long sim_fs_requests, sim_preemptions;
 
@@ -81,8 +88,47 @@ void zklfs_xc_changed(struct zklfs *fs)
 	(void)fs;
 }
 
+/* the read cache keeps nothing: every READ asks ZooKeeper */
+bool zklfs_xc_stat(struct zklfs *fs, pid_t pid, const char *path, struct Stat *zs,
+		   char **data, int *len)
+{
+	(void)fs, (void)pid, (void)path, (void)zs, (void)data, (void)len;
+	return false;
+}
+
+void zklfs_xc_put_stat(struct zklfs *fs, pid_t pid, const char *path,
+		       const struct Stat *zs, const char *data, int len)
+{
+	(void)fs, (void)pid, (void)path, (void)zs, (void)data, (void)len;
+}
+
+/* A LOOKUP's attributes (fs/zop.c's zop_reply_entry()): nothing checks
+ * them here. */
+void zklfs_fill_attr(struct zklfs *fs, struct stat *st, fuse_ino_t ino,
+		     enum node_type type, const struct Stat *zs, uid_t uid)
+{
+	(void)fs, (void)type, (void)zs;
+	memset(st, 0, sizeof(*st));
+	st->st_ino = ino;
+	st->st_uid = uid;
+}
+
+uid_t zklfs_owner(struct zklfs *fs, const char *path, enum node_type type,
+		  const struct Stat *zs)
+{
+	(void)path, (void)type, (void)zs;
+	return fs->uid;
+}
+
+/* the root is /locks: nothing is hidden */
+bool zklfs_hidden(struct zklfs *fs, const char *dir, const char *name)
+{
+	(void)fs, (void)dir, (void)name;
+	return false;
+}
+
 /* The simulator's clock (a step is a millisecond): the requests'
- * deadlines (fs/pending.c) follow it. */
+ * deadlines (fs/pending.c) and fs/zop.c's resends follow it. */
 uint64_t zklfs_now_ms(void)
 {
 	return W() ? W()->net.now : 0;
@@ -93,11 +139,28 @@ void zklfs_dir_gone(struct zklfs *fs, const char *dir)
 	(void)fs, (void)dir;
 }
 
+void zklfs_dir_made(struct zklfs *fs, const char *path, int64_t czxid, uid_t uid)
+{
+	(void)fs, (void)path, (void)czxid, (void)uid;
+}
+
+/* one session: no other has to sync after a lock file is made */
+void zklfs_ns_changed(struct zklfs *fs, const char *dir)
+{
+	(void)fs, (void)dir;
+}
+
 /* the mount's one session, for fs/wbuf.c and fs/confirm.c */
 struct zks *zklfs_session(struct zklfs *fs, const char *dir)
 {
 	(void)dir;
 	return &((struct simfs *)fs)->zks;
+}
+
+struct zks *zklfs_session_of(struct zklfs *fs, const char *path, bool is_dir)
+{
+	(void)is_dir;
+	return zklfs_session(fs, path);
 }
 
 int zklfs_session_slot(struct zklfs *fs, const struct zks *zks)
@@ -170,6 +233,29 @@ int zklfs_zexists(struct zklfs *fs, struct zks *zs, const char *path,
 	return t.ops->exists(t.ctx, path, done, arg);
 }
 
+/* A create of fs/ (fs/zop.c's zop_create_child(): @arg is its zop): a
+ * lock file's MKNOD sends it, once at most (check.c). */
+int zklfs_zcreate(struct zklfs *fs, struct zks *zs, const char *path, const char *data,
+		  int len, int mode, string_stat_completion_t done, const void *arg)
+{
+	struct zkt_transport t = transport_of(fs);
+	const struct zop *op = arg;
+
+	(void)zs;
+	if (op->req->op == SR_MKNOD)
+		sim_mknod_sent(W(), op->req->zop);
+	return t.ops->create(t.ctx, path, data, data ? len : -1, mode, done, arg, NULL);
+}
+
+int zklfs_zchildren(struct zklfs *fs, struct zks *zs, const char *path,
+		    strings_stat_completion_t done, const void *arg)
+{
+	struct zkt_transport t = transport_of(fs);
+
+	(void)zs;
+	return t.ops->children(t.ctx, path, done, arg);
+}
+
 int zklfs_zlater(struct zklfs *fs, struct zks *zs, void (*fn)(void *arg, bool go),
 		 void *arg)
 {
@@ -177,6 +263,14 @@ int zklfs_zlater(struct zklfs *fs, struct zks *zs, void (*fn)(void *arg, bool go
 
 	(void)zs;
 	return t.ops->later(t.ctx, fn, arg);
+}
+
+bool zklfs_zquiet(struct zklfs *fs, struct zks *zs)
+{
+	struct zkt_transport t = transport_of(fs);
+
+	(void)zs;
+	return t.ops->quiet(t.ctx);
 }
 
 size_t zklfs_data_max(struct zklfs *fs, const char *path)
@@ -273,9 +367,21 @@ static struct sfd *fd_of(struct world *wd, const struct fuse_req *r)
 static const char *req_name(const struct fuse_req *r)
 {
 	static const char *const data[] = { [SR_WRITE] = "WRITE", [SR_SETATTR] = "SETATTR",
-					    [SR_FSYNC] = "FSYNC", [SR_OBS] = "observer's" };
+					    [SR_FSYNC] = "FSYNC", [SR_OBS] = "observer's",
+					    [SR_READ] = "READ", [SR_MKNOD] = "MKNOD" };
 
 	return r->op != SR_LOCK ? data[r->op] : r->fdreq ? "flock" : "OPEN";
+}
+
+/* A zop's request (READ, MKNOD) answered as another request is (@what):
+ * wrong. */
+static bool zop_misanswered(struct world *wd, const struct fuse_req *r, const char *what)
+{
+	if (r->op != SR_READ && r->op != SR_MKNOD)
+		return false;
+	sim_failf(wd, "%s: r%d answered with %s", r->op == SR_READ ? "read" : "mknod", r->zop,
+		  what);
+	return true;
 }
 
 /* Every answer: once, and never to a request nobody asked. */
@@ -382,7 +488,8 @@ static int reply_open_k(fuse_req_t r, const struct fuse_file_info *fi)
 static int reply_open(fuse_req_t r, const struct fuse_file_info *fi)
 {
 	bool was = kernel(W());
-	int rc = r->op == SR_OBS ? (simobs_answered(W(), r, fi, 0), 0) : reply_open_k(r, fi);
+	int rc = zop_misanswered(W(), r, "an OPEN's descriptor") ? 0 :
+		 r->op == SR_OBS ? (simobs_answered(W(), r, fi, 0), 0) : reply_open_k(r, fi);
 
 	kernel_done(W(), was);
 	return rc;
@@ -440,6 +547,14 @@ static int reply_err_k(fuse_req_t r, int err)
 		simobs_answered(wd, r, NULL, err);
 		return 0;
 	}
+	if (r->op == SR_READ) {
+		sim_read_answered(wd, r->zop, err, NULL, 0);
+		return 0;
+	}
+	if (r->op == SR_MKNOD) {
+		sim_mknod_answered(wd, r->zop, err, NULL);
+		return 0;
+	}
 	f = fd_of(wd, r);
 	sn_trace(&wd->net, "        fs: %s of fd%d answered %d", req_name(r), r->fd, -err);
 	if (!answered(wd, r, "err"))
@@ -483,7 +598,7 @@ static int reply_write(fuse_req_t r, size_t count)
 
 	sn_trace(&wd->net, "        fs: %s of fd%d answered %zu bytes", req_name(r), r->fd,
 		 count);
-	if (answered(wd, r, "write")) {
+	if (!zop_misanswered(wd, r, "a WRITE's count") && answered(wd, r, "write")) {
 		if (r->op != SR_WRITE)
 			sim_failf(wd, "reply: fd%d: a %s answered as a WRITE", r->fd,
 				  req_name(r));
@@ -502,7 +617,7 @@ static int reply_attr(fuse_req_t r, const struct stat *st, double timeout)
 	(void)timeout;
 	sn_trace(&wd->net, "        fs: %s of fd%d answered size %lld", req_name(r), r->fd,
 		 (long long)st->st_size);
-	if (answered(wd, r, "attr")) {
+	if (!zop_misanswered(wd, r, "attributes") && answered(wd, r, "attr")) {
 		if (r->op != SR_SETATTR || (size_t)st->st_size != r->size)
 			sim_failf(wd, "reply: fd%d: a %s answered the attributes of size %lld",
 				  r->fd, req_name(r), (long long)st->st_size);
@@ -511,12 +626,20 @@ static int reply_attr(fuse_req_t r, const struct stat *st, double timeout)
 	return 0;
 }
 
-/* An observer's READ: its bytes, kept for simobs.c. */
+/* An observer's READ: its bytes, kept for simobs.c; an entry's, checked
+ * (check.c). */
 static int reply_buf(fuse_req_t r, const char *buf, size_t size)
 {
 	struct world *wd = W();
 
-	if (!answered(wd, r, "buf"))
+	if (r->op == SR_READ) {
+		bool was = kernel(wd);
+
+		sim_read_answered(wd, r->zop, 0, buf, size);
+		kernel_done(wd, was);
+		return 0;
+	}
+	if (zop_misanswered(wd, r, "a READ's bytes") || !answered(wd, r, "buf"))
 		return 0;
 	if (r->op != SR_OBS) {
 		sim_failf(wd, "reply: fd%d: a %s answered with a READ's bytes", r->fd,
@@ -532,12 +655,20 @@ static int reply_buf(fuse_req_t r, const char *buf, size_t size)
 	return 0;
 }
 
-/* An observer's LOOKUP: its node. */
+/* An observer's LOOKUP: its node; a MKNOD's: the lock file made. */
 static int reply_entry(fuse_req_t r, const struct fuse_entry_param *e)
 {
 	struct world *wd = W();
 
-	if (answered(wd, r, "entry") && r->op != SR_OBS)
+	if (r->op == SR_MKNOD) {
+		bool was = kernel(wd);
+
+		sim_mknod_answered(wd, r->zop, 0, (struct node *)(uintptr_t)e->ino);
+		kernel_done(wd, was);
+		return 0;
+	}
+	if (!zop_misanswered(wd, r, "a LOOKUP's node") && answered(wd, r, "entry") &&
+	    r->op != SR_OBS)
 		sim_failf(wd, "reply: fd%d: a %s answered with a LOOKUP's node", r->fd,
 			  req_name(r));
 	r->node = (struct node *)(uintptr_t)e->ino;
@@ -549,11 +680,32 @@ static int reply_poll(fuse_req_t r, unsigned revents)
 {
 	struct world *wd = W();
 
-	if (answered(wd, r, "poll") && r->op != SR_OBS)
+	if (!zop_misanswered(wd, r, "a POLL's events") && answered(wd, r, "poll") &&
+	    r->op != SR_OBS)
 		sim_failf(wd, "reply: fd%d: a %s answered with a POLL's events", r->fd,
 			  req_name(r));
 	r->revents = revents;
 	return 0;
+}
+
+/* An xattr's size: no request here asks for one. */
+static int reply_xattr(fuse_req_t r, size_t count)
+{
+	struct world *wd = W();
+
+	if (!zop_misanswered(wd, r, "an xattr's size") && answered(wd, r, "xattr"))
+		sim_failf(wd, "reply: fd%d: a %s answered with an xattr's size %zu", r->fd,
+			  req_name(r), count);
+	return 0;
+}
+
+/* Who asks: uid 1000, and the thread of the waiter it asks for. */
+static const struct fuse_ctx *req_ctx(fuse_req_t r)
+{
+	r->ctx.uid = 1000;
+	r->ctx.gid = 1000;
+	r->ctx.pid = r->driven >= 0 ? SIM_PID_BASE + r->driven : 0;
+	return &r->ctx;
 }
 
 static void on_interrupt(fuse_req_t r, fuse_interrupt_func_t fn, void *arg)
@@ -572,14 +724,13 @@ static void caller(fuse_req_t r, struct zklfs_caller *c)
 	snprintf(c->cmd, sizeof(c->cmd), "sim\n");
 }
 
-/* A simulated signal ends its caller: a request that waits on ZooKeeper
- * is answered EINTR at once.  The daemon's other case, a caught signal
- * that lets a young request finish, rests on the deadline sweep, which
- * the simulator does not run (zpend_init() without an arm). */
+/* What the signal does to the caller of @r: it ends it (a request that
+ * waits on ZooKeeper is answered EINTR at once), unless the driver chose
+ * otherwise for an entry's READ (simfsact.c): caught (answered by the
+ * sweep once the request has waited its patience), or only stopping it. */
 static enum zklfs_signal signalled(fuse_req_t r)
 {
-	(void)r;
-	return ZKLFS_SIG_ENDS;
+	return r->sig;
 }
 
 /* on_loss=end is the daemon's: the simulated mounts tell their holders. */
@@ -632,6 +783,8 @@ static const struct zklfs_reply sim_reply = {
 	.buf = reply_buf,
 	.entry = reply_entry,
 	.poll = reply_poll,
+	.xattr = reply_xattr,
+	.ctx = req_ctx,
 	.on_interrupt = on_interrupt,
 	.caller = caller,
 	.signalled = signalled,
@@ -652,6 +805,31 @@ static void node_end(struct zklfs *fs, struct node *n)
 	n->lr = NULL;
 }
 
+/*
+ * The deadline sweep of the pending requests (fs/pending.h), as fs/main.c
+ * arms it: at the supervisor's next look (sn_look()), those of a quiet
+ * session answered at once, then those due by the clock; again while any
+ * waits.
+ */
+static void pend_arm(struct zklfs *fs);
+
+static void pend_sweep(void *arg, bool go)
+{
+	struct zklfs *fs = arg;
+	struct zks *s = zklfs_session(fs, NULL);
+
+	if (go && zklfs_zquiet(fs, s))
+		zpend_silent(fs, s);
+	if (zpend_sweep(fs, zklfs_now_ms(), !go))
+		pend_arm(fs);
+}
+
+static void pend_arm(struct zklfs *fs)
+{
+	if (zklfs_zlater(fs, zklfs_session(fs, NULL), pend_sweep, fs) != 0)
+		zpend_sweep(fs, 0, true);
+}
+
 void simfs_init(struct world *wd)
 {
 	for (int m = 0; m < SIM_MOUNTS; m++) {
@@ -668,10 +846,13 @@ void simfs_init(struct world *wd)
 		zkmx_init(&s->fs.lock, ZKMX_RANK_FS, "fs->lock");
 		zkmx_init(&s->fs.wb_send, ZKMX_RANK_WBSEND, "fs->wb_send");
 		s->t = sn_transport(&wd->net.mounts[m]);
-		/* no deadlines: an FSYNC or an observer's OPEN waits for its answer */
+		/* the deadline is the session timeout the transport says, which
+		 * only a jump of the clock reaches (an entry's READ is given a
+		 * shorter one: simfsact.c) */
 		if (!s->conf.root || zklfs_nodes_init(&s->fs, node_end) != 0 ||
-		    zpend_init(&s->fs, NULL) != 0 || zklfs_observe_init(&s->fs) != 0)
+		    zpend_init(&s->fs, pend_arm) != 0 || zklfs_observe_init(&s->fs) != 0)
 			abort();
+		zpend_timeout(&s->fs, s->t.ops->timeout_ms(s->t.ctx));
 		wd->fs[m] = s;
 	}
 	zkmx_preempt = preempt;
@@ -717,6 +898,8 @@ struct fuse_req *simfs_new_req(struct world *wd, int fd, int driven, bool fdreq)
 	r->old = -1;
 	r->joined = -1;
 	r->holder = -1;
+	r->zop = -1;
+	r->sig = ZKLFS_SIG_ENDS;
 	SIM_ROOM(wd->reqs, wd->nreq, wd->reqcap, 64);
 	wd->reqs[wd->nreq++] = r;
 	return r;

@@ -8,6 +8,7 @@
 
 #include <sys/types.h>
 
+#include "fs/signals.h"
 #include "tests/sim/sim.h"
 
 /* An entry's pid= line is SIM_PID_BASE + its waiter (check.c). */
@@ -102,6 +103,32 @@ bool act_fsdata(struct world *wd);
 /* simfs_check_data() - after the end: every WRITE, SETATTR and FSYNC was
  * answered, exactly once */
 void simfs_check_data(struct world *wd);
+
+/*
+ * An entry's data (fs/read.c: one FUSE request waiting for one ZooKeeper
+ * call, fs/zop.h).  simfs_read() - LOOKUP of the entry @path on mount @m,
+ * then a READ of @size bytes at @off by a reader (not through its
+ * holder's descriptor), due @deadline ms from now (fs/pending.h).
+ * Return: its index in world.zops.  simfs_read_interrupt() -
+ * FUSE_INTERRUPT of READ #@k, whose caller's signal does @sig to it.
+ * act_fsread() - a driver action: a READ on any mount (not a lockfiles
+ * one) of an entry the server has or had, due in 20 to 400 steps; or,
+ * one time in four, the interrupt of one that waits.
+ */
+int simfs_read(struct world *wd, int m, const char *path, off_t off, size_t size,
+	       int deadline);
+void simfs_read_interrupt(struct world *wd, int k, enum zklfs_signal sig);
+bool act_fsread(struct world *wd);
+
+/*
+ * A lock file made (fs/lfns.c: a create, one zop, never sent twice):
+ * simfs_mknod() - MKNOD of @name in the root of the lockfiles mount @m,
+ * due @deadline ms from now.  Return: its index in world.zops.
+ * act_fsmknod() - a driver action: a MKNOD of a new name on the seed's
+ * lockfiles mount (none: nothing), due in 20 to 400 steps.
+ */
+int simfs_mknod(struct world *wd, int m, const char *name, int deadline);
+bool act_fsmknod(struct world *wd);
 
 /*
  * The observers, LOCKDIR/.holders and .state (fs/observe.c; simobs.c).

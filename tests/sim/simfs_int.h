@@ -10,9 +10,11 @@
 #include "fs/lockreq.h"
 
 /* What a request asks: a lock (OPEN, flock, FLUSH, RELEASE), of the
- * holder's data (fs/wbuf.c), or of an observer (fs/observe.c: LOOKUP,
- * OPEN, READ, POLL, RELEASE of LOCKDIR/.holders or .state). */
-enum sreq_op { SR_LOCK, SR_WRITE, SR_SETATTR, SR_FSYNC, SR_OBS };
+ * holder's data (fs/wbuf.c), of an observer (fs/observe.c: LOOKUP,
+ * OPEN, READ, POLL, RELEASE of LOCKDIR/.holders or .state), or one zop
+ * (fs/zop.h): an entry's data (fs/read.c: READ), a lock file made
+ * (fs/lfns.c: MKNOD). */
+enum sreq_op { SR_LOCK, SR_WRITE, SR_SETATTR, SR_FSYNC, SR_OBS, SR_READ, SR_MKNOD };
 
 /* A FUSE request, as the sim's kernel keeps it: until the world ends, so
  * that an answer to one already answered is found, not a use after free. */
@@ -30,6 +32,8 @@ struct fuse_req {
 	fuse_interrupt_func_t intr;	/* registered by on_interrupt() */
 	void *intr_arg;
 	bool interrupted;		/* FUSE_INTERRUPT came */
+	enum zklfs_signal sig;		/* what its signal does to its caller */
+	struct fuse_ctx ctx;		/* its caller, as fuse_req_ctx() says */
 	bool gone;			/* its caller is gone: open() -ENOENT */
 	bool lfopen;			/* the OPEN of a lock file: no lock */
 	size_t size;			/* WRITE: its bytes, once answered; SETATTR:
@@ -42,6 +46,7 @@ struct fuse_req {
 	struct node *node;		/* SR_OBS: a LOOKUP's answer */
 	char *text;			/* SR_OBS: a READ's answer, @size bytes */
 	unsigned revents;		/* SR_OBS: a POLL's answer */
+	int zop;			/* SR_READ, SR_MKNOD: its index in world.zops */
 };
 
 /* A descriptor of LOCKDIR/.holders or .state (simobs.c). */

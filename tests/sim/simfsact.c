@@ -1,8 +1,9 @@
 /*
  * tests/sim/simfsact.c - the kernel's requests to each simulated mount's
  * fs/ (simfs.h): MKNOD and OPEN, INTERRUPT, flock(2), RELEASE and FORGET,
- * and the holder's WRITE, SETATTR of the size and FSYNC, as the driver's
- * actions.  One thread.
+ * the holder's WRITE, SETATTR of the size and FSYNC, and the requests of
+ * one zop: a reader's READ of an entry, a lock file's MKNOD, as the
+ * driver's actions.  One thread.
  */
 #include "tests/sim/simfs_int.h"
 #include "tests/sim/room.h"
@@ -15,7 +16,9 @@
 #include <sys/file.h>
 
 #include "fs/fdlock.h"
+#include "fs/handlers.h"
 #include "fs/lockfile.h"
+#include "fs/pending.h"
 #include "fs/wbuf.h"
 
 /* A new waiter (*@id) and a new descriptor for it on mount @m of lock
@@ -648,12 +651,227 @@ bool act_fsdata(struct world *wd)
 	return true;
 }
 
+/* one zop: an entry's READ, a lock file's MKNOD --------------------------------- */
+
+/* The kernel forgets the nodes of the zops answered since: the entry a
+ * READ looked up, the lock file a MKNOD made. */
+static void zops_forget(struct world *wd)
+{
+	for (int k = 0; k < wd->nzops; k++) {
+		struct szop *rd = &wd->zops[k];
+
+		if (rd->node && rd->replies) {
+			node_forget(&wd->fs[rd->mount]->fs, rd->node, 1);
+			rd->node = NULL;
+		}
+	}
+}
+
+/* A new zop's record for a request on mount @m about @path, due @deadline
+ * from now (as zpend_start() sets it); its request in *@r. */
+static int new_zop(struct world *wd, int m, const char *path, int deadline, bool mknod,
+		   struct fuse_req **r)
+{
+	int k = wd->nzops, period = deadline / 10 > 1000 ? 1000 : deadline / 10;
+	struct szop *rd;
+
+	SIM_ROOM(wd->zops, wd->nzops, wd->zopcap, 16);
+	rd = &wd->zops[wd->nzops++];
+	memset(rd, 0, sizeof(*rd));
+	rd->mknod = mknod;
+	rd->mount = m;
+	snprintf(rd->path, sizeof(rd->path), "%s", path);
+	rd->since = wd->net.now;
+	rd->due = rd->since + (uint64_t)(deadline - period);
+	*r = simfs_new_req(wd, -1, -1, false);
+	(*r)->op = mknod ? SR_MKNOD : SR_READ;
+	(*r)->zop = k;
+	wd->asker = *r;
+	return k;
+}
+
+/* A call into fs/ on the FUSE thread of mount @m that starts a zop due
+ * @deadline from now (zpend_timeout() for it alone: the other requests
+ * keep the session timeout), and its end. */
+static void zop_call(struct world *wd, int m, int deadline)
+{
+	zpend_timeout(&wd->fs[m]->fs, deadline);
+	simfs_fuse_thread(wd, true);
+}
+
+static void zop_call_done(struct world *wd, int m)
+{
+	simfs_fuse_thread(wd, false);
+	zpend_timeout(&wd->fs[m]->fs, wd->fs[m]->t.ops->timeout_ms(wd->fs[m]->t.ctx));
+}
+
+int simfs_read(struct world *wd, int m, const char *path, off_t off, size_t size,
+	       int deadline)
+{
+	struct zklfs *fs = &wd->fs[m]->fs;
+	struct fuse_file_info fi = { .fh = FH_PLAIN };
+	struct fuse_req *r;
+	int k = new_zop(wd, m, path, deadline, false, &r);
+	struct szop *rd = &wd->zops[k];
+
+	rd->off = off;
+	rd->size = size;
+	sn_trace(&wd->net, "  fs: LOOKUP + READ r%d of %s on m%d: %zu bytes at %lld, due at "
+		 "%llu", k, path, m, size, (long long)off, (unsigned long long)rd->due);
+	sim_zop_asked(wd, k);
+	zkmx_lock(&fs->lock);
+	rd->node = node_lookup_locked(fs, path, NODE_FILE);
+	zkmx_unlock(&fs->lock);
+	if (!rd->node)
+		abort();
+	zop_call(wd, m, deadline);
+	zklfs_read(r, rd->node, size, off, &fi);
+	zop_call_done(wd, m);
+	return k;
+}
+
+void simfs_read_interrupt(struct world *wd, int k, enum zklfs_signal sig)
+{
+	struct fuse_req *r = NULL;
+
+	for (int i = wd->nreq - 1; i >= 0 && !r; i--)
+		if (wd->reqs[i]->op == SR_READ && wd->reqs[i]->zop == k)
+			r = wd->reqs[i];
+	if (!r)
+		abort();
+	sn_trace(&wd->net, "  fs: FUSE_INTERRUPT of r%d: its signal %s its caller", k,
+		 sig == ZKLFS_SIG_ENDS ? "ends" : sig == ZKLFS_SIG_CAUGHT ? "is caught by" :
+		 "stops");
+	r->sig = sig;
+	r->interrupted = true;
+	wd->zops[k].interrupted = true;
+	wd->zops[k].sig = (int)sig;
+	if (r->intr) {		/* else at its registration (on_interrupt()) */
+		simfs_fuse_thread(wd, true);
+		r->intr(r, r->intr_arg);
+		simfs_fuse_thread(wd, false);
+	}
+}
+
+/* A READ that waits, not interrupted yet (the kernel sends one interrupt). */
+static bool read_waits(const struct szop *rd)
+{
+	return !rd->mknod && !rd->replies && !rd->interrupted;
+}
+
+/* An entry of either lock the server has now, or (one time in six, or
+ * if there is none) one it had: a path from @wd's records. */
+static const char *entry_to_read(struct world *wd)
+{
+	static char path[64];
+	int n = 0, k;
+
+	if (!sim_rng_chance(&wd->rng, 1, 6)) {
+		for (int i = 0; i < wd->net.zk.nnodes; i++)
+			for (int j = 0; j < SIM_DIRS; j++)
+				n += sim_dir_of(wd->net.zk.nodes[i].path, wd->dirs[j]);
+		if (n) {
+			k = (int)sim_rng_below(&wd->rng, (uint32_t)n);
+			for (int i = 0; i < wd->net.zk.nnodes; i++)
+				for (int j = 0; j < SIM_DIRS; j++)
+					if (sim_dir_of(wd->net.zk.nodes[i].path, wd->dirs[j]) &&
+					    k-- == 0) {
+						snprintf(path, sizeof(path), "%s",
+							 wd->net.zk.nodes[i].path);
+						return path;
+					}
+		}
+	}
+	n = 0;
+	for (int i = 0; i < wd->ndriven; i++)
+		n += wd->driven[i].path[0] != '\0';
+	if (!n)
+		return NULL;
+	k = (int)sim_rng_below(&wd->rng, (uint32_t)n);
+	for (int i = 0; i < wd->ndriven; i++)
+		if (wd->driven[i].path[0] && k-- == 0)
+			return wd->driven[i].path;
+	return NULL;
+}
+
+/*
+ * A READ of an entry by a reader on any mount but a lockfiles one (whose
+ * entries are no files): one the server has, or had; from offset 0 three
+ * times in four, the whole of it mostly; due in 20 to 400 steps.  Or, one
+ * time in four, FUSE_INTERRUPT of a READ that waits, whose caller's
+ * signal ends it (half the time), is caught, or only stops it.
+ */
+bool act_fsread(struct world *wd)
+{
+	int waiting = 0, m, k;
+	const char *path;
+	off_t off;
+
+	zops_forget(wd);
+	for (int i = 0; i < wd->nzops; i++)
+		waiting += read_waits(&wd->zops[i]);
+	if (waiting && sim_rng_chance(&wd->rng, 1, 4)) {
+		static const enum zklfs_signal sigs[] = { ZKLFS_SIG_ENDS, ZKLFS_SIG_ENDS,
+							  ZKLFS_SIG_CAUGHT, ZKLFS_SIG_STOPS };
+
+		k = (int)sim_rng_below(&wd->rng, (uint32_t)waiting);
+		for (int i = 0; i < wd->nzops; i++)
+			if (read_waits(&wd->zops[i]) && k-- == 0) {
+				simfs_read_interrupt(wd, i, sigs[sim_rng_below(&wd->rng, 4)]);
+				break;
+			}
+		return true;
+	}
+	path = entry_to_read(wd);
+	if (!path)
+		return false;
+	m = (int)sim_rng_below(&wd->rng, SIM_MOUNTS);
+	if (m == wd->lockfiles)
+		m = (m + 1) % SIM_MOUNTS;
+	off = sim_rng_chance(&wd->rng, 1, 4) ? (off_t)(1 + sim_rng_below(&wd->rng, 3)) : 0;
+	simfs_read(wd, m, path, off, sim_rng_chance(&wd->rng, 1, 4) ? 3 : 4096,
+		   20 + (int)sim_rng_below(&wd->rng, 381));
+	return true;
+}
+
+int simfs_mknod(struct world *wd, int m, const char *name, int deadline)
+{
+	struct zklfs *fs = &wd->fs[m]->fs;
+	struct fuse_req *r;
+	char path[64];
+	int k;
+
+	snprintf(path, sizeof(path), "%s/%s", fs->root->path, name);
+	k = new_zop(wd, m, path, deadline, true, &r);
+	sn_trace(&wd->net, "  fs: MKNOD r%d of the lock file %s on m%d, due at %llu", k, path,
+		 m, (unsigned long long)wd->zops[k].due);
+	sim_zop_asked(wd, k);
+	zop_call(wd, m, deadline);
+	lf_mknod(r, fs->root, name);
+	zop_call_done(wd, m);
+	return k;
+}
+
+/* A MKNOD of a new lock file on the lockfiles mount (O_CREAT of a name
+ * nobody made), due in 20 to 400 steps. */
+bool act_fsmknod(struct world *wd)
+{
+	char name[16];
+
+	if (wd->lockfiles < 0)
+		return false;
+	zops_forget(wd);
+	snprintf(name, sizeof(name), "f%d", wd->nzops);
+	simfs_mknod(wd, wd->lockfiles, name, 20 + (int)sim_rng_below(&wd->rng, 381));
+	return true;
+}
+
 /* After the end: every request about the holder's data was answered once. */
 void simfs_check_data(struct world *wd)
 {
 	for (int i = 0; i < wd->nreq; i++)
-		if (wd->reqs[i]->op != SR_LOCK && wd->reqs[i]->op != SR_OBS &&
-		    wd->reqs[i]->replies != 1)
+		if ((wd->reqs[i]->op == SR_WRITE || wd->reqs[i]->op == SR_SETATTR ||
+		     wd->reqs[i]->op == SR_FSYNC) && wd->reqs[i]->replies != 1)
 			sim_failf(wd, "data: fd%d's %s answered %d times", wd->reqs[i]->fd,
 				  wd->reqs[i]->op == SR_FSYNC ? "FSYNC" : "WRITE or SETATTR",
 				  wd->reqs[i]->replies);
@@ -669,6 +887,7 @@ void simfs_check_joins(struct world *wd)
 
 void simfs_end(struct world *wd)
 {
+	zops_forget(wd);
 	for (int i = 0; i < wd->nfd; i++) {
 		struct sfd *f = &wd->fds[i];
 

@@ -162,6 +162,8 @@ static void remove_node(struct szk *z, struct szk_node *n)
 	}
 	free(n->data);
 	*n = z->nodes[--z->nnodes];
+	if (z->changed)
+		z->changed(z->changed_ctx, path, NULL);
 	fire(z, path, ZOO_DELETED_EVENT);
 	if (ppath)
 		fire(z, ppath, ZOO_CHILD_EVENT);
@@ -235,6 +237,8 @@ int szk_create(struct szk *z, int64_t sid, const char *path, const char *data,
 		*out_path = xstrdup(name);
 	if (stat)
 		fill_stat(z, n, stat);
+	if (z->changed)
+		z->changed(z->changed_ctx, n->path, n);
 	fire(z, parent->path, ZOO_CHILD_EVENT);
 	return ZOK;
 }
@@ -279,6 +283,8 @@ int szk_set(struct szk *z, const char *path, const char *data, int len,
 	n->len = len;
 	n->version++;
 	n->mzxid = ++z->zxid;
+	if (z->changed)
+		z->changed(z->changed_ctx, n->path, n);
 	fire(z, path, ZOO_CHANGED_EVENT);
 	return ZOK;
 }

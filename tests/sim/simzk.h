@@ -68,6 +68,10 @@ struct szk {
 	struct sim_rng *rng;		/* the order of children listings */
 	szk_notify_fn notify;
 	void *notify_ctx;
+	/* if set, after every change of a znode, whoever made it: @path
+	 * holds @n's data now, or (@n NULL) is gone */
+	void (*changed)(void *ctx, const char *path, const struct szk_node *n);
+	void *changed_ctx;
 };
 
 /* szk_init() - an empty tree holding "/" only. */
