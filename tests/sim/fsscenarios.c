@@ -9,6 +9,7 @@
 
 #include "fs/lockreq.h"
 
+#include <errno.h>
 #include <string.h>
 
 /* The ZooKeeper thread runs until nothing moves: every mount settles. */
@@ -309,4 +310,81 @@ void observer_follows_the_queue(struct world *wd)
 	quiesce(wd);
 	expect(wd, simobs_read(wd, st, text, sizeof(text)) && strcmp(text, "leader-a") == 0,
 	       "o%d reads the state another client published", st);
+}
+
+/* READ #@r was answered once, with @err, or (0) the text @text. */
+static bool read_answered(const struct world *wd, int r, int err, const char *text)
+{
+	const struct szop *rd = &wd->zops[r];
+
+	return rd->replies == 1 && rd->result == err &&
+	       (err || (rd->len == strlen(text) && memcmp(rd->text, text, rd->len) == 0));
+}
+
+/*
+ * A READ of an entry by another mount (fs/read.c, one zop) meets a
+ * connection loss before the server applied its get: it is not answered
+ * with the loss (its deadline is far off) but sent again at the
+ * supervisor's look once the session is back (zop_send()), and answered
+ * once, with what the entry holds then: its holder wrote a newer version
+ * meanwhile.
+ */
+void read_sent_again_after_a_loss(struct world *wd)
+{
+	char path[64];
+	int fd, r;
+
+	fd = fs_holder(wd, path);
+	write_all(wd, fd, "first");
+	expect(wd, did(wd, sn_look(M(wd, 0))), "the supervisor's look flushes w%d's write",
+	       wd->fds[fd].driven);
+	quiesce(wd);
+	r = simfs_read(wd, 1, path, 0, 4096, 1000000);
+	did(wd, true);
+	expect(wd, !wd->zops[r].replies, "r%d waits for its get", r);
+	did(wd, sn_drop_n(M(wd, 1), 0, 0));	/* the get not applied */
+	deliver_all(wd, 1);
+	expect(wd, !wd->zops[r].replies, "r%d, its get lost with the connection, waits to "
+	       "be sent again", r);
+	write_all(wd, fd, "second");
+	did(wd, sn_look(M(wd, 0)));
+	quiesce_mount(wd, 0);
+	did(wd, sn_reconnect(M(wd, 1)));
+	events(wd, 1);
+	expect(wd, did(wd, sn_look(M(wd, 1))), "m1's supervisor looks once it is back");
+	quiesce(wd);
+	expect(wd, read_answered(wd, r, 0, "second"), "r%d is answered once, with \"second\" "
+	       "(answered %d times: %d, \"%s\")", r, wd->zops[r].replies, -wd->zops[r].result,
+	       wd->zops[r].text ? wd->zops[r].text : "");
+}
+
+/*
+ * A READ whose get is still out when its deadline comes is answered
+ * ETIMEDOUT by the sweep at the supervisor's look (fs/pending.c), once:
+ * its completion, which comes later, finds it answered and only frees
+ * the zop.  So is one whose caller a signal ends: EINTR at once, its
+ * completion later only frees.
+ */
+void read_answered_by_its_deadline(struct world *wd)
+{
+	char path[64];
+	int r;
+
+	fs_holder(wd, path);
+	r = simfs_read(wd, 1, path, 0, 4096, 50);
+	did(wd, true);
+	sn_clock_jump(&wd->net, 100, -1);	/* its get not applied yet */
+	expect(wd, did(wd, sn_look(M(wd, 1))), "m1's supervisor looks");
+	expect(wd, read_answered(wd, r, ETIMEDOUT, NULL), "r%d is answered ETIMEDOUT at its "
+	       "deadline, its get out", r);
+	quiesce(wd);
+	expect(wd, read_answered(wd, r, ETIMEDOUT, NULL), "r%d's completion only frees it", r);
+	r = simfs_read(wd, 2, path, 0, 4096, 1000000);
+	did(wd, true);
+	simfs_read_interrupt(wd, r, ZKLFS_SIG_ENDS);
+	did(wd, true);
+	expect(wd, read_answered(wd, r, EINTR, NULL), "r%d is answered EINTR at once, its get "
+	       "out", r);
+	quiesce(wd);
+	expect(wd, read_answered(wd, r, EINTR, NULL), "r%d's completion only frees it", r);
 }

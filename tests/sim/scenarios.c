@@ -636,6 +636,8 @@ static const struct scenario {
 	{ "data-before-the-delete", data_before_the_delete },
 	{ "fsync-after-a-lost-flush", fsync_after_a_lost_flush },
 	{ "observer-follows-the-queue", observer_follows_the_queue },
+	{ "read-sent-again-after-a-loss", read_sent_again_after_a_loss },
+	{ "read-answered-by-its-deadline", read_answered_by_its_deadline },
 	{ "no-cohort-in-doubt", no_cohort_in_doubt },
 	{ "doubt-ends-with-a-read", doubt_ends_with_a_read },
 	{ "no-linger-in-doubt", no_linger_in_doubt },
