@@ -32,6 +32,26 @@ static void confirm_free(struct confirm *c)
 }
 
 /*
+ * The FSYNCs among @now, whose round trip showed the lock held: each
+ * answers the error of a data send not reported yet (to these FSYNCs,
+ * once, as Linux reports a writeback error), else EAGAIN if ZooKeeper has
+ * not answered for the version of the data written when it asked (its set
+ * met a connection loss and goes again at the next look), else 0.
+ */
+static void data_answers_locked(struct lockreq *lr, struct lr_wait *now)
+{
+	int slot = -lr->wb.err;
+
+	ZKMX_ASSERT_HELD(&lr->node->fs->lock);
+	for (struct lr_wait *w = now; w; w = w->next) {
+		if (!w->data)
+			continue;
+		w->err = slot ? slot : lr->wb.answered < w->want ? EAGAIN : 0;
+		lr->wb.err = 0;
+	}
+}
+
+/*
  * The round trip of @c ended with @rc: ZOK if it showed the entry there,
  * ZNONODE if gone (the lock is then lost: zkl_entry_gone()).  Answer its
  * requests; start the next round trip for those that came meanwhile, or
@@ -44,8 +64,7 @@ static void finish(struct confirm *c, int rc)
 	struct zkl_waiter *lost = NULL;
 	struct lr_wait *now;
 	struct lockreq *lr;
-	int derr = 0;
-	bool again = false, data = false, held;
+	bool again = false, held;
 
 	zkmx_lock(&fs->lock);
 	now = c->lc.now;
@@ -55,12 +74,8 @@ static void finish(struct confirm *c, int rc)
 	held = rc == ZOK && lr && lr->state == LR_HELD;
 	if (rc == ZNONODE && lr && lr->state == LR_HELD)
 		lost = lockreq_pin_locked(lr);	/* a give-back waits for us */
-	for (struct lr_wait *w = now; w; w = w->next)
-		data |= w->data;
-	if (held && data) {		/* reported once, to the FSYNCs */
-		derr = -lr->wb.err;
-		lr->wb.err = 0;
-	}
+	if (held)
+		data_answers_locked(lr, now);
 	if (lr && c->lc.next && lr->state == LR_HELD) {
 		c->lc.now = c->lc.next;	/* those that came meanwhile */
 		c->lc.next = NULL;
@@ -73,7 +88,7 @@ static void finish(struct confirm *c, int rc)
 		zkl_entry_gone(lost);
 		lockreq_unpin(fs, n);
 	}
-	lockreq_answer_waits(fs, now, held, derr);
+	lockreq_answer_waits(fs, now, held);
 	if (again)
 		send_sync(c);
 	else
@@ -156,6 +171,7 @@ void zklfs_confirm(struct zklfs *fs, struct node *n, fuse_req_t req, bool data,
 	w->data = data;
 	zpend_start(fs, &w->pend, req);	/* before another thread may see @w */
 	zkmx_lock(&fs->lock);
+	w->want = lr->wb.ver;
 	if (lr->state == LR_LOST) {
 		err = EIO;
 	} else if (lr->state != LR_HELD || !n->path) {

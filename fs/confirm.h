@@ -29,9 +29,10 @@
  * zklfs_confirm() - answer @req (an FSYNC on the holder's descriptor of
  * @n) with @answer,
  * later: 0 once a round trip has shown its entry exists and the lock is
- * still held (with @data, an FSYNC's, the error of a data send not
- * reported yet, if any), EIO if the entry is gone, the lock lost or given
- * back meanwhile.
+ * still held (with @data, an FSYNC's: and ZooKeeper answered for the
+ * version of the holder's data written by now; else the error of a data
+ * send not reported yet, or EAGAIN), EIO if the entry is gone, the lock
+ * lost or given back meanwhile.
  * ENOLCK at once if @n holds nothing (LOCK_UN), EIO if the lock is lost.
  * FUSE thread, without fs->lock.
  */

@@ -546,14 +546,13 @@ static struct lr_wait *confirm_take_locked(struct lockreq *lr, bool let_go)
 	return all;
 }
 
-void lockreq_answer_waits(struct zklfs *fs, struct lr_wait *all, bool held, int derr)
+void lockreq_answer_waits(struct zklfs *fs, struct lr_wait *all, bool held)
 {
 	while (all) {
 		struct lr_wait *next = all->next;
 
 		if (zpend_claim(fs, &all->pend))
-			all->answer(fs, all->pend.req, all->size,
-				    !held ? EIO : all->data ? derr : 0);
+			all->answer(fs, all->pend.req, all->size, held ? all->err : EIO);
 		free(all);
 		all = next;
 	}
@@ -593,7 +592,7 @@ void lockreq_drop(struct zklfs *fs, struct node *n)
 	if (forgotten && n->hashed)
 		node_unhash_locked(fs, n);
 	zkmx_unlock(&fs->lock);
-	lockreq_answer_waits(fs, fsyncs, false, 0);
+	lockreq_answer_waits(fs, fsyncs, false);
 	if (w) {
 		zkl_release(w);
 		zklfs_xc_changed(fs);	/* its entry goes */
@@ -804,7 +803,7 @@ static void holder_event(struct zkl_waiter *w, void *arg, enum holder_news news)
 	zkmx_unlock(&fs->lock);
 	if (end)		/* only queued: the ender's thread does it */
 		fs->reply->end(&h, what, why);
-	lockreq_answer_waits(fs, fsyncs, false, 0);
+	lockreq_answer_waits(fs, fsyncs, false);
 	if (ph)
 		fs->reply->notify_poll(ph);
 }

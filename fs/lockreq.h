@@ -54,6 +54,12 @@ struct zklfs_wbuf {
 	struct node *dnext, *dprev;	/* fs->dirty, while dirty */
 	struct zks *zks;		/* the lock's session, once written */
 	struct wflight *flights;	/* sends not yet answered */
+	uint64_t ver;			/* versions written (writes, truncates) */
+	uint64_t answered;		/* the latest version ZooKeeper
+					   answered a set of for good: applied,
+					   or refused (its error in err); below
+					   ver, a set may yet fail with the
+					   connection, or go again */
 	int err;			/* -errno of a send no fsync reported */
 	bool retrying;			/* a send met a connection loss: logged */
 };
@@ -73,6 +79,11 @@ struct lr_wait {
 	zklfs_confirm_answer_fn *answer;
 	size_t size;
 	bool data;			/* an FSYNC: reports a data send's error */
+	uint64_t want;			/* ... and needs ZooKeeper to hold this
+					   version of the data (lr->wb.ver as
+					   it asked) */
+	int err;			/* its answer if the lock held: 0, or
+					   (an FSYNC) a data send's errno */
 	struct lr_wait *next;
 };
 
@@ -102,10 +113,9 @@ struct lr_confirm {
 
 /*
  * lockreq_answer_waits() - answer the requests @all and free the list: EIO
- * unless @held, else 0, or @derr for an FSYNC (a data send's error not
- * reported yet).  Any thread, without fs->lock.
+ * unless @held, else each its own err.  Any thread, without fs->lock.
  */
-void lockreq_answer_waits(struct zklfs *fs, struct lr_wait *all, bool held, int derr);
+void lockreq_answer_waits(struct zklfs *fs, struct lr_wait *all, bool held);
 
 /* A lock node's request; every field under fs->lock. */
 struct lockreq {

@@ -41,6 +41,7 @@ struct wflight {
 	struct wflight *next;		/* n->lr->wb.flights; fs->lock */
 	struct wflight *batch;		/* a tick's list of sends to make */
 	struct zks *zks;
+	uint64_t ver;			/* the version of the data it carries */
 	bool fsync;			/* taken by an FSYNC: it reports a retry */
 	char *path;
 	char *data;			/* freed once the client copied it */
@@ -151,6 +152,7 @@ static struct wflight *take_locked(struct zklfs *fs, struct node *n)
 	}
 	memcpy(f->data, n->lr->wb.buf, n->lr->wb.len);
 	f->len = (int)n->lr->wb.len;
+	f->ver = n->lr->wb.ver;
 	undirty_locked(fs, n);
 	f->fs = fs;
 	f->n = n;
@@ -210,11 +212,13 @@ static void flight_done(int rc, const struct Stat *zs, const void *data)
 			n->lr->wb.err = -EAGAIN;
 		if (holds_locked(n))
 			sched = dirty_locked(fs, n);
-	} else if (n && err) {
-		if (!n->lr->wb.err)
-			n->lr->wb.err = -err;	/* for the next fsync */
 	} else if (n) {
-		n->lr->wb.retrying = false;
+		if (err && !n->lr->wb.err)
+			n->lr->wb.err = -err;	/* for the next fsync */
+		if (!err)
+			n->lr->wb.retrying = false;
+		if (f->ver > n->lr->wb.answered)	/* sets complete in order */
+			n->lr->wb.answered = f->ver;
 	}
 	zkmx_unlock(&fs->lock);
 	/* a call site per cause: the log's rate limit is per call site */
@@ -347,6 +351,7 @@ void zklfs_wbuf_write(fuse_req_t req, struct node *n, const char *buf, size_t si
 	memcpy(nb + off, buf, size);
 	n->lr->wb.buf = nb;
 	n->lr->wb.len = end > len ? end : len;
+	n->lr->wb.ver++;
 	n->lr->wb.zks = zks;
 	sched = dirty_locked(fs, n);
 	zkmx_unlock(&fs->lock);
@@ -404,6 +409,7 @@ void zklfs_wbuf_setsize(fuse_req_t req, struct node *n, off_t size,
 		memset(nb + n->lr->wb.len, 0, len - n->lr->wb.len);
 	n->lr->wb.buf = nb;
 	n->lr->wb.len = len;
+	n->lr->wb.ver++;
 	n->lr->wb.zks = zks;
 	sched = dirty_locked(fs, n);
 	zkmx_unlock(&fs->lock);
@@ -434,15 +440,16 @@ void zklfs_wbuf_fsync(fuse_req_t req, struct node *n, struct fuse_file_info *fi)
 	}
 	/*
 	 * The data first, on the session the confirmation then goes to: the
-	 * latest, if not sent, or sent and not answered yet.  A set out now
-	 * (the supervisor's flush) may yet fail with the connection, and its
-	 * data would go again only at the next look, after the confirmation:
-	 * this FSYNC's own set goes right before its confirmation, and its
-	 * failure is this FSYNC's to report.
+	 * latest, unless ZooKeeper answered for it already.  A set out now
+	 * (the supervisor's flush, another FSYNC's) may yet fail with the
+	 * connection, and its data would go again only at the next look,
+	 * after the confirmation: this FSYNC's own set goes right before its
+	 * confirmation, which answers 0 only once ZooKeeper answered for the
+	 * version written by now (fs/confirm.c).
 	 */
 	zkmx_lock(&fs->wb_send);
 	zkmx_lock(&fs->lock);
-	if (holds_locked(n) && (n->lr->wb.dirty || n->lr->wb.flights)) {
+	if (holds_locked(n) && n->lr->wb.answered < n->lr->wb.ver) {
 		f = take_locked(fs, n);
 		nomem = !f;
 		if (f)
@@ -526,6 +533,7 @@ void zklfs_wbuf_close(struct zklfs *fs, struct node *n)
 	free(n->lr->wb.buf);
 	n->lr->wb.buf = NULL;
 	n->lr->wb.len = 0;			/* a new entry starts with new data */
+	n->lr->wb.ver = n->lr->wb.answered = 0;
 	n->lr->wb.err = 0;
 	n->lr->wb.retrying = false;
 	zkmx_unlock(&fs->lock);

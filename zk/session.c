@@ -132,6 +132,11 @@ static void zks_watcher(zhandle_t *zh, int type, int state, const char *path,
 		 */
 		s->tick_at = boot_ms();
 		publish_locked(s);		/* the timeout may be another */
+	}
+	if (s->link == ZKS_LINK_EXPIRED) {
+		/* a dead handle connects no more (and expires once): the
+		 * supervisor renews it */
+	} else if (state == ZOO_CONNECTED_STATE) {
 		if (s->news == ZKS_NEWS_SILENT && !quiet_locked(s))
 			set_news_locked(s, s->link == ZKS_LINK_DOWN ? ZKS_NEWS_BACK
 								   : ZKS_NEWS_NONE);
@@ -143,8 +148,7 @@ static void zks_watcher(zhandle_t *zh, int type, int state, const char *path,
 			zkm_connection_lost();
 		set_link_locked(s, ZKS_LINK_DOWN);
 	} else if (state == ZOO_EXPIRED_SESSION_STATE) {
-		if (s->link != ZKS_LINK_EXPIRED)
-			zkm_expired();
+		zkm_expired();
 		set_link_locked(s, ZKS_LINK_EXPIRED);
 	}
 	zkm_session_state(state);

@@ -276,6 +276,30 @@ void fsync_after_a_lost_flush(struct world *wd)
 }
 
 /*
+ * Two FSYNCs, the second asked while the first's confirmation is out, and
+ * both their sets lost with the connection before the server applied
+ * them: the data goes again only at the supervisor's next look, so
+ * neither FSYNC may answer 0 before ZooKeeper holds it (invariant 10).
+ * What an FSYNC needs is the version written when it was asked, not an
+ * error some other FSYNC's round trip may have reported first.
+ */
+void second_fsync_after_lost_sets(struct world *wd)
+{
+	char path[64];
+	int fd;
+
+	fd = fs_holder(wd, path);
+	write_all(wd, fd, "first");
+	simfs_fsync(wd, fd);
+	did(wd, true);
+	simfs_fsync(wd, fd);
+	did(wd, true);
+	did(wd, sn_drop_n(M(wd, 0), 0, 0));	/* neither set applied */
+	did(wd, sn_reconnect(M(wd, 0)));
+	quiesce(wd);
+}
+
+/*
  * An observer follows its lock from another mount: once the world is
  * quiet, .holders reads the holder's entry; a poller registered then is
  * woken when the holder leaves (the observer's child watch fires and it

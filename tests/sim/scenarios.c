@@ -635,6 +635,7 @@ static const struct scenario {
 	{ "lockfile-close-of-a-copy", lockfile_close_of_a_copy },
 	{ "data-before-the-delete", data_before_the_delete },
 	{ "fsync-after-a-lost-flush", fsync_after_a_lost_flush },
+	{ "second-fsync-after-lost-sets", second_fsync_after_lost_sets },
 	{ "observer-follows-the-queue", observer_follows_the_queue },
 	{ "read-sent-again-after-a-loss", read_sent_again_after_a_loss },
 	{ "read-answered-by-its-deadline", read_answered_by_its_deadline },

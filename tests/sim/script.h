@@ -52,6 +52,7 @@ void second_open_queues(struct world *wd);
 void lockfile_close_of_a_copy(struct world *wd);
 void data_before_the_delete(struct world *wd);
 void fsync_after_a_lost_flush(struct world *wd);
+void second_fsync_after_lost_sets(struct world *wd);
 void observer_follows_the_queue(struct world *wd);
 void read_sent_again_after_a_loss(struct world *wd);
 void read_answered_by_its_deadline(struct world *wd);
