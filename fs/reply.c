@@ -1,6 +1,7 @@
 /*
  * fs/reply.c - the daemon's side of the seam fs/reply.h: answers go to
- * libfuse, and a caller is read from /proc.
+ * libfuse (its own functions, where the seam's signature is theirs), and
+ * a caller is read from /proc.
  */
 #include "fs/reply.h"
 
@@ -11,51 +12,6 @@
 #include <unistd.h>
 
 #include "fs/ender.h"
-
-static int reply_open(fuse_req_t req, const struct fuse_file_info *fi)
-{
-	return fuse_reply_open(req, fi);
-}
-
-static int reply_err(fuse_req_t req, int err)
-{
-	return fuse_reply_err(req, err);
-}
-
-static int reply_write(fuse_req_t req, size_t count)
-{
-	return fuse_reply_write(req, count);
-}
-
-static int reply_attr(fuse_req_t req, const struct stat *st, double timeout)
-{
-	return fuse_reply_attr(req, st, timeout);
-}
-
-static int reply_buf(fuse_req_t req, const char *buf, size_t size)
-{
-	return fuse_reply_buf(req, buf, size);
-}
-
-static int reply_entry(fuse_req_t req, const struct fuse_entry_param *e)
-{
-	return fuse_reply_entry(req, e);
-}
-
-static int reply_poll(fuse_req_t req, unsigned revents)
-{
-	return fuse_reply_poll(req, revents);
-}
-
-static int reply_xattr(fuse_req_t req, size_t count)
-{
-	return fuse_reply_xattr(req, count);
-}
-
-static void on_interrupt(fuse_req_t req, fuse_interrupt_func_t fn, void *arg)
-{
-	fuse_req_interrupt_func(req, fn, arg);
-}
 
 /*
  * The command name in @stat (a /proc/TID/stat: "TID (COMM) ...", COMM up to
@@ -145,16 +101,16 @@ static int holders(fuse_req_t req, pid_t pid, uid_t uid, uint64_t ino,
 }
 
 const struct zklfs_reply zklfs_fuse_reply = {
-	.open = reply_open,
-	.err = reply_err,
-	.write = reply_write,
-	.attr = reply_attr,
-	.buf = reply_buf,
-	.entry = reply_entry,
-	.poll = reply_poll,
-	.xattr = reply_xattr,
+	.open = fuse_reply_open,
+	.err = fuse_reply_err,
+	.write = fuse_reply_write,
+	.attr = fuse_reply_attr,
+	.buf = fuse_reply_buf,
+	.entry = fuse_reply_entry,
+	.poll = fuse_reply_poll,
+	.xattr = fuse_reply_xattr,
 	.ctx = fuse_req_ctx,
-	.on_interrupt = on_interrupt,
+	.on_interrupt = fuse_req_interrupt_func,
 	.caller = caller,
 	.signalled = signalled,
 	.holders = holders,
